@@ -1,0 +1,88 @@
+// hvdrun: parses the command line and hands off to the launcher.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include "common/error.h"
+#include "common/logging.h"
+#include "common/params.h"
+#include "launcher/launcher.h"
+
+#ifndef HVD_VERSION
+#define HVD_VERSION "unknown"
+#endif
+
+namespace {
+
+// CLI11 accepts only one-letter names after a single dash, but mpirun users type -np. Rewrite it
+// in hvdrun's own options, stopping at the command so the command's arguments stay untouched.
+std::vector<std::string> normaliseArgs(int argc, char** argv) {
+  static const std::set<std::string> kTakesValue = {
+      "-n", "-np", "--num-proc", "-H", "--hosts", "--start-timeout", "--grace-seconds",
+      "--output-filename", "-x", "--log-level"};
+  std::vector<std::string> args(argv, argv + argc);
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.empty() || a[0] != '-' || a == "--") break;
+    if (a == "-np") args[i] = "--num-proc";
+    if (kTakesValue.count(a) && a.find('=') == std::string::npos) ++i;
+  }
+  return args;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using hvd::launcher::LaunchOptions;
+  LaunchOptions o;
+  CLI::App app{"hvdrun: start a data-parallel job of N ranks and forward their output", "hvdrun"};
+  app.set_version_flag("--version", std::string("hvdrun ") + HVD_VERSION);
+  int startTimeout = static_cast<int>(
+      hvd::params::parseInt(hvd::params::spec("HVD_START_TIMEOUT").defaultValue, 1, 86400,
+                            "HVD_START_TIMEOUT"));
+  int grace = 10;
+  app.add_option("-n,--num-proc", o.np, "Number of ranks to start")->required();
+  app.add_option("-H,--hosts", o.hosts,
+                 "Hosts and slots, host:slots[,host:slots] (default localhost:N)");
+  app.add_option("--start-timeout", startTimeout,
+                 "Seconds workers wait for all peers to join (HVD_START_TIMEOUT)")
+      ->check(CLI::Range(1, 86400));
+  app.add_option("--grace-seconds", grace,
+                 "Seconds between SIGTERM and SIGKILL when the job is stopped")
+      ->check(CLI::Range(0, 3600));
+  app.add_option("--output-filename", o.outputDir,
+                 "Also write each rank's output to DIR/rank.NN/{stdout,stderr}");
+  app.add_option("-x", o.exports, "Export VAR (from hvdrun's environment) or VAR=VALUE to workers")
+      ->allow_extra_args(false);
+  app.add_option("--log-level", o.logLevel,
+                 "Log level of hvdrun and its workers: trace, debug, info, warn, error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  app.add_flag("--verbose", o.verbose, "Print what hvdrun does (never the job secret)");
+  app.prefix_command();  // everything from the command on belongs to the command
+  app.footer("Usage: hvdrun -np N [-H host:slots,...] [options] command [args...]");
+
+  try {
+    std::vector<std::string> args = normaliseArgs(argc, argv);
+    std::reverse(args.begin(), args.end());
+    args.pop_back();  // program name
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  o.command = app.remaining();
+  o.startTimeout = std::chrono::seconds(startTimeout);
+  o.grace = std::chrono::seconds(grace);
+  if (o.verbose && o.logLevel == "warn") o.logLevel = "info";
+  try {
+    hvd::log::configure({o.logLevel, "", "hvdrun"});
+    return hvd::launcher::launch(o);
+  } catch (const hvd::InvalidArgument& e) {
+    std::fprintf(stderr, "hvdrun: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hvdrun: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,108 @@
+#include "collectives/algorithms/reduce.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "collectives/algorithms/half.h"
+#include "common/error.h"
+
+namespace hvd::collectives {
+namespace {
+
+// Tight loops over restrict pointers so -O3 vectorises them.
+template <typename T, typename F>
+void apply(T* __restrict dst, const T* __restrict src, std::size_t n, F f) {
+  for (std::size_t i = 0; i < n; ++i) dst[i] = f(dst[i], src[i]);
+}
+
+template <typename T>
+void reduceTyped(T* dst, const T* src, std::size_t n, ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+    case ReduceOp::Average:
+      return apply(dst, src, n, [](T a, T b) { return static_cast<T>(a + b); });
+    case ReduceOp::Min: return apply(dst, src, n, [](T a, T b) { return std::min(a, b); });
+    case ReduceOp::Max: return apply(dst, src, n, [](T a, T b) { return std::max(a, b); });
+    case ReduceOp::Product:
+      return apply(dst, src, n, [](T a, T b) { return static_cast<T>(a * b); });
+  }
+}
+
+// Converts blocks to float32, reduces there, converts back: one rounding per reduction step.
+template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
+void reduceHalf(uint16_t* dst, const uint16_t* src, std::size_t n, ReduceOp op) {
+  constexpr std::size_t kBlock = 256;
+  float a[kBlock], b[kBlock];
+  for (std::size_t start = 0; start < n; start += kBlock) {
+    std::size_t m = std::min(kBlock, n - start);
+    for (std::size_t i = 0; i < m; ++i) {
+      a[i] = ToFloat(dst[start + i]);
+      b[i] = ToFloat(src[start + i]);
+    }
+    reduceTyped(a, b, m, op);
+    for (std::size_t i = 0; i < m; ++i) dst[start + i] = FromFloat(a[i]);
+  }
+}
+
+void reduceBool(uint8_t* dst, const uint8_t* src, std::size_t n, ReduceOp op) {
+  // Sum and Max are logical or; Min and Product are logical and.
+  if (op == ReduceOp::Sum || op == ReduceOp::Max)
+    apply(dst, src, n, [](uint8_t a, uint8_t b) -> uint8_t { return (a | b) != 0; });
+  else
+    apply(dst, src, n, [](uint8_t a, uint8_t b) -> uint8_t { return (a && b) ? 1 : 0; });
+}
+
+template <typename T>
+void scaleTyped(T* data, std::size_t n, double factor) {
+  for (std::size_t i = 0; i < n; ++i) data[i] = static_cast<T>(data[i] * factor);
+}
+
+}  // namespace
+
+void checkReducible(DType dtype, ReduceOp op) {
+  if (dtype == DType::Bool && op == ReduceOp::Average)
+    throw InvalidArgument("reduce op average is not defined for dtype bool");
+}
+
+void reduceInto(void* dst, const void* src, std::size_t n, DType dtype, ReduceOp op) {
+  checkReducible(dtype, op);
+  switch (dtype) {
+    case DType::UInt8: return reduceTyped(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), n, op);
+    case DType::Int8: return reduceTyped(static_cast<int8_t*>(dst), static_cast<const int8_t*>(src), n, op);
+    case DType::Int16: return reduceTyped(static_cast<int16_t*>(dst), static_cast<const int16_t*>(src), n, op);
+    case DType::Int32: return reduceTyped(static_cast<int32_t*>(dst), static_cast<const int32_t*>(src), n, op);
+    case DType::Int64: return reduceTyped(static_cast<int64_t*>(dst), static_cast<const int64_t*>(src), n, op);
+    case DType::Float32: return reduceTyped(static_cast<float*>(dst), static_cast<const float*>(src), n, op);
+    case DType::Float64: return reduceTyped(static_cast<double*>(dst), static_cast<const double*>(src), n, op);
+    case DType::Float16:
+      return reduceHalf<halfToFloat, floatToHalf>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), n, op);
+    case DType::BFloat16:
+      return reduceHalf<bf16ToFloat, floatToBf16>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), n, op);
+    case DType::Bool: return reduceBool(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), n, op);
+  }
+}
+
+void scale(void* data, std::size_t n, DType dtype, double factor) {
+  switch (dtype) {
+    case DType::UInt8: return scaleTyped(static_cast<uint8_t*>(data), n, factor);
+    case DType::Int8: return scaleTyped(static_cast<int8_t*>(data), n, factor);
+    case DType::Int16: return scaleTyped(static_cast<int16_t*>(data), n, factor);
+    case DType::Int32: return scaleTyped(static_cast<int32_t*>(data), n, factor);
+    case DType::Int64: return scaleTyped(static_cast<int64_t*>(data), n, factor);
+    case DType::Float32: return scaleTyped(static_cast<float*>(data), n, factor);
+    case DType::Float64: return scaleTyped(static_cast<double*>(data), n, factor);
+    case DType::Float16: {
+      auto* p = static_cast<uint16_t*>(data);
+      for (std::size_t i = 0; i < n; ++i) p[i] = floatToHalf(static_cast<float>(halfToFloat(p[i]) * factor));
+      return;
+    }
+    case DType::BFloat16: {
+      auto* p = static_cast<uint16_t*>(data);
+      for (std::size_t i = 0; i < n; ++i) p[i] = floatToBf16(static_cast<float>(bf16ToFloat(p[i]) * factor));
+      return;
+    }
+    case DType::Bool: throw InvalidArgument("cannot scale a bool tensor");
+  }
+}
+
+}  // namespace hvd::collectives

@@ -1,0 +1,18 @@
+// Element-wise reduction kernels: dst[i] = op(dst[i], src[i]). float16 and bfloat16 are
+// accumulated in float32. Average reduces as Sum; the caller divides (scale()).
+#pragma once
+
+#include <cstddef>
+
+#include "collectives/algorithms/dtype.h"
+
+namespace hvd::collectives {
+
+// Throws InvalidArgument for a combination that has no meaning (e.g. Product of bool is allowed
+// as logical and; Average of bool is not).
+void reduceInto(void* dst, const void* src, std::size_t count, DType dtype, ReduceOp op);
+// data[i] *= factor (rounded back to the dtype; integers truncate toward zero).
+void scale(void* data, std::size_t count, DType dtype, double factor);
+void checkReducible(DType dtype, ReduceOp op);
+
+}  // namespace hvd::collectives

@@ -1,0 +1,18 @@
+#include "collectives/transport/request.h"
+
+#include "common/error.h"
+
+namespace hvd::collectives {
+
+void Request::wait(Deadline deadline) {
+  if (!state_) return;
+  while (!state_->done) {
+    if (Clock::now() >= deadline)
+      throw TimeoutError(state_->description + ": timed out (the peer stopped or is too slow; "
+                                               "HVD_OP_TIMEOUT sets the limit)");
+    engine_->progressUntil(deadline);
+  }
+  if (state_->error) std::rethrow_exception(state_->error);
+}
+
+}  // namespace hvd::collectives

@@ -1,0 +1,147 @@
+#include "collectives/transport/tcp/tcp_connection.h"
+
+#include <cstdio>
+
+#include "common/error.h"
+
+namespace hvd::collectives::tcp {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+namespace {
+std::string hexTag(Tag tag) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(tag));
+  return buf;
+}
+}  // namespace
+
+TcpConnection::TcpConnection(asio::ip::tcp::socket socket, ProgressEngine& engine, int selfRank,
+                             int size, int peerRank)
+    : socket_(std::move(socket)),
+      engine_(engine),
+      selfRank_(selfRank),
+      size_(size),
+      peerRank_(peerRank) {
+  error_code ec;
+  auto ep = socket_.remote_endpoint(ec);
+  peerAddress_ = ec ? "unknown" : ep.address().to_string() + ":" + std::to_string(ep.port());
+}
+
+std::shared_ptr<RequestState> TcpConnection::makeState(const char* verb, Tag tag,
+                                                       std::size_t bytes) const {
+  auto state = std::make_shared<RequestState>();
+  state->description = detail::concat("rank ", selfRank_, "/", size_, ": ", verb, " rank ",
+                                      peerRank_, " (", peerAddress_, ") tag=", hexTag(tag), " ",
+                                      bytes, " bytes");
+  return state;
+}
+
+Request TcpConnection::isend(ConstBytes data, Tag tag) {
+  auto state = makeState("send to", tag, data.size());
+  if (broken_) {
+    state->done = true;
+    state->error = broken_;
+    return Request(state, &engine_);
+  }
+  sends_.push_back({{tag, data.size()}, const_cast<std::byte*>(data.data()), state});
+  if (!writing_) startWrite();
+  return Request(state, &engine_);
+}
+
+Request TcpConnection::irecv(MutableBytes data, Tag tag) {
+  auto state = makeState("recv from", tag, data.size());
+  if (broken_) {
+    state->done = true;
+    state->error = broken_;
+    return Request(state, &engine_);
+  }
+  recvs_.push_back({{tag, data.size()}, data.data(), state});
+  if (!reading_) startRead();
+  return Request(state, &engine_);
+}
+
+void TcpConnection::startWrite() {
+  writing_ = true;
+  Op& op = sends_.front();
+  std::array<asio::const_buffer, 2> buffers = {asio::buffer(&op.header, sizeof(Header)),
+                                               asio::buffer(op.data, op.header.length)};
+  auto self = shared_from_this();
+  asio::async_write(socket_, buffers, [this, self](const error_code& ec, std::size_t got) {
+    writing_ = false;
+    if (broken_) return;
+    if (ec) return failAll(ioError(sends_.front(), ec, got));
+    finish(sends_);
+    if (!sends_.empty() && !broken_) startWrite();
+  });
+}
+
+void TcpConnection::startRead() {
+  reading_ = true;
+  auto self = shared_from_this();
+  asio::async_read(socket_, asio::buffer(&incoming_, sizeof(Header)),
+                   [this, self](const error_code& ec, std::size_t) { onHeader(ec); });
+}
+
+void TcpConnection::onHeader(const error_code& ec) {
+  if (broken_) {
+    reading_ = false;
+    return;
+  }
+  if (ec) {
+    reading_ = false;
+    return failAll(ioError(recvs_.front(), ec, 0));
+  }
+  Op& op = recvs_.front();
+  if (incoming_.tag != op.header.tag || incoming_.length != op.header.length) {
+    reading_ = false;
+    return failAll(std::make_exception_ptr(InternalError(detail::concat(
+        op.state->description, ": peer sent tag=", hexTag(incoming_.tag), " ", incoming_.length,
+        " bytes instead: the ranks are running different collectives"))));
+  }
+  auto self = shared_from_this();
+  asio::async_read(socket_, asio::buffer(op.data, op.header.length),
+                   [this, self](const error_code& e, std::size_t got) {
+                     reading_ = false;
+                     if (broken_) return;
+                     if (e) return failAll(ioError(recvs_.front(), e, got));
+                     finish(recvs_);
+                     if (!recvs_.empty() && !broken_) startRead();
+                   });
+}
+
+void TcpConnection::finish(std::deque<Op>& queue) {
+  queue.front().state->done = true;
+  queue.pop_front();
+}
+
+std::exception_ptr TcpConnection::ioError(const Op& op, const error_code& ec,
+                                          std::size_t got) const {
+  std::string reason = ec == asio::error::eof ? "connection closed by peer" : ec.message();
+  if (ec == asio::error::operation_aborted) reason = "connection closed locally";
+  return std::make_exception_ptr(IoError(detail::concat(
+      op.state->description, ": ", reason, " after ", got, " bytes (did rank ", peerRank_,
+      " exit or crash?)")));
+}
+
+void TcpConnection::failAll(std::exception_ptr error) {
+  if (!broken_) broken_ = error;
+  for (auto* queue : {&sends_, &recvs_}) {
+    for (auto& op : *queue) {
+      op.state->done = true;
+      op.state->error = error;
+    }
+    queue->clear();
+  }
+  error_code ignored;
+  socket_.close(ignored);
+}
+
+void TcpConnection::close() {
+  error_code ignored;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+  socket_.close(ignored);
+}
+
+}  // namespace hvd::collectives::tcp

@@ -1,0 +1,164 @@
+#include "collectives/transport/tcp/tcp_device.h"
+
+#include <set>
+
+#include "collectives/transport/tcp/tcp_connection.h"
+#include "common/asio_io.h"
+#include "common/logging.h"
+
+namespace hvd::collectives::tcp {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using boost::system::error_code;
+
+namespace {
+
+const std::string kAuthContext = "hvd-tcp";
+
+std::string rankList(const std::set<int>& ranks) {
+  std::string out = "{";
+  for (int r : ranks) out += (out.size() > 1 ? "," : "") + std::to_string(r);
+  return out + "}";
+}
+
+std::pair<std::string, uint16_t> splitAddress(const std::string& address) {
+  auto colon = address.rfind(':');
+  HVD_ENFORCE(colon != std::string::npos, "malformed peer address '", address, "'");
+  return {address.substr(0, colon), static_cast<uint16_t>(std::stoi(address.substr(colon + 1)))};
+}
+
+}  // namespace
+
+std::shared_ptr<TcpDevice> TcpDevice::create(const std::string& bindAddress, std::string secret) {
+  return std::shared_ptr<TcpDevice>(new TcpDevice(bindAddress, std::move(secret)));
+}
+
+TcpDevice::TcpDevice(const std::string& bindAddress, std::string secret)
+    : secret_(std::move(secret)) {
+  error_code ec;
+  auto address = asio::ip::make_address(bindAddress, ec);
+  if (ec) throw InvalidArgument("tcp: cannot bind '" + bindAddress + "': not an IP address");
+  tcp::endpoint endpoint(address, 0);
+  acceptor_.open(endpoint.protocol());
+  acceptor_.bind(endpoint, ec);
+  if (ec) throw IoError("tcp: cannot bind " + bindAddress + ": " + ec.message());
+  acceptor_.listen(asio::socket_base::max_listen_connections);
+}
+
+std::string TcpDevice::listenAddress() const {
+  auto ep = acceptor_.local_endpoint();
+  return ep.address().to_string() + ":" + std::to_string(ep.port());
+}
+
+void TcpDevice::progressUntil(Deadline deadline) {
+  if (io_.stopped()) io_.restart();
+  io_.run_one_until(deadline);
+}
+
+std::unique_ptr<Comm> TcpDevice::connectAll(int rank, int size, rendezvous::Store& store,
+                                            std::chrono::milliseconds connectTimeout,
+                                            std::chrono::milliseconds opTimeout) {
+  HVD_ENFORCE(rank >= 0 && rank < size, "rank ", rank, " outside [0, ", size, ")");
+  auto deadline = Clock::now() + connectTimeout;
+  auto log = log::logger("tcp");
+  std::string self = detail::concat("rank ", rank, "/", size);
+  std::vector<std::shared_ptr<Connection>> connections(size);
+  store.set("tcp/" + std::to_string(rank), [&] {
+    std::string a = listenAddress();
+    return rendezvous::Bytes(a.begin(), a.end());
+  }());
+  log->info("{}: listening on {}", self, listenAddress());
+
+  std::vector<std::string> lowerKeys;
+  for (int r = 0; r < rank; ++r) lowerKeys.push_back("tcp/" + std::to_string(r));
+  try {
+    if (!lowerKeys.empty()) store.wait(lowerKeys, connectTimeout);
+  } catch (const rendezvous::StoreTimeout& e) {
+    std::set<int> missing;
+    for (const auto& k : e.missingKeys()) missing.insert(std::stoi(k.substr(4)));
+    throw TimeoutError(detail::concat(self, ": timed out after ", connectTimeout.count() / 1000.0,
+                                      " s waiting for ranks ", rankList(missing),
+                                      " to publish their addresses (did they start?)"));
+  }
+  // Lower ranks accept and higher ranks connect; rank k's connects depend only on ranks below
+  // k reaching their accept loop, so this order cannot deadlock.
+  for (int r = 0; r < rank; ++r) {
+    auto value = store.get("tcp/" + std::to_string(r));
+    connections[r] = connectTo(rank, size, r, std::string(value->begin(), value->end()), deadline);
+  }
+  std::vector<std::shared_ptr<Connection>> accepted;
+  while (static_cast<int>(accepted.size()) < size - 1 - rank) {
+    try {
+      if (auto c = acceptOne(rank, size, accepted, deadline)) accepted.push_back(c);
+    } catch (const TimeoutError&) {
+      std::set<int> missing;
+      for (int r = rank + 1; r < size; ++r) missing.insert(r);
+      for (auto& c : accepted) missing.erase(c->peerRank());
+      throw TimeoutError(detail::concat(self, ": timed out after ",
+                                        connectTimeout.count() / 1000.0,
+                                        " s waiting for ranks ", rankList(missing),
+                                        " to connect"));
+    }
+  }
+  for (auto& c : accepted) connections[c->peerRank()] = c;
+  log->debug("{}: connected to {} peers", self, size - 1);
+  return std::make_unique<Comm>(rank, size, std::move(connections), opTimeout,
+                                shared_from_this());
+}
+
+std::shared_ptr<Connection> TcpDevice::connectTo(int rank, int size, int peer,
+                                                 const std::string& address, Deadline deadline) {
+  auto [host, port] = splitAddress(address);
+  std::string what = detail::concat("rank ", rank, "/", size, ": connect to rank ", peer, " (",
+                                    address, ")");
+  tcp::socket socket(io_);
+  io::connect(socket, host, port, deadline, what);
+  io::authenticateAsConnector(socket, secret_, kAuthContext, deadline, what);
+  uint32_t ownRank = static_cast<uint32_t>(rank);
+  io::writeAll(socket, {asio::buffer(&ownRank, sizeof ownRank)}, deadline, what);
+  return std::make_shared<TcpConnection>(std::move(socket), *this, rank, size, peer);
+}
+
+std::shared_ptr<Connection> TcpDevice::acceptOne(
+    int rank, int size, const std::vector<std::shared_ptr<Connection>>& accepted,
+    Deadline deadline) {
+  tcp::socket socket(io_);
+  bool done = false;
+  error_code result;
+  acceptor_.async_accept(socket, [&](const error_code& e) {
+    result = e;
+    done = true;
+  });
+  while (!done) {
+    if (Clock::now() >= deadline) {
+      acceptor_.cancel();
+      while (!done) progressUntil(Clock::now() + std::chrono::seconds(1));
+      throw TimeoutError("accept timed out");
+    }
+    progressUntil(deadline);
+  }
+  if (result) throw IoError(detail::concat("rank ", rank, "/", size, ": accept: ", result.message()));
+  socket.set_option(tcp::no_delay(true));
+  std::string peerName = io::peerName(socket);
+  std::string what = detail::concat("rank ", rank, "/", size, ": connection from ", peerName);
+  try {
+    // A silent or slow stranger must not hold up the job for long.
+    auto handshakeDeadline = std::min(deadline, Clock::now() + std::chrono::seconds(10));
+    io::authenticateAsAcceptor(socket, secret_, kAuthContext, handshakeDeadline, what);
+    uint32_t peer = 0;
+    io::readExact(socket, asio::buffer(&peer, sizeof peer), handshakeDeadline, what);
+    bool duplicate = false;
+    for (auto& c : accepted) duplicate |= c->peerRank() == static_cast<int>(peer);
+    if (static_cast<int>(peer) <= rank || static_cast<int>(peer) >= size || duplicate)
+      throw IoError(detail::concat(what, ": claims rank ", peer,
+                                   ", which is not an expected peer"));
+    return std::make_shared<TcpConnection>(std::move(socket), *this, rank, size,
+                                           static_cast<int>(peer));
+  } catch (const Error& e) {
+    log::logger("tcp")->warn("rejected {}", e.what());
+    return nullptr;
+  }
+}
+
+}  // namespace hvd::collectives::tcp

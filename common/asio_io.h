@@ -1,0 +1,50 @@
+// Blocking socket operations with deadlines, built on Asio's asynchronous operations and driven
+// by the calling thread (io_context::run_one_until). Used for connection set-up (handshakes,
+// rendezvous client) where a simple call-and-wait shape is clearest.
+// Thread model: the caller must be the only thread running `socket`'s io_context.
+// Throws TimeoutError when the deadline passes and IoError on a socket error; `what` names the
+// operation and peer in both messages.
+#pragma once
+
+#include <boost/asio.hpp>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "common/auth.h"
+
+namespace hvd::io {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
+
+// Connects to host:port, retrying refused connections until the deadline (the peer may not be
+// listening yet). Sets TCP_NODELAY.
+void connect(tcp::socket& socket, const std::string& host, uint16_t port, Deadline deadline,
+             const std::string& what);
+void writeAll(tcp::socket& socket, const std::vector<asio::const_buffer>& buffers,
+              Deadline deadline, const std::string& what);
+void readExact(tcp::socket& socket, asio::mutable_buffer buffer, Deadline deadline,
+               const std::string& what);
+
+// One length-prefixed frame (common/frame.h).
+void writeFrame(tcp::socket& socket, const std::vector<uint8_t>& payload, Deadline deadline,
+                const std::string& what);
+std::vector<uint8_t> readFrame(tcp::socket& socket, Deadline deadline, const std::string& what);
+
+// The two sides of the HMAC handshake (common/auth.h). Throw IoError ("authentication failed")
+// when the peer's proof is wrong. `context` is bound into both proofs.
+void authenticateAsConnector(tcp::socket& socket, const std::string& secret,
+                             const std::string& context, Deadline deadline,
+                             const std::string& what);
+void authenticateAsAcceptor(tcp::socket& socket, const std::string& secret,
+                            const std::string& context, Deadline deadline,
+                            const std::string& what);
+
+// "ip:port" of the socket's peer, or "unknown peer".
+std::string peerName(const tcp::socket& socket);
+
+}  // namespace hvd::io

@@ -1,0 +1,73 @@
+#include "common/logging.h"
+
+#include <spdlog/sinks/stdout_sinks.h>
+
+#include <mutex>
+#include <set>
+#include <sstream>
+
+#include "common/error.h"
+
+namespace hvd::log {
+namespace {
+
+struct State {
+  std::mutex mutex;
+  LogSettings settings;
+  std::set<std::string> subsystems;
+  std::shared_ptr<spdlog::sinks::stderr_sink_mt> sink =
+      std::make_shared<spdlog::sinks::stderr_sink_mt>();
+};
+
+State& state() {
+  static State s;
+  return s;
+}
+
+std::set<std::string> splitList(const std::string& text) {
+  std::set<std::string> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ','))
+    if (!item.empty()) out.insert(item);
+  return out;
+}
+
+spdlog::level::level_enum parseLevel(const std::string& name) {
+  auto level = spdlog::level::from_str(name);
+  // from_str maps anything unknown to "off"; only "off" itself may mean off.
+  if (level == spdlog::level::off && name != "off")
+    throw InvalidArgument("unknown log level '" + name +
+                          "' (use trace, debug, info, warn, error, critical or off)");
+  return level;
+}
+
+void apply(State& s, spdlog::logger& lg) {
+  bool shown = s.subsystems.empty() || s.subsystems.count(lg.name()) > 0;
+  lg.set_level(shown ? parseLevel(s.settings.level) : spdlog::level::off);
+  std::string prefix = s.settings.prefix.empty() ? "hvd" : s.settings.prefix;
+  lg.set_pattern(prefix + " %^%l%$ [%n] %v");
+}
+
+}  // namespace
+
+void configure(const LogSettings& settings) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  parseLevel(settings.level);
+  s.settings = settings;
+  s.subsystems = splitList(settings.subsystems);
+  spdlog::apply_all([&](const std::shared_ptr<spdlog::logger>& lg) { apply(s, *lg); });
+}
+
+std::shared_ptr<spdlog::logger> logger(const std::string& subsystem) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (auto existing = spdlog::get(subsystem)) return existing;
+  auto lg = std::make_shared<spdlog::logger>(subsystem, s.sink);
+  apply(s, *lg);
+  spdlog::register_logger(lg);
+  return lg;
+}
+
+}  // namespace hvd::log

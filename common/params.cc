@@ -1,0 +1,119 @@
+#include "common/params.h"
+
+#include <charconv>
+#include <cstdlib>
+
+#include "common/error.h"
+
+extern char** environ;
+
+namespace hvd::params {
+
+const std::vector<ParamSpec>& allParams() {
+  static const std::vector<ParamSpec> kParams = {
+      {"HVD_RANK", "HOROVOD_RANK", ParamType::Int, "0", 0, INT32_MAX, false,
+       "Global rank of this worker (set by hvdrun)."},
+      {"HVD_SIZE", "HOROVOD_SIZE", ParamType::Int, "1", 1, INT32_MAX, false,
+       "Number of workers in the job (set by hvdrun)."},
+      {"HVD_LOCAL_RANK", "HOROVOD_LOCAL_RANK", ParamType::Int, "0", 0, INT32_MAX, false,
+       "Rank of this worker among the workers on its host (set by hvdrun)."},
+      {"HVD_LOCAL_SIZE", "HOROVOD_LOCAL_SIZE", ParamType::Int, "1", 1, INT32_MAX, false,
+       "Number of workers on this worker's host (set by hvdrun)."},
+      {"HVD_CROSS_RANK", "HOROVOD_CROSS_RANK", ParamType::Int, "0", 0, INT32_MAX, false,
+       "Index of this worker's host among the hosts that have its local rank (set by hvdrun)."},
+      {"HVD_CROSS_SIZE", "HOROVOD_CROSS_SIZE", ParamType::Int, "1", 1, INT32_MAX, false,
+       "Number of hosts that have a worker with this local rank (set by hvdrun)."},
+      {"HVD_HOSTNAME", "HOROVOD_HOSTNAME", ParamType::String, "", 0, 0, false,
+       "Host name of this worker as the launcher knows it (set by hvdrun)."},
+      {"HVD_RENDEZVOUS_ADDR", "HOROVOD_GLOO_RENDEZVOUS_ADDR", ParamType::String, "", 0, 0, false,
+       "Address of the launcher's rendezvous server; unset means a single-rank job."},
+      {"HVD_RENDEZVOUS_PORT", "HOROVOD_GLOO_RENDEZVOUS_PORT", ParamType::Int, "0", 0, 65535,
+       false, "Port of the launcher's rendezvous server."},
+      {"HVD_SECRET", "", ParamType::String, "", 0, 0, true,
+       "Job secret for the HMAC handshake on every connection (set by hvdrun; never printed)."},
+      {"HVD_JOB_ID", "", ParamType::String, "local", 0, 0, false,
+       "Identifier that scopes this job's rendezvous keys (set by hvdrun)."},
+      {"HVD_START_TIMEOUT", "HOROVOD_START_TIMEOUT", ParamType::Int, "30", 1, 86400, false,
+       "Seconds a worker waits for all peers to join the rendezvous and connect."},
+      {"HVD_OP_TIMEOUT", "", ParamType::Int, "300", 1, 86400, false,
+       "Seconds a collective may wait on a peer before failing with a timeout naming it."},
+      {"HVD_LOG_LEVEL", "HOROVOD_LOG_LEVEL", ParamType::String, "warn", 0, 0, false,
+       "Log level: trace, debug, info, warn, error, critical or off."},
+      {"HVD_LOG_SUBSYS", "", ParamType::String, "", 0, 0, false,
+       "Comma-separated log subsystems to show (e.g. tcp,rdzv); empty shows all."},
+  };
+  return kParams;
+}
+
+const ParamSpec& spec(const std::string& name) {
+  for (const auto& p : allParams())
+    if (p.name == name) return p;
+  throw InternalError("unknown configuration parameter " + name);
+}
+
+int64_t parseInt(const std::string& text, int64_t min, int64_t max, const std::string& what) {
+  int64_t value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end)
+    throw InvalidArgument(what + "='" + text + "': not an integer");
+  if (value < min || value > max)
+    throw InvalidArgument(detail::concat(what, "=", value, ": out of range [", min, ", ", max,
+                                         "]"));
+  return value;
+}
+
+ParamValues ParamValues::fromEnvironment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string entry(*e);
+    auto eq = entry.find('=');
+    if (eq == std::string::npos) continue;
+    std::string name = entry.substr(0, eq);
+    if (name.rfind("HVD_", 0) == 0 || name.rfind("HOROVOD_", 0) == 0)
+      env[name] = entry.substr(eq + 1);
+  }
+  return fromMap(env);
+}
+
+ParamValues ParamValues::fromMap(const std::map<std::string, std::string>& env) {
+  ParamValues out;
+  for (const auto& p : allParams()) {
+    Value v;
+    v.text = p.defaultValue;
+    std::string from = p.name;
+    auto it = env.find(p.name);
+    if (it == env.end() && !p.horovodAlias.empty()) {
+      it = env.find(p.horovodAlias);
+      from = p.horovodAlias;
+    }
+    if (it != env.end()) {
+      v.text = it->second;
+      v.source = Source::Environment;
+    }
+    if (p.type == ParamType::Int) v.number = parseInt(v.text, p.min, p.max, from);
+    out.values_[p.name] = v;
+  }
+  return out;
+}
+
+int64_t ParamValues::getInt(const std::string& name) const {
+  HVD_ENFORCE(spec(name).type == ParamType::Int, name, " is not an integer parameter");
+  return values_.at(name).number;
+}
+
+std::string ParamValues::getString(const std::string& name) const {
+  spec(name);
+  return values_.at(name).text;
+}
+
+bool ParamValues::isSet(const std::string& name) const {
+  return source(name) == Source::Environment;
+}
+
+Source ParamValues::source(const std::string& name) const {
+  spec(name);
+  return values_.at(name).source;
+}
+
+}  // namespace hvd::params

@@ -1,0 +1,58 @@
+// The one registry of hvd's configuration parameters: every HVD_* variable is declared here once,
+// with its type, default, range and description. The runtime and the launcher read values only
+// through ParamValues, and this file's .cc is the only place that calls getenv.
+// Thread-safety: everything here is immutable after construction.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hvd::params {
+
+enum class ParamType { Int, String };
+
+struct ParamSpec {
+  std::string name;           // HVD_...
+  std::string horovodAlias;   // HOROVOD_... accepted as well, or empty
+  ParamType type;
+  std::string defaultValue;   // as text; empty means "unset"
+  int64_t min = 0;            // for Int
+  int64_t max = INT64_MAX;    // for Int
+  bool secret = false;        // never printed
+  std::string description;
+};
+
+const std::vector<ParamSpec>& allParams();
+const ParamSpec& spec(const std::string& name);  // throws InternalError for an unknown name
+
+enum class Source { Default, Environment };
+
+// Parsed, validated values. Unknown HVD_* names in the environment are ignored here (the
+// launcher may pass extra ones); malformed values throw InvalidArgument naming the variable.
+class ParamValues {
+ public:
+  static ParamValues fromEnvironment();
+  static ParamValues fromMap(const std::map<std::string, std::string>& env);
+
+  int64_t getInt(const std::string& name) const;
+  std::string getString(const std::string& name) const;
+  bool isSet(const std::string& name) const;  // set explicitly (not from the default)
+  Source source(const std::string& name) const;
+
+ private:
+  struct Value {
+    std::string text;
+    int64_t number = 0;
+    Source source = Source::Default;
+  };
+  std::map<std::string, Value> values_;
+};
+
+// Parses a decimal integer strictly (the whole text, no trailing junk) and checks the range;
+// `what` names the variable or flag in the error.
+int64_t parseInt(const std::string& text, int64_t min, int64_t max, const std::string& what);
+
+}  // namespace hvd::params

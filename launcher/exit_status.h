@@ -1,0 +1,20 @@
+// How a worker ended, from a waitpid status: the code hvdrun exits with (128+signal for a
+// signal) and a sentence for the failure summary.
+#pragma once
+
+#include <string>
+
+namespace hvd::launcher {
+
+struct ExitStatus {
+  bool signaled = false;
+  int code = 0;    // exit code, or the signal number when signaled
+  int shellCode() const { return signaled ? 128 + code : code; }
+  bool failed() const { return signaled || code != 0; }
+  std::string describe() const;  // "exited with code 3", "was killed by signal SIGKILL (...)"
+};
+
+ExitStatus fromWaitStatus(int status);
+std::string signalName(int signal);  // "SIGSEGV"
+
+}  // namespace hvd::launcher

@@ -1,0 +1,77 @@
+#include "launcher/launcher.h"
+
+#include <unistd.h>
+
+#include "common/auth.h"
+#include "common/error.h"
+#include "common/logging.h"
+#include "launcher/host_spec.h"
+#include "launcher/local_job.h"
+#include "launcher/local_spawner.h"
+#include "launcher/orphan_guardian.h"
+#include "launcher/rendezvous_server.h"
+
+namespace hvd::launcher {
+namespace {
+
+std::string thisHostname() {
+  char buf[256] = {};
+  return gethostname(buf, sizeof buf - 1) == 0 ? buf : "localhost";
+}
+
+bool isThisMachine(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0 ||
+         host == thisHostname();
+}
+
+void validate(const LaunchOptions& o, const std::vector<HostSlots>& hosts) {
+  if (o.command.empty())
+    throw InvalidArgument("no command to run (usage: hvdrun -np N [-H hosts] command [args])");
+  if (looksLikeHostSlots(o.command[0]))
+    throw InvalidArgument("the command '" + o.command[0] +
+                          "' looks like a host spec: join hosts with commas, as in "
+                          "-H a:1,b:1");
+  for (const auto& h : hosts)
+    if (!isThisMachine(h.host))
+      throw InvalidArgument("-H: host '" + h.host +
+                            "' is not this machine; this hvdrun launches on the local host only "
+                            "(use localhost:N)");
+}
+
+}  // namespace
+
+int launch(const LaunchOptions& options) {
+  auto log = log::logger("launcher");
+  std::vector<HostSlots> hosts = options.hosts.empty()
+                                     ? std::vector<HostSlots>{{"localhost", std::max(1, options.np)}}
+                                     : parseHostList(options.hosts);
+  validate(options, hosts);
+  auto placements = assignRanks(hosts, options.np);
+  Environment base = currentEnvironment();
+  resolveExecutable(options.command[0], base);
+
+  // The guardian forks without exec, so it must exist before the server's thread does.
+  auto guardian = OrphanGuardian::start(options.grace);
+  JobIdentity job;
+  job.secret = auth::randomHex(32);
+  job.jobId = auth::randomHex(8);
+  // Every host is this machine, so the rendezvous listens on loopback only.
+  RendezvousServer server("127.0.0.1", job.secret);
+  job.rendezvousAddr = server.address();
+  job.rendezvousPort = server.port();
+  log->info("job {}: {} ranks on {}; rendezvous at {}:{}", job.jobId, placements.size(),
+            describeHosts(hosts), job.rendezvousAddr, job.rendezvousPort);
+
+  Environment extra = {{"HVD_START_TIMEOUT", std::to_string(options.startTimeout.count())},
+                       {"HVD_LOG_LEVEL", options.logLevel}};
+  std::vector<WorkerSpec> workers;
+  for (const auto& p : placements) {
+    workers.push_back({p, workerEnvironment(base, p, job, options.exports, extra)});
+    log->info("rank {}: host {} local {}/{} cross {}/{}", p.rank, p.host, p.localRank,
+              p.localSize, p.crossRank, p.crossSize);
+  }
+  LocalJob localJob(options, std::move(workers), *guardian);
+  return localJob.run();
+}
+
+}  // namespace hvd::launcher

@@ -1,0 +1,245 @@
+#include "launcher/local_job.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/error.h"
+#include "common/logging.h"
+#include "launcher/exit_status.h"
+#include "launcher/local_spawner.h"
+
+namespace hvd::launcher {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// A signal handler can reach only globals; it writes the signal number into this pipe, which
+// the event loop polls (the self-pipe trick).
+int gSignalPipe[2] = {-1, -1};
+
+void onSignal(int sig) {
+  int saved = errno;
+  unsigned char byte = static_cast<unsigned char>(sig);
+  ssize_t ignored = ::write(gSignalPipe[1], &byte, 1);
+  (void)ignored;
+  errno = saved;
+}
+
+constexpr int kHandledSignals[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP};
+// After the last worker exits, output still in flight gets this long to arrive.
+constexpr auto kDrainTime = std::chrono::seconds(2);
+
+}  // namespace
+
+struct LocalJob::Worker {
+  RankPlacement placement;
+  LocalWorker process;
+  int fds[2] = {-1, -1};
+  bool exited = false;
+  ExitStatus status;
+};
+
+LocalJob::LocalJob(const LaunchOptions& options, std::vector<WorkerSpec> workers,
+                   OrphanGuardian& guardian)
+    : options_(options), specs_(std::move(workers)), guardian_(guardian) {
+  output_ = std::make_unique<OutputForwarder>(static_cast<int>(specs_.size()), STDOUT_FILENO,
+                                              STDERR_FILENO, options.outputDir);
+}
+
+LocalJob::~LocalJob() {
+  for (auto& w : workers_)
+    for (int fd : w.fds)
+      if (fd >= 0) ::close(fd);
+  for (int sig : kHandledSignals) ::signal(sig, SIG_DFL);
+  for (int& fd : gSignalPipe) {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+}
+
+int LocalJob::run() {
+  if (::pipe2(gSignalPipe, O_CLOEXEC | O_NONBLOCK) != 0)
+    throw IoError(std::string("signal pipe: ") + std::strerror(errno));
+  struct sigaction sa {};
+  sa.sa_handler = onSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int sig : kHandledSignals) ::sigaction(sig, &sa, nullptr);
+  try {
+    spawnAll();
+  } catch (const Error& e) {
+    beginStop(std::string("could not start every worker: ") + e.what());
+    log::logger("launcher")->error("{}", e.what());
+    firstFailure_ = -2;
+  }
+  eventLoop();
+  killAll(SIGKILL);  // anything a worker left behind in its group
+  guardian_.dismiss();
+  printSummary();
+  if (firstFailure_ >= 0) return workers_[firstFailure_].status.shellCode();
+  if (firstFailure_ == -2) return 1;
+  if (interruptSignal_) return 128 + interruptSignal_;
+  return 0;
+}
+
+void LocalJob::spawnAll() {
+  auto log = log::logger("launcher");
+  std::string executable = resolveExecutable(options_.command[0], specs_[0].env);
+  for (auto& spec : specs_) {
+    Worker w;
+    w.placement = spec.placement;
+    w.process = spawnLocal(executable, options_.command, spec.env);
+    w.fds[0] = w.process.stdoutFd;
+    w.fds[1] = w.process.stderrFd;
+    guardian_.watch(w.process.pid);
+    workers_.push_back(w);
+    log->info("started rank {} on {} as pid {}", w.placement.rank, w.placement.host,
+              w.process.pid);
+  }
+}
+
+void LocalJob::eventLoop() {
+  while (!allDone()) {
+    std::vector<pollfd> fds{{gSignalPipe[0], POLLIN, 0}};
+    std::vector<std::pair<Worker*, int>> owners{{nullptr, 0}};
+    for (auto& w : workers_)
+      for (int s = 0; s < 2; ++s)
+        if (w.fds[s] >= 0) {
+          fds.push_back({w.fds[s], POLLIN, 0});
+          owners.push_back({&w, s});
+        }
+    int timeoutMs = -1;
+    auto now = Clock::now();
+    for (auto deadline : {killDeadline_, drainDeadline_})
+      if (deadline != Clock::time_point{}) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
+        int ms = static_cast<int>(std::max<long>(0, left) + 1);
+        timeoutMs = timeoutMs < 0 ? ms : std::min(timeoutMs, ms);
+      }
+    int n = ::poll(fds.data(), fds.size(), timeoutMs);
+    if (n < 0 && errno != EINTR) throw IoError(std::string("poll: ") + std::strerror(errno));
+    for (std::size_t i = 1; n > 0 && i < fds.size(); ++i)
+      if (fds[i].revents) readOutput(*owners[i].first, owners[i].second);
+    if (n > 0 && fds[0].revents) {
+      unsigned char sig;
+      while (::read(gSignalPipe[0], &sig, 1) == 1) handleSignal(sig);
+    }
+    now = Clock::now();
+    if (killDeadline_ != Clock::time_point{} && now >= killDeadline_) {
+      log::logger("launcher")->warn("grace period over: sending SIGKILL to remaining ranks");
+      killAll(SIGKILL);
+      killDeadline_ = {};
+    }
+  }
+  for (auto& w : workers_)
+    for (int s = 0; s < 2; ++s)
+      if (w.fds[s] >= 0) {
+        readOutput(w, s);
+        output_->onEnd(w.placement.rank, static_cast<Stream>(s));
+      }
+}
+
+bool LocalJob::allDone() const {
+  bool exited = true, drained = true;
+  for (const auto& w : workers_) {
+    exited &= w.exited;
+    drained &= w.fds[0] < 0 && w.fds[1] < 0;
+  }
+  if (!exited) return false;
+  return drained || (drainDeadline_ != Clock::time_point{} && Clock::now() >= drainDeadline_);
+}
+
+void LocalJob::readOutput(Worker& w, int stream) {
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(w.fds[stream], buf, sizeof buf);
+    if (n > 0) {
+      output_->onData(w.placement.rank, static_cast<Stream>(stream), buf, n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    output_->onEnd(w.placement.rank, static_cast<Stream>(stream));
+    ::close(w.fds[stream]);
+    w.fds[stream] = -1;
+    return;
+  }
+}
+
+void LocalJob::handleSignal(int sig) {
+  if (sig == SIGCHLD) return reapWorkers();
+  ++interrupts_;
+  if (interrupts_ == 1) {
+    interruptSignal_ = sig;
+    beginStop(std::string("hvdrun received ") + signalName(sig));
+  } else if (sig == SIGINT) {
+    ::fprintf(stderr, "hvdrun: second interrupt: killing all ranks now\n");
+    killAll(SIGKILL);
+  }
+}
+
+void LocalJob::reapWorkers() {
+  for (std::size_t i = 0; i < workers_.size(); ++i) {
+    Worker& w = workers_[i];
+    if (w.exited) continue;
+    int status = 0;
+    pid_t r = ::waitpid(w.process.pid, &status, WNOHANG);
+    if (r != w.process.pid) continue;
+    w.exited = true;
+    w.status = fromWaitStatus(status);
+    log::logger("launcher")->info("rank {} (pid {}) {}", w.placement.rank, w.process.pid,
+                                  w.status.describe());
+    if (w.status.failed() && firstFailure_ == -1 && !stopping_) {
+      firstFailure_ = static_cast<int>(i);
+      beginStop(detail::concat("rank ", w.placement.rank, " ", w.status.describe()));
+    }
+  }
+  bool allExited = true;
+  for (const auto& w : workers_) allExited &= w.exited;
+  if (allExited && drainDeadline_ == Clock::time_point{}) {
+    drainDeadline_ = Clock::now() + kDrainTime;
+    killDeadline_ = {};
+  }
+}
+
+void LocalJob::beginStop(const std::string& reason) {
+  if (stopping_) return;
+  stopping_ = true;
+  log::logger("launcher")->info("stopping the job: {}", reason);
+  killAll(SIGTERM);
+  killDeadline_ = Clock::now() + options_.grace;
+}
+
+void LocalJob::killAll(int sig) {
+  for (const auto& w : workers_)
+    if (!w.exited || sig == SIGKILL) ::kill(-w.process.pid, sig);
+}
+
+void LocalJob::printSummary() const {
+  if (firstFailure_ >= 0) {
+    const Worker& w = workers_[firstFailure_];
+    std::string text = detail::concat("hvdrun: job failed: rank ", w.placement.rank, " on host ",
+                                      w.placement.host, " (pid ", w.process.pid, ") ",
+                                      w.status.describe(), "\n");
+    auto lines = output_->lastStderrLines(w.placement.rank);
+    if (lines.empty()) {
+      text += "hvdrun: rank " + std::to_string(w.placement.rank) + " wrote nothing to stderr\n";
+    } else {
+      text += "hvdrun: last stderr lines of rank " + std::to_string(w.placement.rank) + ":\n";
+      for (const auto& l : lines) text += "    " + l + "\n";
+    }
+    ::fputs(text.c_str(), stderr);
+  } else if (interruptSignal_) {
+    ::fprintf(stderr, "hvdrun: interrupted by %s: stopped %zu ranks\n",
+              signalName(interruptSignal_).c_str(), workers_.size());
+  }
+}
+
+}  // namespace hvd::launcher

@@ -1,0 +1,104 @@
+#include "launcher/output_forwarder.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "common/error.h"
+
+namespace hvd::launcher {
+namespace {
+
+void writeFully(int fd, const char* data, std::size_t size) {
+  while (size > 0) {
+    ssize_t n = ::write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // console gone (closed pipe): nothing useful left to do
+    data += n;
+    size -= static_cast<std::size_t>(n);
+  }
+}
+
+std::string rankDirName(int rank, int numRanks) {
+  int width = std::max<int>(2, static_cast<int>(std::to_string(numRanks - 1).size()));
+  std::string digits = std::to_string(rank);
+  return "rank." + std::string(width - std::min<int>(width, digits.size()), '0') + digits;
+}
+
+}  // namespace
+
+OutputForwarder::OutputForwarder(int numRanks, int consoleOut, int consoleErr,
+                                 const std::string& outputDir)
+    : ranks_(numRanks), consoleFd_{consoleOut, consoleErr} {
+  if (outputDir.empty()) return;
+  for (int r = 0; r < numRanks; ++r) {
+    std::filesystem::path dir = std::filesystem::path(outputDir) / rankDirName(r, numRanks);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec)
+      throw InvalidArgument("--output-filename: cannot create " + dir.string() + ": " +
+                            ec.message());
+    const char* names[2] = {"stdout", "stderr"};
+    for (int s = 0; s < 2; ++s) {
+      std::string path = (dir / names[s]).string();
+      int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (fd < 0)
+        throw InvalidArgument("--output-filename: cannot open " + path + ": " +
+                              std::strerror(errno));
+      ranks_[r].fileFd[s] = fd;
+    }
+  }
+}
+
+OutputForwarder::~OutputForwarder() {
+  for (auto& r : ranks_)
+    for (int fd : r.fileFd)
+      if (fd >= 0) ::close(fd);
+}
+
+void OutputForwarder::onData(int rank, Stream stream, const char* data, std::size_t size) {
+  RankStreams& rs = ranks_.at(rank);
+  int s = static_cast<int>(stream);
+  if (rs.fileFd[s] >= 0) writeFully(rs.fileFd[s], data, size);
+  std::string& pending = rs.pending[s];
+  pending.append(data, size);
+  std::size_t start = 0;
+  for (;;) {
+    std::size_t nl = pending.find('\n', start);
+    if (nl == std::string::npos) break;
+    emitLine(rank, stream, pending.substr(start, nl - start));
+    start = nl + 1;
+  }
+  pending.erase(0, start);
+  while (pending.size() >= kMaxLineBytes) {
+    emitLine(rank, stream, pending.substr(0, kMaxLineBytes));
+    pending.erase(0, kMaxLineBytes);
+  }
+}
+
+void OutputForwarder::onEnd(int rank, Stream stream) {
+  std::string& pending = ranks_.at(rank).pending[static_cast<int>(stream)];
+  if (!pending.empty()) emitLine(rank, stream, pending);
+  pending.clear();
+}
+
+void OutputForwarder::emitLine(int rank, Stream stream, const std::string& line) {
+  std::string out = "[" + std::to_string(rank) + "]" +
+                    (stream == Stream::Stdout ? "<stdout>:" : "<stderr>:") + line + "\n";
+  writeFully(consoleFd_[static_cast<int>(stream)], out.data(), out.size());
+  if (stream == Stream::Stderr) {
+    auto& last = ranks_[rank].lastStderr;
+    last.push_back(line);
+    if (last.size() > kKeptStderrLines) last.pop_front();
+  }
+}
+
+std::vector<std::string> OutputForwarder::lastStderrLines(int rank) const {
+  const auto& last = ranks_.at(rank).lastStderr;
+  return {last.begin(), last.end()};
+}
+
+}  // namespace hvd::launcher

@@ -1,0 +1,46 @@
+// Forwards workers' output: bytes arrive in arbitrary pieces, and each complete line is written
+// to the console as one write(2) of "[rank]<stdout>:line\n" (or <stderr>), so lines of different
+// ranks never interleave mid-line. A line still open when its stream ends is completed with a
+// newline. With an output directory, each rank's raw streams also go to DIR/rank.NN/{stdout,
+// stderr}. The last lines of each rank's stderr are kept for the failure summary.
+// Thread model: one thread (the launcher's event loop) calls everything.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hvd::launcher {
+
+enum class Stream { Stdout = 0, Stderr = 1 };
+
+class OutputForwarder {
+ public:
+  // consoleOut/consoleErr are file descriptors; outputDir may be empty. Throws InvalidArgument if
+  // the output directory cannot be created.
+  OutputForwarder(int numRanks, int consoleOut, int consoleErr, const std::string& outputDir);
+  ~OutputForwarder();
+
+  void onData(int rank, Stream stream, const char* data, std::size_t size);
+  void onEnd(int rank, Stream stream);
+  std::vector<std::string> lastStderrLines(int rank) const;
+
+  static constexpr std::size_t kKeptStderrLines = 10;
+  // A line longer than this is forwarded in pieces rather than buffered without bound.
+  static constexpr std::size_t kMaxLineBytes = 64 * 1024;
+
+ private:
+  struct RankStreams {
+    std::string pending[2];
+    int fileFd[2] = {-1, -1};
+    std::deque<std::string> lastStderr;
+  };
+  void emitLine(int rank, Stream stream, const std::string& line);
+
+  std::vector<RankStreams> ranks_;
+  int consoleFd_[2];
+};
+
+}  // namespace hvd::launcher

@@ -1,0 +1,35 @@
+// The launcher's rendezvous key-value store, served over TCP with Boost.Asio (protocol:
+// collectives/rendezvous/protocol.h). Every connection must pass the HMAC handshake on the job
+// secret before its first request; one that fails is logged and dropped. A frame announcing
+// more than the cap is refused from its header.
+// Thread model: one io_context thread owns all state (table, waiters, sessions); the public
+// methods only start and stop it.
+#pragma once
+
+#include <boost/asio.hpp>
+
+#include <memory>
+#include <string>
+#include <thread>
+
+namespace hvd::launcher {
+
+class RendezvousServer {
+ public:
+  // Binds bindAddress on an ephemeral port and starts serving on a background thread.
+  RendezvousServer(const std::string& bindAddress, std::string secret);
+  ~RendezvousServer();
+
+  std::string address() const;
+  uint16_t port() const;
+  // Connections rejected so far (failed handshake or malformed frames); for tests and logs.
+  int rejectedConnections() const;
+
+  struct State;  // opaque: defined in the .cc, shared with its sessions
+
+ private:
+  std::shared_ptr<State> state_;
+  std::thread thread_;
+};
+
+}  // namespace hvd::launcher

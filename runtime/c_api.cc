@@ -1,0 +1,143 @@
+// The C boundary: converts exceptions to hvd_status codes and keeps the only process-wide
+// state, the current Runtime.
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "common/error.h"
+#include "hvd/hvd.h"
+#include "runtime/runtime.h"
+
+namespace {
+
+using hvd::runtime::Runtime;
+
+std::mutex gMutex;                // guards gRuntime's lifetime (init/shutdown)
+std::unique_ptr<Runtime> gRuntime;
+thread_local std::string tLastError;
+
+template <typename Fn>
+hvd_status guarded(Fn&& fn) {
+  try {
+    tLastError.clear();
+    fn();
+    return HVD_SUCCESS;
+  } catch (const hvd::InvalidArgument& e) {
+    tLastError = e.what();
+    return HVD_INVALID_ARGUMENT;
+  } catch (const hvd::TimeoutError& e) {
+    tLastError = e.what();
+    return HVD_TIMEOUT;
+  } catch (const hvd::IoError& e) {
+    tLastError = e.what();
+    return HVD_IO_ERROR;
+  } catch (const std::exception& e) {
+    tLastError = e.what();
+    return HVD_INTERNAL_ERROR;
+  }
+}
+
+Runtime& current() {
+  if (!gRuntime) throw hvd::InvalidArgument("hvd is not initialised: call hvd_init() first");
+  return *gRuntime;
+}
+
+template <typename Fn>
+hvd_status withRuntime(Fn&& fn) {
+  if (!gRuntime) {
+    tLastError = "hvd is not initialised: call hvd_init() first";
+    return HVD_NOT_INITIALIZED;
+  }
+  return guarded([&] { fn(current()); });
+}
+
+template <typename Getter>
+hvd_status query(int* out, Getter getter) {
+  if (!out) {
+    tLastError = "output pointer is null";
+    return HVD_INVALID_ARGUMENT;
+  }
+  return withRuntime([&](Runtime& rt) { *out = getter(rt.topology()); });
+}
+
+hvd::collectives::DType toDType(hvd_dtype d) {
+  if (d < HVD_UINT8 || d > HVD_BOOL)
+    throw hvd::InvalidArgument(hvd::detail::concat("invalid hvd_dtype ", static_cast<int>(d)));
+  return static_cast<hvd::collectives::DType>(d);
+}
+
+hvd::collectives::ReduceOp toOp(hvd_reduce_op op) {
+  if (op < HVD_SUM || op > HVD_PRODUCT)
+    throw hvd::InvalidArgument(hvd::detail::concat("invalid hvd_reduce_op ", static_cast<int>(op)));
+  return static_cast<hvd::collectives::ReduceOp>(op);
+}
+
+}  // namespace
+
+extern "C" {
+
+hvd_status hvd_init(void) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  if (gRuntime) return HVD_SUCCESS;
+  return guarded([] {
+    auto config = hvd::runtime::Config::fromParams(hvd::params::ParamValues::fromEnvironment());
+    gRuntime = Runtime::create(config);
+  });
+}
+
+hvd_status hvd_shutdown(void) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  return guarded([] { gRuntime.reset(); });
+}
+
+hvd_status hvd_is_initialized(int* out) {
+  if (!out) return HVD_INVALID_ARGUMENT;
+  *out = gRuntime ? 1 : 0;
+  return HVD_SUCCESS;
+}
+
+hvd_status hvd_rank(int* out) { return query(out, [](auto& t) { return t.rank; }); }
+hvd_status hvd_size(int* out) { return query(out, [](auto& t) { return t.size; }); }
+hvd_status hvd_local_rank(int* out) { return query(out, [](auto& t) { return t.localRank; }); }
+hvd_status hvd_local_size(int* out) { return query(out, [](auto& t) { return t.localSize; }); }
+hvd_status hvd_cross_rank(int* out) { return query(out, [](auto& t) { return t.crossRank; }); }
+hvd_status hvd_cross_size(int* out) { return query(out, [](auto& t) { return t.crossSize; }); }
+
+hvd_status hvd_allreduce(const void* sendbuf, void* recvbuf, size_t count, hvd_dtype dtype,
+                         hvd_reduce_op op) {
+  return withRuntime([&](Runtime& rt) {
+    if (count > 0 && (!sendbuf || !recvbuf))
+      throw hvd::InvalidArgument("hvd_allreduce: null buffer for " + std::to_string(count) +
+                                 " elements");
+    rt.allreduce(sendbuf, recvbuf, count, toDType(dtype), toOp(op));
+  });
+}
+
+hvd_status hvd_broadcast(void* buf, size_t count, hvd_dtype dtype, int root) {
+  return withRuntime([&](Runtime& rt) {
+    if (count > 0 && !buf)
+      throw hvd::InvalidArgument("hvd_broadcast: null buffer for " + std::to_string(count) +
+                                 " elements");
+    rt.broadcast(buf, count, toDType(dtype), root);
+  });
+}
+
+hvd_status hvd_barrier(void) {
+  return withRuntime([](Runtime& rt) { rt.barrier(); });
+}
+
+const char* hvd_last_error(void) { return tLastError.c_str(); }
+
+const char* hvd_status_string(hvd_status status) {
+  switch (status) {
+    case HVD_SUCCESS: return "success";
+    case HVD_INVALID_ARGUMENT: return "invalid argument";
+    case HVD_IO_ERROR: return "I/O error";
+    case HVD_TIMEOUT: return "timeout";
+    case HVD_INTERNAL_ERROR: return "internal error";
+    case HVD_NOT_INITIALIZED: return "not initialised";
+  }
+  return "unknown status";
+}
+
+}  // extern "C"

@@ -1,0 +1,67 @@
+#include "runtime/runtime.h"
+
+#include <unistd.h>
+
+#include "collectives/algorithms/allreduce.h"
+#include "collectives/algorithms/barrier.h"
+#include "collectives/algorithms/broadcast.h"
+#include "collectives/rendezvous/prefix_store.h"
+#include "collectives/rendezvous/tcp_store_client.h"
+#include "collectives/transport/tcp/tcp_device.h"
+#include "common/logging.h"
+
+namespace hvd::runtime {
+
+using namespace hvd::collectives;
+
+Runtime::Runtime(Config config, std::unique_ptr<rendezvous::Store> ownedStore)
+    : config_(std::move(config)), ownedStore_(std::move(ownedStore)) {}
+
+Runtime::~Runtime() { comm_.reset(); }
+
+std::unique_ptr<Runtime> Runtime::create(const Config& config) {
+  const Topology& t = config.topology;
+  log::configure({config.logLevel, config.logSubsystems,
+                  detail::concat(t.hostname, ":", getpid(), " [rank ", t.rank, "/", t.size, "]")});
+  if (t.size == 1) {
+    std::unique_ptr<Runtime> rt(new Runtime(config, nullptr));
+    rt->comm_ = std::make_unique<Comm>(0, 1, std::vector<std::shared_ptr<Connection>>(1),
+                                       config.opTimeout, nullptr);
+    return rt;
+  }
+  auto client = std::make_unique<rendezvous::TcpStoreClient>(
+      config.rendezvousAddr, config.rendezvousPort, config.secret, config.startTimeout);
+  // The address this worker reached the launcher from is one its peers can reach it on too.
+  std::string bindAddress = client->localAddress();
+  auto* store = client.get();
+  std::unique_ptr<Runtime> rt(new Runtime(config, std::move(client)));
+  rt->connect(*store, bindAddress);
+  return rt;
+}
+
+std::unique_ptr<Runtime> Runtime::create(const Config& config, rendezvous::Store& store) {
+  std::unique_ptr<Runtime> rt(new Runtime(config, nullptr));
+  rt->connect(store, "127.0.0.1");
+  return rt;
+}
+
+void Runtime::connect(rendezvous::Store& store, const std::string& bindAddress) {
+  rendezvous::PrefixStore scoped("job/" + config_.jobId + "/epoch/0/global", store);
+  auto device = tcp::TcpDevice::create(bindAddress, config_.secret);
+  comm_ = device->connectAll(config_.topology.rank, config_.topology.size, scoped,
+                             config_.startTimeout, config_.opTimeout);
+  log::logger("runtime")->info("initialised: tcp on {}", device->listenAddress());
+}
+
+void Runtime::allreduce(const void* input, void* output, std::size_t count, DType dtype,
+                        ReduceOp op) {
+  collectives::allreduce(*comm_, input, output, count, dtype, op);
+}
+
+void Runtime::broadcast(void* data, std::size_t count, DType dtype, int root) {
+  collectives::broadcast(*comm_, data, count * dtypeSize(dtype), root);
+}
+
+void Runtime::barrier() { collectives::barrier(*comm_); }
+
+}  // namespace hvd::runtime
