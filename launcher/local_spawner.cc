@@ -84,7 +84,13 @@ LocalWorker spawnLocal(const std::string& executable, const std::vector<std::str
     throw IoError(std::string("pipe: ") + std::strerror(errno));
   }
   pid_t parent = ::getpid();
+  // Block signals across fork: a SIGTERM that reached the child before it reset hvdrun's
+  // handlers would run hvdrun's handler there and be lost. The child unblocks after the reset.
+  sigset_t all, previous;
+  sigfillset(&all);
+  ::sigprocmask(SIG_SETMASK, &all, &previous);
   pid_t pid = ::fork();
+  if (pid != 0) ::sigprocmask(SIG_SETMASK, &previous, nullptr);
   if (pid < 0) {
     for (int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
     throw IoError(std::string("fork: ") + std::strerror(errno));

@@ -92,13 +92,23 @@ std::unique_ptr<Comm> TcpDevice::connectAll(int rank, int size, rendezvous::Stor
     try {
       if (auto c = acceptOne(rank, size, accepted, deadline)) accepted.push_back(c);
     } catch (const TimeoutError&) {
-      std::set<int> missing;
-      for (int r = rank + 1; r < size; ++r) missing.insert(r);
-      for (auto& c : accepted) missing.erase(c->peerRank());
+      std::set<int> absent, silent;  // never joined the rendezvous / joined but did not connect
+      for (int r = rank + 1; r < size; ++r) absent.insert(r);
+      for (auto& c : accepted) absent.erase(c->peerRank());
+      for (int r : std::set<int>(absent))
+        if (store.get("tcp/" + std::to_string(r))) {
+          absent.erase(r);
+          silent.insert(r);
+        }
+      std::string why;
+      if (!absent.empty()) why += " ranks " + rankList(absent) + " never joined the rendezvous";
+      if (!silent.empty())
+        why += std::string(absent.empty() ? "" : ";") + " ranks " + rankList(silent) +
+               " joined but did not connect";
       throw TimeoutError(detail::concat(self, ": timed out after ",
                                         connectTimeout.count() / 1000.0,
-                                        " s waiting for ranks ", rankList(missing),
-                                        " to connect"));
+                                        " s waiting for peers to connect:", why,
+                                        " (did they start? HVD_START_TIMEOUT sets the limit)"));
     }
   }
   for (auto& c : accepted) connections[c->peerRank()] = c;

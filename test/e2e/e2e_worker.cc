@@ -1,0 +1,92 @@
+// A worker for the end-to-end tests, started by hvdrun. Modes:
+//   env                 print the placement variables the launcher set
+//   allreduce COUNT     allreduce float32 and int64 vectors, check, print "rank R ok"
+//   broadcast ROOT      broadcast from ROOT, check, print "rank R ok"
+#include <hvd/hvd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+int fail(const char* what, hvd_status s) {
+  std::fprintf(stderr, "%s failed: %s: %s\n", what, hvd_status_string(s), hvd_last_error());
+  return 1;
+}
+
+#define CALL(x)                            \
+  do {                                     \
+    hvd_status s_ = (x);                   \
+    if (s_ != HVD_SUCCESS) return fail(#x, s_); \
+  } while (0)
+
+int printEnv() {
+  const char* names[] = {"HVD_RANK", "HVD_SIZE", "HVD_LOCAL_RANK", "HVD_LOCAL_SIZE",
+                         "HVD_CROSS_RANK", "HVD_CROSS_SIZE", "HVD_HOSTNAME", "HOROVOD_RANK",
+                         "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"};
+  std::string line;
+  for (const char* n : names) line += std::string(n) + "=" + (std::getenv(n) ? std::getenv(n) : "") + " ";
+  std::printf("%s\n", line.c_str());
+  return 0;
+}
+
+int allreduce(std::size_t count) {
+  int rank, size;
+  CALL(hvd_rank(&rank));
+  CALL(hvd_size(&size));
+  std::vector<float> f(count);
+  std::vector<int64_t> i64(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    f[i] = static_cast<float>((rank + 1) * (i % 5 + 1));
+    i64[i] = static_cast<int64_t>(rank + 1) << 33;
+  }
+  CALL(hvd_allreduce(f.data(), f.data(), count, HVD_FLOAT32, HVD_SUM));
+  CALL(hvd_allreduce(i64.data(), i64.data(), count, HVD_INT64, HVD_SUM));
+  for (std::size_t i = 0; i < count; ++i) {
+    float want = size * (size + 1) / 2.0f * (i % 5 + 1);
+    if (std::fabs(f[i] - want) > 1e-3f * want) {
+      std::fprintf(stderr, "rank %d: float32 element %zu is %g, want %g\n", rank, i, f[i], want);
+      return 1;
+    }
+    if (i64[i] != (static_cast<int64_t>(size) * (size + 1) / 2) << 33) {
+      std::fprintf(stderr, "rank %d: int64 element %zu wrong\n", rank, i);
+      return 1;
+    }
+  }
+  std::printf("rank %d ok\n", rank);
+  return 0;
+}
+
+int broadcast(int root) {
+  int rank;
+  CALL(hvd_rank(&rank));
+  std::vector<int32_t> v(1000, rank == root ? 7 : -1);
+  CALL(hvd_broadcast(v.data(), v.size(), HVD_INT32, root));
+  for (int32_t x : v)
+    if (x != 7) {
+      std::fprintf(stderr, "rank %d: broadcast gave %d\n", rank, x);
+      return 1;
+    }
+  std::printf("rank %d ok\n", rank);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "env") return printEnv();
+  CALL(hvd_init());
+  int rc = 2;
+  if (mode == "allreduce" && argc > 2) rc = allreduce(std::strtoul(argv[2], nullptr, 10));
+  else if (mode == "broadcast" && argc > 2) rc = broadcast(std::atoi(argv[2]));
+  else std::fprintf(stderr, "usage: e2e_worker env | allreduce COUNT | broadcast ROOT\n");
+  if (rc == 0) CALL(hvd_barrier());
+  CALL(hvd_shutdown());
+  return rc;
+}

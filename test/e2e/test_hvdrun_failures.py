@@ -1,0 +1,150 @@
+"""A failure anywhere stops the whole job quickly, names the rank, and leaves no process."""
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import HVDRUN, WORKER, process_gone, python_worker, run_hvdrun
+
+# Each rank records its pid and its child's pid, then waits: the child proves that the whole
+# process group is ended, not just the worker itself.
+PID_WRITER = """
+import os, subprocess, sys, time
+child = subprocess.Popen(['sleep', '120'])
+with open(os.path.join(sys.argv[1], os.environ['HVD_RANK']), 'w') as f:
+    f.write(f'{os.getpid()} {child.pid}')
+print('ready', flush=True)
+time.sleep(120)
+"""
+
+
+def read_pids(directory, ranks, timeout=20):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        files = [directory / str(r) for r in range(ranks)]
+        if all(f.exists() and f.read_text() for f in files):
+            return [int(p) for f in files for p in f.read_text().split()]
+        time.sleep(0.05)
+    raise AssertionError(f"workers did not start within {timeout}s")
+
+
+def wait_all_gone(pids, timeout):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if all(process_gone(p) for p in pids):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_failing_rank_ends_the_job_with_its_code():
+    script = ('if [ "$HVD_RANK" = 1 ]; then echo "bad input on rank 1" >&2; exit 3; fi; '
+              'exec sleep 60')
+    start = time.time()
+    r = run_hvdrun("-np", 4, "sh", "-c", script)
+    assert r.returncode == 3
+    assert time.time() - start < 8, "the other ranks were not stopped promptly"
+    assert "job failed: rank 1 on host localhost (pid " in r.stderr
+    assert "exited with code 3" in r.stderr
+    assert "last stderr lines of rank 1" in r.stderr
+    assert "    bad input on rank 1" in r.stderr
+    assert r.stderr.count("job failed") == 1
+
+
+def test_a_rank_killed_by_a_signal_is_named():
+    script = 'if [ "$HVD_RANK" = 0 ]; then kill -SEGV $$; fi; exec sleep 60'
+    r = run_hvdrun("-np", 2, "sh", "-c", script)
+    assert r.returncode == 128 + signal.SIGSEGV
+    assert "rank 0" in r.stderr and "SIGSEGV" in r.stderr
+    assert "wrote nothing to stderr" in r.stderr
+
+
+def test_sigkill_of_a_rank_mentions_the_oom_killer():
+    r = run_hvdrun("-np", 2, "sh", "-c", 'if [ "$HVD_RANK" = 1 ]; then kill -9 $$; fi; sleep 60')
+    assert r.returncode == 137
+    assert "SIGKILL" in r.stderr and "out-of-memory" in r.stderr
+
+
+def test_ranks_that_ignore_sigterm_are_killed_after_the_grace_period():
+    script = ('if [ "$HVD_RANK" = 0 ]; then exit 5; fi; trap "" TERM; '
+              'while true; do sleep 0.1; done')
+    start = time.time()
+    r = run_hvdrun("-np", 3, "--grace-seconds", 1, "sh", "-c", script)
+    assert r.returncode == 5
+    assert time.time() - start < 8
+
+
+def test_sigkill_of_hvdrun_leaves_no_worker_behind(tmp_path):
+    proc = subprocess.Popen([str(HVDRUN), "-np", "3", "--grace-seconds", "2",
+                             *python_worker(PID_WRITER), str(tmp_path)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        pids = read_pids(tmp_path, 3)
+        proc.kill()
+        proc.wait(timeout=10)
+        assert wait_all_gone(pids, timeout=10), [p for p in pids if not process_gone(p)]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_first_ctrl_c_stops_the_job_in_order(tmp_path):
+    proc = subprocess.Popen([str(HVDRUN), "-np", "2", *python_worker(PID_WRITER), str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pids = read_pids(tmp_path, 2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130
+    assert "interrupted by SIGINT" in err
+    assert wait_all_gone(pids, timeout=5)
+
+
+def test_second_ctrl_c_kills_at_once(tmp_path):
+    stubborn = "import signal; signal.signal(signal.SIGTERM, signal.SIG_IGN)\n" + PID_WRITER
+    proc = subprocess.Popen([str(HVDRUN), "-np", "2", "--grace-seconds", "60",
+                             *python_worker(stubborn), str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pids = read_pids(tmp_path, 2)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    start = time.time()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=20)
+    assert time.time() - start < 5
+    assert proc.returncode == 130
+    assert "second interrupt" in err
+    assert wait_all_gone(pids, timeout=5)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-H", "a:0"], "out of range"),
+    (["-H", "a:two"], "not an integer"),
+    (["-H", "a:1:2"], "more than one ':'"),
+    (["-H", "localhost:1,,localhost:1"], "entry 2 is empty"),
+    (["-np", "5", "-H", "localhost:2,127.0.0.1:2"], "-np 5 is more than the 4 slots of the hosts (localhost:2,127.0.0.1:2)"),
+    (["-np", "0"], "-np 0"),
+    (["-np", "2", "-H", "localhost:1", "127.0.0.1:1"], "looks like a host spec"),
+    (["-np", "2", "-H", "localhost:2"], "no command"),
+    (["-np", "1", "no-such-program-hvd"], "no-such-program-hvd: command not found"),
+    (["-np", "1", "-x", "1BAD=x"], "not a valid variable name"),
+])
+def test_bad_input_is_refused_before_anything_starts(tmp_path, args, message):
+    marker = tmp_path / "started"
+    cmd = [] if "no command" in message or "command not found" in message or \
+        "host spec" in message else ["sh", "-c", f"touch {marker}"]
+    if "host spec" in message:
+        cmd = ["sh", "-c", f"touch {marker}"]
+    if "-np" not in args:
+        args = ["-np", "1", *args]
+    r = run_hvdrun(*args, *cmd)
+    assert r.returncode != 0
+    assert message in r.stderr
+    assert not marker.exists()
+
+
+def test_missing_np_is_refused():
+    r = run_hvdrun("sh", "-c", "true")
+    assert r.returncode != 0
+    assert "num-proc" in r.stderr

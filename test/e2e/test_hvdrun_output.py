@@ -1,0 +1,59 @@
+"""Every rank's output reaches the console whole, prefixed, and nothing is lost at a crash."""
+import re
+
+from conftest import python_worker, run_hvdrun
+
+WRITER = """
+import os, sys, time
+rank = os.environ['HVD_RANK']
+for i in range(300):
+    # each line is written in three pieces, flushed separately, to tempt interleaving
+    sys.stdout.write(f'rank {rank} ')
+    sys.stdout.flush()
+    sys.stdout.write(f'line {i} ')
+    sys.stdout.flush()
+    sys.stdout.write('x' * (i % 50) + '\\n')
+    sys.stdout.flush()
+    if i % 100 == 0:
+        sys.stderr.write(f'rank {rank} err {i}\\n')
+        sys.stderr.flush()
+sys.stdout.write(f'rank {rank} unterminated')
+"""
+
+
+def test_lines_are_whole_and_prefixed():
+    r = run_hvdrun("-np", 4, *python_worker(WRITER))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    pattern = re.compile(r"^\[(\d)\]<stdout>:rank (\d) line (\d+) (x*)$")
+    counts = {rank: 0 for rank in range(4)}
+    for line in lines:
+        if line.endswith("unterminated"):
+            assert re.match(r"^\[(\d)\]<stdout>:rank \1 unterminated$", line), line
+            continue
+        m = pattern.match(line)
+        assert m, f"mangled line: {line!r}"
+        assert m.group(1) == m.group(2)
+        assert len(m.group(4)) == int(m.group(3)) % 50
+        counts[int(m.group(1))] += 1
+    assert counts == {rank: 300 for rank in range(4)}
+    assert sum(1 for l in lines if l.endswith("unterminated")) == 4
+    for rank in range(4):
+        assert f"[{rank}]<stderr>:rank {rank} err 200" in r.stderr
+
+
+def test_output_written_just_before_a_crash_is_kept():
+    script = "printf 'line one\\nlast words'; kill -9 $$"
+    r = run_hvdrun("-np", 1, "sh", "-c", script)
+    assert r.returncode == 137
+    assert "[0]<stdout>:line one" in r.stdout
+    assert "[0]<stdout>:last words" in r.stdout
+
+
+def test_output_filename_keeps_each_ranks_streams(tmp_path):
+    code = "import os, sys; print('out', os.environ['HVD_RANK']); print('err', file=sys.stderr)"
+    r = run_hvdrun("-np", 2, "--output-filename", tmp_path, *python_worker(code))
+    assert r.returncode == 0, r.stderr
+    assert "[1]<stdout>:out 1" in r.stdout  # the console still gets it
+    assert (tmp_path / "rank.01" / "stdout").read_text() == "out 1\n"
+    assert (tmp_path / "rank.00" / "stderr").read_text() == "err\n"

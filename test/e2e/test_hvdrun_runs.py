@@ -1,0 +1,90 @@
+"""hvdrun starts real ranks that agree on collectives and see their placement."""
+import re
+
+import pytest
+
+from conftest import DEMO, WORKER, python_worker, run_hvdrun
+
+
+@pytest.mark.parametrize("np", [1, 2, 3, 4])
+def test_allreduce_on_local_ranks(np):
+    r = run_hvdrun("-np", np, "-H", f"localhost:{np}", WORKER, "allreduce", 100_000)
+    assert r.returncode == 0, r.stderr
+    for rank in range(np):
+        assert f"[{rank}]<stdout>:rank {rank} ok" in r.stdout
+
+
+def test_demo_prints_the_agreed_sum():
+    r = run_hvdrun("-np", 4, "-H", "localhost:4", DEMO)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("allreduce sum = [10, 20, 30, 40]") == 4
+    assert "WRONG" not in r.stdout
+
+
+def test_broadcast_from_a_non_zero_root():
+    r = run_hvdrun("-np", 3, WORKER, "broadcast", 2)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count(" ok") == 3
+
+
+def test_a_worker_without_a_launcher_is_a_single_rank():
+    import subprocess
+    env = {"PATH": "/usr/bin:/bin"}
+    r = subprocess.run([str(WORKER), "allreduce", "10"], capture_output=True, text=True,
+                       timeout=30, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "rank 0 ok" in r.stdout
+
+
+def test_placement_variables_with_two_hosts_on_this_machine():
+    r = run_hvdrun("-np", 4, "-H", "localhost:2,127.0.0.1:2", WORKER, "env")
+    assert r.returncode == 0, r.stderr
+    rows = {}
+    for line in r.stdout.splitlines():
+        m = re.match(r"\[(\d+)\]<stdout>:(.*)", line)
+        rows[int(m.group(1))] = dict(kv.split("=", 1) for kv in m.group(2).split())
+    want = {  # rank: local rank, local size, cross rank, cross size, host
+        0: ("0", "2", "0", "2", "localhost"), 1: ("1", "2", "0", "2", "localhost"),
+        2: ("0", "2", "1", "2", "127.0.0.1"), 3: ("1", "2", "1", "2", "127.0.0.1")}
+    for rank, (lr, ls, cr, cs, host) in want.items():
+        row = rows[rank]
+        assert (row["HVD_RANK"], row["HVD_SIZE"]) == (str(rank), "4")
+        assert (row["HVD_LOCAL_RANK"], row["HVD_LOCAL_SIZE"]) == (lr, ls)
+        assert (row["HVD_CROSS_RANK"], row["HVD_CROSS_SIZE"]) == (cr, cs)
+        assert row["HVD_HOSTNAME"] == host
+        assert row["HOROVOD_RANK"] == str(rank)
+        assert (row["RANK"], row["WORLD_SIZE"]) == (str(rank), "4")
+        assert (row["LOCAL_RANK"], row["LOCAL_WORLD_SIZE"]) == (lr, ls)
+
+
+def test_np_caps_ranks_below_the_listed_slots():
+    r = run_hvdrun("-np", 2, "-H", "localhost:8", WORKER, "env")
+    assert r.returncode == 0, r.stderr
+    assert len(r.stdout.splitlines()) == 2
+    assert "HVD_LOCAL_SIZE=2" in r.stdout
+
+
+def test_exported_variables_reach_workers(monkeypatch):
+    monkeypatch.setenv("FROM_LAUNCHER", "copied")
+    code = "import os; print(os.environ['GIVEN'], os.environ['FROM_LAUNCHER'])"
+    r = run_hvdrun("-np", 2, "-x", "GIVEN=value", "-x", "FROM_LAUNCHER", *python_worker(code))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("value copied") == 2
+
+
+def test_version():
+    r = run_hvdrun("--version")
+    assert r.returncode == 0
+    assert re.match(r"hvdrun \d+\.\d+\.\d+", r.stdout)
+
+
+def test_start_timeout_names_the_rank_that_never_joined():
+    # Rank 1 never initialises hvd; the others give up after --start-timeout and say who is missing.
+    code = ("import os, subprocess, sys, time\n"
+            "if os.environ['HVD_RANK'] == '1': time.sleep(30)\n"
+            f"sys.exit(subprocess.call(['{WORKER}', 'allreduce', '4']))\n")
+    r = run_hvdrun("-np", 3, "--start-timeout", 2, "--grace-seconds", 1, *python_worker(code))
+    assert r.returncode != 0
+    # rank 0 sees rank 1 absent and rank 2 present but blocked; rank 2 waits for rank 1's address
+    assert "ranks {1} never joined the rendezvous" in r.stderr
+    assert "ranks {1} to publish their addresses" in r.stderr

@@ -1,0 +1,85 @@
+#include <catch2/catch.hpp>
+
+#include <boost/asio.hpp>
+
+#include <thread>
+
+#include "collectives/rendezvous/prefix_store.h"
+#include "collectives/rendezvous/tcp_store_client.h"
+#include "common/asio_io.h"
+#include "launcher/rendezvous_server.h"
+
+using namespace hvd;
+using namespace hvd::rendezvous;
+using namespace std::chrono_literals;
+namespace asio = boost::asio;
+
+namespace {
+Bytes bytes(const std::string& s) { return Bytes(s.begin(), s.end()); }
+
+// Waits until the server has counted `n` rejected connections (it does so on its own thread).
+bool rejectedReaches(const launcher::RendezvousServer& server, int n) {
+  for (int i = 0; i < 200 && server.rejectedConnections() < n; ++i)
+    std::this_thread::sleep_for(10ms);
+  return server.rejectedConnections() >= n;
+}
+}  // namespace
+
+TEST_CASE("the rendezvous server serves set, get, add and wait") {
+  launcher::RendezvousServer server("127.0.0.1", "secret");
+  TcpStoreClient a(server.address(), server.port(), "secret", 2s);
+  TcpStoreClient b(server.address(), server.port(), "secret", 2s);
+  a.set("k", bytes("v"));
+  CHECK(b.get("k") == bytes("v"));
+  CHECK_FALSE(b.get("absent").has_value());
+  CHECK(a.add("counter", 2) == 2);
+  CHECK(b.add("counter", 3) == 5);
+  std::thread later([&] {
+    std::this_thread::sleep_for(100ms);
+    a.set("late", bytes("x"));
+  });
+  b.wait({"k", "late"}, 5s);
+  later.join();
+  CHECK(b.waitGet("late", 1s) == bytes("x"));
+}
+
+TEST_CASE("a rendezvous wait that times out lists the missing keys") {
+  launcher::RendezvousServer server("127.0.0.1", "secret");
+  TcpStoreClient client(server.address(), server.port(), "secret", 2s);
+  PrefixStore scoped("job/1", client);
+  scoped.set("have", bytes("1"));
+  try {
+    scoped.wait({"have", "addr/2", "addr/3"}, 300ms);
+    FAIL("wait returned");
+  } catch (const StoreTimeout& e) {
+    CHECK(e.missingKeys() == std::vector<std::string>{"addr/2", "addr/3"});
+    CHECK_THAT(e.what(), Catch::Contains("addr/2, addr/3"));
+  }
+}
+
+TEST_CASE("the rendezvous server rejects clients without the secret") {
+  launcher::RendezvousServer server("127.0.0.1", "secret");
+  REQUIRE_THROWS_WITH(TcpStoreClient(server.address(), server.port(), "guess", 2s),
+                      Catch::Contains("authentication failed"));
+  CHECK(rejectedReaches(server, 1));
+  // The server keeps serving honest clients afterwards.
+  TcpStoreClient ok(server.address(), server.port(), "secret", 2s);
+  ok.set("a", bytes("b"));
+  CHECK(ok.get("a") == bytes("b"));
+}
+
+TEST_CASE("the rendezvous server refuses an oversized frame from its header") {
+  launcher::RendezvousServer server("127.0.0.1", "secret");
+  asio::io_context io;
+  asio::ip::tcp::socket socket(io);
+  auto deadline = io::Clock::now() + 2s;
+  io::connect(socket, server.address(), server.port(), deadline, "test");
+  io::authenticateAsConnector(socket, "secret", protocol::kAuthContext, deadline, "test");
+  std::array<uint8_t, 4> header = {0x7f, 0xff, 0xff, 0xff};  // ~2 GiB announced
+  asio::write(socket, asio::buffer(header));
+  boost::system::error_code ec;
+  std::array<uint8_t, 1> byte{};
+  asio::read(socket, asio::buffer(byte), ec);
+  CHECK(ec == asio::error::eof);
+  CHECK(rejectedReaches(server, 1));
+}

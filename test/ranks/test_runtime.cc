@@ -1,0 +1,79 @@
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <thread>
+
+#include "collectives/rendezvous/in_memory_store.h"
+#include "hvd/hvd.h"
+#include "runtime/runtime.h"
+
+using namespace hvd;
+using namespace hvd::runtime;
+
+TEST_CASE("runtimes of several ranks in one process allreduce and broadcast") {
+  const int n = 3;
+  rendezvous::InMemoryStore store;
+  std::vector<std::vector<float>> sums(n);
+  std::vector<int> roots(n);
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(n);
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        Config c = Config::fromParams(params::ParamValues::fromMap(
+            {{"HVD_RANK", std::to_string(r)}, {"HVD_SIZE", std::to_string(n)},
+             {"HVD_RENDEZVOUS_ADDR", "127.0.0.1"}, {"HVD_RENDEZVOUS_PORT", "1"},
+             {"HVD_SECRET", "s"}}));
+        auto rt = Runtime::create(c, store);
+        std::vector<float> v = {1.0f * r, 2.0f};
+        rt->allreduce(v.data(), v.data(), 2, collectives::DType::Float32,
+                      collectives::ReduceOp::Sum);
+        sums[r] = v;
+        int x = r == 1 ? 42 : -1;
+        rt->broadcast(&x, 1, collectives::DType::Int32, 1);
+        roots[r] = x;
+        rt->barrier();
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) {
+    REQUIRE(errors[r] == "");
+    CHECK(sums[r] == std::vector<float>{3.0f, 6.0f});
+    CHECK(roots[r] == 42);
+  }
+}
+
+TEST_CASE("the C API runs as a single rank without a launcher and re-initialises") {
+  for (const char* v : {"HVD_SIZE", "HVD_RANK", "HOROVOD_SIZE", "HOROVOD_RANK",
+                        "HVD_RENDEZVOUS_ADDR"})
+    ::unsetenv(v);
+  int value = -1;
+  REQUIRE(hvd_rank(&value) == HVD_NOT_INITIALIZED);
+  CHECK_THAT(hvd_last_error(), Catch::Contains("hvd_init"));
+  for (int round = 0; round < 2; ++round) {
+    REQUIRE(hvd_init() == HVD_SUCCESS);
+    REQUIRE(hvd_init() == HVD_SUCCESS);  // a second init is a no-op
+    REQUIRE(hvd_rank(&value) == HVD_SUCCESS);
+    CHECK(value == 0);
+    REQUIRE(hvd_size(&value) == HVD_SUCCESS);
+    CHECK(value == 1);
+    double in[3] = {1, 2, 3}, out[3] = {};
+    REQUIRE(hvd_allreduce(in, out, 3, HVD_FLOAT64, HVD_SUM) == HVD_SUCCESS);
+    CHECK((out[0] == 1 && out[1] == 2 && out[2] == 3));
+    REQUIRE(hvd_broadcast(in, 3, HVD_FLOAT64, 1) == HVD_INVALID_ARGUMENT);
+    CHECK_THAT(hvd_last_error(), Catch::Contains("root rank 1"));
+    REQUIRE(hvd_allreduce(in, out, 3, static_cast<hvd_dtype>(99), HVD_SUM) ==
+            HVD_INVALID_ARGUMENT);
+    REQUIRE(hvd_barrier() == HVD_SUCCESS);
+    REQUIRE(hvd_shutdown() == HVD_SUCCESS);
+  }
+}
+
+TEST_CASE("the C API reports a malformed environment naming the variable") {
+  ::setenv("HVD_SIZE", "lots", 1);
+  REQUIRE(hvd_init() == HVD_INVALID_ARGUMENT);
+  CHECK_THAT(hvd_last_error(), Catch::Contains("HVD_SIZE='lots'"));
+  ::unsetenv("HVD_SIZE");
+}

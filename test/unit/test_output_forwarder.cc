@@ -1,0 +1,97 @@
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "launcher/output_forwarder.h"
+
+using namespace hvd::launcher;
+
+namespace {
+
+// Reads everything written to a pipe's read end so far.
+std::string drain(int fd) {
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, n);
+  return out;
+}
+
+struct Pipes {
+  int out[2], err[2];
+  Pipes() {
+    REQUIRE(::pipe2(out, O_NONBLOCK) == 0);
+    REQUIRE(::pipe2(err, O_NONBLOCK) == 0);
+    for (int fd : {out[1], err[1]}) ::fcntl(fd, F_SETPIPE_SZ, 1 << 20);  // hold a long line
+  }
+  ~Pipes() {
+    for (int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("partial lines are joined and each line is prefixed once") {
+  Pipes p;
+  OutputForwarder f(2, p.out[1], p.err[1], "");
+  f.onData(0, Stream::Stdout, "hel", 3);
+  f.onData(1, Stream::Stdout, "other rank\nand ", 15);
+  f.onData(0, Stream::Stdout, "lo\nworld\npart", 13);
+  f.onData(1, Stream::Stderr, "oops\n", 5);
+  CHECK(drain(p.out[0]) == "[1]<stdout>:other rank\n[0]<stdout>:hello\n[0]<stdout>:world\n");
+  CHECK(drain(p.err[0]) == "[1]<stderr>:oops\n");
+  f.onEnd(0, Stream::Stdout);
+  f.onEnd(1, Stream::Stdout);
+  CHECK(drain(p.out[0]) == "[0]<stdout>:part\n[1]<stdout>:and \n");
+}
+
+TEST_CASE("the last stderr lines of each rank are kept") {
+  Pipes p;
+  OutputForwarder f(1, p.out[1], p.err[1], "");
+  std::string text;
+  for (int i = 0; i < 15; ++i) text += "line " + std::to_string(i) + "\n";
+  f.onData(0, Stream::Stderr, text.data(), text.size());
+  auto last = f.lastStderrLines(0);
+  REQUIRE(last.size() == OutputForwarder::kKeptStderrLines);
+  CHECK(last.front() == "line 5");
+  CHECK(last.back() == "line 14");
+  drain(p.err[0]);
+}
+
+TEST_CASE("an endless line is forwarded in bounded pieces") {
+  Pipes p;
+  OutputForwarder f(1, p.out[1], p.err[1], "");
+  std::string big(OutputForwarder::kMaxLineBytes + 10, 'x');
+  f.onData(0, Stream::Stdout, big.data(), big.size());
+  std::string out = drain(p.out[0]);
+  CHECK(out.size() == 12 + OutputForwarder::kMaxLineBytes + 1);
+  f.onEnd(0, Stream::Stdout);
+  CHECK(drain(p.out[0]) == "[0]<stdout>:xxxxxxxxxx\n");
+}
+
+TEST_CASE("an output directory receives each rank's raw streams") {
+  Pipes p;
+  auto dir = std::filesystem::temp_directory_path() / ("hvd-fwd-" + std::to_string(::getpid()));
+  {
+    OutputForwarder f(3, p.out[1], p.err[1], dir.string());
+    f.onData(2, Stream::Stdout, "a\nb", 3);
+    f.onData(2, Stream::Stderr, "err\n", 4);
+  }
+  auto read = [](const std::filesystem::path& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  CHECK(read(dir / "rank.02" / "stdout") == "a\nb");
+  CHECK(read(dir / "rank.02" / "stderr") == "err\n");
+  CHECK(std::filesystem::exists(dir / "rank.00" / "stdout"));
+  std::filesystem::remove_all(dir);
+  drain(p.out[0]);
+  drain(p.err[0]);
+}

@@ -1,0 +1,58 @@
+#include <catch2/catch.hpp>
+
+#include "common/error.h"
+#include "common/params.h"
+#include "runtime/config.h"
+
+using namespace hvd::params;
+using hvd::runtime::Config;
+
+TEST_CASE("parameters take their declared defaults") {
+  auto v = ParamValues::fromMap({});
+  CHECK(v.getInt("HVD_SIZE") == 1);
+  CHECK(v.getInt("HVD_START_TIMEOUT") == 30);
+  CHECK(v.getString("HVD_LOG_LEVEL") == "warn");
+  CHECK_FALSE(v.isSet("HVD_SIZE"));
+}
+
+TEST_CASE("environment values override defaults, and HOROVOD_ names are accepted") {
+  auto v = ParamValues::fromMap({{"HVD_RANK", "3"}, {"HVD_SIZE", "4"}, {"HOROVOD_LOCAL_RANK", "1"},
+                                 {"HOROVOD_LOCAL_SIZE", "2"}});
+  CHECK(v.getInt("HVD_RANK") == 3);
+  CHECK(v.getInt("HVD_LOCAL_RANK") == 1);
+  CHECK(v.isSet("HVD_RANK"));
+  CHECK(v.source("HVD_LOCAL_RANK") == Source::Environment);
+}
+
+TEST_CASE("malformed values are rejected naming the variable") {
+  REQUIRE_THROWS_WITH(ParamValues::fromMap({{"HVD_SIZE", "four"}}),
+                      Catch::Contains("HVD_SIZE='four': not an integer"));
+  REQUIRE_THROWS_WITH(ParamValues::fromMap({{"HVD_SIZE", "4x"}}), Catch::Contains("HVD_SIZE"));
+  REQUIRE_THROWS_WITH(ParamValues::fromMap({{"HVD_SIZE", "0"}}), Catch::Contains("out of range"));
+  REQUIRE_THROWS_WITH(ParamValues::fromMap({{"HOROVOD_RANK", "-1"}}),
+                      Catch::Contains("HOROVOD_RANK"));
+}
+
+TEST_CASE("runtime config rejects inconsistent placement and missing launcher settings") {
+  REQUIRE_THROWS_WITH(Config::fromParams(ParamValues::fromMap({{"HVD_RANK", "4"}, {"HVD_SIZE", "4"}})),
+                      Catch::Contains("HVD_RANK=4 must be below HVD_SIZE=4"));
+  REQUIRE_THROWS_WITH(Config::fromParams(ParamValues::fromMap({{"HVD_SIZE", "2"}})),
+                      Catch::Contains("HVD_RENDEZVOUS_ADDR is not set"));
+  REQUIRE_THROWS_WITH(
+      Config::fromParams(ParamValues::fromMap({{"HVD_SIZE", "2"},
+                                               {"HVD_RENDEZVOUS_ADDR", "127.0.0.1"},
+                                               {"HVD_RENDEZVOUS_PORT", "5000"}})),
+      Catch::Contains("HVD_SECRET is not set"));
+  auto single = Config::fromParams(ParamValues::fromMap({}));
+  CHECK(single.topology.size == 1);
+  CHECK(single.rendezvousAddr.empty());
+}
+
+TEST_CASE("the secret parameter is marked so that nothing prints it") {
+  CHECK(spec("HVD_SECRET").secret);
+  for (const auto& p : allParams()) {
+    INFO(p.name);
+    CHECK(p.name.rfind("HVD_", 0) == 0);
+    CHECK_FALSE(p.description.empty());
+  }
+}

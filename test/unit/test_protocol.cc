@@ -1,0 +1,34 @@
+#include <catch2/catch.hpp>
+
+#include "collectives/rendezvous/protocol.h"
+
+using namespace hvd::rendezvous::protocol;
+
+TEST_CASE("requests and responses round-trip through MessagePack") {
+  Request r;
+  r.op = Op::Wait;
+  r.keys = {"a", "b"};
+  r.value = {0, 1, 255};
+  r.timeoutMs = 1500;
+  Request back = decodeRequest(encode(r), "peer");
+  CHECK(back.op == Op::Wait);
+  CHECK(back.keys == r.keys);
+  CHECK(back.value == r.value);
+  CHECK(back.timeoutMs == 1500);
+
+  Response s;
+  s.ok = false;
+  s.missing = {"x"};
+  Response sb = decodeResponse(encode(s), "peer");
+  CHECK_FALSE(sb.ok);
+  CHECK(sb.missing == s.missing);
+}
+
+TEST_CASE("malformed requests are rejected naming the peer") {
+  std::vector<uint8_t> junk = {0xc1, 0x00, 0x13};
+  REQUIRE_THROWS_WITH(decodeRequest(junk, "1.2.3.4:5"), Catch::Contains("1.2.3.4:5"));
+  Request twoKeys;
+  twoKeys.op = Op::Set;
+  twoKeys.keys = {"a", "b"};
+  REQUIRE_THROWS_WITH(decodeRequest(encode(twoKeys), "p"), Catch::Contains("wrong number of keys"));
+}

@@ -1,0 +1,42 @@
+#include <catch2/catch.hpp>
+
+#include "common/error.h"
+#include "launcher/worker_env.h"
+
+using namespace hvd::launcher;
+
+TEST_CASE("workers get their placement under HVD_, HOROVOD_ and torchrun names") {
+  RankPlacement p{3, 4, 1, 2, 1, 2, "hostB"};
+  JobIdentity job{"127.0.0.1", 4242, "s3cr3t", "job1"};
+  auto env = workerEnvironment({{"PATH", "/bin"}, {"KEEP", "1"}}, p, job, {"FOO=bar"},
+                               {{"HVD_START_TIMEOUT", "7"}});
+  CHECK(env["HVD_RANK"] == "3");
+  CHECK(env["HVD_SIZE"] == "4");
+  CHECK(env["HVD_LOCAL_RANK"] == "1");
+  CHECK(env["HVD_LOCAL_SIZE"] == "2");
+  CHECK(env["HVD_CROSS_RANK"] == "1");
+  CHECK(env["HVD_CROSS_SIZE"] == "2");
+  CHECK(env["HVD_HOSTNAME"] == "hostB");
+  CHECK(env["HOROVOD_RANK"] == "3");
+  CHECK(env["HOROVOD_LOCAL_SIZE"] == "2");
+  CHECK(env["RANK"] == "3");
+  CHECK(env["WORLD_SIZE"] == "4");
+  CHECK(env["LOCAL_RANK"] == "1");
+  CHECK(env["LOCAL_WORLD_SIZE"] == "2");
+  CHECK(env["HVD_RENDEZVOUS_ADDR"] == "127.0.0.1");
+  CHECK(env["HVD_RENDEZVOUS_PORT"] == "4242");
+  CHECK(env["HVD_SECRET"] == "s3cr3t");
+  CHECK(env["HVD_START_TIMEOUT"] == "7");
+  CHECK(env["FOO"] == "bar");
+  CHECK(env["KEEP"] == "1");
+}
+
+TEST_CASE("exporting VAR copies the launcher's value and rejects unset or invalid names") {
+  RankPlacement p;
+  JobIdentity job{"127.0.0.1", 1, "s", "j"};
+  auto env = workerEnvironment({{"MYVAR", "hello"}}, p, job, {"MYVAR"}, {});
+  CHECK(env["MYVAR"] == "hello");
+  REQUIRE_THROWS_WITH(workerEnvironment({}, p, job, {"NOPE"}, {}),
+                      Catch::Contains("-x NOPE: NOPE is not set"));
+  REQUIRE_THROWS_AS(workerEnvironment({}, p, job, {"1BAD=x"}, {}), hvd::InvalidArgument);
+}
