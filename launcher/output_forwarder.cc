@@ -86,8 +86,10 @@ void OutputForwarder::onEnd(int rank, Stream stream) {
 }
 
 void OutputForwarder::emitLine(int rank, Stream stream, const std::string& line) {
-  std::string out = "[" + std::to_string(rank) + "]" +
-                    (stream == Stream::Stdout ? "<stdout>:" : "<stderr>:") + line + "\n";
+  std::string out;
+  out.reserve(line.size() + 24);
+  out.append("[").append(std::to_string(rank)).append("]");
+  out.append(stream == Stream::Stdout ? "<stdout>:" : "<stderr>:").append(line).append("\n");
   writeFully(consoleFd_[static_cast<int>(stream)], out.data(), out.size());
   if (stream == Stream::Stderr) {
     auto& last = ranks_[rank].lastStderr;
