@@ -67,7 +67,7 @@ int launch(const LaunchOptions& options) {
   std::vector<WorkerSpec> workers;
   for (const auto& p : placements) {
     workers.push_back({p, workerEnvironment(base, p, job, options.exports, extra)});
-    log->info("rank {}: host {} local {}/{} cross {}/{}", p.rank, p.host, p.localRank,
+    log->info("rank {}: host {} local {}/{} cross {}/{}", p.rank, p.hostname, p.localRank,
               p.localSize, p.crossRank, p.crossSize);
   }
   LocalJob localJob(options, std::move(workers), *guardian);

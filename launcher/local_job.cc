@@ -100,7 +100,7 @@ void LocalJob::spawnAll() {
     w.fds[1] = w.process.stderrFd;
     guardian_.watch(w.process.pid);
     workers_.push_back(w);
-    log->info("started rank {} on {} as pid {}", w.placement.rank, w.placement.host,
+    log->info("started rank {} on {} as pid {}", w.placement.rank, w.placement.hostname,
               w.process.pid);
   }
 }
@@ -226,7 +226,7 @@ void LocalJob::printSummary() const {
   if (firstFailure_ >= 0) {
     const Worker& w = workers_[firstFailure_];
     std::string text = detail::concat("hvdrun: job failed: rank ", w.placement.rank, " on host ",
-                                      w.placement.host, " (pid ", w.process.pid, ") ",
+                                      w.placement.hostname, " (pid ", w.process.pid, ") ",
                                       w.status.describe(), "\n");
     auto lines = output_->lastStderrLines(w.placement.rank);
     if (lines.empty()) {

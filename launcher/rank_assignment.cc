@@ -22,7 +22,7 @@ std::vector<RankPlacement> assignRanks(const std::vector<HostSlots>& hosts, int 
       p.rank = static_cast<int>(ranks.size());
       p.size = np;
       p.localRank = used++;
-      p.host = h.host;
+      p.hostname = h.host;
       ranks.push_back(p);
     }
     if (used == 0) break;

@@ -45,7 +45,7 @@ Environment workerEnvironment(const Environment& base, const RankPlacement& p,
       {"LOCAL_SIZE", std::to_string(p.localSize)},
       {"CROSS_RANK", std::to_string(p.crossRank)},
       {"CROSS_SIZE", std::to_string(p.crossSize)},
-      {"HOSTNAME", p.host},
+      {"HOSTNAME", p.hostname},
   };
   for (const auto& [name, value] : placement) {
     env[std::string("HVD_") + name] = value;

@@ -6,15 +6,11 @@
 #include <string>
 
 #include "common/params.h"
+#include "common/topology.h"
 
 namespace hvd::runtime {
 
-struct Topology {
-  int rank = 0, size = 1;
-  int localRank = 0, localSize = 1;
-  int crossRank = 0, crossSize = 1;
-  std::string hostname;
-};
+using hvd::Topology;
 
 struct Config {
   Topology topology;

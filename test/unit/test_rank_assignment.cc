@@ -15,7 +15,7 @@ TEST_CASE("ranks fill hosts in order and get local and cross ranks") {
     INFO("rank " << i);
     CHECK(r[i].rank == i);
     CHECK(r[i].size == 5);
-    CHECK(r[i].host == want[i].host);
+    CHECK(r[i].hostname == want[i].host);
     CHECK(r[i].localRank == want[i].local);
     CHECK(r[i].localSize == want[i].localSize);
     CHECK(r[i].crossRank == want[i].cross);
@@ -27,7 +27,7 @@ TEST_CASE("np caps the ranks when more slots are listed") {
   auto r = assignRanks({{"a", 4}, {"b", 4}}, 3);
   REQUIRE(r.size() == 3);
   for (auto& p : r) {
-    CHECK(p.host == "a");
+    CHECK(p.hostname == "a");
     CHECK(p.localSize == 3);
     CHECK(p.crossSize == 1);
   }

@@ -39,26 +39,24 @@ std::shared_ptr<RequestState> TcpConnection::makeState(const char* verb, Tag tag
 }
 
 Request TcpConnection::isend(ConstBytes data, Tag tag) {
-  auto state = makeState("send to", tag, data.size());
-  if (broken_) {
-    state->done = true;
-    state->error = broken_;
-    return Request(state, &engine_);
-  }
-  sends_.push_back({{tag, data.size()}, const_cast<std::byte*>(data.data()), state});
-  if (!writing_) startWrite();
-  return Request(state, &engine_);
+  return post(sends_, "send to", const_cast<std::byte*>(data.data()), data.size(), tag);
 }
 
 Request TcpConnection::irecv(MutableBytes data, Tag tag) {
-  auto state = makeState("recv from", tag, data.size());
+  return post(recvs_, "recv from", data.data(), data.size(), tag);
+}
+
+Request TcpConnection::post(std::deque<Op>& queue, const char* verb, std::byte* data,
+                            std::size_t bytes, Tag tag) {
+  auto state = makeState(verb, tag, bytes);
   if (broken_) {
     state->done = true;
     state->error = broken_;
     return Request(state, &engine_);
   }
-  recvs_.push_back({{tag, data.size()}, data.data(), state});
-  if (!reading_) startRead();
+  queue.push_back({{tag, bytes}, data, state});
+  if (&queue == &sends_ && !writing_) startWrite();
+  if (&queue == &recvs_ && !reading_) startRead();
   return Request(state, &engine_);
 }
 

@@ -39,6 +39,8 @@ class TcpConnection : public Connection, public std::enable_shared_from_this<Tcp
     std::shared_ptr<RequestState> state;
   };
 
+  Request post(std::deque<Op>& queue, const char* verb, std::byte* data, std::size_t bytes,
+               Tag tag);
   std::shared_ptr<RequestState> makeState(const char* verb, Tag tag, std::size_t bytes) const;
   void startWrite();
   void startRead();
