@@ -1,126 +1,75 @@
-// Ring allreduce (bandwidth-optimal), as in Gloo's allreduce_ring and NCCL's ring:
-//   The buffer is cut into n chunks. Reduce-scatter: in n-1 steps each rank sends one chunk to
-//   its right neighbour and reduces the chunk arriving from its left one into its buffer; after
-//   them rank r holds the full reduction of chunk (r+1) mod n. Allgather: in n-1 more steps the
-//   reduced chunks travel round the ring, received straight into the output.
-//   Rounds: 2(n-1). Bytes sent per rank: 2(n-1)/n * buffer size.
-//   Each step is split into segments of at most maxSegmentBytes; the receive of segment k+2 is
-//   posted as soon as segment k is reduced (double-buffered scratch), so sends, receives and the
-//   reduction overlap.
+// Allreduce, chosen by payload size:
+// - Recursive doubling (small payloads): with p the largest power of two <= n, ranks r >= p
+//   first fold their data into rank r-p; then in log2 p rounds rank r exchanges its whole buffer
+//   with rank r xor 2^k and reduces; finally the folded ranks get the result back.
+//   Rounds: log2 p (+2 when n is not a power of two). Bytes sent per rank: log2 p * size.
+//   Every pair reduces the same two operands, and the ops are commutative, so all ranks end
+//   bit-identical.
+// - Ring (large payloads): reduce-scatter then allgather (ring.h). Rounds: 2(n-1). Bytes sent
+//   per rank: 2(n-1)/n * size, which is optimal.
 #include "collectives/algorithms/allreduce.h"
 
 #include <cstring>
 #include <vector>
 
 #include "collectives/algorithms/reduce.h"
+#include "collectives/algorithms/ring.h"
 #include "collectives/algorithms/tags.h"
 
 namespace hvd::collectives {
 namespace {
 
-struct Span {
-  std::size_t offset;  // elements
-  std::size_t count;
-};
-
-Span chunkOf(std::size_t count, int n, int index) {
-  std::size_t base = count / n, extra = count % n;
-  std::size_t i = static_cast<std::size_t>(index);
-  return {i * base + std::min(i, extra), base + (i < extra ? 1 : 0)};
+void recursiveDoubling(Comm& comm, std::byte* data, std::size_t count, DType dtype, ReduceOp op,
+                       Tag tag) {
+  int n = comm.size(), r = comm.rank();
+  std::size_t bytes = count * dtypeSize(dtype);
+  auto deadline = comm.deadline();
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  int extra = n - p;
+  if (r >= p) {  // folded rank: hand the data over, get the result back
+    Connection& partner = comm.peer(r - p);
+    Request send = partner.isend({data, bytes}, tag);
+    Request recv = partner.irecv({data, bytes}, tag);
+    send.wait(deadline);
+    recv.wait(deadline);
+    return;
+  }
+  std::vector<std::byte> scratch(bytes);
+  auto exchange = [&](Connection& partner, bool send) {
+    Request recv = partner.irecv({scratch.data(), bytes}, tag);
+    Request out = send ? partner.isend({data, bytes}, tag) : Request();
+    recv.wait(deadline);
+    out.wait(deadline);
+    reduceInto(data, scratch.data(), count, dtype, op);
+  };
+  if (r < extra) exchange(comm.peer(r + p), false);
+  for (int mask = 1; mask < p; mask <<= 1) exchange(comm.peer(r ^ mask), true);
+  if (r < extra) comm.peer(r + p).isend({data, bytes}, tag).wait(deadline);
 }
-
-std::vector<Span> segmentsOf(Span chunk, std::size_t segmentElems) {
-  std::vector<Span> out;
-  for (std::size_t done = 0; done < chunk.count; done += segmentElems)
-    out.push_back({chunk.offset + done, std::min(segmentElems, chunk.count - done)});
-  return out;
-}
-
-class Ring {
- public:
-  Ring(Comm& comm, std::byte* data, std::size_t count, DType dtype, ReduceOp op,
-       const AllreduceOptions& options)
-      : comm_(comm),
-        data_(data),
-        count_(count),
-        dtype_(dtype),
-        op_(op),
-        elem_(dtypeSize(dtype)),
-        segmentElems_(std::max<std::size_t>(1, options.maxSegmentBytes / elem_)),
-        tag_(makeTag(TagPrefix::Allreduce, comm.nextSequence())),
-        next_(comm.peer((comm.rank() + 1) % comm.size())),
-        prev_(comm.peer((comm.rank() + comm.size() - 1) % comm.size())) {}
-
-  void run() {
-    int n = comm_.size(), r = comm_.rank();
-    std::vector<std::byte> scratch(2 * std::min(segmentElems_, count_ / n + 1) * elem_);
-    for (int s = 0; s < n - 1; ++s)
-      reduceStep(chunkOf(count_, n, (r - s + n) % n), chunkOf(count_, n, (r - s - 1 + 2 * n) % n),
-                 scratch);
-    for (int s = 0; s < n - 1; ++s)
-      copyStep(chunkOf(count_, n, (r - s + 1 + n) % n), chunkOf(count_, n, (r - s + 2 * n) % n));
-  }
-
- private:
-  ConstBytes bytesOf(Span s) const { return {data_ + s.offset * elem_, s.count * elem_}; }
-
-  std::vector<Request> sendAll(Span chunk) {
-    std::vector<Request> sends;
-    for (Span seg : segmentsOf(chunk, segmentElems_)) sends.push_back(next_.isend(bytesOf(seg), tag_));
-    return sends;
-  }
-
-  void reduceStep(Span sendChunk, Span recvChunk, std::vector<std::byte>& scratch) {
-    auto deadline = comm_.deadline();
-    auto sends = sendAll(sendChunk);
-    auto segs = segmentsOf(recvChunk, segmentElems_);
-    std::size_t slotBytes = scratch.size() / 2;
-    Request recvs[2];
-    auto post = [&](std::size_t k) {
-      recvs[k % 2] = prev_.irecv({scratch.data() + (k % 2) * slotBytes, segs[k].count * elem_}, tag_);
-    };
-    for (std::size_t k = 0; k < std::min<std::size_t>(2, segs.size()); ++k) post(k);
-    for (std::size_t k = 0; k < segs.size(); ++k) {
-      recvs[k % 2].wait(deadline);
-      reduceInto(data_ + segs[k].offset * elem_, scratch.data() + (k % 2) * slotBytes,
-                 segs[k].count, dtype_, op_);
-      if (k + 2 < segs.size()) post(k + 2);
-    }
-    for (auto& s : sends) s.wait(deadline);
-  }
-
-  void copyStep(Span sendChunk, Span recvChunk) {
-    auto deadline = comm_.deadline();
-    std::vector<Request> recvs;
-    for (Span seg : segmentsOf(recvChunk, segmentElems_))
-      recvs.push_back(prev_.irecv({data_ + seg.offset * elem_, seg.count * elem_}, tag_));
-    auto sends = sendAll(sendChunk);
-    for (auto& r : recvs) r.wait(deadline);
-    for (auto& s : sends) s.wait(deadline);
-  }
-
-  Comm& comm_;
-  std::byte* data_;
-  std::size_t count_;
-  DType dtype_;
-  ReduceOp op_;
-  std::size_t elem_;
-  std::size_t segmentElems_;
-  Tag tag_;
-  Connection& next_;
-  Connection& prev_;
-};
 
 }  // namespace
 
 void allreduce(Comm& comm, const void* input, void* output, std::size_t count, DType dtype,
                ReduceOp op, const AllreduceOptions& options) {
   checkReducible(dtype, op);
+  Tag tag = makeTag(TagPrefix::Allreduce, comm.nextSequence());
   if (count == 0) return;
-  if (input != output) std::memcpy(output, input, count * dtypeSize(dtype));
-  if (comm.size() == 1) return;
-  Ring(comm, static_cast<std::byte*>(output), count, dtype, op, options).run();
-  if (op == ReduceOp::Average) scale(output, count, dtype, 1.0 / comm.size());
+  std::size_t bytes = count * dtypeSize(dtype);
+  if (input != output) std::memcpy(output, input, bytes);
+  if (options.prescale != 1.0) scale(output, count, dtype, options.prescale);
+  auto* data = static_cast<std::byte*>(output);
+  if (comm.size() > 1) {
+    if (bytes < options.ringThresholdBytes) {
+      recursiveDoubling(comm, data, count, dtype, op, tag);
+    } else {
+      Blocks blocks = evenBlocks(count, comm.size());
+      ringReduceScatter(comm, data, blocks, dtype, op, 0, options.maxSegmentBytes, tag);
+      ringAllgather(comm, data, blocks, dtypeSize(dtype), 1, options.maxSegmentBytes, tag);
+    }
+  }
+  if (op == ReduceOp::Average && comm.size() > 1) divide(output, count, dtype, comm.size());
+  if (options.postscale != 1.0) scale(output, count, dtype, options.postscale);
 }
 
 }  // namespace hvd::collectives

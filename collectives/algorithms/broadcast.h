@@ -7,7 +7,13 @@
 
 namespace hvd::collectives {
 
+struct BroadcastOptions {
+  std::size_t pipelineThresholdBytes = 256 * 1024;  // from here on, a pipelined chain
+  std::size_t maxSegmentBytes = 256 * 1024;
+};
+
 // Throws InvalidArgument if root is outside [0, size).
-void broadcast(Comm& comm, void* data, std::size_t bytes, int root);
+void broadcast(Comm& comm, void* data, std::size_t bytes, int root,
+               const BroadcastOptions& options = {});
 
 }  // namespace hvd::collectives

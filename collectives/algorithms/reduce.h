@@ -13,6 +13,9 @@ namespace hvd::collectives {
 void reduceInto(void* dst, const void* src, std::size_t count, DType dtype, ReduceOp op);
 // data[i] *= factor (rounded back to the dtype; integers truncate toward zero).
 void scale(void* data, std::size_t count, DType dtype, double factor);
+// data[i] /= divisor: exact integer division (toward zero) for integer types, so that an
+// Average of integers is what the user computes by hand; true division for floating point.
+void divide(void* data, std::size_t count, DType dtype, int divisor);
 void checkReducible(DType dtype, ReduceOp op);
 
 }  // namespace hvd::collectives

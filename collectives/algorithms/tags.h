@@ -8,7 +8,9 @@
 
 namespace hvd::collectives {
 
-enum class TagPrefix : uint8_t { Allreduce = 1, Broadcast = 2, Barrier = 3 };
+enum class TagPrefix : uint8_t {
+  Allreduce = 1, Broadcast = 2, Barrier = 3, Allgather = 4, Alltoall = 5, Reducescatter = 6,
+};
 
 inline Tag makeTag(TagPrefix prefix, uint64_t sequence) {
   return (static_cast<uint64_t>(prefix) << 56) | (sequence & ((uint64_t{1} << 56) - 1));

@@ -1,138 +1,293 @@
+// The correctness matrix of the collectives: world size {1, 2, 3, 4, 7} x element count
+// {0, 1, 17, 1000, one segment + 1, a few MiB} x every dtype x every op, in place and out of
+// place, through both allreduce algorithms. Inputs are filled from rank and index so that the
+// expected result has a closed form. Checks inside the rank threads use HVD_ENFORCE (Catch2 is
+// not thread-safe); runRanks rethrows the first failure on the main thread.
 #include <catch2/catch.hpp>
 
 #include <atomic>
-#include <cmath>
-#include <cstdint>
+#include <numeric>
 
-#include "collectives/algorithms/allreduce.h"
-#include "collectives/algorithms/broadcast.h"
-#include "collectives/algorithms/half.h"
+#include "collectives/operations.h"
+#include "test/ranks/elements.h"
 #include "test/ranks/run_ranks.h"
 
 using namespace hvd;
 using namespace hvd::collectives;
+using namespace hvd::test;
 
 namespace {
 
-constexpr std::size_t kSegmentBytes = 256;  // tiny, to reach the multi-segment paths
+constexpr std::size_t kSegmentBytes = 1024;  // small, to reach multi-segment paths
+constexpr DType kAllTypes[] = {DType::UInt8,   DType::Int8,     DType::Int16,   DType::Int32,
+                               DType::Int64,   DType::Float16,  DType::BFloat16, DType::Float32,
+                               DType::Float64, DType::Bool};
+constexpr ReduceOp kAllOps[] = {ReduceOp::Sum, ReduceOp::Average, ReduceOp::Min, ReduceOp::Max,
+                                ReduceOp::Product};
 
-template <typename T> constexpr DType dtypeOf();
-template <> constexpr DType dtypeOf<int32_t>() { return DType::Int32; }
-template <> constexpr DType dtypeOf<int64_t>() { return DType::Int64; }
-template <> constexpr DType dtypeOf<float>() { return DType::Float32; }
-template <> constexpr DType dtypeOf<double>() { return DType::Float64; }
+double fill(DType t, ReduceOp op, int rank, std::size_t i) {
+  if (t == DType::Bool) return (i + rank) % 3 == 0;
+  if (op == ReduceOp::Product) return i % 2 == 0 ? rank % 2 + 1 : 1;
+  return (rank + 1) * static_cast<double>(i % 3 + 1);
+}
 
-// Rank r contributes (r + 1) * (i % 7 + 1): the sum over n ranks is n(n+1)/2 * (i % 7 + 1).
-double contribution(int rank, std::size_t i) { return (rank + 1) * static_cast<double>(i % 7 + 1); }
+double expected(DType t, ReduceOp op, int n, std::size_t i) {
+  double acc = fill(t, op, 0, i);
+  for (int r = 1; r < n; ++r) {
+    double v = fill(t, op, r, i);
+    if (t == DType::Bool)
+      acc = (op == ReduceOp::Sum || op == ReduceOp::Max) ? (acc || v) : (acc && v);
+    else if (op == ReduceOp::Min) acc = std::min(acc, v);
+    else if (op == ReduceOp::Max) acc = std::max(acc, v);
+    else if (op == ReduceOp::Product) acc *= v;
+    else acc += v;
+  }
+  if (op == ReduceOp::Average) acc = isFloating(t) ? acc / n : std::trunc(acc / n);
+  return acc;
+}
 
-template <typename T>
-void checkAllreduceSum(int n, std::size_t count, bool inPlace) {
-  std::vector<std::vector<T>> results(n);
-  test::runRanks(n, [&](Comm& comm) {
-    std::vector<T> in(count), out(count);
-    for (std::size_t i = 0; i < count; ++i) in[i] = static_cast<T>(contribution(comm.rank(), i));
-    T* dst = inPlace ? in.data() : out.data();
-    allreduce(comm, in.data(), dst, count, dtypeOf<T>(), ReduceOp::Sum, {kSegmentBytes});
-    results[comm.rank()] = inPlace ? in : out;
-    if (!inPlace)  // the input is left untouched
-      for (std::size_t i = 0; i < count; ++i)
-        HVD_ENFORCE(in[i] == static_cast<T>(contribution(comm.rank(), i)));
-  });
-  for (int r = 0; r < n; ++r)
-    for (std::size_t i = 0; i < count; ++i) {
-      double want = n * (n + 1) / 2.0 * (i % 7 + 1);
-      if (static_cast<double>(results[r][i]) != want)
-        FAIL("rank " << r << " element " << i << ": got " << results[r][i] << ", want " << want);
+std::vector<std::size_t> countsFor(DType t) {
+  std::size_t elem = dtypeSize(t);
+  return {0, 1, 17, 1000, kSegmentBytes / elem + 1, (2u << 20) / elem + 3};
+}
+
+void allreduceMatrix(Comm& comm, const AllreduceOptions& options, const char* algorithm) {
+  int n = comm.size();
+  for (DType t : kAllTypes)
+    for (ReduceOp op : kAllOps) {
+      if (t == DType::Bool && op == ReduceOp::Average) continue;
+      for (std::size_t count : countsFor(t))
+        for (bool inPlace : {true, false}) {
+          std::size_t bytes = count * dtypeSize(t);
+          std::vector<std::byte> in(bytes + 1), out(bytes + 1);
+          for (std::size_t i = 0; i < count; ++i) setElement(in.data(), t, i, fill(t, op, comm.rank(), i));
+          void* dst = inPlace ? in.data() : out.data();
+          allreduce(comm, in.data(), dst, count, t, op, options);
+          for (std::size_t i = 0; i < count; ++i) {
+            double got = getElement(dst, t, i), want = expected(t, op, n, i);
+            HVD_ENFORCE(close(got, want, t), algorithm, " n=", n, " rank=", comm.rank(), " ",
+                        dtypeName(t), " ", reduceOpName(op), " count=", count,
+                        " inPlace=", inPlace, ": element ", i, " is ", got, ", want ", want);
+            if (!inPlace)
+              HVD_ENFORCE(getElement(in.data(), t, i) == fill(t, op, comm.rank(), i) ||
+                              t == DType::Bool,
+                          "out-of-place allreduce changed its input");
+          }
+        }
     }
 }
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("ring allreduce sums for every world size and count", "[allreduce]", int32_t,
-                   int64_t, float, double) {
+TEST_CASE("allreduce matrix: every dtype, op and count, in and out of place, both algorithms",
+          "[allreduce]") {
   int n = GENERATE(1, 2, 3, 4, 7);
-  std::size_t count = GENERATE(std::size_t{0}, std::size_t{1}, std::size_t{17}, std::size_t{1000},
-                               kSegmentBytes / sizeof(TestType) + 1);
-  bool inPlace = GENERATE(true, false);
-  INFO("n=" << n << " count=" << count << " inPlace=" << inPlace);
-  checkAllreduceSum<TestType>(n, count, inPlace);
+  INFO("world size " << n);
+  REQUIRE_NOTHROW(runRanks(n, [](Comm& comm) {
+    AllreduceOptions ring{kSegmentBytes, 0};
+    AllreduceOptions doubling{kSegmentBytes, SIZE_MAX};
+    allreduceMatrix(comm, ring, "ring");
+    allreduceMatrix(comm, doubling, "recursive doubling");
+  }));
 }
 
-TEST_CASE("allreduce min, max, product and average", "[allreduce]") {
-  int n = GENERATE(2, 3, 7);
-  std::size_t count = 301;
-  std::vector<std::vector<int32_t>> got(4 * n);
-  test::runRanks(n, [&](Comm& comm) {
-    ReduceOp ops[] = {ReduceOp::Min, ReduceOp::Max, ReduceOp::Product, ReduceOp::Average};
-    for (int k = 0; k < 4; ++k) {
-      std::vector<int32_t> v(count);
-      for (std::size_t i = 0; i < count; ++i)
-        v[i] = ops[k] == ReduceOp::Product ? (comm.rank() + 1) * static_cast<int32_t>(i % 2 + 1)
-                                           : static_cast<int32_t>(contribution(comm.rank(), i));
-      allreduce(comm, v.data(), v.data(), count, DType::Int32, ops[k], {kSegmentBytes});
-      got[k * n + comm.rank()] = v;
-    }
-  });
-  int factorial = 1;
-  for (int k = 2; k <= n; ++k) factorial *= k;
-  for (int r = 0; r < n; ++r)
-    for (std::size_t i = 0; i < count; ++i) {
-      int base = static_cast<int>(i % 7 + 1);
-      REQUIRE(got[0 * n + r][i] == base);
-      REQUIRE(got[1 * n + r][i] == n * base);
-      REQUIRE(got[2 * n + r][i] == factorial * static_cast<int>(std::pow(i % 2 + 1, n)));
-      REQUIRE(got[3 * n + r][i] == (n + 1) * base / 2);
-    }
+TEST_CASE("allreduce applies prescale and postscale factors", "[allreduce]") {
+  int n = GENERATE(1, 3, 4);
+  REQUIRE_NOTHROW(runRanks(n, [n](Comm& comm) {
+    for (DType t : {DType::Float32, DType::Float64, DType::Float16, DType::Int32})
+      for (std::size_t threshold : {std::size_t{0}, SIZE_MAX}) {
+        std::vector<std::byte> buf(300 * dtypeSize(t));
+        for (std::size_t i = 0; i < 300; ++i) setElement(buf.data(), t, i, 2.0 * (i % 5));
+        AllreduceOptions o{kSegmentBytes, threshold, 0.5, 3.0};
+        allreduce(comm, buf.data(), buf.data(), 300, t, ReduceOp::Average, o);
+        for (std::size_t i = 0; i < 300; ++i) {
+          double want = (i % 5) * 3.0;  // (2x * 0.5) summed over n, divided by n, times 3
+          HVD_ENFORCE(close(getElement(buf.data(), t, i), want, t), dtypeName(t), " element ", i,
+                      " is ", getElement(buf.data(), t, i), ", want ", want, " n=", n);
+        }
+      }
+  }));
 }
 
-TEST_CASE("float16 allreduce accumulates in float32", "[allreduce]") {
-  int n = GENERATE(2, 4);
-  std::size_t count = 1000;
-  std::vector<std::vector<uint16_t>> got(n);
-  test::runRanks(n, [&](Comm& comm) {
-    std::vector<uint16_t> v(count);
-    for (std::size_t i = 0; i < count; ++i)
-      v[i] = floatToHalf(static_cast<float>(contribution(comm.rank(), i)));
-    allreduce(comm, v.data(), v.data(), count, DType::Float16, ReduceOp::Sum, {kSegmentBytes});
-    got[comm.rank()] = v;
-  });
-  for (int r = 0; r < n; ++r)
-    for (std::size_t i = 0; i < count; ++i)
-      REQUIRE(halfToFloat(got[r][i]) == n * (n + 1) / 2.0f * (i % 7 + 1));
-}
-
-TEST_CASE("broadcast from every root", "[broadcast]") {
+TEST_CASE("broadcast from every root, tree and pipelined chain", "[broadcast]") {
   int n = GENERATE(1, 2, 3, 4, 7);
-  std::size_t bytes = GENERATE(std::size_t{0}, std::size_t{1}, std::size_t{4097});
-  for (int root = 0; root < n; ++root) {
-    std::vector<std::vector<uint8_t>> got(n);
-    test::runRanks(n, [&](Comm& comm) {
-      std::vector<uint8_t> buf(bytes, 0xEE);
-      if (comm.rank() == root)
-        for (std::size_t i = 0; i < bytes; ++i) buf[i] = static_cast<uint8_t>(i * 31 + root);
-      broadcast(comm, buf.data(), bytes, root);
-      got[comm.rank()] = buf;
-    });
-    for (int r = 0; r < n; ++r)
-      for (std::size_t i = 0; i < bytes; ++i)
-        REQUIRE(got[r][i] == static_cast<uint8_t>(i * 31 + root));
-  }
+  REQUIRE_NOTHROW(runRanks(n, [n](Comm& comm) {
+    for (BroadcastOptions options : {BroadcastOptions{SIZE_MAX, kSegmentBytes},
+                                     BroadcastOptions{0, kSegmentBytes}})
+      for (std::size_t bytes : {std::size_t{0}, std::size_t{1}, std::size_t{4097}, std::size_t{3u << 20}})
+        for (int root = 0; root < n; ++root) {
+          std::vector<uint8_t> buf(bytes, 0xEE);
+          if (comm.rank() == root)
+            for (std::size_t i = 0; i < bytes; ++i) buf[i] = static_cast<uint8_t>(i * 31 + root);
+          Tensor t{buf.data(), DType::UInt8, {static_cast<int64_t>(bytes)}};
+          broadcast(comm, t, root, options);
+          for (std::size_t i = 0; i < bytes; ++i)
+            HVD_ENFORCE(buf[i] == static_cast<uint8_t>(i * 31 + root), "root ", root, " bytes ",
+                        bytes, ": byte ", i, " wrong on rank ", comm.rank());
+        }
+  }));
 }
 
-TEST_CASE("broadcast rejects a root outside the world", "[broadcast]") {
-  REQUIRE_THROWS_WITH(test::runRanks(2,
-                                     [](Comm& comm) {
-                                       int x = 0;
-                                       broadcast(comm, &x, sizeof x, 2);
-                                     }),
-                      Catch::Contains("root rank 2 is outside [0, 2)"));
+TEST_CASE("allgather concatenates first dimensions that differ per rank", "[allgather]") {
+  int n = GENERATE(1, 2, 3, 4, 7);
+  REQUIRE_NOTHROW(runRanks(n, [n](Comm& comm) {
+    for (DType t : kAllTypes)
+      for (int64_t scale : {0, 1, 7, 5000}) {
+        auto rowsOf = [&](int r) { return static_cast<int64_t>((r * 3 + 1) % 4) * scale; };
+        const int64_t width = 3;
+        std::vector<std::byte> in(rowsOf(comm.rank()) * width * dtypeSize(t) + 1);
+        for (int64_t i = 0; i < rowsOf(comm.rank()) * width; ++i)
+          setElement(in.data(), t, i, (comm.rank() + i) % 5);
+        std::vector<std::byte> out;
+        Tensor result = allgather(comm, {in.data(), t, {rowsOf(comm.rank()), width}},
+                                  [&](const std::vector<int64_t>& shape) {
+                                    out.resize(shape[0] * shape[1] * dtypeSize(t) + 1);
+                                    return out.data();
+                                  });
+        int64_t total = 0;
+        for (int r = 0; r < n; ++r) total += rowsOf(r);
+        HVD_ENFORCE(result.shape == (std::vector<int64_t>{total, width}), "shape");
+        std::size_t k = 0;
+        for (int r = 0; r < n; ++r)
+          for (int64_t i = 0; i < rowsOf(r) * width; ++i, ++k) {
+            double want = t == DType::Bool ? ((r + i) % 5 != 0) : (r + i) % 5;
+            HVD_ENFORCE(getElement(out.data(), t, k) == want, dtypeName(t), " block of rank ", r,
+                        " element ", i, " wrong on rank ", comm.rank());
+          }
+      }
+  }));
+}
+
+TEST_CASE("alltoall with per-rank splits returns the received splits", "[alltoall]") {
+  int n = GENERATE(1, 2, 3, 4, 7);
+  REQUIRE_NOTHROW(runRanks(n, [n](Comm& comm) {
+    int r = comm.rank();
+    for (int64_t scale : {0, 1, 3000}) {
+      // rank r sends (r + j) % 3 * scale rows to rank j, plus one spare row it keeps unsent
+      std::vector<int64_t> splits;
+      for (int j = 0; j < n; ++j) splits.push_back((r + j) % 3 * scale);
+      int64_t rows = std::accumulate(splits.begin(), splits.end(), int64_t{0}) + 1;
+      const int64_t width = 2;
+      std::vector<int32_t> in(rows * width);
+      int64_t row = 0;
+      for (int j = 0; j < n; ++j)
+        for (int64_t k = 0; k < splits[j]; ++k, ++row)
+          for (int64_t c = 0; c < width; ++c) in[row * width + c] = r * 1000000 + j * 1000 + static_cast<int32_t>(k % 1000);
+      std::vector<int32_t> out;
+      auto result = alltoall(comm, {in.data(), DType::Int32, {rows, width}}, splits,
+                             [&](const std::vector<int64_t>& shape) {
+                               out.resize(shape[0] * shape[1] + 1);
+                               return out.data();
+                             });
+      std::size_t at = 0;
+      for (int j = 0; j < n; ++j) {
+        HVD_ENFORCE_EQ(result.receivedSplits[j], (j + r) % 3 * scale, "split from rank ", j);
+        for (int64_t k = 0; k < result.receivedSplits[j]; ++k)
+          for (int64_t c = 0; c < width; ++c, ++at)
+            HVD_ENFORCE_EQ(out[at], j * 1000000 + r * 1000 + static_cast<int32_t>(k % 1000),
+                           "row ", k, " from rank ", j, " on rank ", r);
+      }
+    }
+    // equal split by default
+    std::vector<int64_t> in(2 * n);
+    for (int j = 0; j < 2 * n; ++j) in[j] = r * 100 + j;
+    std::vector<int64_t> out(2 * n);
+    auto result = alltoall(comm, {in.data(), DType::Int64, {2 * n}}, {},
+                           [&](const std::vector<int64_t>&) { return out.data(); });
+    for (int j = 0; j < n; ++j) {
+      HVD_ENFORCE_EQ(result.receivedSplits[j], 2);
+      HVD_ENFORCE_EQ(out[2 * j], j * 100 + 2 * r);
+      HVD_ENFORCE_EQ(out[2 * j + 1], j * 100 + 2 * r + 1);
+    }
+  }));
+}
+
+TEST_CASE("reducescatter gives each rank its reduced part", "[reducescatter]") {
+  int n = GENERATE(1, 2, 3, 4, 7);
+  REQUIRE_NOTHROW(runRanks(n, [n](Comm& comm) {
+    for (DType t : {DType::Int32, DType::Float32, DType::Float16, DType::BFloat16, DType::Int64})
+      for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Average})
+        for (int64_t rows : {int64_t{0}, int64_t{1}, int64_t{n - 1}, int64_t{2 * n + 1}, int64_t{70001}}) {
+          const int64_t width = 3;
+          std::vector<std::byte> in(rows * width * dtypeSize(t) + 1);
+          for (int64_t i = 0; i < rows * width; ++i) setElement(in.data(), t, i, fill(t, op, comm.rank(), i));
+          std::vector<std::byte> out;
+          Tensor result = reducescatter(comm, {in.data(), t, {rows, width}}, op,
+                                        [&](const std::vector<int64_t>& shape) {
+                                          out.resize(shape[0] * shape[1] * dtypeSize(t) + 1);
+                                          return out.data();
+                                        });
+          int64_t base = rows / n, extra = rows % n, r = comm.rank();
+          int64_t myRows = base + (r < extra ? 1 : 0), firstRow = r * base + std::min(r, extra);
+          HVD_ENFORCE_EQ(result.shape[0], myRows);
+          for (int64_t i = 0; i < myRows * width; ++i) {
+            std::size_t global = static_cast<std::size_t>(firstRow * width + i);
+            double got = getElement(out.data(), t, i), want = expected(t, op, n, global);
+            HVD_ENFORCE(close(got, want, t), dtypeName(t), " ", reduceOpName(op), " rows ", rows,
+                        " element ", i, ": ", got, " want ", want);
+          }
+        }
+  }));
+}
+
+TEST_CASE("invalid arguments name the bad value") {
+  auto failsWith = [](int n, const std::function<void(Comm&)>& fn) {
+    try {
+      runRanks(n, fn);
+    } catch (const InvalidArgument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no InvalidArgument");
+  };
+  int x[4] = {};
+  CHECK_THAT(failsWith(2, [&](Comm& c) { broadcast(c, Tensor{x, DType::Int32, {1}}, 2); }),
+             Catch::Contains("root rank 2 is outside [0, 2)"));
+  CHECK_THAT(failsWith(2, [&](Comm& c) { broadcast(c, Tensor{x, DType::Int32, {1}}, -1); }),
+             Catch::Contains("root rank -1"));
+  CHECK_THAT(failsWith(2, [&](Comm& c) {
+               int buf[4] = {};
+               alltoall(c, {buf, DType::Int32, {4}}, {3, 2}, [](auto&) { return nullptr; });
+             }),
+             Catch::Contains("splits sum to 5 rows but the first dimension is 4"));
+  CHECK_THAT(failsWith(2, [&](Comm& c) {
+               int buf[4] = {};
+               alltoall(c, {buf, DType::Int32, {4}}, {-1, 2}, [](auto&) { return nullptr; });
+             }),
+             Catch::Contains("negative split -1"));
+  CHECK_THAT(failsWith(3, [&](Comm& c) {
+               int buf[4] = {};
+               alltoall(c, {buf, DType::Int32, {4}}, {}, [](auto&) { return nullptr; });
+             }),
+             Catch::Contains("first dimension 4 does not divide into 3"));
+  CHECK_THAT(failsWith(2, [&](Comm& c) {
+               float v = 1;
+               reducescatter(c, {&v, DType::Float32, {}}, ReduceOp::Sum, [](auto&) { return nullptr; });
+             }),
+             Catch::Contains("reducescatter: cannot scatter a scalar"));
+  CHECK_THAT(failsWith(2, [&](Comm& c) {
+               float v[2] = {};
+               reducescatter(c, {v, DType::Float32, {2}}, ReduceOp::Max, [](auto&) { return nullptr; });
+             }),
+             Catch::Contains("reduce op max is not supported"));
+  CHECK_THAT(failsWith(3, [&](Comm& c) {
+               std::vector<float> v(6);
+               int64_t width = c.rank() == 1 ? 3 : 2;
+               std::vector<float> out(100);
+               allgather(c, {v.data(), DType::Float32, {2, width}}, [&](auto&) { return out.data(); });
+             }),
+             Catch::Contains("ranks {1} have a different dtype or trailing dimensions"));
+  CHECK_THAT(failsWith(2, [&](Comm& c) {
+               uint8_t b[2] = {};
+               allreduce(c, b, b, 2, DType::Bool, ReduceOp::Average);
+             }),
+             Catch::Contains("average is not defined for dtype bool"));
 }
 
 TEST_CASE("no rank leaves a barrier before every rank has entered it", "[barrier]") {
   int n = GENERATE(2, 3, 5, 7);
   std::atomic<int> entered{0};
   std::atomic<int> early{0};
-  test::runRanks(n, [&](Comm& comm) {
+  runRanks(n, [&](Comm& comm) {
     for (int round = 1; round <= 3; ++round) {
       std::this_thread::sleep_for(std::chrono::milliseconds(comm.rank() * 3));
       entered++;

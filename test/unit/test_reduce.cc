@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 #include "collectives/algorithms/half.h"
 #include "collectives/algorithms/reduce.h"
@@ -46,4 +47,23 @@ TEST_CASE("reductions per op and dtype") {
   CHECK((p[0] == 1 && p[1] == 0));
   REQUIRE_THROWS_AS(reduceInto(p, q, 2, DType::Bool, ReduceOp::Average), hvd::InvalidArgument);
   REQUIRE_THROWS_WITH(parseDType("float8"), Catch::Contains("float8"));
+}
+
+TEST_CASE("the float16 kernel matches element-wise float32 arithmetic exactly") {
+  // On CPUs with F16C this runs the vector path; both must round the same way.
+  std::vector<uint16_t> a(1003), b(1003);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    a[i] = floatToHalf(static_cast<float>(i) * 0.37f - 100.0f);
+    b[i] = floatToHalf(static_cast<float>(i % 17) * 1.13f + 0.001f);
+  }
+  for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max, ReduceOp::Product}) {
+    std::vector<uint16_t> got = a;
+    reduceInto(got.data(), b.data(), got.size(), DType::Float16, op);
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      float x = halfToFloat(a[i]), y = halfToFloat(b[i]);
+      float want = op == ReduceOp::Sum ? x + y : op == ReduceOp::Min ? std::min(x, y)
+                 : op == ReduceOp::Max ? std::max(x, y) : x * y;
+      if (got[i] != floatToHalf(want)) FAIL(reduceOpName(op) << " element " << i);
+    }
+  }
 }

@@ -1,0 +1,105 @@
+// Ring phases (Gloo's allreduce_ring, NCCL's ring). Per rank and phase: n-1 rounds, sending
+// (n-1)/n of the buffer. Messages are segments of at most segmentBytes; a receive of segment
+// k+2 is posted as soon as segment k has been reduced, and all sends of a step are queued at
+// once, so the link stays busy in both directions while the CPU reduces.
+#include "collectives/algorithms/ring.h"
+
+#include <algorithm>
+
+#include "collectives/algorithms/reduce.h"
+
+namespace hvd::collectives {
+namespace {
+
+struct Segment {
+  std::size_t offset;  // elements
+  std::size_t count;
+};
+
+std::vector<Segment> segmentsOf(std::size_t offset, std::size_t count, std::size_t perSegment) {
+  std::vector<Segment> out;
+  for (std::size_t done = 0; done < count; done += perSegment)
+    out.push_back({offset + done, std::min(perSegment, count - done)});
+  return out;
+}
+
+int mod(int a, int n) { return ((a % n) + n) % n; }
+
+}  // namespace
+
+Blocks evenBlocks(std::size_t count, int n) {
+  Blocks b;
+  std::size_t base = count / n, extra = count % n, offset = 0;
+  for (int i = 0; i < n; ++i) {
+    std::size_t c = base + (static_cast<std::size_t>(i) < extra ? 1 : 0);
+    b.offsets.push_back(offset);
+    b.counts.push_back(c);
+    offset += c;
+  }
+  return b;
+}
+
+Blocks blocksOf(const std::vector<std::size_t>& counts) {
+  Blocks b;
+  std::size_t offset = 0;
+  for (std::size_t c : counts) {
+    b.offsets.push_back(offset);
+    b.counts.push_back(c);
+    offset += c;
+  }
+  return b;
+}
+
+void ringReduceScatter(Comm& comm, std::byte* data, const Blocks& blocks, DType dtype,
+                       ReduceOp op, int shift, std::size_t segmentBytes, Tag tag) {
+  int n = comm.size(), r = comm.rank();
+  if (n == 1) return;
+  std::size_t elem = dtypeSize(dtype);
+  std::size_t perSegment = std::max<std::size_t>(1, segmentBytes / elem);
+  std::size_t largest = *std::max_element(blocks.counts.begin(), blocks.counts.end());
+  std::size_t slotElems = std::min(perSegment, largest);
+  std::vector<std::byte> scratch(2 * slotElems * elem);
+  Connection& next = comm.peer(mod(r + 1, n));
+  Connection& prev = comm.peer(mod(r - 1, n));
+  for (int s = 0; s < n - 1; ++s) {
+    auto deadline = comm.deadline();
+    int sendBlock = mod(r - s + shift, n), recvBlock = mod(r - s - 1 + shift, n);
+    std::vector<Request> sends;
+    for (auto seg : segmentsOf(blocks.offsets[sendBlock], blocks.counts[sendBlock], perSegment))
+      sends.push_back(next.isend({data + seg.offset * elem, seg.count * elem}, tag));
+    auto segs = segmentsOf(blocks.offsets[recvBlock], blocks.counts[recvBlock], perSegment);
+    Request recvs[2];
+    auto post = [&](std::size_t k) {
+      recvs[k % 2] = prev.irecv({scratch.data() + (k % 2) * slotElems * elem, segs[k].count * elem}, tag);
+    };
+    for (std::size_t k = 0; k < std::min<std::size_t>(2, segs.size()); ++k) post(k);
+    for (std::size_t k = 0; k < segs.size(); ++k) {
+      recvs[k % 2].wait(deadline);
+      reduceInto(data + segs[k].offset * elem, scratch.data() + (k % 2) * slotElems * elem,
+                 segs[k].count, dtype, op);
+      if (k + 2 < segs.size()) post(k + 2);
+    }
+    for (auto& req : sends) req.wait(deadline);
+  }
+}
+
+void ringAllgather(Comm& comm, std::byte* data, const Blocks& blocks, std::size_t elemBytes,
+                   int own, std::size_t segmentBytes, Tag tag) {
+  int n = comm.size(), r = comm.rank();
+  if (n == 1) return;
+  std::size_t perSegment = std::max<std::size_t>(1, segmentBytes / elemBytes);
+  Connection& next = comm.peer(mod(r + 1, n));
+  Connection& prev = comm.peer(mod(r - 1, n));
+  for (int s = 0; s < n - 1; ++s) {
+    auto deadline = comm.deadline();
+    int sendBlock = mod(r + own - s, n), recvBlock = mod(r + own - s - 1, n);
+    std::vector<Request> requests;
+    for (auto seg : segmentsOf(blocks.offsets[recvBlock], blocks.counts[recvBlock], perSegment))
+      requests.push_back(prev.irecv({data + seg.offset * elemBytes, seg.count * elemBytes}, tag));
+    for (auto seg : segmentsOf(blocks.offsets[sendBlock], blocks.counts[sendBlock], perSegment))
+      requests.push_back(next.isend({data + seg.offset * elemBytes, seg.count * elemBytes}, tag));
+    for (auto& req : requests) req.wait(deadline);
+  }
+}
+
+}  // namespace hvd::collectives

@@ -1,0 +1,36 @@
+// The two phases of a ring, shared by allreduce, reducescatter and allgather. Each works in
+// place on one buffer cut into n blocks (block i: offsets[i], counts[i], in elements of
+// elemBytes), with rank r sending to r+1 and receiving from r-1.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "collectives/algorithms/dtype.h"
+#include "collectives/transport/comm.h"
+
+namespace hvd::collectives {
+
+struct Blocks {
+  std::vector<std::size_t> offsets;  // elements
+  std::vector<std::size_t> counts;   // elements
+};
+
+// `count` elements cut into n blocks as evenly as possible, the first ones one larger.
+Blocks evenBlocks(std::size_t count, int n);
+// Consecutive blocks of the given sizes.
+Blocks blocksOf(const std::vector<std::size_t>& counts);
+
+// Reduce-scatter phase, n-1 steps. In step s rank r sends block (r - s + shift) and reduces
+// the block (r - s - 1 + shift) arriving from r-1 into its buffer; afterwards rank r holds the
+// full reduction of block (r + 1 + shift) mod n. Each step is pipelined in segments of
+// segmentBytes with a double-buffered scratch area, so receive, reduce and send overlap.
+void ringReduceScatter(Comm& comm, std::byte* data, const Blocks& blocks, DType dtype,
+                       ReduceOp op, int shift, std::size_t segmentBytes, Tag tag);
+
+// Allgather phase, n-1 steps. Rank r starts holding block (r + own) mod n; in step s it sends
+// block (r + own - s) and receives block (r + own - s - 1) straight into place.
+void ringAllgather(Comm& comm, std::byte* data, const Blocks& blocks, std::size_t elemBytes,
+                   int own, std::size_t segmentBytes, Tag tag);
+
+}  // namespace hvd::collectives

@@ -1,0 +1,186 @@
+#include "collectives/operations.h"
+
+#include <numeric>
+#include <set>
+#include <string>
+
+#include "collectives/algorithms/allgather.h"
+#include "collectives/algorithms/alltoall.h"
+#include "collectives/algorithms/reducescatter.h"
+#include "collectives/algorithms/ring.h"
+
+namespace hvd::collectives {
+namespace {
+
+constexpr std::size_t kMaxDims = 8;
+
+std::string shapeText(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+void checkShape(const char* op, const Tensor& t) {
+  for (int64_t d : t.shape)
+    if (d < 0) throw InvalidArgument(std::string(op) + ": negative dimension in shape " + shapeText(t.shape));
+  if (t.numElements() > 0 && !t.data)
+    throw InvalidArgument(std::string(op) + ": null data pointer for shape " + shapeText(t.shape));
+}
+
+std::string rankSet(const std::vector<int>& ranks) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < ranks.size(); ++i) out += (i ? "," : "") + std::to_string(ranks[i]);
+  return out + "}";
+}
+
+// Everyone's fixed-size record of {dtype, ndim, dims...}.
+std::vector<std::vector<int64_t>> exchangeShapes(Comm& comm, const Tensor& t) {
+  if (t.shape.size() > kMaxDims)
+    throw InvalidArgument(detail::concat("allgather: tensors of more than ", kMaxDims,
+                                         " dimensions are not supported (shape ",
+                                         shapeText(t.shape), ")"));
+  const std::size_t width = 2 + kMaxDims;
+  std::vector<int64_t> mine(width, 0), all(width * comm.size());
+  mine[0] = static_cast<int64_t>(t.dtype);
+  mine[1] = static_cast<int64_t>(t.shape.size());
+  std::copy(t.shape.begin(), t.shape.end(), mine.begin() + 2);
+  allgatherv(comm, mine.data(), all.data(),
+             std::vector<std::size_t>(comm.size(), width * sizeof(int64_t)));
+  std::vector<std::vector<int64_t>> out;
+  for (int r = 0; r < comm.size(); ++r)
+    out.emplace_back(all.begin() + r * width, all.begin() + (r + 1) * width);
+  return out;
+}
+
+}  // namespace
+
+std::size_t Tensor::numElements() const {
+  std::size_t n = 1;
+  for (int64_t d : shape) n *= static_cast<std::size_t>(d);
+  return n;
+}
+
+std::size_t Tensor::rowElements() const {
+  std::size_t n = 1;
+  for (std::size_t i = 1; i < shape.size(); ++i) n *= static_cast<std::size_t>(shape[i]);
+  return n;
+}
+
+void allreduce(Comm& comm, const Tensor& input, const Tensor& output, ReduceOp op,
+               const AllreduceOptions& options) {
+  checkShape("allreduce", input);
+  checkShape("allreduce", output);
+  if (input.dtype != output.dtype || input.numElements() != output.numElements())
+    throw InvalidArgument(detail::concat("allreduce: output ", dtypeName(output.dtype),
+                                         shapeText(output.shape), " does not match input ",
+                                         dtypeName(input.dtype), shapeText(input.shape)));
+  allreduce(comm, input.data, output.data, input.numElements(), input.dtype, op, options);
+}
+
+void broadcast(Comm& comm, const Tensor& tensor, int root, const BroadcastOptions& options) {
+  checkShape("broadcast", tensor);
+  broadcast(comm, tensor.data, tensor.bytes(), root, options);
+}
+
+Tensor allgather(Comm& comm, const Tensor& input, const Allocate& allocate) {
+  checkShape("allgather", input);
+  if (input.shape.empty()) throw InvalidArgument("allgather: cannot concatenate scalars (shape [])");
+  auto shapes = exchangeShapes(comm, input);
+  std::vector<int> disagree;
+  for (int r = 0; r < comm.size(); ++r) {
+    const auto& s = shapes[r];
+    bool same = s[0] == shapes[0][0] && s[1] == shapes[0][1] &&
+                std::equal(s.begin() + 3, s.end(), shapes[0].begin() + 3);
+    if (!same) disagree.push_back(r);
+  }
+  if (!disagree.empty())
+    throw InvalidArgument(detail::concat("allgather: ranks ", rankSet(disagree),
+                                         " have a different dtype or trailing dimensions than "
+                                         "rank 0 (this rank: ", dtypeName(input.dtype),
+                                         shapeText(input.shape), ")"));
+  Tensor out{nullptr, input.dtype, input.shape};
+  out.shape[0] = 0;
+  std::vector<std::size_t> blockBytes;
+  std::size_t rowBytes = input.rowElements() * dtypeSize(input.dtype);
+  for (const auto& s : shapes) {
+    out.shape[0] += s[2];
+    blockBytes.push_back(static_cast<std::size_t>(s[2]) * rowBytes);
+  }
+  out.data = allocate(out.shape);
+  if (out.numElements() > 0) allgatherv(comm, input.data, out.data, blockBytes);
+  return out;
+}
+
+AlltoallResult alltoall(Comm& comm, const Tensor& input, const std::vector<int64_t>& splits,
+                        const Allocate& allocate) {
+  checkShape("alltoall", input);
+  int n = comm.size();
+  if (input.shape.empty()) throw InvalidArgument("alltoall: cannot split a scalar (shape [])");
+  int64_t rows = input.shape[0];
+  std::vector<int64_t> send = splits;
+  if (send.empty()) {
+    if (rows % n != 0)
+      throw InvalidArgument(detail::concat("alltoall: first dimension ", rows,
+                                           " does not divide into ", n,
+                                           " equal splits; pass splits"));
+    send.assign(n, rows / n);
+  }
+  if (static_cast<int>(send.size()) != n)
+    throw InvalidArgument(detail::concat("alltoall: ", send.size(), " splits for ", n, " ranks"));
+  for (int64_t s : send)
+    if (s < 0) throw InvalidArgument(detail::concat("alltoall: negative split ", s));
+  int64_t total = std::accumulate(send.begin(), send.end(), int64_t{0});
+  if (total > rows)
+    throw InvalidArgument(detail::concat("alltoall: splits sum to ", total,
+                                         " rows but the first dimension is ", rows));
+  // Tell each peer how many rows of which width and dtype to expect.
+  std::vector<int64_t> meta(3 * n), theirs(3 * n);
+  for (int j = 0; j < n; ++j) {
+    meta[3 * j] = send[j];
+    meta[3 * j + 1] = static_cast<int64_t>(input.rowElements());
+    meta[3 * j + 2] = static_cast<int64_t>(input.dtype);
+  }
+  std::vector<std::size_t> metaBytes(n, 3 * sizeof(int64_t));
+  alltoallv(comm, meta.data(), metaBytes, theirs.data(), metaBytes);
+  std::vector<int> disagree;
+  for (int j = 0; j < n; ++j)
+    if (theirs[3 * j + 1] != meta[1] || theirs[3 * j + 2] != meta[2]) disagree.push_back(j);
+  if (!disagree.empty())
+    throw InvalidArgument(detail::concat("alltoall: ranks ", rankSet(disagree),
+                                         " send rows of a different width or dtype than this "
+                                         "rank's ", dtypeName(input.dtype), shapeText(input.shape)));
+  AlltoallResult result;
+  result.output = {nullptr, input.dtype, input.shape};
+  result.output.shape[0] = 0;
+  std::size_t rowBytes = input.rowElements() * dtypeSize(input.dtype);
+  std::vector<std::size_t> sendBytes, recvBytes;
+  for (int j = 0; j < n; ++j) {
+    result.receivedSplits.push_back(theirs[3 * j]);
+    result.output.shape[0] += theirs[3 * j];
+    sendBytes.push_back(static_cast<std::size_t>(send[j]) * rowBytes);
+    recvBytes.push_back(static_cast<std::size_t>(theirs[3 * j]) * rowBytes);
+  }
+  result.output.data = allocate(result.output.shape);
+  alltoallv(comm, input.data, sendBytes, result.output.data, recvBytes);
+  return result;
+}
+
+Tensor reducescatter(Comm& comm, const Tensor& input, ReduceOp op, const Allocate& allocate) {
+  checkShape("reducescatter", input);
+  if (input.shape.empty())
+    throw InvalidArgument("reducescatter: cannot scatter a scalar (shape []): give the tensor a "
+                          "first dimension");
+  Blocks rowBlocks = evenBlocks(static_cast<std::size_t>(input.shape[0]), comm.size());
+  Blocks blocks;
+  for (int r = 0; r < comm.size(); ++r) {
+    blocks.offsets.push_back(rowBlocks.offsets[r] * input.rowElements());
+    blocks.counts.push_back(rowBlocks.counts[r] * input.rowElements());
+  }
+  Tensor out{nullptr, input.dtype, input.shape};
+  out.shape[0] = static_cast<int64_t>(rowBlocks.counts[comm.rank()]);
+  out.data = allocate(out.shape);
+  reducescatter(comm, input.data, out.data, blocks, input.dtype, op);
+  return out;
+}
+
+}  // namespace hvd::collectives

@@ -1,0 +1,52 @@
+// The collectives on tensors (pointer, dtype, shape): argument checks that name the bad value,
+// the exchange of shapes and splits between ranks, and output allocation through a callback
+// (so a framework can allocate its own tensor). The algorithms underneath see only bytes.
+// Every rank must call the same operations in the same order.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "collectives/algorithms/allreduce.h"
+#include "collectives/algorithms/broadcast.h"
+#include "collectives/algorithms/dtype.h"
+#include "collectives/transport/comm.h"
+
+namespace hvd::collectives {
+
+struct Tensor {
+  void* data = nullptr;
+  DType dtype = DType::Float32;
+  std::vector<int64_t> shape;  // empty: a scalar
+
+  std::size_t numElements() const;
+  std::size_t rowElements() const;  // elements per index of the first dimension
+  std::size_t bytes() const { return numElements() * dtypeSize(dtype); }
+};
+
+// Returns memory for an output tensor of the given shape (and the operation's dtype).
+using Allocate = std::function<void*(const std::vector<int64_t>& shape)>;
+
+// `output` may be `input` (in place); both must have the same dtype and element count.
+void allreduce(Comm& comm, const Tensor& input, const Tensor& output, ReduceOp op,
+               const AllreduceOptions& options = {});
+void broadcast(Comm& comm, const Tensor& tensor, int root, const BroadcastOptions& options = {});
+// Concatenates every rank's tensor along the first dimension, which may differ per rank; the
+// other dimensions and the dtype must agree (InvalidArgument naming the ranks otherwise).
+Tensor allgather(Comm& comm, const Tensor& input, const Allocate& allocate);
+
+struct AlltoallResult {
+  Tensor output;
+  std::vector<int64_t> receivedSplits;  // rows received from each rank
+};
+// Sends splits[j] rows of `input` (in order) to rank j; empty splits mean an equal split (the
+// first dimension must then divide by the size). Splits must be non-negative, one per rank, and
+// sum to at most the first dimension.
+AlltoallResult alltoall(Comm& comm, const Tensor& input, const std::vector<int64_t>& splits,
+                        const Allocate& allocate);
+// Reduces every rank's tensor and gives rank r the r-th part of the first dimension (split as
+// evenly as possible, the first parts one row larger). Sum or Average; not for scalars.
+Tensor reducescatter(Comm& comm, const Tensor& input, ReduceOp op, const Allocate& allocate);
+
+}  // namespace hvd::collectives

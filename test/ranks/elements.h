@@ -1,0 +1,66 @@
+// Typed element access through doubles, so one test body covers every dtype.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "collectives/algorithms/dtype.h"
+#include "collectives/algorithms/half.h"
+
+namespace hvd::test {
+
+using collectives::DType;
+
+inline void setElement(void* buf, DType t, std::size_t i, double v) {
+  using namespace collectives;
+  switch (t) {
+    case DType::UInt8: static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v); break;
+    case DType::Int8: static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(v); break;
+    case DType::Int16: static_cast<int16_t*>(buf)[i] = static_cast<int16_t>(v); break;
+    case DType::Int32: static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v); break;
+    case DType::Int64: static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v); break;
+    case DType::Float16: static_cast<uint16_t*>(buf)[i] = floatToHalf(static_cast<float>(v)); break;
+    case DType::BFloat16: static_cast<uint16_t*>(buf)[i] = floatToBf16(static_cast<float>(v)); break;
+    case DType::Float32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
+    case DType::Float64: static_cast<double*>(buf)[i] = v; break;
+    case DType::Bool: static_cast<uint8_t*>(buf)[i] = v != 0; break;
+  }
+}
+
+inline double getElement(const void* buf, DType t, std::size_t i) {
+  using namespace collectives;
+  switch (t) {
+    case DType::UInt8: return static_cast<const uint8_t*>(buf)[i];
+    case DType::Int8: return static_cast<const int8_t*>(buf)[i];
+    case DType::Int16: return static_cast<const int16_t*>(buf)[i];
+    case DType::Int32: return static_cast<const int32_t*>(buf)[i];
+    case DType::Int64: return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
+    case DType::Float16: return halfToFloat(static_cast<const uint16_t*>(buf)[i]);
+    case DType::BFloat16: return bf16ToFloat(static_cast<const uint16_t*>(buf)[i]);
+    case DType::Float32: return static_cast<const float*>(buf)[i];
+    case DType::Float64: return static_cast<const double*>(buf)[i];
+    case DType::Bool: return static_cast<const uint8_t*>(buf)[i];
+  }
+  return NAN;
+}
+
+inline bool isFloating(DType t) {
+  return t == DType::Float16 || t == DType::BFloat16 || t == DType::Float32 || t == DType::Float64;
+}
+
+inline double tolerance(DType t) {
+  switch (t) {
+    case DType::Float16: return 2e-3;
+    case DType::BFloat16: return 1.6e-2;
+    case DType::Float32: return 1e-6;
+    case DType::Float64: return 1e-12;
+    default: return 0;
+  }
+}
+
+inline bool close(double got, double want, DType t) {
+  return std::fabs(got - want) <= tolerance(t) * std::max(1.0, std::fabs(want));
+}
+
+}  // namespace hvd::test
