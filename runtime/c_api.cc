@@ -109,7 +109,9 @@ hvd_status hvd_allreduce(const void* sendbuf, void* recvbuf, size_t count, hvd_d
     if (count > 0 && (!sendbuf || !recvbuf))
       throw hvd::InvalidArgument("hvd_allreduce: null buffer for " + std::to_string(count) +
                                  " elements");
-    rt.allreduce(sendbuf, recvbuf, count, toDType(dtype), toOp(op));
+    auto t = toDType(dtype);
+    std::vector<int64_t> shape = {static_cast<int64_t>(count)};
+    rt.allreduce({const_cast<void*>(sendbuf), t, shape}, {recvbuf, t, shape}, toOp(op));
   });
 }
 
@@ -118,7 +120,7 @@ hvd_status hvd_broadcast(void* buf, size_t count, hvd_dtype dtype, int root) {
     if (count > 0 && !buf)
       throw hvd::InvalidArgument("hvd_broadcast: null buffer for " + std::to_string(count) +
                                  " elements");
-    rt.broadcast(buf, count, toDType(dtype), root);
+    rt.broadcast({buf, toDType(dtype), {static_cast<int64_t>(count)}}, root);
   });
 }
 

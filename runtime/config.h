@@ -20,6 +20,8 @@ struct Config {
   std::string jobId;
   std::chrono::milliseconds startTimeout{};
   std::chrono::milliseconds opTimeout{};
+  std::size_t ringThresholdBytes = 0;
+  std::size_t segmentBytes = 0;
   std::string logLevel;
   std::string logSubsystems;
 

@@ -2,9 +2,7 @@
 
 #include <unistd.h>
 
-#include "collectives/algorithms/allreduce.h"
 #include "collectives/algorithms/barrier.h"
-#include "collectives/algorithms/broadcast.h"
 #include "collectives/rendezvous/prefix_store.h"
 #include "collectives/rendezvous/tcp_store_client.h"
 #include "collectives/transport/tcp/tcp_device.h"
@@ -53,13 +51,28 @@ void Runtime::connect(rendezvous::Store& store, const std::string& bindAddress) 
   log::logger("runtime")->info("initialised: tcp on {}", device->listenAddress());
 }
 
-void Runtime::allreduce(const void* input, void* output, std::size_t count, DType dtype,
-                        ReduceOp op) {
-  collectives::allreduce(*comm_, input, output, count, dtype, op);
+void Runtime::allreduce(const Tensor& input, const Tensor& output, ReduceOp op, double prescale,
+                        double postscale) {
+  AllreduceOptions options{config_.segmentBytes, config_.ringThresholdBytes, prescale, postscale};
+  collectives::allreduce(*comm_, input, output, op, options);
 }
 
-void Runtime::broadcast(void* data, std::size_t count, DType dtype, int root) {
-  collectives::broadcast(*comm_, data, count * dtypeSize(dtype), root);
+void Runtime::broadcast(const Tensor& tensor, int root) {
+  collectives::broadcast(*comm_, tensor, root,
+                         BroadcastOptions{config_.ringThresholdBytes, config_.segmentBytes});
+}
+
+Tensor Runtime::allgather(const Tensor& input, const Allocate& allocate) {
+  return collectives::allgather(*comm_, input, allocate);
+}
+
+AlltoallResult Runtime::alltoall(const Tensor& input, const std::vector<int64_t>& splits,
+                                 const Allocate& allocate) {
+  return collectives::alltoall(*comm_, input, splits, allocate);
+}
+
+Tensor Runtime::reducescatter(const Tensor& input, ReduceOp op, const Allocate& allocate) {
+  return collectives::reducescatter(*comm_, input, op, allocate);
 }
 
 void Runtime::barrier() { collectives::barrier(*comm_); }

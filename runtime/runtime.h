@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "collectives/algorithms/dtype.h"
+#include "collectives/operations.h"
 #include "collectives/rendezvous/store.h"
 #include "collectives/transport/comm.h"
 #include "runtime/config.h"
@@ -25,9 +26,17 @@ class Runtime {
   const Topology& topology() const { return config_.topology; }
   const Config& config() const { return config_; }
 
-  void allreduce(const void* input, void* output, std::size_t count, collectives::DType dtype,
-                 collectives::ReduceOp op);
-  void broadcast(void* data, std::size_t count, collectives::DType dtype, int root);
+  // The collectives (collectives/operations.h), with the algorithm settings of the Config.
+  void allreduce(const collectives::Tensor& input, const collectives::Tensor& output,
+                 collectives::ReduceOp op, double prescale = 1.0, double postscale = 1.0);
+  void broadcast(const collectives::Tensor& tensor, int root);
+  collectives::Tensor allgather(const collectives::Tensor& input,
+                                const collectives::Allocate& allocate);
+  collectives::AlltoallResult alltoall(const collectives::Tensor& input,
+                                       const std::vector<int64_t>& splits,
+                                       const collectives::Allocate& allocate);
+  collectives::Tensor reducescatter(const collectives::Tensor& input, collectives::ReduceOp op,
+                                    const collectives::Allocate& allocate);
   void barrier();
 
  private:

@@ -9,12 +9,13 @@
 #include <numeric>
 
 #include "collectives/operations.h"
-#include "test/ranks/elements.h"
+#include "bench/hvd_bench/elements.h"
 #include "test/ranks/run_ranks.h"
 
 using namespace hvd;
 using namespace hvd::collectives;
 using namespace hvd::test;
+using namespace hvd::bench;
 
 namespace {
 
@@ -25,26 +26,8 @@ constexpr DType kAllTypes[] = {DType::UInt8,   DType::Int8,     DType::Int16,   
 constexpr ReduceOp kAllOps[] = {ReduceOp::Sum, ReduceOp::Average, ReduceOp::Min, ReduceOp::Max,
                                 ReduceOp::Product};
 
-double fill(DType t, ReduceOp op, int rank, std::size_t i) {
-  if (t == DType::Bool) return (i + rank) % 3 == 0;
-  if (op == ReduceOp::Product) return i % 2 == 0 ? rank % 2 + 1 : 1;
-  return (rank + 1) * static_cast<double>(i % 3 + 1);
-}
-
-double expected(DType t, ReduceOp op, int n, std::size_t i) {
-  double acc = fill(t, op, 0, i);
-  for (int r = 1; r < n; ++r) {
-    double v = fill(t, op, r, i);
-    if (t == DType::Bool)
-      acc = (op == ReduceOp::Sum || op == ReduceOp::Max) ? (acc || v) : (acc && v);
-    else if (op == ReduceOp::Min) acc = std::min(acc, v);
-    else if (op == ReduceOp::Max) acc = std::max(acc, v);
-    else if (op == ReduceOp::Product) acc *= v;
-    else acc += v;
-  }
-  if (op == ReduceOp::Average) acc = isFloating(t) ? acc / n : std::trunc(acc / n);
-  return acc;
-}
+double fill(DType t, ReduceOp op, int rank, std::size_t i) { return fillValue(t, op, rank, i); }
+double expected(DType t, ReduceOp op, int n, std::size_t i) { return expectedValue(t, op, n, i); }
 
 std::vector<std::size_t> countsFor(DType t) {
   std::size_t elem = dtypeSize(t);

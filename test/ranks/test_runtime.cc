@@ -26,11 +26,11 @@ TEST_CASE("runtimes of several ranks in one process allreduce and broadcast") {
              {"HVD_SECRET", "s"}}));
         auto rt = Runtime::create(c, store);
         std::vector<float> v = {1.0f * r, 2.0f};
-        rt->allreduce(v.data(), v.data(), 2, collectives::DType::Float32,
-                      collectives::ReduceOp::Sum);
+        collectives::Tensor t{v.data(), collectives::DType::Float32, {2}};
+        rt->allreduce(t, t, collectives::ReduceOp::Sum);
         sums[r] = v;
         int x = r == 1 ? 42 : -1;
-        rt->broadcast(&x, 1, collectives::DType::Int32, 1);
+        rt->broadcast({&x, collectives::DType::Int32, {1}}, 1);
         roots[r] = x;
         rt->barrier();
       } catch (const std::exception& e) {

@@ -1,14 +1,17 @@
-// Typed element access through doubles, so one test body covers every dtype.
+// Typed element access through doubles, and inputs filled from rank and index so that every
+// collective's expected result has a closed form. Shared by hvd-bench's result check and the
+// correctness tests, so one body covers every dtype.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <algorithm>
 
 #include "collectives/algorithms/dtype.h"
 #include "collectives/algorithms/half.h"
 
-namespace hvd::test {
+namespace hvd::bench {
 
 using collectives::DType;
 
@@ -63,4 +66,29 @@ inline bool close(double got, double want, DType t) {
   return std::fabs(got - want) <= tolerance(t) * std::max(1.0, std::fabs(want));
 }
 
-}  // namespace hvd::test
+// Rank `rank`'s input element i for a reduction with `op`: small integers so every sum, product
+// and average over up to ~20 ranks is exact in every dtype.
+inline double fillValue(DType t, collectives::ReduceOp op, int rank, std::size_t i) {
+  if (t == DType::Bool) return (i + rank) % 3 == 0;
+  if (op == collectives::ReduceOp::Product) return i % 2 == 0 ? rank % 2 + 1 : 1;
+  return (rank + 1) * static_cast<double>(i % 3 + 1);
+}
+
+// op over ranks 0..n-1 of fillValue, as hvd defines it (integer Average truncates).
+inline double expectedValue(DType t, collectives::ReduceOp op, int n, std::size_t i) {
+  using collectives::ReduceOp;
+  double acc = fillValue(t, op, 0, i);
+  for (int r = 1; r < n; ++r) {
+    double v = fillValue(t, op, r, i);
+    if (t == DType::Bool)
+      acc = (op == ReduceOp::Sum || op == ReduceOp::Max) ? (acc || v) : (acc && v);
+    else if (op == ReduceOp::Min) acc = std::min(acc, v);
+    else if (op == ReduceOp::Max) acc = std::max(acc, v);
+    else if (op == ReduceOp::Product) acc *= v;
+    else acc += v;
+  }
+  if (op == ReduceOp::Average) acc = isFloating(t) ? acc / n : std::trunc(acc / n);
+  return acc;
+}
+
+}  // namespace hvd::bench

@@ -1,0 +1,77 @@
+// hvd-bench: nccl-tests-style sweep of one collective, run as a worker under hvdrun:
+//   hvdrun -np 2 hvd-bench -b 4 -e 256M -f 4 -o allreduce -d float32 --json out.json
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+#include "bench/hvd_bench/collective_bench.h"
+#include "bench/hvd_bench/report.h"
+#include "common/error.h"
+#include "common/params.h"
+#include "runtime/runtime.h"
+
+namespace {
+
+// "4", "64K", "256M", "1G" -> bytes.
+std::size_t parseSize(const std::string& text, const std::string& flag) {
+  std::size_t multiplier = 1;
+  std::string digits = text;
+  if (!text.empty()) {
+    switch (std::toupper(static_cast<unsigned char>(text.back()))) {
+      case 'K': multiplier = 1u << 10; digits.pop_back(); break;
+      case 'M': multiplier = 1u << 20; digits.pop_back(); break;
+      case 'G': multiplier = 1u << 30; digits.pop_back(); break;
+    }
+  }
+  return static_cast<std::size_t>(hvd::params::parseInt(digits, 0, INT64_MAX / 1024, flag)) * multiplier;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  hvd::bench::BenchOptions o;
+  std::string minBytes = "8", maxBytes = "64M", stepBytes = "0", op = "allreduce",
+              dtype = "float32", redop = "sum", json;
+  int check = 1;
+  CLI::App app{"hvd-bench: time hvd's collectives over a sweep of sizes (run under hvdrun)"};
+  app.add_option("-b,--minbytes", minBytes, "Smallest size (K, M, G suffixes)");
+  app.add_option("-e,--maxbytes", maxBytes, "Largest size");
+  app.add_option("-f,--stepfactor", o.stepFactor, "Multiply the size by this each row");
+  app.add_option("-i,--stepbytes", stepBytes, "Or add this many bytes each row");
+  app.add_option("-o,--op", op, "allreduce, allgather, broadcast, alltoall, reducescatter, barrier");
+  app.add_option("-d,--datatype", dtype, "Element type");
+  app.add_option("-r,--root", o.root, "Root rank of broadcast");
+  app.add_option("--redop", redop, "Reduction: sum, average, min, max, product");
+  app.add_option("-w,--warmup_iters", o.warmup, "Untimed runs before each measurement")->check(CLI::Range(0, 1000000));
+  app.add_option("-n,--iters", o.iterations, "Timed runs per measurement")->check(CLI::Range(1, 1000000));
+  app.add_option("-c,--check", check, "Check results (1) or not (0)");
+  app.add_option("--json", json, "Also write the rows to this JSON file (rank 0)");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    o.minBytes = parseSize(minBytes, "-b");
+    o.maxBytes = parseSize(maxBytes, "-e");
+    o.stepBytes = parseSize(stepBytes, "-i");
+    o.op = hvd::bench::parseCollective(op);
+    o.dtype = hvd::collectives::parseDType(dtype);
+    o.redop = hvd::collectives::parseReduceOp(redop);
+    o.check = check != 0;
+    auto config = hvd::runtime::Config::fromParams(hvd::params::ParamValues::fromEnvironment());
+    auto rt = hvd::runtime::Runtime::create(config);
+    auto rows = hvd::bench::runSweep(*rt, o);
+    if (rt->topology().rank == 0) {
+      hvd::bench::printTable(std::cout, o, rt->topology().size, rows);
+      if (!json.empty()) hvd::bench::writeJson(json, o, rt->topology().size, rows);
+    }
+    rt->barrier();
+    for (const auto& r : rows)
+      if (r.outOfPlace.wrong > 0 || r.inPlace.wrong > 0) return 1;
+    return 0;
+  } catch (const hvd::InvalidArgument& e) {
+    std::fprintf(stderr, "hvd-bench: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hvd-bench: %s\n", e.what());
+    return 1;
+  }
+}
