@@ -19,29 +19,31 @@
 namespace hvd::collectives {
 namespace {
 
-void recursiveDoubling(Comm& comm, std::byte* data, std::size_t count, DType dtype, ReduceOp op,
-                       Tag tag) {
+void recursiveDoubling(Comm& comm, const std::byte* input, std::byte* data, std::size_t count,
+                       DType dtype, ReduceOp op, Tag tag) {
   int n = comm.size(), r = comm.rank();
   std::size_t bytes = count * dtypeSize(dtype);
   auto deadline = comm.deadline();
   int p = 1;
   while (p * 2 <= n) p *= 2;
   int extra = n - p;
-  if (r >= p) {  // folded rank: hand the data over, get the result back
+  if (r >= p) {  // folded rank: hand the input over, get the result back
     Connection& partner = comm.peer(r - p);
-    Request send = partner.isend({data, bytes}, tag);
+    Request send = partner.isend({input, bytes}, tag);
     Request recv = partner.irecv({data, bytes}, tag);
     send.wait(deadline);
     recv.wait(deadline);
     return;
   }
-  std::vector<std::byte> scratch(bytes);
+  std::byte* scratch = comm.scratch(bytes);
+  const std::byte* current = input;  // this rank's partial result so far
   auto exchange = [&](Connection& partner, bool send) {
-    Request recv = partner.irecv({scratch.data(), bytes}, tag);
-    Request out = send ? partner.isend({data, bytes}, tag) : Request();
+    Request recv = partner.irecv({scratch, bytes}, tag);
+    Request out = send ? partner.isend({current, bytes}, tag) : Request();
     recv.wait(deadline);
     out.wait(deadline);
-    reduceInto(data, scratch.data(), count, dtype, op);
+    reduce(data, current, scratch, count, dtype, op);
+    current = data;
   };
   if (r < extra) exchange(comm.peer(r + p), false);
   for (int mask = 1; mask < p; mask <<= 1) exchange(comm.peer(r ^ mask), true);
@@ -56,15 +58,21 @@ void allreduce(Comm& comm, const void* input, void* output, std::size_t count, D
   Tag tag = makeTag(TagPrefix::Allreduce, comm.nextSequence());
   if (count == 0) return;
   std::size_t bytes = count * dtypeSize(dtype);
-  if (input != output) std::memcpy(output, input, bytes);
-  if (options.prescale != 1.0) scale(output, count, dtype, options.prescale);
   auto* data = static_cast<std::byte*>(output);
+  const auto* source = static_cast<const std::byte*>(input);
+  // Out of place, the algorithms read the input where it is; only a prescale (or a world of one)
+  // needs the copy.
+  if (options.prescale != 1.0 || comm.size() == 1) {
+    if (input != output) std::memcpy(output, input, bytes);
+    if (options.prescale != 1.0) scale(output, count, dtype, options.prescale);
+    source = data;
+  }
   if (comm.size() > 1) {
     if (bytes < options.ringThresholdBytes) {
-      recursiveDoubling(comm, data, count, dtype, op, tag);
+      recursiveDoubling(comm, source, data, count, dtype, op, tag);
     } else {
       Blocks blocks = evenBlocks(count, comm.size());
-      ringReduceScatter(comm, data, blocks, dtype, op, 0, options.maxSegmentBytes, tag);
+      ringReduceScatter(comm, source, data, blocks, dtype, op, 0, options.maxSegmentBytes, tag);
       ringAllgather(comm, data, blocks, dtypeSize(dtype), 1, options.maxSegmentBytes, tag);
     }
   }

@@ -15,7 +15,7 @@ struct AllreduceOptions {
   std::size_t maxSegmentBytes = 512 * 1024;
   // Payloads below this use recursive doubling (log2 n rounds, latency-optimal); larger ones
   // use the ring (2(n-1) rounds, bandwidth-optimal).
-  std::size_t ringThresholdBytes = 256 * 1024;
+  std::size_t ringThresholdBytes = 1024 * 1024;
   double prescale = 1.0;   // applied to the input before reducing
   double postscale = 1.0;  // applied to the result (Average additionally divides by n)
 };

@@ -13,37 +13,44 @@
 namespace hvd::collectives {
 namespace {
 
-// Tight loops over restrict pointers so -O3 vectorises them.
+// Tight loops over restrict pointers so -O3 vectorises them; dst may alias a (in place).
 template <typename T, typename F>
-void apply(T* __restrict dst, const T* __restrict src, std::size_t n, F f) {
-  for (std::size_t i = 0; i < n; ++i) dst[i] = f(dst[i], src[i]);
+void apply(T* dst, const T* a, const T* __restrict b, std::size_t n, F f) {
+  if (dst == a) {
+    T* __restrict d = dst;
+    for (std::size_t i = 0; i < n; ++i) d[i] = f(d[i], b[i]);
+  } else {
+    T* __restrict d = dst;
+    const T* __restrict x = a;
+    for (std::size_t i = 0; i < n; ++i) d[i] = f(x[i], b[i]);
+  }
 }
 
 template <typename T>
-void reduceTyped(T* dst, const T* src, std::size_t n, ReduceOp op) {
+void reduceTyped(T* dst, const T* a, const T* b, std::size_t n, ReduceOp op) {
   switch (op) {
     case ReduceOp::Sum:
     case ReduceOp::Average:
-      return apply(dst, src, n, [](T a, T b) { return static_cast<T>(a + b); });
-    case ReduceOp::Min: return apply(dst, src, n, [](T a, T b) { return std::min(a, b); });
-    case ReduceOp::Max: return apply(dst, src, n, [](T a, T b) { return std::max(a, b); });
+      return apply(dst, a, b, n, [](T x, T y) { return static_cast<T>(x + y); });
+    case ReduceOp::Min: return apply(dst, a, b, n, [](T x, T y) { return std::min(x, y); });
+    case ReduceOp::Max: return apply(dst, a, b, n, [](T x, T y) { return std::max(x, y); });
     case ReduceOp::Product:
-      return apply(dst, src, n, [](T a, T b) { return static_cast<T>(a * b); });
+      return apply(dst, a, b, n, [](T x, T y) { return static_cast<T>(x * y); });
   }
 }
 
 // Converts blocks to float32, reduces there, converts back: one rounding per reduction step.
 template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
-void reduceHalf(uint16_t* dst, const uint16_t* src, std::size_t n, ReduceOp op) {
+void reduceHalf(uint16_t* dst, const uint16_t* x, const uint16_t* y, std::size_t n, ReduceOp op) {
   constexpr std::size_t kBlock = 256;
   float a[kBlock], b[kBlock];
   for (std::size_t start = 0; start < n; start += kBlock) {
     std::size_t m = std::min(kBlock, n - start);
     for (std::size_t i = 0; i < m; ++i) {
-      a[i] = ToFloat(dst[start + i]);
-      b[i] = ToFloat(src[start + i]);
+      a[i] = ToFloat(x[start + i]);
+      b[i] = ToFloat(y[start + i]);
     }
-    reduceTyped(a, b, m, op);
+    reduceTyped(a, a, b, m, op);
     for (std::size_t i = 0; i < m; ++i) dst[start + i] = FromFloat(a[i]);
   }
 }
@@ -51,12 +58,13 @@ void reduceHalf(uint16_t* dst, const uint16_t* src, std::size_t n, ReduceOp op) 
 #if defined(__x86_64__)
 // float16 through the CPU's F16C conversions, 8 lanes at a time; chosen at run time when the CPU
 // has F16C (reduceHalf above is the portable path and handles the tail).
-__attribute__((target("f16c,avx"))) void reduceHalfF16c(uint16_t* dst, const uint16_t* src,
-                                                        std::size_t n, ReduceOp op) {
+__attribute__((target("f16c,avx"))) void reduceHalfF16c(uint16_t* dst, const uint16_t* x,
+                                                        const uint16_t* y, std::size_t n,
+                                                        ReduceOp op) {
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    __m256 a = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dst + i)));
-    __m256 b = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
+    __m256 a = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
+    __m256 b = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(y + i)));
     __m256 c;
     switch (op) {
       case ReduceOp::Min: c = _mm256_min_ps(a, b); break;
@@ -67,7 +75,7 @@ __attribute__((target("f16c,avx"))) void reduceHalfF16c(uint16_t* dst, const uin
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
                      _mm256_cvtps_ph(c, _MM_FROUND_TO_NEAREST_INT));
   }
-  reduceHalf<halfToFloat, floatToHalf>(dst + i, src + i, n - i, op);
+  reduceHalf<halfToFloat, floatToHalf>(dst + i, x + i, y + i, n - i, op);
 }
 
 bool cpuHasF16c() {
@@ -76,19 +84,20 @@ bool cpuHasF16c() {
 }
 #endif
 
-void reduceFloat16(uint16_t* dst, const uint16_t* src, std::size_t n, ReduceOp op) {
+void reduceFloat16(uint16_t* dst, const uint16_t* x, const uint16_t* y, std::size_t n,
+                   ReduceOp op) {
 #if defined(__x86_64__)
-  if (cpuHasF16c()) return reduceHalfF16c(dst, src, n, op);
+  if (cpuHasF16c()) return reduceHalfF16c(dst, x, y, n, op);
 #endif
-  reduceHalf<halfToFloat, floatToHalf>(dst, src, n, op);
+  reduceHalf<halfToFloat, floatToHalf>(dst, x, y, n, op);
 }
 
-void reduceBool(uint8_t* dst, const uint8_t* src, std::size_t n, ReduceOp op) {
+void reduceBool(uint8_t* dst, const uint8_t* x, const uint8_t* y, std::size_t n, ReduceOp op) {
   // Sum and Max are logical or; Min and Product are logical and.
   if (op == ReduceOp::Sum || op == ReduceOp::Max)
-    apply(dst, src, n, [](uint8_t a, uint8_t b) -> uint8_t { return (a | b) != 0; });
+    apply(dst, x, y, n, [](uint8_t a, uint8_t b) -> uint8_t { return (a | b) != 0; });
   else
-    apply(dst, src, n, [](uint8_t a, uint8_t b) -> uint8_t { return (a && b) ? 1 : 0; });
+    apply(dst, x, y, n, [](uint8_t a, uint8_t b) -> uint8_t { return (a && b) ? 1 : 0; });
 }
 
 template <typename T>
@@ -109,20 +118,33 @@ void checkReducible(DType dtype, ReduceOp op) {
 }
 
 void reduceInto(void* dst, const void* src, std::size_t n, DType dtype, ReduceOp op) {
+  reduce(dst, dst, src, n, dtype, op);
+}
+
+void reduce(void* dst, const void* a, const void* b, std::size_t n, DType dtype, ReduceOp op) {
   checkReducible(dtype, op);
   switch (dtype) {
-    case DType::UInt8: return reduceTyped(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), n, op);
-    case DType::Int8: return reduceTyped(static_cast<int8_t*>(dst), static_cast<const int8_t*>(src), n, op);
-    case DType::Int16: return reduceTyped(static_cast<int16_t*>(dst), static_cast<const int16_t*>(src), n, op);
-    case DType::Int32: return reduceTyped(static_cast<int32_t*>(dst), static_cast<const int32_t*>(src), n, op);
-    case DType::Int64: return reduceTyped(static_cast<int64_t*>(dst), static_cast<const int64_t*>(src), n, op);
-    case DType::Float32: return reduceTyped(static_cast<float*>(dst), static_cast<const float*>(src), n, op);
-    case DType::Float64: return reduceTyped(static_cast<double*>(dst), static_cast<const double*>(src), n, op);
+#define HVD_REDUCE_CASE(code, T) \
+  case DType::code: \
+    return reduceTyped(static_cast<T*>(dst), static_cast<const T*>(a), static_cast<const T*>(b), n, op);
+    HVD_REDUCE_CASE(UInt8, uint8_t)
+    HVD_REDUCE_CASE(Int8, int8_t)
+    HVD_REDUCE_CASE(Int16, int16_t)
+    HVD_REDUCE_CASE(Int32, int32_t)
+    HVD_REDUCE_CASE(Int64, int64_t)
+    HVD_REDUCE_CASE(Float32, float)
+    HVD_REDUCE_CASE(Float64, double)
+#undef HVD_REDUCE_CASE
     case DType::Float16:
-      return reduceFloat16(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), n, op);
+      return reduceFloat16(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(a),
+                           static_cast<const uint16_t*>(b), n, op);
     case DType::BFloat16:
-      return reduceHalf<bf16ToFloat, floatToBf16>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), n, op);
-    case DType::Bool: return reduceBool(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), n, op);
+      return reduceHalf<bf16ToFloat, floatToBf16>(static_cast<uint16_t*>(dst),
+                                                  static_cast<const uint16_t*>(a),
+                                                  static_cast<const uint16_t*>(b), n, op);
+    case DType::Bool:
+      return reduceBool(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(a),
+                        static_cast<const uint8_t*>(b), n, op);
   }
 }
 

@@ -11,6 +11,9 @@ namespace hvd::collectives {
 // Throws InvalidArgument for a combination that has no meaning (e.g. Product of bool is allowed
 // as logical and; Average of bool is not).
 void reduceInto(void* dst, const void* src, std::size_t count, DType dtype, ReduceOp op);
+// dst[i] = op(a[i], b[i]); dst may be a (then this is reduceInto), but must not overlap b.
+// Lets an out-of-place collective reduce from its input without copying it first.
+void reduce(void* dst, const void* a, const void* b, std::size_t count, DType dtype, ReduceOp op);
 // data[i] *= factor (rounded back to the dtype; integers truncate toward zero).
 void scale(void* data, std::size_t count, DType dtype, double factor);
 // data[i] /= divisor: exact integer division (toward zero) for integer types, so that an

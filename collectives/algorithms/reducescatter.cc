@@ -20,9 +20,10 @@ void reducescatter(Comm& comm, const void* input, void* output, const Blocks& bl
   HVD_ENFORCE_EQ(static_cast<int>(blocks.counts.size()), comm.size());
   std::size_t elem = dtypeSize(dtype), total = blocks.offsets.back() + blocks.counts.back();
   if (total == 0) return;
-  std::vector<std::byte> work(static_cast<const std::byte*>(input),
-                              static_cast<const std::byte*>(input) + total * elem);
-  ringReduceScatter(comm, work.data(), blocks, dtype, op, -1, segmentBytes, tag);
+  std::vector<std::byte> work(total * elem);
+  const auto* in = static_cast<const std::byte*>(input);
+  if (comm.size() == 1) std::memcpy(work.data(), in, total * elem);
+  ringReduceScatter(comm, in, work.data(), blocks, dtype, op, -1, segmentBytes, tag);
   int r = comm.rank();
   std::memcpy(output, work.data() + blocks.offsets[r] * elem, blocks.counts[r] * elem);
   if (op == ReduceOp::Average && comm.size() > 1)

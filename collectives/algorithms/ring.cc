@@ -50,33 +50,36 @@ Blocks blocksOf(const std::vector<std::size_t>& counts) {
   return b;
 }
 
-void ringReduceScatter(Comm& comm, std::byte* data, const Blocks& blocks, DType dtype,
-                       ReduceOp op, int shift, std::size_t segmentBytes, Tag tag) {
+void ringReduceScatter(Comm& comm, const std::byte* input, std::byte* data, const Blocks& blocks,
+                       DType dtype, ReduceOp op, int shift, std::size_t segmentBytes, Tag tag) {
   int n = comm.size(), r = comm.rank();
   if (n == 1) return;
   std::size_t elem = dtypeSize(dtype);
   std::size_t perSegment = std::max<std::size_t>(1, segmentBytes / elem);
   std::size_t largest = *std::max_element(blocks.counts.begin(), blocks.counts.end());
   std::size_t slotElems = std::min(perSegment, largest);
-  std::vector<std::byte> scratch(2 * slotElems * elem);
+  std::byte* scratch = comm.scratch(2 * slotElems * elem);
   Connection& next = comm.peer(mod(r + 1, n));
   Connection& prev = comm.peer(mod(r - 1, n));
   for (int s = 0; s < n - 1; ++s) {
     auto deadline = comm.deadline();
     int sendBlock = mod(r - s + shift, n), recvBlock = mod(r - s - 1 + shift, n);
+    // Step 0 sends a block nobody has reduced yet, straight from the input.
+    const std::byte* sendFrom = s == 0 ? input : data;
     std::vector<Request> sends;
     for (auto seg : segmentsOf(blocks.offsets[sendBlock], blocks.counts[sendBlock], perSegment))
-      sends.push_back(next.isend({data + seg.offset * elem, seg.count * elem}, tag));
+      sends.push_back(next.isend({sendFrom + seg.offset * elem, seg.count * elem}, tag));
     auto segs = segmentsOf(blocks.offsets[recvBlock], blocks.counts[recvBlock], perSegment);
     Request recvs[2];
     auto post = [&](std::size_t k) {
-      recvs[k % 2] = prev.irecv({scratch.data() + (k % 2) * slotElems * elem, segs[k].count * elem}, tag);
+      recvs[k % 2] = prev.irecv({scratch + (k % 2) * slotElems * elem, segs[k].count * elem}, tag);
     };
     for (std::size_t k = 0; k < std::min<std::size_t>(2, segs.size()); ++k) post(k);
     for (std::size_t k = 0; k < segs.size(); ++k) {
       recvs[k % 2].wait(deadline);
-      reduceInto(data + segs[k].offset * elem, scratch.data() + (k % 2) * slotElems * elem,
-                 segs[k].count, dtype, op);
+      std::size_t at = segs[k].offset * elem;
+      reduce(data + at, input + at, scratch + (k % 2) * slotElems * elem, segs[k].count,
+             dtype, op);
       if (k + 2 < segs.size()) post(k + 2);
     }
     for (auto& req : sends) req.wait(deadline);

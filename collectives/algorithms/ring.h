@@ -21,12 +21,14 @@ Blocks evenBlocks(std::size_t count, int n);
 // Consecutive blocks of the given sizes.
 Blocks blocksOf(const std::vector<std::size_t>& counts);
 
-// Reduce-scatter phase, n-1 steps. In step s rank r sends block (r - s + shift) and reduces
-// the block (r - s - 1 + shift) arriving from r-1 into its buffer; afterwards rank r holds the
-// full reduction of block (r + 1 + shift) mod n. Each step is pipelined in segments of
-// segmentBytes with a double-buffered scratch area, so receive, reduce and send overlap.
-void ringReduceScatter(Comm& comm, std::byte* data, const Blocks& blocks, DType dtype,
-                       ReduceOp op, int shift, std::size_t segmentBytes, Tag tag);
+// Reduce-scatter phase, n-1 steps. In step s rank r sends block (r - s + shift) and writes
+// input op (the block (r - s - 1 + shift) arriving from r-1) into `data`; afterwards rank r
+// holds the full reduction of block (r + 1 + shift) mod n in `data`. `input` may be `data`;
+// when it is not, it is only read, so an out-of-place collective needs no copy. Each step is
+// pipelined in segments of segmentBytes with a double-buffered scratch area, so receive,
+// reduce and send overlap.
+void ringReduceScatter(Comm& comm, const std::byte* input, std::byte* data, const Blocks& blocks,
+                       DType dtype, ReduceOp op, int shift, std::size_t segmentBytes, Tag tag);
 
 // Allgather phase, n-1 steps. Rank r starts holding block (r + own) mod n; in step s it sends
 // block (r + own - s) and receives block (r + own - s - 1) straight into place.

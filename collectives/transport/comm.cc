@@ -23,6 +23,14 @@ Connection& Comm::peer(int r) {
   return *connections_[r];
 }
 
+std::byte* Comm::scratch(std::size_t bytes) {
+  if (bytes > scratchBytes_) {
+    scratch_.reset(new std::byte[bytes]);
+    scratchBytes_ = bytes;
+  }
+  return scratch_.get();
+}
+
 std::string Comm::describe() const { return detail::concat("rank ", rank_, "/", size_); }
 
 }  // namespace hvd::collectives

@@ -32,6 +32,9 @@ class Comm {
   // the same order on every rank. Tags built from it keep operations' messages apart.
   uint64_t nextSequence() { return sequence_++; }
   std::string describe() const;  // "rank 1/4"
+  // A reusable scratch buffer of at least `bytes` (contents undefined), valid until the next
+  // call; saves collectives an allocation per operation.
+  std::byte* scratch(std::size_t bytes);
 
  private:
   int rank_;
@@ -40,6 +43,8 @@ class Comm {
   std::chrono::milliseconds timeout_;
   std::shared_ptr<void> keepAlive_;
   uint64_t sequence_ = 0;
+  std::unique_ptr<std::byte[]> scratch_;
+  std::size_t scratchBytes_ = 0;
 };
 
 }  // namespace hvd::collectives

@@ -8,7 +8,7 @@ void Request::wait(Deadline deadline) {
   if (!state_) return;
   while (!state_->done) {
     if (Clock::now() >= deadline)
-      throw TimeoutError(state_->description + ": timed out (the peer stopped or is too slow; "
+      throw TimeoutError(state_->description() + ": timed out (the peer stopped or is too slow; "
                                                "HVD_OP_TIMEOUT sets the limit)");
     engine_->progressUntil(deadline);
   }

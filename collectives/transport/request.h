@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <string>
@@ -22,10 +23,27 @@ class ProgressEngine {
   virtual void progressUntil(Deadline deadline) = 0;
 };
 
+struct RequestState;
+
+// Formats a request's description only when an error or a timeout needs it, so the fast path
+// pays nothing for the context the messages carry. Implemented by the transport's connection,
+// which outlives its requests' waits.
+class RequestDescriber {
+ public:
+  virtual ~RequestDescriber() = default;
+  // e.g. "rank 0/2: recv from rank 1 (127.0.0.1:3456) tag=0x100000000000007 64 bytes"
+  virtual std::string describe(const RequestState& request) const = 0;
+};
+
 struct RequestState {
   bool done = false;
   std::exception_ptr error;
-  std::string description;  // "rank 0/2: recv from rank 1 (127.0.0.1:3456) tag=0x.. 64 bytes"
+  const char* verb = "";  // "send to", "recv from"
+  uint64_t tag = 0;
+  std::size_t bytes = 0;
+  const RequestDescriber* describer = nullptr;
+
+  std::string description() const { return describer ? describer->describe(*this) : verb; }
 };
 
 class Request {

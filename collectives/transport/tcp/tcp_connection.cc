@@ -32,10 +32,16 @@ TcpConnection::TcpConnection(asio::ip::tcp::socket socket, ProgressEngine& engin
 std::shared_ptr<RequestState> TcpConnection::makeState(const char* verb, Tag tag,
                                                        std::size_t bytes) const {
   auto state = std::make_shared<RequestState>();
-  state->description = detail::concat("rank ", selfRank_, "/", size_, ": ", verb, " rank ",
-                                      peerRank_, " (", peerAddress_, ") tag=", hexTag(tag), " ",
-                                      bytes, " bytes");
+  state->verb = verb;
+  state->tag = tag;
+  state->bytes = bytes;
+  state->describer = this;
   return state;
+}
+
+std::string TcpConnection::describe(const RequestState& r) const {
+  return detail::concat("rank ", selfRank_, "/", size_, ": ", r.verb, " rank ", peerRank_, " (",
+                        peerAddress_, ") tag=", hexTag(r.tag), " ", r.bytes, " bytes");
 }
 
 Request TcpConnection::isend(ConstBytes data, Tag tag) {
@@ -75,38 +81,27 @@ void TcpConnection::startWrite() {
   });
 }
 
+// The receiver knows the exact size it expects, so header and payload arrive with one readv
+// straight into the caller's buffer; the header is checked afterwards. (A peer that sent a
+// different size has broken the stream either way: the check then names both sides.)
 void TcpConnection::startRead() {
   reading_ = true;
-  auto self = shared_from_this();
-  asio::async_read(socket_, asio::buffer(&incoming_, sizeof(Header)),
-                   [this, self](const error_code& ec, std::size_t) { onHeader(ec); });
-}
-
-void TcpConnection::onHeader(const error_code& ec) {
-  if (broken_) {
-    reading_ = false;
-    return;
-  }
-  if (ec) {
-    reading_ = false;
-    return failAll(ioError(recvs_.front(), ec, 0));
-  }
   Op& op = recvs_.front();
-  if (incoming_.tag != op.header.tag || incoming_.length != op.header.length) {
-    reading_ = false;
-    return failAll(std::make_exception_ptr(InternalError(detail::concat(
-        op.state->description, ": peer sent tag=", hexTag(incoming_.tag), " ", incoming_.length,
-        " bytes instead: the ranks are running different collectives"))));
-  }
+  std::array<asio::mutable_buffer, 2> buffers = {asio::buffer(&incoming_, sizeof(Header)),
+                                                 asio::buffer(op.data, op.header.length)};
   auto self = shared_from_this();
-  asio::async_read(socket_, asio::buffer(op.data, op.header.length),
-                   [this, self](const error_code& e, std::size_t got) {
-                     reading_ = false;
-                     if (broken_) return;
-                     if (e) return failAll(ioError(recvs_.front(), e, got));
-                     finish(recvs_);
-                     if (!recvs_.empty() && !broken_) startRead();
-                   });
+  asio::async_read(socket_, buffers, [this, self](const error_code& ec, std::size_t got) {
+    reading_ = false;
+    if (broken_) return;
+    if (ec) return failAll(ioError(recvs_.front(), ec, got));
+    Op& done = recvs_.front();
+    if (incoming_.tag != done.header.tag || incoming_.length != done.header.length)
+      return failAll(std::make_exception_ptr(InternalError(detail::concat(
+          done.state->description(), ": peer sent tag=", hexTag(incoming_.tag), " ",
+          incoming_.length, " bytes instead: the ranks are running different collectives"))));
+    finish(recvs_);
+    if (!recvs_.empty()) startRead();
+  });
 }
 
 void TcpConnection::finish(std::deque<Op>& queue) {
@@ -119,7 +114,7 @@ std::exception_ptr TcpConnection::ioError(const Op& op, const error_code& ec,
   std::string reason = ec == asio::error::eof ? "connection closed by peer" : ec.message();
   if (ec == asio::error::operation_aborted) reason = "connection closed locally";
   return std::make_exception_ptr(IoError(detail::concat(
-      op.state->description, ": ", reason, " after ", got, " bytes (did rank ", peerRank_,
+      op.state->description(), ": ", reason, " after ", got, " bytes (did rank ", peerRank_,
       " exit or crash?)")));
 }
 

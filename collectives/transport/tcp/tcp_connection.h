@@ -17,7 +17,9 @@
 
 namespace hvd::collectives::tcp {
 
-class TcpConnection : public Connection, public std::enable_shared_from_this<TcpConnection> {
+class TcpConnection : public Connection,
+                      public RequestDescriber,
+                      public std::enable_shared_from_this<TcpConnection> {
  public:
   TcpConnection(boost::asio::ip::tcp::socket socket, ProgressEngine& engine, int selfRank,
                 int size, int peerRank);
@@ -27,6 +29,7 @@ class TcpConnection : public Connection, public std::enable_shared_from_this<Tcp
   Request isend(ConstBytes data, Tag tag) override;
   Request irecv(MutableBytes data, Tag tag) override;
   void close() override;
+  std::string describe(const RequestState& request) const override;
 
  private:
   struct Header {
@@ -44,7 +47,6 @@ class TcpConnection : public Connection, public std::enable_shared_from_this<Tcp
   std::shared_ptr<RequestState> makeState(const char* verb, Tag tag, std::size_t bytes) const;
   void startWrite();
   void startRead();
-  void onHeader(const boost::system::error_code& ec);
   void finish(std::deque<Op>& queue);
   // Fails every pending operation with the same error; the connection is dead afterwards.
   void failAll(std::exception_ptr error);
