@@ -35,8 +35,20 @@ void throwIfError(const error_code& ec, const std::string& what) {
 
 }  // namespace
 
+void setBufferSizes(tcp::socket& socket, std::size_t bytes) {
+  error_code ignored;
+  socket.set_option(asio::socket_base::send_buffer_size(static_cast<int>(bytes)), ignored);
+  socket.set_option(asio::socket_base::receive_buffer_size(static_cast<int>(bytes)), ignored);
+}
+
+void setBufferSizes(tcp::acceptor& acceptor, std::size_t bytes) {
+  error_code ignored;
+  acceptor.set_option(asio::socket_base::send_buffer_size(static_cast<int>(bytes)), ignored);
+  acceptor.set_option(asio::socket_base::receive_buffer_size(static_cast<int>(bytes)), ignored);
+}
+
 void connect(tcp::socket& socket, const std::string& host, uint16_t port, Deadline deadline,
-             const std::string& what) {
+             const std::string& what, std::size_t bufferBytes) {
   error_code ec;
   auto address = asio::ip::make_address(host, ec);
   if (ec) {
@@ -50,6 +62,8 @@ void connect(tcp::socket& socket, const std::string& host, uint16_t port, Deadli
   auto backoff = std::chrono::milliseconds(1);
   for (;;) {
     if (socket.is_open()) socket.close(ec);
+    socket.open(endpoint.protocol());
+    if (bufferBytes > 0) setBufferSizes(socket, bufferBytes);
     bool done = false;
     error_code result;
     socket.async_connect(endpoint, [&](const error_code& e) {

@@ -22,9 +22,13 @@ using Clock = std::chrono::steady_clock;
 using Deadline = Clock::time_point;
 
 // Connects to host:port, retrying refused connections until the deadline (the peer may not be
-// listening yet). Sets TCP_NODELAY.
+// listening yet). Sets TCP_NODELAY. A non-zero bufferBytes sets SO_SNDBUF/SO_RCVBUF before the
+// connect, when it still decides the TCP window scale.
 void connect(tcp::socket& socket, const std::string& host, uint16_t port, Deadline deadline,
-             const std::string& what);
+             const std::string& what, std::size_t bufferBytes = 0);
+// Sets SO_SNDBUF and SO_RCVBUF (the kernel caps them at net.core.[rw]mem_max).
+void setBufferSizes(tcp::socket& socket, std::size_t bytes);
+void setBufferSizes(tcp::acceptor& acceptor, std::size_t bytes);
 void writeAll(tcp::socket& socket, const std::vector<asio::const_buffer>& buffers,
               Deadline deadline, const std::string& what);
 void readExact(tcp::socket& socket, asio::mutable_buffer buffer, Deadline deadline,

@@ -42,6 +42,9 @@ const std::vector<ParamSpec>& allParams() {
        "doubling."},
       {"HVD_SEGMENT_BYTES", "", ParamType::Int, "524288", 1024, 1 << 30, false,
        "Largest message of the pipelined ring and broadcast chain."},
+      {"HVD_SOCKET_BUFFER_BYTES", "", ParamType::Int, "4194304", 0, 1 << 30, false,
+       "SO_SNDBUF/SO_RCVBUF of worker links (capped by net.core.[rw]mem_max); 0 keeps the "
+       "kernel's autotuning."},
       {"HVD_LOG_LEVEL", "HOROVOD_LOG_LEVEL", ParamType::String, "warn", 0, 0, false,
        "Log level: trace, debug, info, warn, error, critical or off."},
       {"HVD_LOG_SUBSYS", "", ParamType::String, "", 0, 0, false,

@@ -56,6 +56,7 @@ Config Config::fromParams(const params::ParamValues& v) {
   c.opTimeout = std::chrono::seconds(v.getInt("HVD_OP_TIMEOUT"));
   c.ringThresholdBytes = static_cast<std::size_t>(v.getInt("HVD_ALLREDUCE_RING_THRESHOLD"));
   c.segmentBytes = static_cast<std::size_t>(v.getInt("HVD_SEGMENT_BYTES"));
+  c.socketBufferBytes = static_cast<std::size_t>(v.getInt("HVD_SOCKET_BUFFER_BYTES"));
   c.logLevel = v.getString("HVD_LOG_LEVEL");
   c.logSubsystems = v.getString("HVD_LOG_SUBSYS");
   return c;

@@ -22,6 +22,7 @@ struct Config {
   std::chrono::milliseconds opTimeout{};
   std::size_t ringThresholdBytes = 0;
   std::size_t segmentBytes = 0;
+  std::size_t socketBufferBytes = 0;
   std::string logLevel;
   std::string logSubsystems;
 

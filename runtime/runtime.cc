@@ -45,7 +45,7 @@ std::unique_ptr<Runtime> Runtime::create(const Config& config, rendezvous::Store
 
 void Runtime::connect(rendezvous::Store& store, const std::string& bindAddress) {
   rendezvous::PrefixStore scoped("job/" + config_.jobId + "/epoch/0/global", store);
-  auto device = tcp::TcpDevice::create(bindAddress, config_.secret);
+  auto device = tcp::TcpDevice::create(bindAddress, config_.secret, config_.socketBufferBytes);
   comm_ = device->connectAll(config_.topology.rank, config_.topology.size, scoped,
                              config_.startTimeout, config_.opTimeout);
   log::logger("runtime")->info("initialised: tcp on {}", device->listenAddress());

@@ -30,17 +30,22 @@ std::pair<std::string, uint16_t> splitAddress(const std::string& address) {
 
 }  // namespace
 
-std::shared_ptr<TcpDevice> TcpDevice::create(const std::string& bindAddress, std::string secret) {
-  return std::shared_ptr<TcpDevice>(new TcpDevice(bindAddress, std::move(secret)));
+std::shared_ptr<TcpDevice> TcpDevice::create(const std::string& bindAddress, std::string secret,
+                                             std::size_t socketBufferBytes) {
+  return std::shared_ptr<TcpDevice>(
+      new TcpDevice(bindAddress, std::move(secret), socketBufferBytes));
 }
 
-TcpDevice::TcpDevice(const std::string& bindAddress, std::string secret)
-    : secret_(std::move(secret)) {
+TcpDevice::TcpDevice(const std::string& bindAddress, std::string secret,
+                     std::size_t socketBufferBytes)
+    : secret_(std::move(secret)), socketBufferBytes_(socketBufferBytes) {
   error_code ec;
   auto address = asio::ip::make_address(bindAddress, ec);
   if (ec) throw InvalidArgument("tcp: cannot bind '" + bindAddress + "': not an IP address");
   tcp::endpoint endpoint(address, 0);
   acceptor_.open(endpoint.protocol());
+  // Accepted sockets inherit these, in time for the handshake that fixes the window scale.
+  if (socketBufferBytes_ > 0) io::setBufferSizes(acceptor_, socketBufferBytes_);
   acceptor_.bind(endpoint, ec);
   if (ec) throw IoError("tcp: cannot bind " + bindAddress + ": " + ec.message());
   acceptor_.listen(asio::socket_base::max_listen_connections);
@@ -123,7 +128,7 @@ std::shared_ptr<Connection> TcpDevice::connectTo(int rank, int size, int peer,
   std::string what = detail::concat("rank ", rank, "/", size, ": connect to rank ", peer, " (",
                                     address, ")");
   tcp::socket socket(io_);
-  io::connect(socket, host, port, deadline, what);
+  io::connect(socket, host, port, deadline, what, socketBufferBytes_);
   io::authenticateAsConnector(socket, secret_, kAuthContext, deadline, what);
   uint32_t ownRank = static_cast<uint32_t>(rank);
   io::writeAll(socket, {asio::buffer(&ownRank, sizeof ownRank)}, deadline, what);

@@ -20,8 +20,11 @@ class TcpDevice : public Device,
                   public ProgressEngine,
                   public std::enable_shared_from_this<TcpDevice> {
  public:
-  // Binds `bindAddress` (e.g. "127.0.0.1") on an ephemeral port.
-  static std::shared_ptr<TcpDevice> create(const std::string& bindAddress, std::string secret);
+  // Binds `bindAddress` (e.g. "127.0.0.1") on an ephemeral port. A non-zero socketBufferBytes
+  // sets every link's SO_SNDBUF/SO_RCVBUF before it connects: large buffers let one syscall move
+  // megabytes, where the kernel's starting window moves tens of kilobytes.
+  static std::shared_ptr<TcpDevice> create(const std::string& bindAddress, std::string secret,
+                                           std::size_t socketBufferBytes = 0);
 
   std::unique_ptr<Comm> connectAll(int rank, int size, rendezvous::Store& store,
                                    std::chrono::milliseconds connectTimeout,
@@ -30,7 +33,7 @@ class TcpDevice : public Device,
   std::string listenAddress() const;  // "ip:port"
 
  private:
-  TcpDevice(const std::string& bindAddress, std::string secret);
+  TcpDevice(const std::string& bindAddress, std::string secret, std::size_t socketBufferBytes);
   std::shared_ptr<Connection> connectTo(int rank, int size, int peer, const std::string& address,
                                         Deadline deadline);
   // Accepts one authenticated peer with a rank in (rank, size) not yet in `accepted`; returns
@@ -42,6 +45,7 @@ class TcpDevice : public Device,
   boost::asio::io_context io_;
   boost::asio::ip::tcp::acceptor acceptor_{io_};
   std::string secret_;
+  std::size_t socketBufferBytes_;
 };
 
 }  // namespace hvd::collectives::tcp

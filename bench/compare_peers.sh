@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Runs, in one run on this machine, the same allreduce sweep (float32 sum, out of place) through
+# hvd-bench, OpenMPI's MPI_Allreduce over TCP (Debian's openmpi, shared memory excluded) and
+# Gloo (Debian's libgloo-dev, gloo::allreduce as torch.distributed calls it), interleaved for
+# ROUNDS rounds; then prints median times per size and hvd's speed ratio against each peer.
+#   bench/compare_peers.sh [ROUNDS]        (env: NP=2, MAX=256M, ITERS=20, OUT=bench/results)
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+rounds=${1:-3}
+np=${NP:-2}
+max=${MAX:-268435456}
+iters=${ITERS:-20}
+out=${OUT:-$repo/bench/results}
+build=${HVD_BUILD_DIR:-$repo/build}
+peers=$build/bench-peers
+
+need=()
+for p in libopenmpi-dev openmpi-bin libgloo-dev; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "compare_peers: installing ${need[*]}"
+  sudo_cmd=""; [ "$(id -u)" -eq 0 ] || sudo_cmd=sudo
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+"$repo/scripts/build.sh" >/dev/null
+mkdir -p "$peers" "$out"
+mpicxx -O3 -std=c++17 "$repo/bench/peers/mpi_allreduce.cc" -o "$peers/mpi_allreduce"
+g++ -O3 -std=c++17 "$repo/bench/peers/gloo_allreduce.cc" -o "$peers/gloo_allreduce" -lgloo -pthread
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+raw=$out/compare_peers_raw.jsonl
+: >"$raw"
+sweep=(-b 4 -e "$max" -f 4 -w 5 -n "$iters")
+for round in $(seq 1 "$rounds"); do
+  echo "compare_peers: round $round/$rounds" >&2
+  "$build/apps/hvdrun" -np "$np" "$build/apps/hvd-bench" "${sweep[@]}" -c 0 \
+      --json "$out/hvd_round$round.json" >/dev/null
+  python3 - "$out/hvd_round$round.json" >>"$raw" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+for row in report["rows"]:
+    oop = row["out_of_place"]
+    print(json.dumps({"tool": "hvd", "ranks": report["ranks"], "size": row["size"],
+                      "time_us": oop["time_us"], "busbw_gbps": oop["busbw_gbps"]}))
+PY
+  timeout 900 mpirun --oversubscribe -np "$np" --mca btl tcp,self --mca btl_tcp_if_include lo \
+      --mca pml ob1 "$peers/mpi_allreduce" "${sweep[@]}" >>"$raw"
+  store=$(mktemp -d)
+  "$build/apps/hvdrun" -np "$np" "$peers/gloo_allreduce" "$store" "${sweep[@]}" \
+      | sed 's/^\[0\]<stdout>://' >>"$raw"
+  rm -rf "$store"
+done
+python3 "$repo/bench/summarize_peers.py" "$raw" "$out/compare_peers.json" "$out/compare_peers.md"

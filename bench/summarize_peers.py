@@ -1,0 +1,59 @@
+"""Medians per tool and size from compare_peers.sh's raw rows, and hvd's ratio to each peer.
+
+Ratio = peer time / hvd time: above 1.0 means hvd is faster."""
+import json
+import statistics
+import sys
+from collections import defaultdict
+
+raw, json_out, md_out = sys.argv[1:4]
+times = defaultdict(list)
+busbw = defaultdict(list)
+for line in open(raw):
+    line = line.strip()
+    if not line.startswith("{"):
+        continue
+    row = json.loads(line)
+    times[(row["tool"], row["size"])].append(row["time_us"])
+    busbw[(row["tool"], row["size"])].append(row["busbw_gbps"])
+
+sizes = sorted({size for _, size in times})
+tools = ["hvd", "openmpi-tcp", "gloo"]
+rows = []
+for size in sizes:
+    med = {t: statistics.median(times[(t, size)]) for t in tools if (t, size) in times}
+    bw = {t: statistics.median(busbw[(t, size)]) for t in tools if (t, size) in busbw}
+    peers = [t for t in tools[1:] if t in med]
+    best_peer = min(med[t] for t in peers) if peers else None
+    rows.append({
+        "size": size,
+        "median_time_us": med,
+        "median_busbw_gbps": bw,
+        "ratio_vs_best_peer": best_peer / med["hvd"] if best_peer and "hvd" in med else None,
+        "ratio_vs_gloo": med["gloo"] / med["hvd"] if "gloo" in med and "hvd" in med else None,
+        "rounds": len(times[("hvd", size)]),
+    })
+json.dump({"rows": rows}, open(json_out, "w"), indent=2)
+
+
+def human(n):
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:g} {unit}"
+    return f"{n} B"
+
+
+lines = ["| size | hvd us | OpenMPI-TCP us | Gloo us | hvd busbw GB/s | MPI busbw | Gloo busbw "
+         "| hvd vs best peer | hvd vs Gloo |",
+         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+for r in rows:
+    m, b = r["median_time_us"], r["median_busbw_gbps"]
+    cell = lambda d, t, f: f.format(d[t]) if t in d else "-"
+    ratio = lambda x: f"{x:.2f}x" if x else "-"
+    lines.append(f"| {human(r['size'])} | {cell(m, 'hvd', '{:.1f}')} | "
+                 f"{cell(m, 'openmpi-tcp', '{:.1f}')} | {cell(m, 'gloo', '{:.1f}')} | "
+                 f"{cell(b, 'hvd', '{:.2f}')} | {cell(b, 'openmpi-tcp', '{:.2f}')} | "
+                 f"{cell(b, 'gloo', '{:.2f}')} | {ratio(r['ratio_vs_best_peer'])} | "
+                 f"{ratio(r['ratio_vs_gloo'])} |")
+open(md_out, "w").write("\n".join(lines) + "\n")
+print("\n".join(lines))
