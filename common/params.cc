@@ -37,7 +37,7 @@ const std::vector<ParamSpec>& allParams() {
        "Seconds a worker waits for all peers to join the rendezvous and connect."},
       {"HVD_OP_TIMEOUT", "", ParamType::Int, "300", 1, 86400, false,
        "Seconds a collective may wait on a peer before failing with a timeout naming it."},
-      {"HVD_ALLREDUCE_RING_THRESHOLD", "", ParamType::Int, "1048576", 0, INT64_MAX, false,
+      {"HVD_ALLREDUCE_RING_THRESHOLD", "", ParamType::Int, "131072", 0, INT64_MAX, false,
        "Allreduce payloads of at least this many bytes use the ring; smaller ones use recursive "
        "doubling."},
       {"HVD_SEGMENT_BYTES", "", ParamType::Int, "524288", 1024, 1 << 30, false,

@@ -10,12 +10,13 @@
 namespace hvd::collectives {
 
 struct AllreduceOptions {
-  // Largest message of the ring; each ring step is pipelined in segments of this size so that
-  // sending, receiving and reducing overlap. Tests set it tiny to reach multi-segment paths.
+  // Largest message of the ring, which is pipelined in segments (about a quarter of a block,
+  // at least 128 KiB, at most this) so that sending, receiving and reducing overlap. Tests set
+  // it tiny to reach multi-segment paths.
   std::size_t maxSegmentBytes = 512 * 1024;
   // Payloads below this use recursive doubling (log2 n rounds, latency-optimal); larger ones
   // use the ring (2(n-1) rounds, bandwidth-optimal).
-  std::size_t ringThresholdBytes = 1024 * 1024;
+  std::size_t ringThresholdBytes = 128 * 1024;
   double prescale = 1.0;   // applied to the input before reducing
   double postscale = 1.0;  // applied to the result (Average additionally divides by n)
 };

@@ -1,0 +1,17 @@
+// Ring allreduce pipelined across steps: the bandwidth-optimal algorithm for large payloads.
+#pragma once
+
+#include <cstddef>
+
+#include "collectives/algorithms/dtype.h"
+#include "collectives/algorithms/ring.h"
+#include "collectives/transport/comm.h"
+
+namespace hvd::collectives {
+
+// Reduces `input` (left unchanged unless it is `data`) across the ring into `data`. `blocks`
+// cuts the buffer into n blocks; messages are segments of at most segmentBytes.
+void ringAllreduce(Comm& comm, const std::byte* input, std::byte* data, const Blocks& blocks,
+                   DType dtype, ReduceOp op, std::size_t segmentBytes, Tag tag);
+
+}  // namespace hvd::collectives
