@@ -58,8 +58,9 @@ void Runtime::allreduce(const Tensor& input, const Tensor& output, ReduceOp op, 
 }
 
 void Runtime::broadcast(const Tensor& tensor, int root) {
-  collectives::broadcast(*comm_, tensor, root,
-                         BroadcastOptions{config_.ringThresholdBytes, config_.segmentBytes});
+  BroadcastOptions options;
+  options.maxSegmentBytes = config_.segmentBytes;
+  collectives::broadcast(*comm_, tensor, root, options);
 }
 
 Tensor Runtime::allgather(const Tensor& input, const Allocate& allocate) {
