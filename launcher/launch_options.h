@@ -8,8 +8,9 @@
 namespace hvd::launcher {
 
 struct LaunchOptions {
-  int np = 0;
-  std::string hosts;  // -H; empty means localhost:np
+  int np = -1;         // -1: not given (taken from a Slurm allocation, else an error)
+  std::string hosts;   // -H
+  std::string hostfile;  // --hostfile; with neither, Slurm's allocation or localhost:np
   std::vector<std::string> command;
   std::vector<std::string> exports;  // -x
   std::chrono::seconds startTimeout{30};

@@ -6,10 +6,12 @@
 #include "common/error.h"
 #include "common/logging.h"
 #include "launcher/host_spec.h"
+#include "launcher/hostfile.h"
 #include "launcher/local_job.h"
 #include "launcher/local_spawner.h"
 #include "launcher/orphan_guardian.h"
 #include "launcher/rendezvous_server.h"
+#include "launcher/slurm.h"
 
 namespace hvd::launcher {
 namespace {
@@ -24,6 +26,13 @@ bool isThisMachine(const std::string& host) {
          host == thisHostname();
 }
 
+// Names where the host list came from, for error messages.
+std::string hostSource(const LaunchOptions& o) {
+  if (!o.hosts.empty()) return "-H";
+  if (!o.hostfile.empty()) return "--hostfile " + o.hostfile;
+  return "the Slurm allocation (SLURM_JOB_NODELIST)";
+}
+
 void validate(const LaunchOptions& o, const std::vector<HostSlots>& hosts) {
   if (o.command.empty())
     throw InvalidArgument("no command to run (usage: hvdrun -np N [-H hosts] command [args])");
@@ -33,21 +42,42 @@ void validate(const LaunchOptions& o, const std::vector<HostSlots>& hosts) {
                           "-H a:1,b:1");
   for (const auto& h : hosts)
     if (!isThisMachine(h.host))
-      throw InvalidArgument("-H: host '" + h.host +
+      throw InvalidArgument(hostSource(o) + ": host '" + h.host +
                             "' is not this machine; this hvdrun launches on the local host only "
                             "(use localhost:N)");
+}
+
+// Where the ranks go: -H, --hostfile, the Slurm allocation hvdrun runs in, or this machine.
+std::vector<HostSlots> resolveHosts(const LaunchOptions& o, const Environment& env) {
+  if (!o.hosts.empty() && !o.hostfile.empty())
+    throw InvalidArgument("give either -H or --hostfile, not both");
+  if (!o.hosts.empty()) return parseHostList(o.hosts);
+  if (!o.hostfile.empty()) return loadHostfile(o.hostfile);
+  auto nodes = env.find("SLURM_JOB_NODELIST"), tasks = env.find("SLURM_TASKS_PER_NODE");
+  if (nodes != env.end() && tasks != env.end()) return slurmHosts(nodes->second, tasks->second);
+  return {{"localhost", std::max(1, o.np)}};
+}
+
+int totalSlots(const std::vector<HostSlots>& hosts) {
+  int total = 0;
+  for (const auto& h : hosts) total += h.slots;
+  return total;
 }
 
 }  // namespace
 
 int launch(const LaunchOptions& options) {
   auto log = log::logger("launcher");
-  std::vector<HostSlots> hosts = options.hosts.empty()
-                                     ? std::vector<HostSlots>{{"localhost", std::max(1, options.np)}}
-                                     : parseHostList(options.hosts);
-  validate(options, hosts);
-  auto placements = assignRanks(hosts, options.np);
   Environment base = currentEnvironment();
+  std::vector<HostSlots> hosts = resolveHosts(options, base);
+  validate(options, hosts);
+  // Inside Slurm, -np defaults to the allocation's task count, as srun does.
+  bool fromSlurm = options.hosts.empty() && options.hostfile.empty() && base.count("SLURM_JOB_NODELIST");
+  int np = options.np;
+  if (np < 0 && !fromSlurm)
+    throw InvalidArgument("-np/--num-proc is required (outside a Slurm allocation)");
+  if (np < 0) np = totalSlots(hosts);
+  auto placements = assignRanks(hosts, np);
   resolveExecutable(options.command[0], base);
 
   // The guardian forks without exec, so it must exist before the server's thread does.

@@ -20,7 +20,7 @@ namespace {
 // in hvdrun's own options, stopping at the command so the command's arguments stay untouched.
 std::vector<std::string> normaliseArgs(int argc, char** argv) {
   static const std::set<std::string> kTakesValue = {
-      "-n", "-np", "--num-proc", "-H", "--hosts", "--start-timeout", "--grace-seconds",
+      "-n", "-np", "--num-proc", "-H", "--hosts", "--hostfile", "--start-timeout", "--grace-seconds",
       "--output-filename", "-x", "--log-level"};
   std::vector<std::string> args(argv, argv + argc);
   for (std::size_t i = 1; i < args.size(); ++i) {
@@ -43,9 +43,11 @@ int main(int argc, char** argv) {
       hvd::params::parseInt(hvd::params::spec("HVD_START_TIMEOUT").defaultValue, 1, 86400,
                             "HVD_START_TIMEOUT"));
   int grace = 10;
-  app.add_option("-n,--num-proc", o.np, "Number of ranks to start")->required();
+  app.add_option("-n,--num-proc", o.np,
+                 "Number of ranks to start (default inside Slurm: the allocation's task count)");
   app.add_option("-H,--hosts", o.hosts,
                  "Hosts and slots, host:slots[,host:slots] (default localhost:N)");
+  app.add_option("--hostfile", o.hostfile, "Hosts from a file of 'host slots=N' lines");
   app.add_option("--start-timeout", startTimeout,
                  "Seconds workers wait for all peers to join (HVD_START_TIMEOUT)")
       ->check(CLI::Range(1, 86400));

@@ -147,4 +147,4 @@ def test_bad_input_is_refused_before_anything_starts(tmp_path, args, message):
 def test_missing_np_is_refused():
     r = run_hvdrun("sh", "-c", "true")
     assert r.returncode != 0
-    assert "num-proc" in r.stderr
+    assert "-np/--num-proc is required" in r.stderr

@@ -91,3 +91,34 @@ def test_start_timeout_names_the_rank_that_never_joined():
     assert ("ranks {1} never joined the rendezvous" in r.stderr or
             "ranks {1} to publish their addresses" in r.stderr), r.stderr
     assert "job failed" in r.stderr
+
+
+def test_hostfile_places_ranks(tmp_path):
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("# two names for this machine\nlocalhost slots=2\n\n127.0.0.1 slots=1\n")
+    r = run_hvdrun("-np", 3, "--hostfile", hostfile, WORKER, "env")
+    assert r.returncode == 0, r.stderr
+    assert "HVD_RANK=2 HVD_SIZE=3 HVD_LOCAL_RANK=0 HVD_LOCAL_SIZE=1 HVD_CROSS_RANK=1" in r.stdout
+
+
+def test_hostfile_errors_name_file_and_line(tmp_path):
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("localhost slots=2\nother slot=1\n")
+    r = run_hvdrun("-np", 1, "--hostfile", hostfile, "true")
+    assert r.returncode == 2
+    assert f"{hostfile}:2: unexpected token 'slot=1'" in r.stderr
+    r = run_hvdrun("-np", 1, "-H", "localhost:1", "--hostfile", hostfile, "true")
+    assert "either -H or --hostfile" in r.stderr
+
+
+def test_slurm_allocation_gives_hosts_and_default_np(monkeypatch):
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "localhost")
+    monkeypatch.setenv("SLURM_TASKS_PER_NODE", "3")
+    r = run_hvdrun(WORKER, "allreduce", 1000)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count(" ok") == 3
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "node[01-02]")
+    monkeypatch.setenv("SLURM_TASKS_PER_NODE", "2(x2)")
+    r = run_hvdrun("true")
+    assert r.returncode == 2
+    assert "the Slurm allocation (SLURM_JOB_NODELIST): host 'node01'" in r.stderr
