@@ -124,4 +124,20 @@ Source ParamValues::source(const std::string& name) const {
   return values_.at(name).source;
 }
 
+std::string describeAll(const ParamValues& current) {
+  std::string out;
+  for (const auto& p : allParams()) {
+    bool isInt = p.type == ParamType::Int;
+    std::string value = current.isSet(p.name)
+                            ? (p.secret ? "(set)" : current.getString(p.name))
+                            : "(default)";
+    out += p.name + (p.horovodAlias.empty() ? "" : " (also " + p.horovodAlias + ")") + "\n";
+    out += detail::concat("    ", isInt ? "integer" : "string", ", default ",
+                          p.defaultValue.empty() ? "unset" : p.defaultValue);
+    if (isInt) out += detail::concat(", range [", p.min, ", ", p.max, "]");
+    out += ", now " + value + "\n    " + p.description + "\n";
+  }
+  return out;
+}
+
 }  // namespace hvd::params

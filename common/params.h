@@ -51,6 +51,10 @@ class ParamValues {
   std::map<std::string, Value> values_;
 };
 
+// One line per parameter: name, Horovod alias, type, default, range, description, and the
+// value the environment gives it now (secret values are shown as "(set)", never printed).
+std::string describeAll(const ParamValues& current);
+
 // Parses a decimal integer strictly (the whole text, no trailing junk) and checks the range;
 // `what` names the variable or flag in the error.
 int64_t parseInt(const std::string& text, int64_t min, int64_t max, const std::string& what);

@@ -62,6 +62,9 @@ int main(int argc, char** argv) {
                  "Log level of hvdrun and its workers: trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   app.add_flag("--verbose", o.verbose, "Print what hvdrun does (never the job secret)");
+  bool printConfig = false;
+  app.add_flag("--print-config", printConfig,
+               "List every HVD_* parameter with its default, range and current value, then exit");
   app.prefix_command();  // everything from the command on belongs to the command
   app.footer("Usage: hvdrun -np N [-H host:slots,...] [options] command [args...]");
 
@@ -74,6 +77,16 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   o.command = app.remaining();
+  if (printConfig) {
+    try {
+      std::fputs(hvd::params::describeAll(hvd::params::ParamValues::fromEnvironment()).c_str(),
+                 stdout);
+      return 0;
+    } catch (const hvd::InvalidArgument& e) {
+      std::fprintf(stderr, "hvdrun: error: %s\n", e.what());
+      return 2;
+    }
+  }
   o.startTimeout = std::chrono::seconds(startTimeout);
   o.grace = std::chrono::seconds(grace);
   if (o.verbose && o.logLevel == "warn") o.logLevel = "info";

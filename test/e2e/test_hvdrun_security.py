@@ -37,3 +37,18 @@ def test_the_secret_is_in_the_worker_environment_only(tmp_path):
     assert r.stdout.count("argv clean") == 2
     assert secret not in r.stdout and secret not in r.stderr
     assert "rendezvous at 127.0.0.1:" in r.stderr  # --verbose did print the launch details
+
+
+def test_print_config_lists_parameters_without_printing_the_secret(monkeypatch):
+    monkeypatch.setenv("HVD_SECRET", "do-not-print-me")
+    monkeypatch.setenv("HOROVOD_START_TIMEOUT", "45")
+    r = run_hvdrun("--print-config")
+    assert r.returncode == 0, r.stderr
+    assert "do-not-print-me" not in r.stdout + r.stderr
+    assert "HVD_SECRET" in r.stdout and "now (set)" in r.stdout
+    assert "HVD_START_TIMEOUT (also HOROVOD_START_TIMEOUT)" in r.stdout
+    assert "default 30, range [1, 86400], now 45" in r.stdout
+    monkeypatch.setenv("HVD_OP_TIMEOUT", "soon")
+    r = run_hvdrun("--print-config")
+    assert r.returncode == 2
+    assert "HVD_OP_TIMEOUT='soon': not an integer" in r.stderr
