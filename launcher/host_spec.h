@@ -1,4 +1,5 @@
-// Parsing of `-H host:slots[,host:slots]`. Pure: no I/O.
+// Parsing of `-H [user@]host[:slots][,...]`, where host may be a name, an IPv4 literal or a
+// bracketed IPv6 literal ("[::1]:2"); no slot count means one slot. Pure: no I/O.
 #pragma once
 
 #include <string>
@@ -7,13 +8,14 @@
 namespace hvd::launcher {
 
 struct HostSlots {
-  std::string host;
+  std::string host;  // without brackets for IPv6
   int slots = 1;
+  std::string user;  // from user@host; empty for the current user
 };
 
-// Throws InvalidArgument naming the offending entry: empty entries, a missing or non-numeric
-// slot count, zero slots, more than one ':' (IPv6 comes with the multi-host work), a host listed
-// twice.
+// Throws InvalidArgument naming the offending entry: empty entries, an empty or non-numeric
+// slot count, zero slots, more than one ':' outside brackets, an unclosed bracket, an empty
+// user or host, a host listed twice.
 std::vector<HostSlots> parseHostList(const std::string& spec);
 
 // True if `word` has the shape host:slots; used to catch "-H a:1 b:1 cmd", where the shell split

@@ -122,3 +122,11 @@ def test_slurm_allocation_gives_hosts_and_default_np(monkeypatch):
     r = run_hvdrun("true")
     assert r.returncode == 2
     assert "the Slurm allocation (SLURM_JOB_NODELIST): host 'node01'" in r.stderr
+
+
+def test_host_entries_with_user_ipv6_and_default_slots():
+    import getpass
+    r = run_hvdrun("-np", 3, "-H", f"[::1]:1,{getpass.getuser()}@localhost,127.0.0.1:1",
+                   WORKER, "allreduce", 1000)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count(" ok") == 3

@@ -27,7 +27,11 @@ TEST_CASE("malformed host entries are rejected with the entry named") {
   fails("a:1,,b:1", "entry 2 is empty");
   fails("", "entry 1 is empty");
   fails("a:1,", "entry 2 is empty");
-  fails("a", "no slot count");
+  fails("a:", "empty slot count");
+  fails("@a:1", "empty user");
+  fails("[::1:2", "without closing");
+  fails("[::1]x", "after ']'");
+  fails("::1:2", "more than one ':'");
   fails(":3", "no host name");
   fails("a:1,a:2", "listed twice");
   fails("a:-1", "out of range");
@@ -40,4 +44,14 @@ TEST_CASE("a host spec in the command position is recognised") {
   CHECK_FALSE(looksLikeHostSlots("python"));
   CHECK_FALSE(looksLikeHostSlots("./train.py"));
   CHECK_FALSE(looksLikeHostSlots("http://x:80"));
+}
+
+TEST_CASE("host entries take a user, IPv6 literals, and an optional slot count") {
+  auto hosts = parseHostList("alice@node1:4,[::1]:2,10.0.0.7,[fe80::1]");
+  REQUIRE(hosts.size() == 4);
+  CHECK((hosts[0].user == "alice" && hosts[0].host == "node1" && hosts[0].slots == 4));
+  CHECK((hosts[1].host == "::1" && hosts[1].slots == 2 && hosts[1].user.empty()));
+  CHECK((hosts[2].host == "10.0.0.7" && hosts[2].slots == 1));
+  CHECK((hosts[3].host == "fe80::1" && hosts[3].slots == 1));
+  CHECK(describeHosts(hosts) == "alice@node1:4,[::1]:2,10.0.0.7:1,[fe80::1]:1");
 }
