@@ -148,45 +148,41 @@ void reduce(void* dst, const void* a, const void* b, std::size_t n, DType dtype,
   }
 }
 
-void scale(void* data, std::size_t n, DType dtype, double factor) {
+namespace {
+
+// Calls fn(static_cast<T*>(data)) for the dtypes with a native C++ type; returns false for
+// float16, bfloat16 and bool, which the caller handles.
+template <typename Fn>
+bool withNativeType(void* data, DType dtype, Fn&& fn) {
   switch (dtype) {
-    case DType::UInt8: return scaleTyped(static_cast<uint8_t*>(data), n, factor);
-    case DType::Int8: return scaleTyped(static_cast<int8_t*>(data), n, factor);
-    case DType::Int16: return scaleTyped(static_cast<int16_t*>(data), n, factor);
-    case DType::Int32: return scaleTyped(static_cast<int32_t*>(data), n, factor);
-    case DType::Int64: return scaleTyped(static_cast<int64_t*>(data), n, factor);
-    case DType::Float32: return scaleTyped(static_cast<float*>(data), n, factor);
-    case DType::Float64: return scaleTyped(static_cast<double*>(data), n, factor);
-    case DType::Float16: {
-      auto* p = static_cast<uint16_t*>(data);
-      for (std::size_t i = 0; i < n; ++i) p[i] = floatToHalf(static_cast<float>(halfToFloat(p[i]) * factor));
-      return;
-    }
-    case DType::BFloat16: {
-      auto* p = static_cast<uint16_t*>(data);
-      for (std::size_t i = 0; i < n; ++i) p[i] = floatToBf16(static_cast<float>(bf16ToFloat(p[i]) * factor));
-      return;
-    }
-    case DType::Bool: throw InvalidArgument("cannot scale a bool tensor");
+    case DType::UInt8: fn(static_cast<uint8_t*>(data)); return true;
+    case DType::Int8: fn(static_cast<int8_t*>(data)); return true;
+    case DType::Int16: fn(static_cast<int16_t*>(data)); return true;
+    case DType::Int32: fn(static_cast<int32_t*>(data)); return true;
+    case DType::Int64: fn(static_cast<int64_t*>(data)); return true;
+    case DType::Float32: fn(static_cast<float*>(data)); return true;
+    case DType::Float64: fn(static_cast<double*>(data)); return true;
+    default: return false;
   }
 }
 
-}  // namespace hvd::collectives
+}  // namespace
 
-namespace hvd::collectives {
+void scale(void* data, std::size_t n, DType dtype, double factor) {
+  if (withNativeType(data, dtype, [&](auto* p) { scaleTyped(p, n, factor); })) return;
+  if (dtype == DType::Bool) throw InvalidArgument("cannot scale a bool tensor");
+  auto* p = static_cast<uint16_t*>(data);
+  bool half = dtype == DType::Float16;
+  for (std::size_t i = 0; i < n; ++i) {
+    float v = static_cast<float>((half ? halfToFloat(p[i]) : bf16ToFloat(p[i])) * factor);
+    p[i] = half ? floatToHalf(v) : floatToBf16(v);
+  }
+}
 
 void divide(void* data, std::size_t n, DType dtype, int divisor) {
-  switch (dtype) {
-    case DType::UInt8: return divideTyped(static_cast<uint8_t*>(data), n, divisor);
-    case DType::Int8: return divideTyped(static_cast<int8_t*>(data), n, divisor);
-    case DType::Int16: return divideTyped(static_cast<int16_t*>(data), n, divisor);
-    case DType::Int32: return divideTyped(static_cast<int32_t*>(data), n, divisor);
-    case DType::Int64: return divideTyped(static_cast<int64_t*>(data), n, divisor);
-    case DType::Float32: return divideTyped(static_cast<float*>(data), n, divisor);
-    case DType::Float64: return divideTyped(static_cast<double*>(data), n, divisor);
-    case DType::Float16: case DType::BFloat16: return scale(data, n, dtype, 1.0 / divisor);
-    case DType::Bool: throw InvalidArgument("average is not defined for dtype bool");
-  }
+  if (withNativeType(data, dtype, [&](auto* p) { divideTyped(p, n, divisor); })) return;
+  if (dtype == DType::Bool) throw InvalidArgument("average is not defined for dtype bool");
+  scale(data, n, dtype, 1.0 / divisor);  // float16, bfloat16
 }
 
 }  // namespace hvd::collectives
