@@ -71,18 +71,17 @@ int64_t parseInt(const std::string& text, int64_t min, int64_t max, const std::s
   return value;
 }
 
-ParamValues ParamValues::fromEnvironment() {
+std::map<std::string, std::string> environmentSnapshot() {
   std::map<std::string, std::string> env;
   for (char** e = environ; e && *e; ++e) {
     std::string entry(*e);
     auto eq = entry.find('=');
-    if (eq == std::string::npos) continue;
-    std::string name = entry.substr(0, eq);
-    if (name.rfind("HVD_", 0) == 0 || name.rfind("HOROVOD_", 0) == 0)
-      env[name] = entry.substr(eq + 1);
+    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
   }
-  return fromMap(env);
+  return env;
 }
+
+ParamValues ParamValues::fromEnvironment() { return fromMap(environmentSnapshot()); }
 
 ParamValues ParamValues::fromMap(const std::map<std::string, std::string>& env) {
   ParamValues out;

@@ -1,6 +1,6 @@
 // The one registry of hvd's configuration parameters: every HVD_* variable is declared here once,
 // with its type, default, range and description. The runtime and the launcher read values only
-// through ParamValues, and this file's .cc is the only place that calls getenv.
+// through ParamValues, and this file's .cc is the only place that reads the environment.
 // Thread-safety: everything here is immutable after construction.
 #pragma once
 
@@ -50,6 +50,10 @@ class ParamValues {
   };
   std::map<std::string, Value> values_;
 };
+
+// The whole process environment as NAME -> value. This is the only function in hvd that reads
+// the environment; everything else takes the map (the launcher forwards it to workers).
+std::map<std::string, std::string> environmentSnapshot();
 
 // One line per parameter: name, Horovod alias, type, default, range, description, and the
 // value the environment gives it now (secret values are shown as "(set)", never printed).

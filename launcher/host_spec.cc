@@ -78,9 +78,11 @@ bool looksLikeHostSlots(const std::string& word) {
 std::string describeHosts(const std::vector<HostSlots>& hosts) {
   std::string out;
   for (const auto& h : hosts) {
-    std::string host = h.host.find(':') != std::string::npos ? "[" + h.host + "]" : h.host;
-    out += (out.empty() ? "" : ",") + (h.user.empty() ? "" : h.user + "@") + host + ":" +
-           std::to_string(h.slots);
+    if (!out.empty()) out.append(",");
+    if (!h.user.empty()) out.append(h.user).append("@");
+    bool ipv6 = h.host.find(':') != std::string::npos;
+    out.append(ipv6 ? "[" : "").append(h.host).append(ipv6 ? "]" : "");
+    out.append(":").append(std::to_string(h.slots));
   }
   return out;
 }

@@ -8,8 +8,10 @@
 namespace hvd::launcher {
 
 struct HostSlots {
+  HostSlots(std::string h = "", int s = 1, std::string u = "")
+      : host(std::move(h)), slots(s), user(std::move(u)) {}
   std::string host;  // without brackets for IPv6
-  int slots = 1;
+  int slots;
   std::string user;  // from user@host; empty for the current user
 };
 

@@ -5,6 +5,7 @@
 #include "common/auth.h"
 #include "common/error.h"
 #include "common/logging.h"
+#include "common/params.h"
 #include "launcher/host_spec.h"
 #include "launcher/hostfile.h"
 #include "launcher/local_job.h"
@@ -68,7 +69,7 @@ int totalSlots(const std::vector<HostSlots>& hosts) {
 
 int launch(const LaunchOptions& options) {
   auto log = log::logger("launcher");
-  Environment base = currentEnvironment();
+  Environment base = params::environmentSnapshot();
   std::vector<HostSlots> hosts = resolveHosts(options, base);
   validate(options, hosts);
   // Inside Slurm, -np defaults to the allocation's task count, as srun does.

@@ -4,19 +4,7 @@
 
 #include "common/error.h"
 
-extern char** environ;
-
 namespace hvd::launcher {
-
-Environment currentEnvironment() {
-  Environment env;
-  for (char** e = environ; e && *e; ++e) {
-    std::string entry(*e);
-    auto eq = entry.find('=');
-    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
-  }
-  return env;
-}
 
 Environment workerEnvironment(const Environment& base, const RankPlacement& p,
                               const JobIdentity& job, const std::vector<std::string>& exports,

@@ -26,6 +26,4 @@ Environment workerEnvironment(const Environment& base, const RankPlacement& plac
                               const JobIdentity& job, const std::vector<std::string>& exports,
                               const Environment& extra);
 
-Environment currentEnvironment();
-
 }  // namespace hvd::launcher

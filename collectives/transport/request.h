@@ -53,7 +53,6 @@ class Request {
       : state_(std::move(state)), engine_(engine) {}
 
   void wait(Deadline deadline);
-  bool done() const { return !state_ || state_->done; }
 
  private:
   std::shared_ptr<RequestState> state_;
