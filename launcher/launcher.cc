@@ -27,41 +27,47 @@ bool isThisMachine(const std::string& host) {
          host == thisHostname();
 }
 
-// Names where the host list came from, for error messages.
-std::string hostSource(const LaunchOptions& o) {
-  if (!o.hosts.empty()) return "-H";
-  if (!o.hostfile.empty()) return "--hostfile " + o.hostfile;
-  return "the Slurm allocation (SLURM_JOB_NODELIST)";
+// Where the ranks go, decided once: -H, --hostfile, the Slurm allocation hvdrun runs in, or
+// this machine. `source` names the choice in error messages.
+struct HostPlan {
+  std::vector<HostSlots> hosts;
+  std::string source;
+  bool fromSlurm = false;
+};
+
+HostPlan planHosts(const LaunchOptions& o, const Environment& env) {
+  if (!o.hosts.empty() && !o.hostfile.empty())
+    throw InvalidArgument("give either -H or --hostfile, not both");
+  if (!o.hosts.empty()) return {parseHostList(o.hosts), "-H"};
+  if (!o.hostfile.empty()) return {loadHostfile(o.hostfile), "--hostfile " + o.hostfile};
+  auto nodes = env.find("SLURM_JOB_NODELIST"), tasks = env.find("SLURM_TASKS_PER_NODE");
+  if (nodes != env.end() && tasks != env.end())
+    return {slurmHosts(nodes->second, tasks->second),
+            "the Slurm allocation (SLURM_JOB_NODELIST)", true};
+  return {{{"localhost", std::max(1, o.np)}}, "localhost"};
 }
 
-void validate(const LaunchOptions& o, const std::vector<HostSlots>& hosts) {
+void validate(const LaunchOptions& o, const HostPlan& plan) {
   if (o.command.empty())
     throw InvalidArgument("no command to run (usage: hvdrun -np N [-H hosts] command [args])");
   if (looksLikeHostSlots(o.command[0]))
     throw InvalidArgument("the command '" + o.command[0] +
                           "' looks like a host spec: join hosts with commas, as in "
                           "-H a:1,b:1");
-  for (const auto& h : hosts)
+  for (const auto& h : plan.hosts)
     if (!isThisMachine(h.host))
-      throw InvalidArgument(hostSource(o) + ": host '" + h.host +
+      throw InvalidArgument(plan.source + ": host '" + h.host +
                             "' is not this machine; this hvdrun launches on the local host only "
                             "(use localhost:N)");
 }
 
-// Where the ranks go: -H, --hostfile, the Slurm allocation hvdrun runs in, or this machine.
-std::vector<HostSlots> resolveHosts(const LaunchOptions& o, const Environment& env) {
-  if (!o.hosts.empty() && !o.hostfile.empty())
-    throw InvalidArgument("give either -H or --hostfile, not both");
-  if (!o.hosts.empty()) return parseHostList(o.hosts);
-  if (!o.hostfile.empty()) return loadHostfile(o.hostfile);
-  auto nodes = env.find("SLURM_JOB_NODELIST"), tasks = env.find("SLURM_TASKS_PER_NODE");
-  if (nodes != env.end() && tasks != env.end()) return slurmHosts(nodes->second, tasks->second);
-  return {{"localhost", std::max(1, o.np)}};
-}
-
-int totalSlots(const std::vector<HostSlots>& hosts) {
+// -np as given; inside Slurm it defaults to the allocation's task count, as srun does.
+int rankCount(const LaunchOptions& o, const HostPlan& plan) {
+  if (o.np >= 0) return o.np;
+  if (!plan.fromSlurm)
+    throw InvalidArgument("-np/--num-proc is required (outside a Slurm allocation)");
   int total = 0;
-  for (const auto& h : hosts) total += h.slots;
+  for (const auto& h : plan.hosts) total += h.slots;
   return total;
 }
 
@@ -70,14 +76,10 @@ int totalSlots(const std::vector<HostSlots>& hosts) {
 int launch(const LaunchOptions& options) {
   auto log = log::logger("launcher");
   Environment base = params::environmentSnapshot();
-  std::vector<HostSlots> hosts = resolveHosts(options, base);
-  validate(options, hosts);
-  // Inside Slurm, -np defaults to the allocation's task count, as srun does.
-  bool fromSlurm = options.hosts.empty() && options.hostfile.empty() && base.count("SLURM_JOB_NODELIST");
-  int np = options.np;
-  if (np < 0 && !fromSlurm)
-    throw InvalidArgument("-np/--num-proc is required (outside a Slurm allocation)");
-  if (np < 0) np = totalSlots(hosts);
+  HostPlan plan = planHosts(options, base);
+  validate(options, plan);
+  std::vector<HostSlots>& hosts = plan.hosts;
+  int np = rankCount(options, plan);
   auto placements = assignRanks(hosts, np);
   resolveExecutable(options.command[0], base);
 

@@ -122,6 +122,11 @@ def test_slurm_allocation_gives_hosts_and_default_np(monkeypatch):
     r = run_hvdrun("true")
     assert r.returncode == 2
     assert "the Slurm allocation (SLURM_JOB_NODELIST): host 'node01'" in r.stderr
+    # Without the tasks per node it is not a usable allocation: -np is needed as usual.
+    monkeypatch.delenv("SLURM_TASKS_PER_NODE")
+    r = run_hvdrun(WORKER, "allreduce", 10)
+    assert r.returncode == 2
+    assert "-np/--num-proc is required" in r.stderr
 
 
 def test_host_entries_with_user_ipv6_and_default_slots():
