@@ -8,6 +8,7 @@
 
 #include <vector>
 
+#include "collectives/algorithms/ring.h"
 #include "collectives/algorithms/tags.h"
 
 namespace hvd::collectives {
@@ -38,16 +39,14 @@ void pipelinedChain(Comm& comm, std::byte* data, std::size_t bytes, int root, Ta
   int relative = (comm.rank() - root + n) % n;
   bool hasPrev = relative > 0, hasNext = relative < n - 1;
   std::vector<Request> recvs, sends;
-  std::vector<std::pair<std::size_t, std::size_t>> segs;
-  for (std::size_t off = 0; off < bytes; off += segmentBytes)
-    segs.push_back({off, std::min(segmentBytes, bytes - off)});
-  if (hasPrev)
-    for (auto [off, len] : segs)
-      recvs.push_back(comm.peer((comm.rank() - 1 + n) % n).irecv({data + off, len}, tag));
+  auto segs = segmentsOf(0, bytes, segmentBytes);
+  Connection* prev = hasPrev ? &comm.peer(ringIndex(comm.rank() - 1, n)) : nullptr;
+  Connection* next = hasNext ? &comm.peer(ringIndex(comm.rank() + 1, n)) : nullptr;
+  if (prev)
+    for (auto seg : segs) recvs.push_back(prev->irecv({data + seg.offset, seg.count}, tag));
   for (std::size_t k = 0; k < segs.size(); ++k) {
-    if (hasPrev) recvs[k].wait(deadline);
-    if (hasNext)
-      sends.push_back(comm.peer((comm.rank() + 1) % n).isend({data + segs[k].first, segs[k].second}, tag));
+    if (prev) recvs[k].wait(deadline);
+    if (next) sends.push_back(next->isend({data + segs[k].offset, segs[k].count}, tag));
   }
   for (auto& s : sends) s.wait(deadline);
 }

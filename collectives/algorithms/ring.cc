@@ -9,23 +9,12 @@
 #include "collectives/algorithms/reduce.h"
 
 namespace hvd::collectives {
-namespace {
-
-struct Segment {
-  std::size_t offset;  // elements
-  std::size_t count;
-};
-
 std::vector<Segment> segmentsOf(std::size_t offset, std::size_t count, std::size_t perSegment) {
   std::vector<Segment> out;
   for (std::size_t done = 0; done < count; done += perSegment)
     out.push_back({offset + done, std::min(perSegment, count - done)});
   return out;
 }
-
-int mod(int a, int n) { return ((a % n) + n) % n; }
-
-}  // namespace
 
 Blocks evenBlocks(std::size_t count, int n) {
   Blocks b;
@@ -59,11 +48,11 @@ void ringReduceScatter(Comm& comm, const std::byte* input, std::byte* data, cons
   std::size_t largest = *std::max_element(blocks.counts.begin(), blocks.counts.end());
   std::size_t slotElems = std::min(perSegment, largest);
   std::byte* scratch = comm.scratch(2 * slotElems * elem);
-  Connection& next = comm.peer(mod(r + 1, n));
-  Connection& prev = comm.peer(mod(r - 1, n));
+  Connection& next = comm.peer(ringIndex(r + 1, n));
+  Connection& prev = comm.peer(ringIndex(r - 1, n));
   for (int s = 0; s < n - 1; ++s) {
     auto deadline = comm.deadline();
-    int sendBlock = mod(r - s + shift, n), recvBlock = mod(r - s - 1 + shift, n);
+    int sendBlock = ringIndex(r - s + shift, n), recvBlock = ringIndex(r - s - 1 + shift, n);
     // Step 0 sends a block nobody has reduced yet, straight from the input.
     const std::byte* sendFrom = s == 0 ? input : data;
     std::vector<Request> sends;
@@ -91,11 +80,11 @@ void ringAllgather(Comm& comm, std::byte* data, const Blocks& blocks, std::size_
   int n = comm.size(), r = comm.rank();
   if (n == 1) return;
   std::size_t perSegment = std::max<std::size_t>(1, segmentBytes / elemBytes);
-  Connection& next = comm.peer(mod(r + 1, n));
-  Connection& prev = comm.peer(mod(r - 1, n));
+  Connection& next = comm.peer(ringIndex(r + 1, n));
+  Connection& prev = comm.peer(ringIndex(r - 1, n));
   for (int s = 0; s < n - 1; ++s) {
     auto deadline = comm.deadline();
-    int sendBlock = mod(r + own - s, n), recvBlock = mod(r + own - s - 1, n);
+    int sendBlock = ringIndex(r + own - s, n), recvBlock = ringIndex(r + own - s - 1, n);
     std::vector<Request> requests;
     for (auto seg : segmentsOf(blocks.offsets[recvBlock], blocks.counts[recvBlock], perSegment))
       requests.push_back(prev.irecv({data + seg.offset * elemBytes, seg.count * elemBytes}, tag));

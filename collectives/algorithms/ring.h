@@ -16,6 +16,19 @@ struct Blocks {
   std::vector<std::size_t> counts;   // elements
 };
 
+// A run of elements [offset, offset + count).
+struct Segment {
+  std::size_t offset;
+  std::size_t count;
+};
+
+// [offset, offset + count) cut into consecutive segments of at most perSegment elements; the
+// sender and the receiver of a block compute the same cuts, which keeps their messages matched.
+std::vector<Segment> segmentsOf(std::size_t offset, std::size_t count, std::size_t perSegment);
+
+// a mod n in [0, n), for ring positions that step below zero.
+inline int ringIndex(int a, int n) { return ((a % n) + n) % n; }
+
 // `count` elements cut into n blocks as evenly as possible, the first ones one larger.
 Blocks evenBlocks(std::size_t count, int n);
 // Consecutive blocks of the given sizes.

@@ -23,8 +23,6 @@ namespace {
 
 constexpr std::size_t kSlots = 4;
 
-int mod(int a, int n) { return ((a % n) + n) % n; }
-
 struct Piece {
   int step;
   std::size_t offset;  // elements
@@ -38,7 +36,7 @@ class PipelinedRing {
       : comm_(comm), input_(input), data_(data), blocks_(blocks), dtype_(dtype), op_(op),
         elem_(dtypeSize(dtype)), perSegment_(std::max<std::size_t>(1, segmentBytes / elem_)),
         tag_(tag), n_(comm.size()), r_(comm.rank()),
-        next_(comm.peer(mod(r_ + 1, n_))), prev_(comm.peer(mod(r_ - 1, n_))) {}
+        next_(comm.peer(ringIndex(r_ + 1, n_))), prev_(comm.peer(ringIndex(r_ - 1, n_))) {}
 
   void run() {
     deadline_ = comm_.deadline();
@@ -46,6 +44,7 @@ class PipelinedRing {
     for (int s = 0; s < steps(); ++s)
       for (auto p : piecesOf(s, recvBlock(s))) recvPieces_.push_back(p);
     for (auto p : piecesOf(0, sendBlock(0))) send(p, input_);
+    slotOf_.resize(recvPieces_.size());
     postReceives();
     for (std::size_t i = 0; i < recvPieces_.size(); ++i) {
       pending_.front().wait(deadline_);
@@ -64,14 +63,13 @@ class PipelinedRing {
 
  private:
   int steps() const { return 2 * (n_ - 1); }
-  int sendBlock(int s) const { return s < n_ - 1 ? mod(r_ - s, n_) : mod(r_ + 1 - (s - n_ + 1), n_); }
-  int recvBlock(int s) const { return s < n_ - 1 ? mod(r_ - s - 1, n_) : mod(r_ - (s - n_ + 1), n_); }
+  int sendBlock(int s) const { return s < n_ - 1 ? ringIndex(r_ - s, n_) : ringIndex(r_ + 1 - (s - n_ + 1), n_); }
+  int recvBlock(int s) const { return s < n_ - 1 ? ringIndex(r_ - s - 1, n_) : ringIndex(r_ - (s - n_ + 1), n_); }
 
   std::vector<Piece> piecesOf(int step, int block) const {
     std::vector<Piece> out;
-    std::size_t begin = blocks_.offsets[block], count = blocks_.counts[block];
-    for (std::size_t done = 0; done < count; done += perSegment_)
-      out.push_back({step, begin + done, std::min(perSegment_, count - done)});
+    for (auto seg : segmentsOf(blocks_.offsets[block], blocks_.counts[block], perSegment_))
+      out.push_back({step, seg.offset, seg.count});
     return out;
   }
 
@@ -91,7 +89,6 @@ class PipelinedRing {
       if (p.step < n_ - 1) {
         if (freeSlots_ == 0) return;
         --freeSlots_;
-        slotOf_.resize(recvPieces_.size());
         slotOf_[posted_] = nextSlot_;
         nextSlot_ = (nextSlot_ + 1) % kSlots;
         into = slot(posted_);
