@@ -37,18 +37,13 @@ hvd_status guarded(Fn&& fn) {
   }
 }
 
-Runtime& current() {
-  if (!gRuntime) throw hvd::InvalidArgument("hvd is not initialised: call hvd_init() first");
-  return *gRuntime;
-}
-
 template <typename Fn>
 hvd_status withRuntime(Fn&& fn) {
   if (!gRuntime) {
     tLastError = "hvd is not initialised: call hvd_init() first";
     return HVD_NOT_INITIALIZED;
   }
-  return guarded([&] { fn(current()); });
+  return guarded([&] { fn(*gRuntime); });
 }
 
 template <typename Getter>
