@@ -45,6 +45,32 @@ const std::vector<ParamSpec>& allParams() {
       {"HVD_SOCKET_BUFFER_BYTES", "", ParamType::Int, "4194304", 0, 1 << 30, false,
        "SO_SNDBUF/SO_RCVBUF of worker links (capped by net.core.[rw]mem_max); 0 keeps the "
        "kernel's autotuning."},
+      {"HVD_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD", ParamType::Int, "134217728", 0,
+       int64_t{1} << 40, false,
+       "Bytes of ready allreduce tensors packed into one fusion buffer and reduced as one; 0 "
+       "turns fusion off."},
+      {"HVD_CYCLE_TIME", "HOROVOD_CYCLE_TIME", ParamType::Double, "0", 0, 10000, false,
+       "Milliseconds the coordinator holds ready work to fuse more of it; 0 runs work as soon "
+       "as every rank has submitted it."},
+      {"HVD_CACHE_CAPACITY", "HOROVOD_CACHE_CAPACITY", ParamType::Int, "1024", 0, 1 << 20, false,
+       "Operations the response cache remembers, so repeated steps send a cache id instead of "
+       "the tensor description; 0 turns the cache off."},
+      {"HVD_TIMELINE", "HOROVOD_TIMELINE", ParamType::String, "", 0, 0, false,
+       "File rank 0 writes a Chrome-trace/Perfetto timeline of every tensor's phases to; empty: "
+       "no timeline."},
+      {"HVD_STALL_CHECK_DISABLE", "HOROVOD_STALL_CHECK_DISABLE", ParamType::Int, "0", 0, 1, false,
+       "1 turns the stall inspector off (no warnings, no stall shutdown)."},
+      {"HVD_STALL_CHECK_TIME_SECONDS", "HOROVOD_STALL_CHECK_TIME_SECONDS", ParamType::Int, "60", 1,
+       86400, false,
+       "Seconds an operation may wait for some ranks before rank 0 logs its name and the "
+       "missing ranks."},
+      {"HVD_STALL_SHUTDOWN_TIME_SECONDS", "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", ParamType::Int,
+       "300", 0, 86400, false,
+       "Seconds an operation may wait for some ranks before the job fails with the stall "
+       "report; 0 waits forever."},
+      {"HVD_PROCESS_SETS", "", ParamType::String, "", 0, 0, false,
+       "Process sets created at init, as rank lists separated by ';' (e.g. \"0,1;2,3\"); they "
+       "get ids 1, 2, ... in this order."},
       {"HVD_LOG_LEVEL", "HOROVOD_LOG_LEVEL", ParamType::String, "warn", 0, 0, false,
        "Log level: trace, debug, info, warn, error, critical or off."},
       {"HVD_LOG_SUBSYS", "", ParamType::String, "", 0, 0, false,
@@ -66,6 +92,18 @@ int64_t parseInt(const std::string& text, int64_t min, int64_t max, const std::s
   if (text.empty() || ec != std::errc() || ptr != end)
     throw InvalidArgument(what + "='" + text + "': not an integer");
   if (value < min || value > max)
+    throw InvalidArgument(detail::concat(what, "=", value, ": out of range [", min, ", ", max,
+                                         "]"));
+  return value;
+}
+
+double parseDouble(const std::string& text, double min, double max, const std::string& what) {
+  double value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end)
+    throw InvalidArgument(what + "='" + text + "': not a number");
+  if (!(value >= min && value <= max))
     throw InvalidArgument(detail::concat(what, "=", value, ": out of range [", min, ", ", max,
                                          "]"));
   return value;
@@ -99,6 +137,8 @@ ParamValues ParamValues::fromMap(const std::map<std::string, std::string>& env) 
       v.source = Source::Environment;
     }
     if (p.type == ParamType::Int) v.number = parseInt(v.text, p.min, p.max, from);
+    if (p.type == ParamType::Double)
+      v.real = parseDouble(v.text, static_cast<double>(p.min), static_cast<double>(p.max), from);
     out.values_[p.name] = v;
   }
   return out;
@@ -107,6 +147,11 @@ ParamValues ParamValues::fromMap(const std::map<std::string, std::string>& env) 
 int64_t ParamValues::getInt(const std::string& name) const {
   HVD_ENFORCE(spec(name).type == ParamType::Int, name, " is not an integer parameter");
   return values_.at(name).number;
+}
+
+double ParamValues::getDouble(const std::string& name) const {
+  HVD_ENFORCE(spec(name).type == ParamType::Double, name, " is not a real-valued parameter");
+  return values_.at(name).real;
 }
 
 std::string ParamValues::getString(const std::string& name) const {
@@ -127,13 +172,14 @@ std::string describeAll(const ParamValues& current) {
   std::string out;
   for (const auto& p : allParams()) {
     bool isInt = p.type == ParamType::Int;
+    bool isNumber = isInt || p.type == ParamType::Double;
     std::string value = current.isSet(p.name)
                             ? (p.secret ? "(set)" : current.getString(p.name))
                             : "(default)";
     out += p.name + (p.horovodAlias.empty() ? "" : " (also " + p.horovodAlias + ")") + "\n";
-    out += detail::concat("    ", isInt ? "integer" : "string", ", default ",
+    out += detail::concat("    ", isInt ? "integer" : isNumber ? "number" : "string", ", default ",
                           p.defaultValue.empty() ? "unset" : p.defaultValue);
-    if (isInt) out += detail::concat(", range [", p.min, ", ", p.max, "]");
+    if (isNumber) out += detail::concat(", range [", p.min, ", ", p.max, "]");
     out += ", now " + value + "\n    " + p.description + "\n";
   }
   return out;

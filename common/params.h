@@ -12,15 +12,15 @@
 
 namespace hvd::params {
 
-enum class ParamType { Int, String };
+enum class ParamType { Int, Double, String };
 
 struct ParamSpec {
   std::string name;           // HVD_...
   std::string horovodAlias;   // HOROVOD_... accepted as well, or empty
   ParamType type;
   std::string defaultValue;   // as text; empty means "unset"
-  int64_t min = 0;            // for Int
-  int64_t max = INT64_MAX;    // for Int
+  int64_t min = 0;            // for Int and Double
+  int64_t max = INT64_MAX;    // for Int and Double
   bool secret = false;        // never printed
   std::string description;
 };
@@ -38,6 +38,7 @@ class ParamValues {
   static ParamValues fromMap(const std::map<std::string, std::string>& env);
 
   int64_t getInt(const std::string& name) const;
+  double getDouble(const std::string& name) const;
   std::string getString(const std::string& name) const;
   bool isSet(const std::string& name) const;  // set explicitly (not from the default)
   Source source(const std::string& name) const;
@@ -46,6 +47,7 @@ class ParamValues {
   struct Value {
     std::string text;
     int64_t number = 0;
+    double real = 0.0;
     Source source = Source::Default;
   };
   std::map<std::string, Value> values_;
@@ -62,5 +64,6 @@ std::string describeAll(const ParamValues& current);
 // Parses a decimal integer strictly (the whole text, no trailing junk) and checks the range;
 // `what` names the variable or flag in the error.
 int64_t parseInt(const std::string& text, int64_t min, int64_t max, const std::string& what);
+double parseDouble(const std::string& text, double min, double max, const std::string& what);
 
 }  // namespace hvd::params

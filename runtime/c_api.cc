@@ -82,7 +82,13 @@ hvd_status hvd_init(void) {
 
 hvd_status hvd_shutdown(void) {
   std::lock_guard<std::mutex> lock(gMutex);
-  return guarded([] { gRuntime.reset(); });
+  if (!gRuntime) return HVD_SUCCESS;
+  // The runtime goes away even when the collective shutdown fails; the first error is kept.
+  hvd_status status = guarded([] { gRuntime->shutdown(); });
+  std::string error = tLastError;
+  hvd_status closed = guarded([] { gRuntime.reset(); });
+  if (status != HVD_SUCCESS) tLastError = error;
+  return status != HVD_SUCCESS ? status : closed;
 }
 
 hvd_status hvd_is_initialized(int* out) {

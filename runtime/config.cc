@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "common/error.h"
 
 namespace hvd::runtime {
@@ -17,6 +19,34 @@ void checkBelow(const char* what, int value, const char* limitName, int limit) {
   if (value >= limit)
     throw InvalidArgument(detail::concat(what, "=", value, " must be below ", limitName, "=",
                                          limit));
+}
+
+// "0,1;2,3" -> {{0,1},{2,3}}; each set sorted, without duplicates, within [0, size).
+std::vector<std::vector<int32_t>> parseProcessSets(const std::string& text, int size) {
+  std::vector<std::vector<int32_t>> sets;
+  std::size_t start = 0;
+  while (start <= text.size() && !text.empty()) {
+    auto end = text.find(';', start);
+    std::string item = text.substr(start, end == std::string::npos ? end : end - start);
+    std::vector<int32_t> ranks;
+    std::size_t p = 0;
+    while (p <= item.size()) {
+      auto comma = item.find(',', p);
+      std::string token = item.substr(p, comma == std::string::npos ? comma : comma - p);
+      ranks.push_back(static_cast<int32_t>(
+          params::parseInt(token, 0, size - 1, "HVD_PROCESS_SETS rank '" + token + "'")));
+      if (comma == std::string::npos) break;
+      p = comma + 1;
+    }
+    std::vector<int32_t> sorted = ranks;
+    std::sort(sorted.begin(), sorted.end());
+    if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+      throw InvalidArgument("HVD_PROCESS_SETS: set '" + item + "' names a rank twice");
+    sets.push_back(sorted);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return sets;
 }
 
 }  // namespace
@@ -57,6 +87,20 @@ Config Config::fromParams(const params::ParamValues& v) {
   c.ringThresholdBytes = static_cast<std::size_t>(v.getInt("HVD_ALLREDUCE_RING_THRESHOLD"));
   c.segmentBytes = static_cast<std::size_t>(v.getInt("HVD_SEGMENT_BYTES"));
   c.socketBufferBytes = static_cast<std::size_t>(v.getInt("HVD_SOCKET_BUFFER_BYTES"));
+  c.fusionThresholdBytes = static_cast<std::size_t>(v.getInt("HVD_FUSION_THRESHOLD"));
+  c.cycleTime = std::chrono::microseconds(
+      static_cast<int64_t>(v.getDouble("HVD_CYCLE_TIME") * 1000.0));
+  c.cacheCapacity = static_cast<std::size_t>(v.getInt("HVD_CACHE_CAPACITY"));
+  c.timelinePath = v.getString("HVD_TIMELINE");
+  c.stallCheck = v.getInt("HVD_STALL_CHECK_DISABLE") == 0;
+  c.stallWarning = std::chrono::seconds(v.getInt("HVD_STALL_CHECK_TIME_SECONDS"));
+  c.stallShutdown = std::chrono::seconds(v.getInt("HVD_STALL_SHUTDOWN_TIME_SECONDS"));
+  if (c.stallShutdown.count() > 0 && c.stallShutdown < c.stallWarning)
+    throw InvalidArgument(detail::concat(
+        "HVD_STALL_SHUTDOWN_TIME_SECONDS=", c.stallShutdown.count(),
+        " is shorter than HVD_STALL_CHECK_TIME_SECONDS=", c.stallWarning.count(),
+        ": the job would fail before the stall is reported"));
+  c.processSets = parseProcessSets(v.getString("HVD_PROCESS_SETS"), t.size);
   c.logLevel = v.getString("HVD_LOG_LEVEL");
   c.logSubsystems = v.getString("HVD_LOG_SUBSYS");
   return c;

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "common/params.h"
 #include "common/topology.h"
@@ -23,6 +24,14 @@ struct Config {
   std::size_t ringThresholdBytes = 0;
   std::size_t segmentBytes = 0;
   std::size_t socketBufferBytes = 0;
+  std::size_t fusionThresholdBytes = 0;
+  std::chrono::microseconds cycleTime{0};
+  std::size_t cacheCapacity = 0;
+  std::string timelinePath;
+  bool stallCheck = true;
+  std::chrono::seconds stallWarning{0};
+  std::chrono::seconds stallShutdown{0};
+  std::vector<std::vector<int32_t>> processSets;  // static sets, created at init
   std::string logLevel;
   std::string logSubsystems;
 

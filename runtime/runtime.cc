@@ -1,81 +1,105 @@
 #include "runtime/runtime.h"
 
-#include <unistd.h>
-
-#include "collectives/algorithms/barrier.h"
-#include "collectives/rendezvous/prefix_store.h"
-#include "collectives/rendezvous/tcp_store_client.h"
-#include "collectives/transport/tcp/tcp_device.h"
-#include "common/logging.h"
-
 namespace hvd::runtime {
 
 using namespace hvd::collectives;
 
-Runtime::Runtime(Config config, std::unique_ptr<rendezvous::Store> ownedStore)
-    : config_(std::move(config)), ownedStore_(std::move(ownedStore)) {}
+EngineOptions engineOptions(const Config& c) {
+  EngineOptions o;
+  o.coordinator.fusionThresholdBytes = c.fusionThresholdBytes;
+  o.coordinator.cycleTime = c.cycleTime;
+  o.coordinator.stallCheck = c.stallCheck;
+  o.coordinator.stallWarning = c.stallWarning;
+  o.coordinator.stallShutdown = c.stallShutdown;
+  o.executor.fusionThresholdBytes = c.fusionThresholdBytes;
+  o.executor.segmentBytes = c.segmentBytes;
+  o.executor.ringThresholdBytes = c.ringThresholdBytes;
+  o.cacheCapacity = c.cacheCapacity;
+  o.opTimeout = c.opTimeout;
+  o.timelinePath = c.timelinePath;
+  return o;
+}
 
-Runtime::~Runtime() { comm_.reset(); }
+Runtime::Runtime(Config config, World world)
+    : config_(std::move(config)), world_(std::move(world)) {
+  engine_ = std::make_unique<Engine>(engineOptions(config_), std::move(world_.data),
+                                     std::move(world_.control));
+}
 
-std::unique_ptr<Runtime> Runtime::create(const Config& config) {
-  const Topology& t = config.topology;
-  log::configure({config.logLevel, config.logSubsystems,
-                  detail::concat(t.hostname, ":", getpid(), " [rank ", t.rank, "/", t.size, "]")});
-  if (t.size == 1) {
-    std::unique_ptr<Runtime> rt(new Runtime(config, nullptr));
-    rt->comm_ = std::make_unique<Comm>(0, 1, std::vector<std::shared_ptr<Connection>>(1),
-                                       config.opTimeout, nullptr);
-    return rt;
+Runtime::~Runtime() { engine_.reset(); }
+
+std::unique_ptr<Runtime> Runtime::create(const Config& config, rendezvous::Store* store) {
+  World world = connectWorld(config, store, true);
+  std::unique_ptr<Runtime> rt(new Runtime(config, std::move(world)));
+  for (const auto& ranks : config.processSets) {
+    Operation add;
+    add.type = OpType::AddProcessSet;
+    add.name = "process_set.static." + std::to_string(&ranks - config.processSets.data());
+    add.setRanks = ranks;
+    rt->run(std::move(add));
   }
-  auto client = std::make_unique<rendezvous::TcpStoreClient>(
-      config.rendezvousAddr, config.rendezvousPort, config.secret, config.startTimeout);
-  // The address this worker reached the launcher from is one its peers can reach it on too.
-  std::string bindAddress = client->localAddress();
-  auto* store = client.get();
-  std::unique_ptr<Runtime> rt(new Runtime(config, std::move(client)));
-  rt->connect(*store, bindAddress);
   return rt;
 }
 
-std::unique_ptr<Runtime> Runtime::create(const Config& config, rendezvous::Store& store) {
-  std::unique_ptr<Runtime> rt(new Runtime(config, nullptr));
-  rt->connect(store, "127.0.0.1");
-  return rt;
-}
+void Runtime::shutdown() { engine_->shutdown(); }
 
-void Runtime::connect(rendezvous::Store& store, const std::string& bindAddress) {
-  rendezvous::PrefixStore scoped("job/" + config_.jobId + "/epoch/0/global", store);
-  auto device = tcp::TcpDevice::create(bindAddress, config_.secret, config_.socketBufferBytes);
-  comm_ = device->connectAll(config_.topology.rank, config_.topology.size, scoped,
-                             config_.startTimeout, config_.opTimeout);
-  log::logger("runtime")->info("initialised: tcp on {}", device->listenAddress());
+OpResult Runtime::run(Operation op) {
+  Handle h = engine_->enqueue(std::move(op));
+  return std::move(h->wait(config_.opTimeout));
 }
 
 void Runtime::allreduce(const Tensor& input, const Tensor& output, ReduceOp op, double prescale,
                         double postscale) {
-  AllreduceOptions options{config_.segmentBytes, config_.ringThresholdBytes, prescale, postscale};
-  collectives::allreduce(*comm_, input, output, op, options);
+  Operation o;
+  o.type = OpType::Allreduce;
+  o.inputs = {input};
+  if (output.data != input.data) o.outputs = {output};
+  o.reduceOp = op;
+  o.prescale = prescale;
+  o.postscale = postscale;
+  run(std::move(o));
 }
 
 void Runtime::broadcast(const Tensor& tensor, int root) {
-  BroadcastOptions options;
-  options.maxSegmentBytes = config_.segmentBytes;
-  collectives::broadcast(*comm_, tensor, root, options);
+  Operation o;
+  o.type = OpType::Broadcast;
+  o.inputs = {tensor};
+  o.root = root;
+  run(std::move(o));
 }
 
 Tensor Runtime::allgather(const Tensor& input, const Allocate& allocate) {
-  return collectives::allgather(*comm_, input, allocate);
+  Operation o;
+  o.type = OpType::Allgather;
+  o.inputs = {input};
+  o.allocate = allocate;
+  return run(std::move(o)).outputs.at(0);
 }
 
 AlltoallResult Runtime::alltoall(const Tensor& input, const std::vector<int64_t>& splits,
                                  const Allocate& allocate) {
-  return collectives::alltoall(*comm_, input, splits, allocate);
+  Operation o;
+  o.type = OpType::Alltoall;
+  o.inputs = {input};
+  o.splits = splits;
+  o.allocate = allocate;
+  OpResult r = run(std::move(o));
+  return {r.outputs.at(0), r.receivedSplits.at(0)};
 }
 
 Tensor Runtime::reducescatter(const Tensor& input, ReduceOp op, const Allocate& allocate) {
-  return collectives::reducescatter(*comm_, input, op, allocate);
+  Operation o;
+  o.type = OpType::Reducescatter;
+  o.inputs = {input};
+  o.reduceOp = op;
+  o.allocate = allocate;
+  return run(std::move(o)).outputs.at(0);
 }
 
-void Runtime::barrier() { collectives::barrier(*comm_); }
+void Runtime::barrier() {
+  Operation o;
+  o.type = OpType::Barrier;
+  run(std::move(o));
+}
 
 }  // namespace hvd::runtime

@@ -1,51 +1,60 @@
-// Everything one worker's hvd runtime owns: configuration, the rendezvous client and the
-// communicator. No process-wide state: a test can build several Runtimes in one process.
-// Thread model: the blocking collectives may be called from one thread at a time (the caller
-// serialises them); the topology getters from any thread.
+// Everything one worker's hvd runtime owns: configuration, the communicators and the engine
+// (engine/engine.h) that runs every operation. No process-wide state: a test can build several
+// Runtimes in one process.
+// Thread model: any thread may enqueue and wait; the blocking collectives are enqueue + wait.
 #pragma once
 
 #include <memory>
 
-#include "collectives/algorithms/dtype.h"
-#include "collectives/operations.h"
-#include "collectives/rendezvous/store.h"
-#include "collectives/transport/comm.h"
-#include "runtime/config.h"
+#include "runtime/blocking_collectives.h"
+#include "runtime/engine/engine.h"
+#include "runtime/world.h"
 
 namespace hvd::runtime {
 
-class Runtime {
+class Runtime : public BlockingCollectives {
  public:
-  // Joins the rendezvous and connects to every peer. Throws InvalidArgument for a bad
-  // configuration, TimeoutError naming the missing ranks, IoError for an unreachable server.
-  static std::unique_ptr<Runtime> create(const Config& config);
-  // Same, but scoped to an existing store (used by in-process tests).
-  static std::unique_ptr<Runtime> create(const Config& config, rendezvous::Store& store);
-  ~Runtime();
+  // Joins the job (world.h), starts the engine and creates the Config's static process sets.
+  // `store` replaces the launcher's rendezvous server (in-process tests).
+  static std::unique_ptr<Runtime> create(const Config& config,
+                                         rendezvous::Store* store = nullptr);
+  static std::unique_ptr<Runtime> create(const Config& config, rendezvous::Store& store) {
+    return create(config, &store);
+  }
+  ~Runtime() override;  // without shutdown(): leaves at once, without the other ranks
 
-  const Topology& topology() const { return config_.topology; }
+  const Topology& topology() const override { return config_.topology; }
   const Config& config() const { return config_; }
+  Engine& engine() { return *engine_; }
 
-  // The collectives (collectives/operations.h), with the algorithm settings of the Config.
+  // Collective: waits (up to HVD_OP_TIMEOUT) for every rank to call it, then closes every
+  // thread and socket.
+  void shutdown();
+
+  // Enqueues and waits; the result of allgather/alltoall/reducescatter must outlive nothing
+  // (outputs come from `allocate`).
+  OpResult run(Operation op);
+
   void allreduce(const collectives::Tensor& input, const collectives::Tensor& output,
-                 collectives::ReduceOp op, double prescale = 1.0, double postscale = 1.0);
-  void broadcast(const collectives::Tensor& tensor, int root);
+                 collectives::ReduceOp op, double prescale = 1.0,
+                 double postscale = 1.0) override;
+  void broadcast(const collectives::Tensor& tensor, int root) override;
   collectives::Tensor allgather(const collectives::Tensor& input,
-                                const collectives::Allocate& allocate);
+                                const collectives::Allocate& allocate) override;
   collectives::AlltoallResult alltoall(const collectives::Tensor& input,
                                        const std::vector<int64_t>& splits,
-                                       const collectives::Allocate& allocate);
+                                       const collectives::Allocate& allocate) override;
   collectives::Tensor reducescatter(const collectives::Tensor& input, collectives::ReduceOp op,
-                                    const collectives::Allocate& allocate);
-  void barrier();
+                                    const collectives::Allocate& allocate) override;
+  void barrier() override;
 
  private:
-  Runtime(Config config, std::unique_ptr<rendezvous::Store> ownedStore);
-  void connect(rendezvous::Store& store, const std::string& bindAddress);
-
+  Runtime(Config config, World world);
   Config config_;
-  std::unique_ptr<rendezvous::Store> ownedStore_;
-  std::unique_ptr<collectives::Comm> comm_;
+  World world_;  // the store client; the communicators move into the engine
+  std::unique_ptr<Engine> engine_;
 };
+
+EngineOptions engineOptions(const Config& config);
 
 }  // namespace hvd::runtime

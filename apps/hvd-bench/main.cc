@@ -9,7 +9,7 @@
 #include "bench/hvd_bench/report.h"
 #include "common/error.h"
 #include "common/params.h"
-#include "runtime/runtime.h"
+#include "runtime/direct_collectives.h"
 
 namespace {
 
@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
     o.redop = hvd::collectives::parseReduceOp(redop);
     o.check = check != 0;
     auto config = hvd::runtime::Config::fromParams(hvd::params::ParamValues::fromEnvironment());
-    auto rt = hvd::runtime::Runtime::create(config);
+    auto rt = hvd::runtime::DirectCollectives::create(config);
     auto rows = hvd::bench::runSweep(*rt, o);
     if (rt->topology().rank == 0) {
       hvd::bench::printTable(std::cout, o, rt->topology().size, rows);

@@ -35,7 +35,7 @@ long checkAgainst(const std::vector<std::byte>& buf, DType t, std::size_t begin,
 
 class Sweep {
  public:
-  Sweep(runtime::Runtime& rt, const BenchOptions& o)
+  Sweep(runtime::BlockingCollectives& rt, const BenchOptions& o)
       : rt_(rt), o_(o), n_(rt.topology().size), r_(rt.topology().rank) {}
 
   Row measure(std::size_t bytes) {
@@ -100,7 +100,7 @@ class Sweep {
 
   Case makeCase(std::size_t count, bool inPlace);
 
-  runtime::Runtime& rt_;
+  runtime::BlockingCollectives& rt_;
   const BenchOptions& o_;
   int n_, r_;
   std::vector<std::byte> in_, out_;
@@ -219,7 +219,7 @@ double busBandwidthFactor(Collective c, int n) {
   return 0;
 }
 
-std::vector<Row> runSweep(runtime::Runtime& rt, const BenchOptions& o) {
+std::vector<Row> runSweep(runtime::BlockingCollectives& rt, const BenchOptions& o) {
   if (o.minBytes > o.maxBytes)
     throw InvalidArgument(detail::concat("-b ", o.minBytes, " is above -e ", o.maxBytes));
   if (o.stepFactor <= 1 && o.stepBytes == 0)

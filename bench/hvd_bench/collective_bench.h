@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "collectives/algorithms/dtype.h"
-#include "runtime/runtime.h"
+#include "runtime/blocking_collectives.h"
 
 namespace hvd::bench {
 
@@ -47,6 +47,6 @@ const char* collectiveName(Collective c);
 // nccl-tests' bus bandwidth factor for `n` ranks.
 double busBandwidthFactor(Collective c, int n);
 
-std::vector<Row> runSweep(runtime::Runtime& rt, const BenchOptions& options);
+std::vector<Row> runSweep(runtime::BlockingCollectives& rt, const BenchOptions& options);
 
 }  // namespace hvd::bench

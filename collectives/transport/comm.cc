@@ -3,18 +3,19 @@
 namespace hvd::collectives {
 
 Comm::Comm(int rank, int size, std::vector<std::shared_ptr<Connection>> connections,
-           std::chrono::milliseconds timeout, std::shared_ptr<void> keepAlive)
+           std::chrono::milliseconds timeout, std::shared_ptr<ProgressEngine> progress)
     : rank_(rank),
       size_(size),
       connections_(std::move(connections)),
       timeout_(timeout),
-      keepAlive_(std::move(keepAlive)) {
+      progress_(std::move(progress)) {
   HVD_ENFORCE_EQ(static_cast<int>(connections_.size()), size_);
 }
 
 Comm::~Comm() {
-  for (auto& c : connections_)
-    if (c) c->close();
+  if (ownsConnections_)
+    for (auto& c : connections_)
+      if (c) c->close();
   connections_.clear();
 }
 
@@ -29,6 +30,23 @@ std::byte* Comm::scratch(std::size_t bytes) {
     scratchBytes_ = bytes;
   }
   return scratch_.get();
+}
+
+std::unique_ptr<Comm> Comm::subset(const std::vector<int>& ranks) const {
+  std::vector<std::shared_ptr<Connection>> links;
+  int self = -1;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    HVD_ENFORCE(ranks[i] >= 0 && ranks[i] < size_, describe(), ": subset rank ", ranks[i],
+                " outside [0, ", size_, ")");
+    HVD_ENFORCE(i == 0 || ranks[i] > ranks[i - 1], describe(), ": subset ranks not sorted");
+    if (ranks[i] == rank_) self = static_cast<int>(i);
+    links.push_back(connections_[ranks[i]]);
+  }
+  HVD_ENFORCE(self >= 0, describe(), ": subset does not contain this rank");
+  auto sub = std::make_unique<Comm>(self, static_cast<int>(ranks.size()), std::move(links),
+                                    timeout_, progress_);
+  sub->ownsConnections_ = false;
+  return sub;
 }
 
 std::string Comm::describe() const { return detail::concat("rank ", rank_, "/", size_); }

@@ -16,11 +16,11 @@ namespace hvd::collectives {
 
 class Comm {
  public:
-  // connections[r] is the link to rank r; connections[rank] is null. `keepAlive` holds whatever
-  // the connections depend on (the transport's device).
+  // connections[r] is the link to rank r; connections[rank] is null. `progress` is the
+  // transport's device, which the connections depend on (null for a single rank).
   Comm(int rank, int size, std::vector<std::shared_ptr<Connection>> connections,
-       std::chrono::milliseconds timeout, std::shared_ptr<void> keepAlive);
-  ~Comm();
+       std::chrono::milliseconds timeout, std::shared_ptr<ProgressEngine> progress);
+  ~Comm();  // closes the connections, unless this Comm is a subset of another
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -35,13 +35,20 @@ class Comm {
   // A reusable scratch buffer of at least `bytes` (contents undefined), valid until the next
   // call; saves collectives an allocation per operation.
   std::byte* scratch(std::size_t bytes);
+  // The transport's progress engine (null for a single rank), for waiting on several requests.
+  ProgressEngine* progress() const { return progress_.get(); }
+  // A communicator over some of this one's ranks (`ranks` sorted, unique, containing this rank;
+  // the new rank is the index in `ranks`). It shares the connections, so it must be used by the
+  // same thread, and operations on both must run in the same order on every member.
+  std::unique_ptr<Comm> subset(const std::vector<int>& ranks) const;
 
  private:
   int rank_;
   int size_;
   std::vector<std::shared_ptr<Connection>> connections_;
   std::chrono::milliseconds timeout_;
-  std::shared_ptr<void> keepAlive_;
+  std::shared_ptr<ProgressEngine> progress_;
+  bool ownsConnections_ = true;
   uint64_t sequence_ = 0;
   std::unique_ptr<std::byte[]> scratch_;
   std::size_t scratchBytes_ = 0;

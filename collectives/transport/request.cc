@@ -15,4 +15,10 @@ void Request::wait(Deadline deadline) {
   if (state_->error) std::rethrow_exception(state_->error);
 }
 
+bool Request::test() const {
+  if (!state_) return true;
+  if (state_->done && state_->error) std::rethrow_exception(state_->error);
+  return state_->done;
+}
+
 }  // namespace hvd::collectives

@@ -21,6 +21,11 @@ class ProgressEngine {
  public:
   virtual ~ProgressEngine() = default;
   virtual void progressUntil(Deadline deadline) = 0;
+  // Runs the handlers that are ready now, without blocking.
+  virtual void poll() = 0;
+  // Makes a progressUntil running on another thread (or the next one to start) return soon.
+  // The only method any thread may call.
+  virtual void wake() = 0;
 };
 
 struct RequestState;
@@ -53,6 +58,9 @@ class Request {
       : state_(std::move(state)), engine_(engine) {}
 
   void wait(Deadline deadline);
+  // True once the request has completed; rethrows its error if it failed. Does not drive
+  // progress (call the engine's poll or progressUntil for that). An empty Request is done.
+  bool test() const;
 
  private:
   std::shared_ptr<RequestState> state_;

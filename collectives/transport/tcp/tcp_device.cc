@@ -61,6 +61,15 @@ void TcpDevice::progressUntil(Deadline deadline) {
   io_.run_one_until(deadline);
 }
 
+void TcpDevice::poll() {
+  if (io_.stopped()) io_.restart();
+  io_.poll();
+}
+
+// Posting a no-op makes run_one_until return once it has run it; a post made while no thread is
+// inside run_one waits in the queue, so no wake-up is lost.
+void TcpDevice::wake() { boost::asio::post(io_, [] {}); }
+
 std::unique_ptr<Comm> TcpDevice::connectAll(int rank, int size, rendezvous::Store& store,
                                             std::chrono::milliseconds connectTimeout,
                                             std::chrono::milliseconds opTimeout) {

@@ -30,6 +30,8 @@ class TcpDevice : public Device,
                                    std::chrono::milliseconds connectTimeout,
                                    std::chrono::milliseconds opTimeout) override;
   void progressUntil(Deadline deadline) override;
+  void poll() override;
+  void wake() override;
   std::string listenAddress() const;  // "ip:port"
 
  private:

@@ -1,0 +1,98 @@
+#include "runtime/engine/control_channel.h"
+
+#include "common/error.h"
+
+namespace hvd::runtime {
+namespace {
+constexpr collectives::Tag kControlTag = 0xC0ull << 56;
+}
+
+ControlChannel::ControlChannel(std::unique_ptr<collectives::Comm> comm, std::vector<int> listenTo)
+    : comm_(std::move(comm)) {
+  inbound_.resize(listenTo.size());
+  for (std::size_t i = 0; i < listenTo.size(); ++i) inbound_[i].peer = listenTo[i];
+  for (auto& in : inbound_) postHeader(in);
+}
+
+void ControlChannel::postHeader(Inbound& in) {
+  in.inBody = false;
+  in.header = comm_->peer(in.peer).irecv(
+      collectives::MutableBytes(reinterpret_cast<std::byte*>(&in.length), sizeof in.length),
+      kControlTag);
+}
+
+void ControlChannel::linkBroke(int peer, const std::exception& e) const {
+  throw IoError(detail::concat("rank ", comm_->rank(), ": control link to rank ", peer,
+                               " broke (its process exited, crashed or was killed): ", e.what()));
+}
+
+void ControlChannel::send(int peer, const std::string& message) {
+  uint64_t length = message.size();
+  auto& link = comm_->peer(peer);
+  try {
+    auto header = link.isend(
+        collectives::ConstBytes(reinterpret_cast<const std::byte*>(&length), sizeof length),
+        kControlTag);
+    collectives::Request body;
+    if (length > 0)
+      body = link.isend(collectives::ConstBytes(
+                            reinterpret_cast<const std::byte*>(message.data()), length),
+                        kControlTag);
+    header.wait(comm_->deadline());
+    body.wait(comm_->deadline());
+  } catch (const TimeoutError&) {
+    throw;
+  } catch (const std::exception& e) {
+    linkBroke(peer, e);
+  }
+}
+
+std::vector<std::pair<int, std::string>> ControlChannel::receive() {
+  std::vector<std::pair<int, std::string>> messages;
+  if (auto* progress = comm_->progress()) progress->poll();
+  for (auto& in : inbound_) {
+    try {
+      while (true) {
+        if (!in.inBody) {
+          if (!in.header.test()) break;
+          in.payload.assign(in.length, '\0');
+          in.inBody = true;
+          if (in.length > 0)
+            in.body = comm_->peer(in.peer).irecv(
+                collectives::MutableBytes(reinterpret_cast<std::byte*>(in.payload.data()),
+                                          in.length),
+                kControlTag);
+          else
+            in.body = {};
+        }
+        if (!in.body.test()) break;
+        messages.emplace_back(in.peer, std::move(in.payload));
+        postHeader(in);
+      }
+    } catch (const std::exception& e) {
+      linkBroke(in.peer, e);
+    }
+  }
+  return messages;
+}
+
+void ControlChannel::waitForActivity(collectives::Deadline deadline) {
+  if (auto* progress = comm_->progress()) {
+    progress->progressUntil(deadline);
+    return;
+  }
+  std::unique_lock<std::mutex> lock(mutex_);
+  cv_.wait_until(lock, deadline, [&] { return woken_; });
+  woken_ = false;
+}
+
+void ControlChannel::wake() {
+  if (auto* progress = comm_->progress()) return progress->wake();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    woken_ = true;
+  }
+  cv_.notify_one();
+}
+
+}  // namespace hvd::runtime

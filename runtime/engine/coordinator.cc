@@ -1,0 +1,299 @@
+#include "runtime/engine/coordinator.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "common/error.h"
+
+namespace hvd::runtime {
+namespace {
+
+std::vector<int32_t> iota(int n) {
+  std::vector<int32_t> v(n);
+  for (int i = 0; i < n; ++i) v[i] = i;
+  return v;
+}
+
+double secondsBetween(SteadyTime a, SteadyTime b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// Allreduces that may share one fusion buffer share this key; empty: never fused.
+std::string fusionKey(const OpRequest& r) {
+  if (r.type != OpType::Allreduce || r.tensors.empty()) return "";
+  for (const auto& t : r.tensors)
+    if (t.dtype != r.tensors[0].dtype) return "";
+  std::ostringstream k;
+  k << static_cast<int>(r.tensors[0].dtype) << '/' << static_cast<int>(r.reduceOp) << '/'
+    << r.prescale << '/' << r.postscale << '/' << r.device.index << '/' << r.processSet;
+  return k.str();
+}
+
+}  // namespace
+
+std::string rankSet(const std::set<int>& ranks) {
+  std::ostringstream out;
+  out << "{";
+  bool first = true;
+  for (int r : ranks) {
+    out << (first ? "" : ",") << r;
+    first = false;
+  }
+  out << "}";
+  return out.str();
+}
+
+std::string describeByRank(const std::map<int, std::string>& valueByRank) {
+  std::vector<std::pair<std::string, std::set<int>>> groups;
+  for (const auto& [rank, value] : valueByRank) {
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const auto& g) { return g.first == value; });
+    if (it == groups.end()) groups.push_back({value, {rank}});
+    else it->second.insert(rank);
+  }
+  std::string out;
+  for (const auto& [value, ranks] : groups) {
+    if (!out.empty()) out += ", ";
+    out += (ranks.size() > 1 ? "ranks " : "rank ") + rankSet(ranks) + " " + value;
+  }
+  return out;
+}
+
+Coordinator::Coordinator(CoordinatorOptions options)
+    : options_(options), cache_(options.cacheCapacity) {
+  processSets_[0] = iota(options_.size);
+}
+
+const std::vector<int32_t>& Coordinator::processSet(int32_t id) const {
+  static const std::vector<int32_t> kNone;
+  auto it = processSets_.find(id);
+  return it == processSets_.end() ? kNone : it->second;
+}
+
+void Coordinator::submitList(int rank, const RequestList& list, SteadyTime now) {
+  seenByRank_[rank] = list.responseListsSeen;
+  if (static_cast<int>(seenByRank_.size()) == options_.size) {
+    uint64_t everyone = UINT64_MAX;
+    for (const auto& [r, seen] : seenByRank_) everyone = std::min(everyone, seen);
+    cache_.allRanksHaveSeen(everyone);
+  }
+  for (const auto& s : list.submissions)
+    submit(rank, s.cacheId ? cache_.resolve(s.cacheId) : s.request, s.cacheId, now);
+  if (list.shutdown) requestShutdown(rank);
+}
+
+void Coordinator::submit(int rank, const OpRequest& request, uint64_t cacheId, SteadyTime now) {
+  if (request.type == OpType::Join) {
+    joined_.insert(rank);
+    lastJoined_ = rank;
+    for (auto& [name, p] : pending_) markIfReady(name, p);
+    return;
+  }
+  auto [it, fresh] = pending_.try_emplace(request.name);
+  Pending& p = it->second;
+  if (fresh) p.firstSeen = now;
+  HVD_ENFORCE(!p.byRank.count(rank), "rank ", rank, " submitted ", request.describe(),
+              " twice before it ran");
+  p.byRank[rank] = request;
+  p.arrivedAt[rank] = now;
+  p.cacheIdByRank[rank] = cacheId;
+  // AddProcessSet and RemoveProcessSet are collective over every rank.
+  bool global = request.type == OpType::AddProcessSet ||
+                request.type == OpType::RemoveProcessSet;
+  for (int32_t r : processSet(global ? 0 : request.processSet)) p.expected.insert(r);
+  p.expected.insert(rank);
+  markIfReady(it->first, p);
+}
+
+void Coordinator::requestShutdown(int rank) { shutdownRequested_.insert(rank); }
+
+std::set<int> Coordinator::missing(const Pending& p) const {
+  std::set<int> m;
+  for (int r : p.expected)
+    if (!p.byRank.count(r) && !joined_.count(r)) m.insert(r);
+  return m;
+}
+
+void Coordinator::markIfReady(const std::string& name, Pending& p) {
+  if (p.ready || !missing(p).empty()) return;
+  p.ready = true;
+  readyOrder_.push_back(name);
+  if (!firstReadyAt_) firstReadyAt_ = std::chrono::steady_clock::now();
+}
+
+std::optional<std::string> Coordinator::disagreement(const std::string& name,
+                                                     const Pending& p) const {
+  // Ranks that sent the same cache id sent identical requests.
+  std::set<uint64_t> ids;
+  for (const auto& [rank, id] : p.cacheIdByRank) ids.insert(id);
+  if (ids.size() == 1 && *ids.begin() != 0) return std::nullopt;
+  for (const auto& property : negotiatedProperties()) {
+    std::map<int, std::string> values;
+    for (const auto& [rank, request] : p.byRank) values[rank] = property.format(request);
+    bool same = std::all_of(values.begin(), values.end(),
+                            [&](const auto& v) { return v.second == values.begin()->second; });
+    if (!same)
+      return detail::concat(opTypeName(p.byRank.begin()->second.type), " \"", name, "\": ",
+                            property.name, " mismatch: ", describeByRank(values));
+  }
+  return std::nullopt;
+}
+
+Response Coordinator::decide(const std::string& name, Pending& p) {
+  const OpRequest& request = p.byRank.begin()->second;
+  Response r;
+  r.type = request.type;
+  r.names = {name};
+  auto fail = [&](std::string message) {
+    r.kind = ResponseKind::Error;
+    r.message = std::move(message);
+    return r;
+  };
+  if (auto why = disagreement(name, p)) return fail(*why);
+  bool global = request.type == OpType::AddProcessSet ||
+                request.type == OpType::RemoveProcessSet;
+  if (!global && processSet(request.processSet).empty())
+    return fail(detail::concat(request.describe(), ": process set ", request.processSet,
+                               " does not exist"));
+  std::set<int> absentJoined;
+  for (int rank : p.expected)
+    if (!p.byRank.count(rank)) absentJoined.insert(rank);
+  if (!absentJoined.empty()) {
+    if (request.type != OpType::Allreduce)
+      return fail(detail::concat(request.describe(), ": ranks ", rankSet(absentJoined),
+                                 " have joined; only allreduce can run while ranks are joined"));
+    r.forJoined = {request};
+  }
+  return r;
+}
+
+void Coordinator::applyProcessSetChange(Response& r, const OpRequest& request) {
+  if (r.kind != ResponseKind::Execute) return;
+  if (request.type == OpType::AddProcessSet) {
+    for (const auto& [id, ranks] : processSets_)
+      if (ranks == request.setRanks) {
+        r.kind = ResponseKind::Error;
+        r.message = detail::concat("add_process_set: ranks ", rankSet({request.setRanks.begin(),
+                                   request.setRanks.end()}), " already form process set ", id);
+        return;
+      }
+    r.value = nextProcessSetId_++;
+    processSets_[r.value] = request.setRanks;
+  } else if (request.type == OpType::RemoveProcessSet) {
+    int32_t id = request.setRanks.empty() ? -1 : request.setRanks[0];
+    if (id == 0 || !processSets_.count(id)) {
+      r.kind = ResponseKind::Error;
+      r.message = id == 0 ? std::string("remove_process_set: the global process set (0) cannot "
+                                        "be removed")
+                          : detail::concat("remove_process_set: process set ", id,
+                                           " does not exist");
+      return;
+    }
+    processSets_.erase(id);
+    r.value = id;
+  }
+}
+
+void Coordinator::fuseInto(std::vector<Response>& out, std::vector<std::size_t>& openBytes,
+                           std::vector<std::string>& openKeys, Response response,
+                           const OpRequest& request) {
+  std::string key = response.kind == ResponseKind::Execute && response.forJoined.empty() &&
+                            options_.fusionThresholdBytes > 0
+                        ? fusionKey(request)
+                        : "";
+  std::size_t bytes = request.totalBytes();
+  if (!key.empty())
+    for (std::size_t i = 0; i < out.size(); ++i)
+      if (openKeys[i] == key && openBytes[i] + bytes <= options_.fusionThresholdBytes) {
+        out[i].names.push_back(response.names[0]);
+        out[i].cacheIds.push_back(response.cacheIds[0]);
+        openBytes[i] += bytes;
+        return;
+      }
+  out.push_back(std::move(response));
+  openKeys.push_back(key);
+  openBytes.push_back(bytes);
+}
+
+ResponseList Coordinator::dispatch(SteadyTime now) {
+  ResponseList list;
+  list.seq = nextSeq_;
+  std::vector<Response>& out = list.responses;
+  if (!readyOrder_.empty() && options_.cycleTime.count() > 0 && firstReadyAt_ &&
+      now < *firstReadyAt_ + options_.cycleTime)
+    return list;
+  std::vector<std::size_t> openBytes;
+  std::vector<std::string> openKeys;
+  for (const auto& name : readyOrder_) {
+    auto it = pending_.find(name);
+    Pending& p = it->second;
+    OpRequest request = p.byRank.begin()->second;
+    Response r = decide(name, p);
+    applyProcessSetChange(r, request);
+    if (r.kind == ResponseKind::Execute) r.cacheIds = {cache_.recordExecuted(request, list.seq)};
+    pending_.erase(it);
+    fuseInto(out, openBytes, openKeys, std::move(r), request);
+  }
+  readyOrder_.clear();
+  firstReadyAt_.reset();
+  if (static_cast<int>(joined_.size()) == options_.size) {
+    Response done;
+    done.kind = ResponseKind::JoinDone;
+    done.type = OpType::Join;
+    done.value = lastJoined_;
+    out.push_back(done);
+    joined_.clear();
+  }
+  if (options_.stallCheck && options_.stallShutdown.count() > 0) {
+    std::string report;
+    for (const auto& [name, p] : pending_)
+      if (now - p.firstSeen >= options_.stallShutdown)
+        report += (report.empty() ? "" : "; ") + stallReport(p, now);
+    if (!report.empty()) {
+      Response fatal;
+      fatal.kind = ResponseKind::Fatal;
+      fatal.message = detail::concat("stalled for more than ", options_.stallShutdown.count(),
+                                     " s (HVD_STALL_SHUTDOWN_TIME_SECONDS), stopping the job: ",
+                                     report);
+      out.push_back(fatal);
+    }
+  }
+  if (!shutdownSent_ && static_cast<int>(shutdownRequested_.size()) == options_.size) {
+    Response bye;
+    bye.kind = ResponseKind::Shutdown;
+    out.push_back(bye);
+    shutdownSent_ = true;
+  }
+  list.evictedCacheIds = cache_.takeEvicted();
+  if (!out.empty()) ++nextSeq_;
+  return list;
+}
+
+std::optional<SteadyTime> Coordinator::nextDeadline() const {
+  if (!readyOrder_.empty() && firstReadyAt_) return *firstReadyAt_ + options_.cycleTime;
+  return std::nullopt;
+}
+
+std::string Coordinator::stallReport(const Pending& p,
+                                     SteadyTime now) const {
+  std::set<int> submitted;
+  for (const auto& [rank, request] : p.byRank) submitted.insert(rank);
+  return detail::concat(p.byRank.begin()->second.describe(), " submitted by ranks ",
+                        rankSet(submitted), ", waiting ",
+                        static_cast<int>(secondsBetween(p.firstSeen, now)), " s for ranks ",
+                        rankSet(missing(p)));
+}
+
+std::vector<std::string> Coordinator::stallWarnings(SteadyTime now) {
+  std::vector<std::string> lines;
+  if (!options_.stallCheck) return lines;
+  for (auto& [name, p] : pending_) {
+    if (p.ready || now - p.firstSeen < options_.stallWarning) continue;
+    if (p.warnedAt != SteadyTime{} && now - p.warnedAt < options_.stallWarning) continue;
+    p.warnedAt = now;
+    lines.push_back(stallReport(p, now));
+  }
+  return lines;
+}
+
+}  // namespace hvd::runtime

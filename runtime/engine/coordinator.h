@@ -1,0 +1,102 @@
+// Negotiation, as a state machine with no I/O (rank 0's engine feeds it and sends what it
+// returns). It collects every rank's requests by name, and when all ranks an operation needs
+// have submitted it, checks that they agree and turns the ready operations into Responses in one
+// order, fusing compatible allreduces. It also tracks join, shutdown and stalls.
+//   - A name is ready when every rank of its process set has submitted it, except ranks that
+//     have joined (they contribute zeros to allreduce; other operations fail while ranks are
+//     joined).
+//   - Ranks that disagree (dtype, shape, op, root, scaling, device, process set, ...) get an
+//     Error response naming the tensor and which ranks had which value.
+//   - With a cycle time, ready work is held until the cycle has passed, to fuse more; with
+//     none (the default), dispatch() returns work as soon as it is ready.
+// Thread model: owned by rank 0's engine thread.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/engine/messages.h"
+#include "runtime/engine/response_cache.h"
+
+namespace hvd::runtime {
+
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+struct CoordinatorOptions {
+  int size = 1;
+  std::size_t fusionThresholdBytes = 0;  // 0: no fusion
+  std::chrono::microseconds cycleTime{0};
+  bool stallCheck = true;
+  std::chrono::seconds stallWarning{60};
+  std::chrono::seconds stallShutdown{0};  // 0: never fail a stalled job
+  std::size_t cacheCapacity = 1024;       // 0: no response cache
+};
+
+class Coordinator {
+ public:
+  explicit Coordinator(CoordinatorOptions options);
+
+  // A rank's RequestList: resolves cached ids, records what the rank has seen, submits.
+  void submitList(int rank, const RequestList& list, SteadyTime now);
+  // A rank's request (negotiated form). `cacheId` is the id it came under (0 if in full).
+  void submit(int rank, const OpRequest& request, uint64_t cacheId, SteadyTime now);
+  void requestShutdown(int rank);
+  // Ranks of process set `id` (0 is every rank); empty if it does not exist.
+  const std::vector<int32_t>& processSet(int32_t id) const;
+
+  // The responses ready now, in the order every rank must run them (an empty list when none),
+  // with the cache ids of executed operations and the evicted ones. Records the process sets
+  // that AddProcessSet/RemoveProcessSet responses create and remove.
+  ResponseList dispatch(SteadyTime now);
+  // When dispatch() or stallWarnings() next has something to do without new input.
+  std::optional<SteadyTime> nextDeadline() const;
+  // One line per operation stalled past the warning time (each reported once per warning
+  // period): the name, which ranks submitted it and which have not.
+  std::vector<std::string> stallWarnings(SteadyTime now);
+
+ private:
+  struct Pending {
+    std::map<int, OpRequest> byRank;
+    std::map<int, SteadyTime> arrivedAt;
+    std::map<int, uint64_t> cacheIdByRank;
+    std::set<int> expected;
+    SteadyTime firstSeen;
+    SteadyTime warnedAt{};
+    bool ready = false;
+  };
+
+  void markIfReady(const std::string& name, Pending& p);
+  std::set<int> missing(const Pending& p) const;
+  std::optional<std::string> disagreement(const std::string& name, const Pending& p) const;
+  Response decide(const std::string& name, Pending& p);
+  std::string stallReport(const Pending& p, SteadyTime now) const;
+  void fuseInto(std::vector<Response>& out, std::vector<std::size_t>& openBytes,
+                std::vector<std::string>& openKeys, Response response, const OpRequest& request);
+  void applyProcessSetChange(Response& response, const OpRequest& request);
+
+  CoordinatorOptions options_;
+  std::unordered_map<std::string, Pending> pending_;
+  std::vector<std::string> readyOrder_;
+  std::map<int32_t, std::vector<int32_t>> processSets_;
+  int32_t nextProcessSetId_ = 1;
+  std::set<int> joined_;
+  int lastJoined_ = -1;
+  std::set<int> shutdownRequested_;
+  bool shutdownSent_ = false;
+  std::optional<SteadyTime> firstReadyAt_;
+  CoordinatorCache cache_;
+  uint64_t nextSeq_ = 1;
+  std::map<int, uint64_t> seenByRank_;
+};
+
+// "ranks {0,2,3} float32, rank {1} float16": ranks grouped by value, in order of first rank.
+std::string describeByRank(const std::map<int, std::string>& valueByRank);
+// "{0,2,3}"
+std::string rankSet(const std::set<int>& ranks);
+
+}  // namespace hvd::runtime

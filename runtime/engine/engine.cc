@@ -1,0 +1,383 @@
+#include "runtime/engine/engine.h"
+
+#include <pthread.h>
+
+#include "common/logging.h"
+
+namespace hvd::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<int> allRanksBut(int size, int self) {
+  std::vector<int> ranks;
+  for (int r = 0; r < size; ++r)
+    if (r != self) ranks.push_back(r);
+  return ranks;
+}
+
+std::exception_ptr shutDownError(const LocalOp& op) {
+  return std::make_exception_ptr(
+      Error(op.request.describe() + ": hvd was shut down before the operation ran"));
+}
+
+}  // namespace
+
+Engine::Engine(EngineOptions options, std::unique_ptr<collectives::Comm> data,
+               std::unique_ptr<collectives::Comm> control)
+    : options_(std::move(options)),
+      rank_(data->rank()),
+      size_(data->size()),
+      data_(std::move(data)),
+      timeline_(rank_),
+      executor_(options_.executor, timeline_) {
+  control_ = std::make_unique<ControlChannel>(
+      std::move(control), rank_ == 0 ? allRanksBut(size_, 0) : std::vector<int>{0});
+  std::vector<int32_t> world;
+  for (int r = 0; r < size_; ++r) world.push_back(r);
+  processSets_[0] = ProcessSetState{world, nullptr};
+  if (rank_ == 0) {
+    CoordinatorOptions c = options_.coordinator;
+    c.size = size_;
+    c.cacheCapacity = options_.cacheCapacity;
+    coordinator_ = std::make_unique<Coordinator>(c);
+    if (!options_.timelinePath.empty()) timeline_.start(options_.timelinePath);
+  }
+  thread_ = std::thread([this] { loop(); });
+}
+
+Engine::~Engine() {
+  abort_ = true;
+  if (control_) control_->wake();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::string Engine::autoName(OpType type) {
+  return detail::concat(opTypeName(type), ".noname.", unnamed_[type]++);
+}
+
+Handle Engine::enqueue(Operation op) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (fatal_) std::rethrow_exception(fatal_);
+  std::string opName = op.name.empty() ? opTypeName(op.type) : "\"" + op.name + "\"";
+  if (shutdownCalled_ || threadDone_)
+    throw Error(detail::concat(opTypeName(op.type), " ", opName, ": hvd is shut down"));
+  if (joined_)
+    throw InvalidArgument(detail::concat(opTypeName(op.type), " ", opName,
+                                         ": this rank has called join; wait for it to complete "
+                                         "before submitting more operations"));
+  int setSize = size_;
+  if (op.type != OpType::AddProcessSet && op.type != OpType::RemoveProcessSet) {
+    auto it = processSets_.find(op.processSet);
+    if (it == processSets_.end())
+      throw InvalidArgument(detail::concat(opTypeName(op.type), " ", opName, ": process set ",
+                                           op.processSet, " does not exist"));
+    const auto& ranks = it->second.ranks;
+    if (std::find(ranks.begin(), ranks.end(), rank_) == ranks.end())
+      throw InvalidArgument(detail::concat(
+          opTypeName(op.type), " ", opName, ": rank ", rank_, " is not in process set ",
+          op.processSet, " ", rankSet({ranks.begin(), ranks.end()})));
+    setSize = static_cast<int>(ranks.size());
+  }
+  if (op.type == OpType::Join) op.name = "join";
+  if (op.name.empty()) op.name = autoName(op.type);
+  auto local = std::make_unique<LocalOp>();
+  local->request = describeOperation(op, setSize);
+  if (inFlight_.count(op.name))
+    throw InvalidArgument(detail::concat(local->request.describe(), ": an operation named \"",
+                                         op.name, "\" is already in flight on rank ", rank_,
+                                         "; wait for it or use another name"));
+  inFlight_.insert(op.name);
+  if (op.type == OpType::Join) joined_ = true;
+  local->op = std::move(op);
+  local->handle = std::make_shared<OpHandle>(local->request.describe());
+  local->submittedAt = Clock::now();
+  Handle handle = local->handle;
+  queue_.push_back(std::move(local));
+  ++submitted_;
+  lock.unlock();
+  control_->wake();
+  return handle;
+}
+
+bool Engine::takeSubmissions() {
+  std::vector<std::unique_ptr<LocalOp>> fresh;
+  bool shutdown = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    fresh.swap(queue_);
+    shutdown = shutdownCalled_ && !sentShutdown_;
+  }
+  if (fresh.empty() && !shutdown) return false;
+  RequestList list;
+  list.responseListsSeen = listsSeen_;
+  for (auto& op : fresh) {
+    Submission s;
+    s.request = op->request.negotiated();
+    if (op->op.type != OpType::Join && options_.cacheCapacity > 0) {
+      s.cacheId = workerCache_.idFor(s.request);
+      ++(s.cacheId ? cacheHits_ : cacheMisses_);
+    }
+    list.submissions.push_back(std::move(s));
+    if (op->op.type == OpType::Join) join_ = std::move(op);
+    else waiting_[op->request.name] = std::move(op);
+  }
+  list.shutdown = shutdown;
+  sentShutdown_ |= shutdown;
+  if (coordinator_) coordinator_->submitList(rank_, list, Clock::now());
+  else control_->send(0, list.encode());
+  return true;
+}
+
+bool Engine::readControl() {
+  auto messages = control_->receive();
+  for (auto& [peer, bytes] : messages) {
+    if (coordinator_) coordinator_->submitList(peer, RequestList::decode(bytes), Clock::now());
+    else applyResponses(ResponseList::decode(bytes));
+    if (finished_) break;
+  }
+  return !messages.empty();
+}
+
+bool Engine::coordinate() {
+  auto now = Clock::now();
+  for (const auto& line : coordinator_->stallWarnings(now))
+    log::logger("engine")->warn("stall: {} (HVD_STALL_CHECK_TIME_SECONDS)", line);
+  ResponseList list = coordinator_->dispatch(now);
+  if (list.responses.empty()) return false;
+  std::string bytes = list.encode();
+  for (int r = 1; r < size_; ++r) control_->send(r, bytes);
+  applyResponses(list);
+  return true;
+}
+
+void Engine::applyResponses(const ResponseList& list) {
+  listsSeen_ = list.seq;
+  ++responseLists_;
+  for (uint64_t id : list.evictedCacheIds) workerCache_.forget(id);
+  for (const auto& response : list.responses) applyResponse(response);
+}
+
+void Engine::applyResponse(const Response& r) {
+  switch (r.kind) {
+    case ResponseKind::Execute:
+      return execute(r);
+    case ResponseKind::Error:
+      return failNamed(r, r.message);
+    case ResponseKind::JoinDone:
+      if (join_) {
+        join_->result.value = r.value;
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          joined_ = false;
+        }
+        finishOp(*join_, nullptr);
+        join_.reset();
+      }
+      return;
+    case ResponseKind::Shutdown:
+      finished_ = true;
+      for (auto& [name, op] : waiting_) finishOp(*op, shutDownError(*op));
+      waiting_.clear();
+      if (join_) finishOp(*join_, shutDownError(*join_));
+      join_.reset();
+      return;
+    case ResponseKind::Fatal:
+      throw Error(r.message);
+  }
+}
+
+void Engine::failNamed(const Response& r, const std::string& message) {
+  for (const auto& name : r.names) {
+    auto it = waiting_.find(name);
+    if (it == waiting_.end()) continue;
+    auto op = std::move(it->second);
+    waiting_.erase(it);
+    finishOp(*op, std::make_exception_ptr(InvalidArgument(message)));
+  }
+}
+
+void Engine::execute(const Response& r) {
+  std::vector<std::unique_ptr<LocalOp>> owned;
+  std::vector<LocalOp*> ops;
+  int32_t setId = -1;
+  for (std::size_t i = 0; i < r.names.size(); ++i) {
+    auto it = waiting_.find(r.names[i]);
+    if (it != waiting_.end()) {
+      owned.push_back(std::move(it->second));
+      waiting_.erase(it);
+      ops.push_back(owned.back().get());
+      setId = ops.back()->request.processSet;
+    } else {
+      ops.push_back(nullptr);
+      if (i < r.forJoined.size()) setId = r.forJoined[i].processSet;
+    }
+  }
+  if (r.type == OpType::AddProcessSet || r.type == OpType::RemoveProcessSet) {
+    LocalOp& op = *ops.at(0);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (r.type == OpType::AddProcessSet) {
+      const auto& ranks = op.request.setRanks;
+      bool member = std::find(ranks.begin(), ranks.end(), rank_) != ranks.end();
+      std::vector<int> sorted(ranks.begin(), ranks.end());
+      processSets_[r.value] = {ranks, member ? data_->subset(sorted) : nullptr};
+    } else {
+      processSets_.erase(r.value);
+    }
+    op.result.value = r.value;
+    op.handle->complete(std::move(op.result));
+    inFlight_.erase(op.request.name);
+    return;
+  }
+  if (setId < 0) return;  // this rank is not in the operation's process set
+  collectives::Comm* comm = data_.get();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = processSets_.find(setId);
+    if (it == processSets_.end()) return;
+    const auto& ranks = it->second.ranks;
+    if (std::find(ranks.begin(), ranks.end(), rank_) == ranks.end()) return;
+    if (setId != 0) comm = it->second.comm.get();
+  }
+  if (timeline_.active()) {
+    std::vector<Timeline::Event> events;
+    auto now = Clock::now();
+    for (LocalOp* op : ops)
+      if (op) events.push_back({op->request.name, "NEGOTIATE", op->submittedAt, now,
+                                op->request.totalBytes()});
+    timeline_.record(events);
+  }
+  try {
+    executor_.run(r, ops, *comm);
+  } catch (const InvalidArgument&) {
+    for (LocalOp* op : ops)
+      if (op) finishOp(*op, std::current_exception());
+    return;
+  }
+  collectives_ = executor_.counters().collectives;
+  fusedTensors_ = executor_.counters().fusedTensors;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (!ops[i]) continue;
+    if (i < r.cacheIds.size()) workerCache_.learn(ops[i]->request.negotiated(), r.cacheIds[i]);
+    finishOp(*ops[i], nullptr);
+  }
+}
+
+void Engine::finishOp(LocalOp& op, std::exception_ptr error) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    inFlight_.erase(op.request.name);
+  }
+  if (error) op.handle->fail(error);
+  else op.handle->complete(std::move(op.result));
+}
+
+void Engine::failEverything(std::exception_ptr error) {
+  std::string why;
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  log::logger("engine")->error("rank {}: stopping: {}", rank_, why);
+  auto fatal = std::make_exception_ptr(Error(why));
+  std::vector<std::unique_ptr<LocalOp>> queued;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!fatal_) fatal_ = fatal;
+    queued.swap(queue_);
+    inFlight_.clear();
+    joined_ = false;
+  }
+  for (auto& op : queued) op->handle->fail(fatal);
+  for (auto& [name, op] : waiting_) op->handle->fail(fatal);
+  waiting_.clear();
+  if (join_) join_->handle->fail(fatal);
+  join_.reset();
+  if (coordinator_) {
+    // Tell the other ranks the root cause, so their operations fail with it too.
+    ResponseList list;
+    Response r;
+    r.kind = ResponseKind::Fatal;
+    r.message = why;
+    list.responses.push_back(r);
+    std::string bytes = list.encode();
+    for (int peer = 1; peer < size_; ++peer) {
+      try {
+        control_->send(peer, bytes);
+      } catch (const std::exception&) {
+      }
+    }
+  }
+}
+
+collectives::Deadline Engine::nextWake() const {
+  // Rank 0 looks at stalls every second; the others only wait for messages and submissions.
+  auto wake = Clock::now() + std::chrono::seconds(1);
+  if (coordinator_)
+    if (auto d = coordinator_->nextDeadline()) wake = std::min(wake, *d);
+  return wake;
+}
+
+void Engine::loop() {
+  pthread_setname_np(pthread_self(), "hvd-engine");
+  try {
+    while (!finished_ && !abort_) {
+      bool busy = takeSubmissions();
+      busy |= readControl();
+      if (coordinator_ && !finished_) busy |= coordinate();
+      if (!busy && !finished_) control_->waitForActivity(nextWake());
+    }
+  } catch (const std::exception&) {
+    failEverything(std::current_exception());
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  threadDone_ = true;
+  stopped_.notify_all();
+}
+
+void Engine::shutdown() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!shutdownCalled_) {
+    shutdownCalled_ = true;
+    lock.unlock();
+    control_->wake();
+    lock.lock();
+  }
+  if (!stopped_.wait_for(lock, options_.opTimeout, [&] { return threadDone_; })) {
+    log::logger("engine")->warn(
+        "rank {}: shutdown: not every rank called shutdown within {} s; leaving without them",
+        rank_, options_.opTimeout.count() / 1000);
+    abort_ = true;
+  }
+  lock.unlock();
+  control_->wake();
+  if (thread_.joinable()) thread_.join();
+  timeline_.stop();
+}
+
+EngineStats Engine::stats() const {
+  return {submitted_, cacheHits_, cacheMisses_, collectives_, fusedTensors_, responseLists_};
+}
+
+std::optional<std::vector<int32_t>> Engine::processSet(int32_t id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = processSets_.find(id);
+  if (it == processSets_.end()) return std::nullopt;
+  return it->second.ranks;
+}
+
+std::vector<int32_t> Engine::processSetIds() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<int32_t> ids;
+  for (const auto& [id, set] : processSets_) ids.push_back(id);
+  return ids;
+}
+
+void Engine::startTimeline(const std::string& path) {
+  if (rank_ == 0) timeline_.start(path);
+}
+
+void Engine::stopTimeline() { timeline_.stop(); }
+
+}  // namespace hvd::runtime

@@ -1,0 +1,139 @@
+// The background engine: one thread per Runtime that takes the operations callers enqueue,
+// negotiates them with the coordinator (rank 0's engine, see coordinator.h) so that every rank
+// runs them in one order, and runs them (executor.h).
+//
+// Each loop of the engine thread: take new submissions and tell the coordinator (rank 0 hands
+// them to its Coordinator directly; others send a RequestList); read control messages; on rank
+// 0, dispatch what is ready to every rank; run the responses in order. With nothing to do it
+// sleeps in the control link's poll until a message, a submission (wake) or the next deadline
+// (cycle time, stall check), so a lone operation starts at once and an idle job costs no CPU.
+//
+// Failure: an error that breaks the communicator (a peer died, a stall past its limit, a broken
+// invariant) is fatal: every pending and later operation fails with that root cause, and rank 0
+// forwards it to the other ranks. An operation the ranks disagree on fails alone.
+//
+// Thread model: enqueue, stats, process-set queries, start/stopTimeline and shutdown may be
+// called from any thread; `mutex_` guards the submission queue, the names in flight, the
+// process-set table and the fatal error. Everything else belongs to the engine thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+#include <unordered_map>
+
+#include "runtime/engine/control_channel.h"
+#include "runtime/engine/coordinator.h"
+#include "runtime/engine/executor.h"
+#include "runtime/engine/local_op.h"
+#include "runtime/engine/response_cache.h"
+#include "runtime/engine/timeline.h"
+
+namespace hvd::runtime {
+
+struct EngineOptions {
+  CoordinatorOptions coordinator;
+  ExecutorOptions executor;
+  std::size_t cacheCapacity = 1024;
+  std::chrono::milliseconds opTimeout{300000};
+  std::string timelinePath;  // rank 0 writes it; empty: none
+};
+
+struct EngineStats {
+  uint64_t submitted = 0;
+  uint64_t cacheHits = 0;    // submissions sent as a response-cache id
+  uint64_t cacheMisses = 0;  // submissions sent in full
+  uint64_t collectives = 0;  // collective calls made (a fused allreduce counts once)
+  uint64_t fusedTensors = 0;
+  uint64_t responseLists = 0;
+};
+
+class Engine {
+ public:
+  // Takes the data communicator (collectives) and the control communicator (negotiation); both
+  // span the whole job. Starts the engine thread.
+  Engine(EngineOptions options, std::unique_ptr<collectives::Comm> data,
+         std::unique_ptr<collectives::Comm> control);
+  ~Engine();  // stops the thread without the collective shutdown if shutdown() was not called
+
+  // Throws InvalidArgument for an operation that cannot be valid on any rank (naming it and
+  // the value) or whose name is already in flight on this rank; after a fatal error, throws
+  // that error.
+  Handle enqueue(Operation op);
+  // Collective: returns when every rank has called it (or after the op timeout, with a
+  // warning); operations still pending then fail.
+  void shutdown();
+
+  EngineStats stats() const;
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  // Ranks of process set `id`, or nullopt when it does not exist (as this rank knows it).
+  std::optional<std::vector<int32_t>> processSet(int32_t id) const;
+  std::vector<int32_t> processSetIds() const;
+  void startTimeline(const std::string& path);
+  void stopTimeline();
+
+ private:
+  struct ProcessSetState {
+    std::vector<int32_t> ranks;
+    std::unique_ptr<collectives::Comm> comm;  // null when this rank is not a member
+  };
+
+  void loop();
+  bool takeSubmissions();
+  bool readControl();
+  bool coordinate();
+  void applyResponses(const ResponseList& list);
+  void applyResponse(const Response& response);
+  void execute(const Response& response);
+  void failNamed(const Response& response, const std::string& message);
+  void finishOp(LocalOp& op, std::exception_ptr error);
+  void submitToCoordinator(int rank, const RequestList& list);
+  void failEverything(std::exception_ptr error);
+  collectives::Deadline nextWake() const;
+  std::string autoName(OpType type);
+
+  EngineOptions options_;
+  int rank_;
+  int size_;
+  std::unique_ptr<collectives::Comm> data_;
+  std::unique_ptr<ControlChannel> control_;
+  Timeline timeline_;
+  Executor executor_;
+  WorkerCache workerCache_;
+  // Rank 0 only.
+  std::unique_ptr<Coordinator> coordinator_;
+  std::unique_ptr<CoordinatorCache> coordinatorCache_;
+  std::map<int, uint64_t> listsSeenByRank_;
+  uint64_t nextListSeq_ = 1;
+
+  // Engine thread.
+  std::unordered_map<std::string, std::unique_ptr<LocalOp>> waiting_;  // submitted, not yet run
+  std::unique_ptr<LocalOp> join_;
+  uint64_t listsSeen_ = 0;
+  bool sentShutdown_ = false;
+  bool finished_ = false;
+
+  mutable std::mutex mutex_;
+  std::condition_variable stopped_;
+  std::vector<std::unique_ptr<LocalOp>> queue_;
+  std::set<std::string> inFlight_;
+  std::map<OpType, uint64_t> unnamed_;
+  std::map<int32_t, ProcessSetState> processSets_;
+  std::exception_ptr fatal_;
+  bool joined_ = false;
+  bool shutdownCalled_ = false;
+  bool threadDone_ = false;
+  std::atomic<bool> abort_{false};
+  std::atomic<uint64_t> submitted_{0}, cacheHits_{0}, cacheMisses_{0}, responseLists_{0};
+  std::atomic<uint64_t> collectives_{0}, fusedTensors_{0};
+
+  std::thread thread_;
+};
+
+}  // namespace hvd::runtime

@@ -1,0 +1,175 @@
+#include "runtime/engine/executor.h"
+
+#include <cstring>
+
+#include "collectives/algorithms/barrier.h"
+#include "common/error.h"
+
+namespace hvd::runtime {
+
+using collectives::Tensor;
+using Clock = std::chrono::steady_clock;
+
+std::vector<std::vector<std::size_t>> planFusion(const std::vector<TensorMeta>& tensors,
+                                                 std::size_t thresholdBytes) {
+  std::vector<std::vector<std::size_t>> chunks;
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    std::size_t b = tensors[i].bytes();
+    bool join = !chunks.empty() && thresholdBytes > 0 &&
+                tensors[chunks.back().back()].dtype == tensors[i].dtype &&
+                bytes + b <= thresholdBytes;
+    if (join) {
+      chunks.back().push_back(i);
+      bytes += b;
+    } else {
+      chunks.push_back({i});
+      bytes = b;
+    }
+  }
+  return chunks;
+}
+
+void Executor::run(const Response& response, const std::vector<LocalOp*>& ops,
+                   collectives::Comm& comm) {
+  if (response.type == OpType::Allreduce) return allreduce(response, ops, comm);
+  for (LocalOp* op : ops) {
+    HVD_ENFORCE(op != nullptr, "only allreduce runs with joined ranks");
+    runOne(*op, comm);
+  }
+}
+
+void Executor::allreduce(const Response& response, const std::vector<LocalOp*>& ops,
+                         collectives::Comm& comm) {
+  std::vector<Slot> slots;
+  const OpRequest* params = nullptr;
+  joinedZeros_.clear();
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (LocalOp* op = ops[i]) {
+      params = &op->request;
+      for (std::size_t t = 0; t < op->op.inputs.size(); ++t) {
+        const Tensor& in = op->op.inputs[t];
+        void* out = op->op.outputs.empty() ? in.data : op->op.outputs[t].data;
+        slots.push_back({in.data, out, op->request.tensors[t], op->request.name});
+      }
+    } else {
+      // This rank joined: it adds zeros of the same shape and discards the result.
+      const OpRequest& shape = response.forJoined.at(i);
+      params = &shape;
+      for (const auto& meta : shape.tensors) {
+        joinedZeros_.emplace_back(meta.bytes());
+        void* zeros = joinedZeros_.back().data();
+        slots.push_back({zeros, zeros, meta, shape.name});
+      }
+    }
+  }
+  HVD_ENFORCE(params != nullptr, "allreduce response without operations");
+  std::vector<TensorMeta> metas;
+  for (const auto& s : slots) metas.push_back(s.meta);
+  for (const auto& chunk : planFusion(metas, options_.fusionThresholdBytes))
+    allreduceChunk(slots, chunk, *params, comm);
+}
+
+void Executor::allreduceChunk(const std::vector<Slot>& slots,
+                              const std::vector<std::size_t>& chunk, const OpRequest& params,
+                              collectives::Comm& comm) {
+  collectives::AllreduceOptions options{options_.segmentBytes, options_.ringThresholdBytes,
+                                        params.prescale, params.postscale};
+  std::vector<Timeline::Event> events;
+  bool timeline = timeline_.active();
+  auto mark = [&](const char* phase, Clock::time_point begin, Clock::time_point end) {
+    if (!timeline) return;
+    for (auto i : chunk) events.push_back({slots[i].name, phase, begin, end, slots[i].meta.bytes()});
+  };
+  const char* phase = chunk.size() > 1 ? "ALLREDUCE (fused)" : "ALLREDUCE";
+  auto t0 = Clock::now();
+  ++counters_.collectives;
+  if (chunk.size() == 1) {
+    const Slot& s = slots[chunk[0]];
+    Tensor in{const_cast<void*>(s.input), s.meta.dtype, s.meta.shape};
+    Tensor out{s.output, s.meta.dtype, s.meta.shape};
+    collectives::allreduce(comm, in, out, params.reduceOp, options);
+    mark(phase, t0, Clock::now());
+    timeline_.record(events);
+    return;
+  }
+  std::size_t total = 0;
+  for (auto i : chunk) total += slots[i].meta.bytes();
+  if (fusionBuffer_.size() < total) fusionBuffer_.resize(total);
+  std::size_t offset = 0;
+  for (auto i : chunk) {
+    std::memcpy(fusionBuffer_.data() + offset, slots[i].input, slots[i].meta.bytes());
+    offset += slots[i].meta.bytes();
+  }
+  auto t1 = Clock::now();
+  mark("MEMCPY_IN_FUSION_BUFFER", t0, t1);
+  DType dtype = slots[chunk[0]].meta.dtype;
+  Tensor fused{fusionBuffer_.data(), dtype, {static_cast<int64_t>(total / collectives::dtypeSize(dtype))}};
+  collectives::allreduce(comm, fused, fused, params.reduceOp, options);
+  auto t2 = Clock::now();
+  mark(phase, t1, t2);
+  offset = 0;
+  for (auto i : chunk) {
+    std::memcpy(slots[i].output, fusionBuffer_.data() + offset, slots[i].meta.bytes());
+    offset += slots[i].meta.bytes();
+  }
+  counters_.fusedTensors += chunk.size();
+  mark("MEMCPY_OUT_FUSION_BUFFER", t2, Clock::now());
+  timeline_.record(events);
+}
+
+collectives::Allocate Executor::allocatorFor(LocalOp& op) {
+  if (op.op.allocate) return op.op.allocate;
+  return [&op](const std::vector<int64_t>& shape) -> void* {
+    TensorMeta meta{op.request.tensors[0].dtype, shape};
+    OwnedBuffer buffer{std::make_unique<std::byte[]>(std::max<std::size_t>(meta.bytes(), 1)),
+                       meta.bytes()};
+    void* data = buffer.bytes.get();
+    op.result.owned.push_back(std::move(buffer));
+    return data;
+  };
+}
+
+void Executor::runOne(LocalOp& op, collectives::Comm& comm) {
+  auto t0 = Clock::now();
+  ++counters_.collectives;
+  auto& inputs = op.op.inputs;
+  switch (op.op.type) {
+    case OpType::Broadcast: {
+      collectives::BroadcastOptions options;
+      options.maxSegmentBytes = options_.segmentBytes;
+      for (std::size_t i = 0; i < inputs.size(); ++i) {
+        const Tensor& t = op.op.outputs.empty() ? inputs[i] : op.op.outputs[i];
+        if (t.data != inputs[i].data && comm.rank() == op.op.root)
+          std::memcpy(t.data, inputs[i].data, t.bytes());
+        collectives::broadcast(comm, t, op.op.root, options);
+      }
+      break;
+    }
+    case OpType::Allgather:
+      for (const auto& t : inputs)
+        op.result.outputs.push_back(collectives::allgather(comm, t, allocatorFor(op)));
+      break;
+    case OpType::Reducescatter:
+      for (const auto& t : inputs)
+        op.result.outputs.push_back(
+            collectives::reducescatter(comm, t, op.op.reduceOp, allocatorFor(op)));
+      break;
+    case OpType::Alltoall: {
+      auto r = collectives::alltoall(comm, inputs[0], op.op.splits, allocatorFor(op));
+      op.result.outputs.push_back(r.output);
+      op.result.receivedSplits.push_back(r.receivedSplits);
+      break;
+    }
+    case OpType::Barrier:
+      collectives::barrier(comm);
+      break;
+    default:
+      throw InternalError(detail::concat("executor cannot run ", opTypeName(op.op.type)));
+  }
+  if (timeline_.active())
+    timeline_.record({{op.request.name, opTypeName(op.op.type), t0, Clock::now(),
+                       op.request.totalBytes()}});
+}
+
+}  // namespace hvd::runtime

@@ -1,0 +1,66 @@
+// Runs one Execute response on this rank: the collectives for its operations, with tensor
+// fusion for allreduce. Every rank runs the same response with tensors of the same sizes, so
+// the fusion chunks below come out the same everywhere.
+// Thread model: the engine thread only.
+#pragma once
+
+#include <vector>
+
+#include "collectives/algorithms/allreduce.h"
+#include "collectives/algorithms/broadcast.h"
+#include "collectives/transport/comm.h"
+#include "runtime/engine/local_op.h"
+#include "runtime/engine/messages.h"
+#include "runtime/engine/timeline.h"
+
+namespace hvd::runtime {
+
+struct ExecutorOptions {
+  std::size_t fusionThresholdBytes = 0;  // 0: every tensor alone
+  std::size_t segmentBytes = 512 * 1024;
+  std::size_t ringThresholdBytes = 128 * 1024;
+};
+
+struct ExecutorCounters {
+  uint64_t collectives = 0;    // collective calls made
+  uint64_t fusedTensors = 0;   // tensors that went through the fusion buffer
+};
+
+// Consecutive tensors of one dtype share a chunk while it stays within the threshold; returns
+// the tensor indices of each chunk. A tensor larger than the threshold is a chunk of its own.
+std::vector<std::vector<std::size_t>> planFusion(const std::vector<TensorMeta>& tensors,
+                                                 std::size_t thresholdBytes);
+
+class Executor {
+ public:
+  Executor(ExecutorOptions options, Timeline& timeline) : options_(options), timeline_(timeline) {}
+
+  // ops[i] is this rank's operation for response.names[i], or null where this rank joined and
+  // contributes zeros shaped like response.forJoined[i]. Results go to each op's `result`.
+  // Throws InvalidArgument when the operation cannot run (all ranks throw alike), other
+  // hvd::Errors when the communicator broke.
+  void run(const Response& response, const std::vector<LocalOp*>& ops, collectives::Comm& comm);
+  const ExecutorCounters& counters() const { return counters_; }
+
+ private:
+  struct Slot {  // one tensor of a fused allreduce
+    const void* input;
+    void* output;
+    TensorMeta meta;
+    std::string name;
+  };
+  void allreduce(const Response& response, const std::vector<LocalOp*>& ops,
+                 collectives::Comm& comm);
+  void allreduceChunk(const std::vector<Slot>& slots, const std::vector<std::size_t>& chunk,
+                      const OpRequest& params, collectives::Comm& comm);
+  void runOne(LocalOp& op, collectives::Comm& comm);
+  collectives::Allocate allocatorFor(LocalOp& op);
+
+  ExecutorOptions options_;
+  Timeline& timeline_;
+  ExecutorCounters counters_;
+  std::vector<std::byte> fusionBuffer_;
+  std::vector<std::vector<std::byte>> joinedZeros_;
+};
+
+}  // namespace hvd::runtime

@@ -1,0 +1,57 @@
+// The caller's side of one enqueued operation. The engine thread completes it exactly once, with
+// a result or an error; any thread may poll or wait on it.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "collectives/operations.h"
+
+namespace hvd::runtime {
+
+// An output the engine allocated itself (when the caller passed no Allocate): it lives as long
+// as the result that holds it.
+struct OwnedBuffer {
+  std::unique_ptr<std::byte[]> bytes;
+  std::size_t size = 0;
+};
+
+struct OpResult {
+  // allgather, alltoall, reducescatter: one output per input tensor; others: empty.
+  std::vector<collectives::Tensor> outputs;
+  std::vector<OwnedBuffer> owned;               // storage of outputs the engine allocated
+  std::vector<std::vector<int64_t>> receivedSplits;  // alltoall: rows from each rank, per tensor
+  int32_t value = -1;  // join: the last rank to join; add_process_set: the new set's id
+};
+
+class OpHandle {
+ public:
+  explicit OpHandle(std::string description) : description_(std::move(description)) {}
+  const std::string& description() const { return description_; }
+
+  bool poll() const;
+  // Blocks until done, then returns the result or rethrows the operation's error. Throws
+  // TimeoutError naming the operation after `timeout`.
+  OpResult& wait(std::chrono::milliseconds timeout);
+
+  // Engine thread only, once.
+  void complete(OpResult result);
+  void fail(std::exception_ptr error);
+
+ private:
+  std::string description_;
+  mutable std::mutex mutex_;
+  std::condition_variable done_;
+  bool finished_ = false;
+  OpResult result_;
+  std::exception_ptr error_;
+};
+
+using Handle = std::shared_ptr<OpHandle>;
+
+}  // namespace hvd::runtime

@@ -1,0 +1,49 @@
+// What a caller hands the engine (Operation) and the engine's record of it until it completes
+// (LocalOp).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "collectives/operations.h"
+#include "runtime/engine/handle.h"
+#include "runtime/engine/operation.h"
+
+namespace hvd::runtime {
+
+struct Operation {
+  OpType type = OpType::Allreduce;
+  std::string name;  // empty: the engine names it "<op>.noname.<n>" (n counts per op type)
+  // Several for a grouped operation. The caller keeps the memory alive and unmodified until
+  // the handle completes.
+  std::vector<collectives::Tensor> inputs;
+  // allreduce and broadcast only: where results go (may alias inputs); empty means in place.
+  std::vector<collectives::Tensor> outputs;
+  ReduceOp reduceOp = ReduceOp::Sum;
+  int32_t root = 0;  // broadcast: rank within the process set
+  double prescale = 1.0;
+  double postscale = 1.0;
+  int32_t processSet = 0;
+  DeviceId device;
+  std::vector<int64_t> splits;    // alltoall: rows for each rank; empty means equal
+  std::vector<int32_t> setRanks;  // add_process_set: its ranks; remove_process_set: {id}
+  // Allocates allgather/alltoall/reducescatter outputs, on the engine thread; when empty the
+  // engine allocates and the result owns the memory.
+  collectives::Allocate allocate;
+};
+
+struct LocalOp {
+  Operation op;
+  OpRequest request;  // as this rank submitted it (first dimensions included)
+  Handle handle;
+  OpResult result;
+  std::chrono::steady_clock::time_point submittedAt;
+};
+
+// Checks what one rank can check alone and describes the operation for negotiation. Throws
+// InvalidArgument naming the operation and the bad value. `setSize` is the size of the
+// operation's process set.
+OpRequest describeOperation(const Operation& op, int setSize);
+
+}  // namespace hvd::runtime

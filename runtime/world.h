@@ -1,0 +1,25 @@
+// Joining the job: the rendezvous and the communicators every rank needs. The data
+// communicator carries collectives; the control communicator carries the engine's negotiation
+// on links of its own.
+#pragma once
+
+#include <memory>
+
+#include "collectives/rendezvous/store.h"
+#include "collectives/transport/comm.h"
+#include "runtime/config.h"
+
+namespace hvd::runtime {
+
+struct World {
+  std::unique_ptr<rendezvous::Store> ownedStore;  // the launcher's store client, if used
+  std::unique_ptr<collectives::Comm> data;
+  std::unique_ptr<collectives::Comm> control;  // null unless asked for
+};
+
+// Sets up logging, joins the rendezvous (the launcher's server from the Config, or `store` for
+// in-process tests) and connects every peer. Throws InvalidArgument for a bad configuration,
+// TimeoutError naming the missing ranks, IoError for an unreachable server.
+World connectWorld(const Config& config, rendezvous::Store* store, bool withControl);
+
+}  // namespace hvd::runtime
