@@ -89,7 +89,7 @@ void Coordinator::submit(int rank, const OpRequest& request, uint64_t cacheId, S
     for (auto& [name, p] : pending_) markIfReady(name, p);
     return;
   }
-  auto [it, fresh] = pending_.try_emplace(request.name);
+  auto [it, fresh] = pending_.try_emplace(request.key());
   Pending& p = it->second;
   if (fresh) p.firstSeen = now;
   HVD_ENFORCE(!p.byRank.count(rank), "rank ", rank, " submitted ", request.describe(),
@@ -133,8 +133,9 @@ std::optional<std::string> Coordinator::disagreement(const std::string& name,
     bool same = std::all_of(values.begin(), values.end(),
                             [&](const auto& v) { return v.second == values.begin()->second; });
     if (!same)
-      return detail::concat(opTypeName(p.byRank.begin()->second.type), " \"", name, "\": ",
-                            property.name, " mismatch: ", describeByRank(values));
+      return detail::concat(opTypeName(p.byRank.begin()->second.type), " \"",
+                            p.byRank.begin()->second.name, "\": ", property.name,
+                            " mismatch: ", describeByRank(values));
   }
   return std::nullopt;
 }

@@ -83,11 +83,11 @@ Handle Engine::enqueue(Operation op) {
   if (op.name.empty()) op.name = autoName(op.type);
   auto local = std::make_unique<LocalOp>();
   local->request = describeOperation(op, setSize);
-  if (inFlight_.count(op.name))
+  if (inFlight_.count(local->request.key()))
     throw InvalidArgument(detail::concat(local->request.describe(), ": an operation named \"",
                                          op.name, "\" is already in flight on rank ", rank_,
                                          "; wait for it or use another name"));
-  inFlight_.insert(op.name);
+  inFlight_.insert(local->request.key());
   if (op.type == OpType::Join) joined_ = true;
   local->op = std::move(op);
   local->handle = std::make_shared<OpHandle>(local->request.describe());
@@ -120,7 +120,7 @@ bool Engine::takeSubmissions() {
     }
     list.submissions.push_back(std::move(s));
     if (op->op.type == OpType::Join) join_ = std::move(op);
-    else waiting_[op->request.name] = std::move(op);
+    else waiting_[op->request.key()] = std::move(op);
   }
   list.shutdown = shutdown;
   sentShutdown_ |= shutdown;
@@ -226,7 +226,7 @@ void Engine::execute(const Response& r) {
     }
     op.result.value = r.value;
     op.handle->complete(std::move(op.result));
-    inFlight_.erase(op.request.name);
+    inFlight_.erase(op.request.key());
     return;
   }
   if (setId < 0) return;  // this rank is not in the operation's process set
@@ -266,7 +266,7 @@ void Engine::execute(const Response& r) {
 void Engine::finishOp(LocalOp& op, std::exception_ptr error) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    inFlight_.erase(op.request.name);
+    inFlight_.erase(op.request.key());
   }
   if (error) op.handle->fail(error);
   else op.handle->complete(std::move(op.result));

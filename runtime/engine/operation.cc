@@ -73,6 +73,10 @@ std::size_t OpRequest::totalBytes() const {
   return total;
 }
 
+std::string OpRequest::key() const {
+  return processSet == 0 ? name : "ps" + std::to_string(processSet) + "/" + name;
+}
+
 std::string OpRequest::describe() const {
   std::string d = tensors.size() > 1 ? "grouped " : "";
   d.append(opTypeName(type)).append(" \"").append(name).append("\"");

@@ -54,6 +54,9 @@ struct OpRequest {
   // per rank (the collective itself exchanges them), so they are zeroed here.
   OpRequest negotiated() const;
   std::size_t totalBytes() const;
+  // What identifies the operation in negotiation: names are scoped by process set, as in
+  // Horovod, so two sets may each run a "grad.w".
+  std::string key() const;
   // `allreduce "grad.w"`, or `grouped allreduce "g" (3 tensors)`
   std::string describe() const;
   bool operator==(const OpRequest&) const = default;

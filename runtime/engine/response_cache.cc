@@ -8,17 +8,17 @@ namespace hvd::runtime {
 
 uint64_t CoordinatorCache::recordExecuted(const OpRequest& request, uint64_t seq) {
   if (capacity_ == 0) return 0;
-  auto it = byName_.find(request.name);
+  auto it = byName_.find(request.key());
   if (it != byName_.end()) {
     if (it->second.request == request) {
       lru_.splice(lru_.begin(), lru_, it->second.lru);
       return it->second.id;
     }
-    evict(request.name, seq);
+    evict(request.key(), seq);
   }
   if (byName_.size() >= capacity_) evict(lru_.back(), seq);
-  lru_.push_front(request.name);
-  auto& entry = byName_[request.name];
+  lru_.push_front(request.key());
+  auto& entry = byName_[request.key()];
   entry = Entry{nextId_++, request, lru_.begin()};
   byId_[entry.id] = &entry;
   return entry.id;
@@ -48,16 +48,16 @@ void CoordinatorCache::allRanksHaveSeen(uint64_t seq) {
 }
 
 uint64_t WorkerCache::idFor(const OpRequest& request) const {
-  auto it = byName_.find(request.name);
+  auto it = byName_.find(request.key());
   return it != byName_.end() && it->second.second == request ? it->second.first : 0;
 }
 
 void WorkerCache::learn(const OpRequest& request, uint64_t id) {
   if (id == 0) return;
-  auto it = byName_.find(request.name);
+  auto it = byName_.find(request.key());
   if (it != byName_.end()) nameOf_.erase(it->second.first);
-  byName_[request.name] = {id, request};
-  nameOf_[id] = request.name;
+  byName_[request.key()] = {id, request};
+  nameOf_[id] = request.key();
 }
 
 void WorkerCache::forget(uint64_t id) {

@@ -1,0 +1,354 @@
+#include <catch2/catch.hpp>
+
+#include <dirent.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <numeric>
+
+#include "run_runtimes.h"
+
+using namespace hvd;
+using namespace hvd::runtime;
+using hvd::collectives::DType;
+using hvd::collectives::ReduceOp;
+using hvd::collectives::Tensor;
+using hvd::test::errorOf;
+using hvd::test::runRuntimes;
+using hvd::test::runtimeConfig;
+
+namespace {
+
+Operation allreduceOf(const std::string& name, std::vector<float>& v) {
+  Operation op;
+  op.type = OpType::Allreduce;
+  op.name = name;
+  op.inputs = {Tensor{v.data(), DType::Float32, {static_cast<int64_t>(v.size())}}};
+  return op;
+}
+
+std::string expectAll(const std::vector<std::string>& outcomes, const std::string& needle) {
+  for (std::size_t r = 0; r < outcomes.size(); ++r)
+    if (outcomes[r].find(needle) == std::string::npos)
+      return "rank " + std::to_string(r) + ": " + outcomes[r];
+  return "";
+}
+
+std::string named(const char* prefix, int i) {
+  std::string s(prefix);
+  s.append(std::to_string(i));
+  return s;
+}
+
+std::string check(bool ok, const std::string& what) { return ok ? "" : what; }
+
+int countEntries(const char* dir) {
+  int n = 0;
+  if (DIR* d = opendir(dir)) {
+    while (readdir(d)) ++n;
+    closedir(d);
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("ranks that submit in different orders get the same results") {
+  const int n = 3, tensors = 12;
+  auto outcomes = runRuntimes(n, [&](Runtime& rt, int rank) -> std::string {
+    std::vector<std::vector<float>> data(tensors);
+    std::vector<int> order(tensors);
+    std::iota(order.begin(), order.end(), 0);
+    std::rotate(order.begin(), order.begin() + rank * 5 % tensors, order.end());
+    if (rank == 1) std::reverse(order.begin(), order.end());
+    std::vector<Handle> handles(tensors);
+    for (int i : order) {
+      data[i].assign(1 + i * 100, static_cast<float>(rank + i));
+      handles[i] = rt.engine().enqueue(allreduceOf(named("t", i), data[i]));
+    }
+    for (int i = 0; i < tensors; ++i) {
+      handles[i]->wait(std::chrono::seconds(10));
+      float want = static_cast<float>(n * i + n * (n - 1) / 2);
+      for (float x : data[i])
+        if (x != want) return "tensor " + std::to_string(i) + " got " + std::to_string(x);
+    }
+    return "";
+  });
+  for (const auto& o : outcomes) REQUIRE(o == "");
+}
+
+TEST_CASE("fusion packs small allreduces into fewer collectives and the cache hits after step 1") {
+  const int n = 2, tensors = 20, steps = 3;
+  auto run = [&](const std::string& threshold) {
+    std::vector<EngineStats> stats(n);
+    auto outcomes = runRuntimes(n, [&](Runtime& rt, int rank) -> std::string {
+      std::vector<std::vector<float>> data(tensors, std::vector<float>(256));
+      for (int step = 0; step < steps; ++step) {
+        std::vector<Handle> handles;
+        for (int i = 0; i < tensors; ++i) {
+          std::fill(data[i].begin(), data[i].end(), static_cast<float>(rank + step));
+          handles.push_back(rt.engine().enqueue(allreduceOf(named("g", i), data[i])));
+        }
+        for (auto& h : handles) h->wait(std::chrono::seconds(10));
+        for (auto& d : data)
+          if (d[0] != static_cast<float>(2 * step + 1)) return "wrong sum " + std::to_string(d[0]);
+      }
+      stats[rank] = rt.engine().stats();
+      return "";
+    }, {{"HVD_FUSION_THRESHOLD", threshold}, {"HVD_CYCLE_TIME", "5"}});
+    for (const auto& o : outcomes) REQUIRE(o == "");
+    return stats;
+  };
+  auto fused = run("67108864");
+  auto unfused = run("0");
+  for (int r = 0; r < n; ++r) {
+    CHECK(unfused[r].collectives == tensors * steps);
+    CHECK(unfused[r].fusedTensors == 0);
+    // A 5 ms cycle lets all 20 tensors of a step arrive before the coordinator dispatches.
+    CHECK(fused[r].collectives <= steps * 2);
+    CHECK(fused[r].fusedTensors >= tensors * steps - steps * 2);
+    CHECK(fused[r].cacheMisses == tensors);
+    CHECK(fused[r].cacheHits == tensors * (steps - 1));
+  }
+}
+
+TEST_CASE("every kind of disagreement fails on all ranks with the tensor and the ranks named") {
+  struct Case {
+    const char* property;
+    std::function<void(Operation&, int rank)> skew;
+    const char* expected;
+  };
+  std::vector<Case> cases = {
+      {"dtype", [](Operation& op, int r) { if (r == 1) op.inputs[0].dtype = DType::Int32; },
+       "dtype mismatch: ranks {0,2} float32, rank {1} int32"},
+      {"shape", [](Operation& op, int r) { if (r == 2) op.inputs[0].shape = {2, 2}; },
+       "shape mismatch: ranks {0,1} [4], rank {2} [2,2]"},
+      {"op", [](Operation& op, int r) { if (r == 0) op.reduceOp = ReduceOp::Max; },
+       "reduce op mismatch: rank {0} max, ranks {1,2} sum"},
+      {"prescale", [](Operation& op, int r) { op.prescale = r == 2 ? 0.5 : 1.0; },
+       "prescale factor mismatch: ranks {0,1} 1, rank {2} 0.5"},
+      {"postscale", [](Operation& op, int r) { op.postscale = 1.0 + r; },
+       "postscale factor mismatch: rank {0} 1, rank {1} 2, rank {2} 3"},
+      {"type", [](Operation& op, int r) { if (r == 1) op.type = OpType::Broadcast; },
+       "operation mismatch: ranks {0,2} allreduce, rank {1} broadcast"},
+      {"root", [](Operation& op, int r) { op.type = OpType::Broadcast; op.root = r == 0 ? 1 : 0; },
+       "root rank mismatch: rank {0} 1, ranks {1,2} 0"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.property);
+    auto outcomes = runRuntimes(3, [&](Runtime& rt, int rank) -> std::string {
+      std::vector<float> v(4, 1.0f);
+      Operation op = allreduceOf("grad.w", v);
+      c.skew(op, rank);
+      std::string error = errorOf([&] { rt.run(op); });
+      // The job goes on: the next operation works.
+      std::vector<float> ok(2, 1.0f);
+      rt.run(allreduceOf("after", ok));
+      return error + (ok[0] == 3.0f ? "" : " (next allreduce wrong)");
+    });
+    REQUIRE(expectAll(outcomes, c.expected) == "");
+    REQUIRE(expectAll(outcomes, "\"grad.w\"") == "");
+  }
+}
+
+TEST_CASE("a second operation with a name already in flight fails on submission") {
+  auto outcomes = runRuntimes(2, [](Runtime& rt, int rank) -> std::string {
+    std::vector<float> a(8, 1.0f), b(8, 1.0f);
+    if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    Handle first = rt.engine().enqueue(allreduceOf("dup", a));
+    std::string error;
+    if (rank == 0) error = errorOf([&] { rt.engine().enqueue(allreduceOf("dup", b)); });
+    first->wait(std::chrono::seconds(10));
+    if (rank == 0)
+      return check(error.find("already in flight on rank 0") != std::string::npos, error);
+    return check(a[0] == 2.0f, "wrong result");
+  });
+  for (const auto& o : outcomes) REQUIRE(o == "");
+}
+
+TEST_CASE("join lets ranks with fewer batches finish; joined ranks contribute zeros") {
+  const int n = 3;
+  auto outcomes = runRuntimes(n, [&](Runtime& rt, int rank) -> std::string {
+    int batches = rank + 1;  // rank 2 has the most
+    std::string got;
+    for (int b = 0; b < batches; ++b) {
+      std::vector<float> v(5, 1.0f);
+      rt.run(allreduceOf(named("batch", b), v));
+      // Batch b is submitted by the ranks with more than b batches; the others add zeros.
+      float want = static_cast<float>(n - b);
+      if (v[0] != want) got += " batch" + std::to_string(b) + "=" + std::to_string(v[0]);
+    }
+    if (rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    Operation join;
+    join.type = OpType::Join;
+    int last = rt.run(join).value;
+    return got + check(last == 2 || last == 0, "join returned " + std::to_string(last)) +
+           " last=" + std::to_string(last);
+  });
+  for (const auto& o : outcomes) REQUIRE(o.rfind(" last=", 0) == 0);
+  // Every rank gets the same last rank.
+  REQUIRE(outcomes[0] == outcomes[1]);
+  REQUIRE(outcomes[1] == outcomes[2]);
+}
+
+TEST_CASE("process sets: static and dynamic, operations scoped to them, invalid sets rejected") {
+  auto outcomes = runRuntimes(4, [](Runtime& rt, int rank) -> std::string {
+    std::string out;
+    // Static set 1 = {0,1}, 2 = {2,3} from HVD_PROCESS_SETS.
+    int32_t mine = rank < 2 ? 1 : 2;
+    std::vector<float> v(3, static_cast<float>(rank));
+    Operation op = allreduceOf("ps", v);
+    op.processSet = mine;
+    rt.run(op);
+    float want = rank < 2 ? 1.0f : 5.0f;
+    out += check(v[0] == want, " static set sum " + std::to_string(v[0]));
+    out += check(errorOf([&] { Operation o = op; o.processSet = 3 - mine; rt.run(o); })
+                         .find("is not in process set") != std::string::npos,
+                 " no membership error");
+    // Dynamic: {1,2,3}, collective over every rank.
+    Operation add;
+    add.type = OpType::AddProcessSet;
+    add.name = "add.odd";
+    add.setRanks = {1, 2, 3};
+    int32_t id = rt.run(add).value;
+    out += check(id == 3, " new id " + std::to_string(id));
+    if (rank > 0) {
+      std::vector<float> w(2, 1.0f);
+      Operation o = allreduceOf("dyn", w);
+      o.processSet = id;
+      rt.run(o);
+      out += check(w[0] == 3.0f, " dynamic sum " + std::to_string(w[0]));
+    }
+    Operation dup = add;
+    dup.name = "add.again";
+    out += check(errorOf([&] { rt.run(dup); }).find("already form process set 3") !=
+                     std::string::npos, " duplicate set accepted");
+    Operation remove;
+    remove.type = OpType::RemoveProcessSet;
+    remove.name = "remove.odd";
+    remove.setRanks = {id};
+    rt.run(remove);
+    out += check(!rt.engine().processSet(id).has_value(), " set still there");
+    return out;
+  }, {{"HVD_PROCESS_SETS", "0,1;2,3"}});
+  for (const auto& o : outcomes) REQUIRE(o == "");
+  REQUIRE_THROWS_WITH(runtimeConfig(0, 4, {{"HVD_PROCESS_SETS", "0,1,1"}}),
+                      Catch::Contains("names a rank twice"));
+  REQUIRE_THROWS_WITH(runtimeConfig(0, 4, {{"HVD_PROCESS_SETS", "0,4"}}),
+                      Catch::Contains("out of range [0, 3]"));
+}
+
+TEST_CASE("a stalled operation is reported with the missing rank and then fails the job") {
+  auto start = std::chrono::steady_clock::now();
+  auto outcomes = runRuntimes(3, [](Runtime& rt, int rank) -> std::string {
+    std::vector<float> v(4, 1.0f);
+    if (rank == 2) {
+      // Never submits "stuck"; its own next operation fails with the report too.
+      std::this_thread::sleep_for(std::chrono::seconds(3));
+      return errorOf([&] { rt.run(allreduceOf("later", v)); });
+    }
+    return errorOf([&] { rt.run(allreduceOf("stuck", v)); });
+  }, {{"HVD_STALL_CHECK_TIME_SECONDS", "1"}, {"HVD_STALL_SHUTDOWN_TIME_SECONDS", "2"}}, false);
+  auto took = std::chrono::steady_clock::now() - start;
+  REQUIRE(expectAll(outcomes, "allreduce \"stuck\" submitted by ranks {0,1}") == "");
+  REQUIRE(expectAll(outcomes, "for ranks {2}") == "");
+  REQUIRE(took < std::chrono::seconds(8));
+}
+
+TEST_CASE("operations after a peer died fail with the root cause") {
+  auto outcomes = runRuntimes(3, [](Runtime& rt, int rank) -> std::string {
+    std::vector<float> v(4, 1.0f);
+    rt.run(allreduceOf("warmup", v));
+    if (rank == 1) return "gone";  // the Runtime is destroyed without shutdown
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    return errorOf([&] { rt.run(allreduceOf("after.death", v)); });
+  }, {}, false);
+  REQUIRE(outcomes[1] == "gone");
+  for (int r : {0, 2}) {
+    INFO(outcomes[r]);
+    CHECK(outcomes[r].find("rank 1") != std::string::npos);
+    CHECK(outcomes[r].find("broke") != std::string::npos);
+  }
+}
+
+TEST_CASE("shutdown then create again gives a working runtime and leaves no thread or socket") {
+  int fdsBefore = countEntries("/proc/self/fd");
+  int threadsBefore = countEntries("/proc/self/task");
+  for (int round = 0; round < 3; ++round) {
+    auto outcomes = runRuntimes(2, [&](Runtime& rt, int rank) -> std::string {
+      std::vector<float> v(4, static_cast<float>(rank + round));
+      rt.run(allreduceOf("r", v));
+      return check(v[0] == static_cast<float>(1 + 2 * round), "wrong sum");
+    });
+    for (const auto& o : outcomes) REQUIRE(o == "");
+  }
+  CHECK(countEntries("/proc/self/fd") == fdsBefore);
+  CHECK(countEntries("/proc/self/task") == threadsBefore);
+}
+
+TEST_CASE("allgather, broadcast, alltoall, reducescatter, grouped allreduce and barrier through "
+          "the engine") {
+  auto outcomes = runRuntimes(3, [](Runtime& rt, int rank) -> std::string {
+    std::string out;
+    std::vector<int32_t> rows(static_cast<std::size_t>(rank + 1) * 2, rank);
+    Operation ag;
+    ag.type = OpType::Allgather;
+    ag.name = "ag";
+    ag.inputs = {Tensor{rows.data(), DType::Int32, {rank + 1, 2}}};
+    OpResult r = rt.run(ag);
+    const Tensor& t = r.outputs.at(0);
+    out += check(t.shape == std::vector<int64_t>{6, 2}, " allgather shape");
+    auto* got = static_cast<int32_t*>(t.data);
+    out += check(got[0] == 0 && got[2] == 1 && got[11] == 2, " allgather values");
+
+    std::vector<double> b(3, rank == 2 ? 7.0 : 0.0);
+    rt.broadcast({b.data(), DType::Float64, {3}}, 2);
+    out += check(b[2] == 7.0, " broadcast");
+
+    std::vector<float> a(3, 1.0f), c(5, 2.0f);
+    Operation grouped;
+    grouped.type = OpType::Allreduce;
+    grouped.name = "group";
+    grouped.inputs = {Tensor{a.data(), DType::Float32, {3}}, Tensor{c.data(), DType::Float32, {5}}};
+    grouped.reduceOp = ReduceOp::Average;
+    rt.run(grouped);
+    out += check(a[0] == 1.0f && c[4] == 2.0f, " grouped average");
+
+    std::vector<int64_t> x(6, rank);
+    Operation a2a;
+    a2a.type = OpType::Alltoall;
+    a2a.name = "a2a";
+    a2a.inputs = {Tensor{x.data(), DType::Int64, {6}}};
+    a2a.splits = {1, 2, 3};
+    OpResult ar = rt.run(a2a);
+    int64_t wantRows = rank + 1;
+    out += check(ar.receivedSplits.at(0) == std::vector<int64_t>(3, wantRows), " alltoall splits");
+    out += check(ar.outputs.at(0).shape[0] == 3 * wantRows, " alltoall rows");
+
+    std::vector<float> rs(6, 1.0f);
+    Operation red;
+    red.type = OpType::Reducescatter;
+    red.name = "rs";
+    red.inputs = {Tensor{rs.data(), DType::Float32, {6}}};
+    OpResult rr = rt.run(red);
+    out += check(rr.outputs.at(0).shape[0] == 2 &&
+                     static_cast<float*>(rr.outputs.at(0).data)[1] == 3.0f, " reducescatter");
+
+    Operation scalar = red;
+    scalar.name = "scalar";
+    scalar.inputs = {Tensor{rs.data(), DType::Float32, {}}};
+    out += check(errorOf([&] { rt.run(scalar); }).find("got a scalar") != std::string::npos,
+                 " scalar reducescatter accepted");
+    Operation badRoot;
+    badRoot.type = OpType::Broadcast;
+    badRoot.name = "badroot";
+    badRoot.root = 5;
+    badRoot.inputs = {Tensor{b.data(), DType::Float64, {3}}};
+    out += check(errorOf([&] { rt.run(badRoot); }).find("root rank 5 outside [0, 3)") !=
+                     std::string::npos, " bad root accepted");
+    rt.barrier();
+    return out;
+  });
+  for (const auto& o : outcomes) REQUIRE(o == "");
+}
