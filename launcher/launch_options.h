@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,8 @@ struct LaunchOptions {
   std::string outputDir;
   std::string logLevel = "warn";
   bool verbose = false;
+  // HVD_* runtime knobs from flags and --config-file (runtime_flags.h), exported to workers.
+  std::map<std::string, std::string> runtimeParams;
 };
 
 }  // namespace hvd::launcher

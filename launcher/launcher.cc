@@ -95,8 +95,9 @@ int launch(const LaunchOptions& options) {
   log->info("job {}: {} ranks on {}; rendezvous at {}:{}", job.jobId, placements.size(),
             describeHosts(hosts), job.rendezvousAddr, job.rendezvousPort);
 
-  Environment extra = {{"HVD_START_TIMEOUT", std::to_string(options.startTimeout.count())},
-                       {"HVD_LOG_LEVEL", options.logLevel}};
+  Environment extra(options.runtimeParams.begin(), options.runtimeParams.end());
+  extra["HVD_START_TIMEOUT"] = std::to_string(options.startTimeout.count());
+  if (!extra.count("HVD_LOG_LEVEL")) extra["HVD_LOG_LEVEL"] = options.logLevel;
   std::vector<WorkerSpec> workers;
   for (const auto& p : placements) {
     workers.push_back({p, workerEnvironment(base, p, job, options.exports, extra)});

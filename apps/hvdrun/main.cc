@@ -9,6 +9,7 @@
 #include "common/logging.h"
 #include "common/params.h"
 #include "launcher/launcher.h"
+#include "launcher/runtime_flags.h"
 
 #ifndef HVD_VERSION
 #define HVD_VERSION "unknown"
@@ -21,7 +22,9 @@ namespace {
 std::vector<std::string> normaliseArgs(int argc, char** argv) {
   static const std::set<std::string> kTakesValue = {
       "-n", "-np", "--num-proc", "-H", "--hosts", "--hostfile", "--start-timeout", "--grace-seconds",
-      "--output-filename", "-x", "--log-level"};
+      "--output-filename", "-x", "--log-level", "--fusion-threshold-mb", "--cycle-time-ms",
+      "--cache-capacity", "--timeline-filename", "--stall-check-warning-time-seconds",
+      "--stall-check-shutdown-time-seconds", "--config-file"};
   std::vector<std::string> args(argv, argv + argc);
   for (std::size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -62,6 +65,27 @@ int main(int argc, char** argv) {
                  "Log level of hvdrun and its workers: trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   app.add_flag("--verbose", o.verbose, "Print what hvdrun does (never the job secret)");
+  hvd::launcher::RuntimeFlags rf;
+  auto* tuning = app.add_option_group("Runtime", "Engine knobs, exported to workers as HVD_*");
+  tuning->add_option("--fusion-threshold-mb", rf.fusionThresholdMb,
+                     "Fusion buffer size in MB; 0 turns fusion off (HVD_FUSION_THRESHOLD)");
+  tuning->add_option("--cycle-time-ms", rf.cycleTimeMs,
+                     "Hold ready work this long to fuse more; 0 runs it at once (HVD_CYCLE_TIME)");
+  tuning->add_option("--cache-capacity", rf.cacheCapacity,
+                     "Response cache entries; 0 turns it off (HVD_CACHE_CAPACITY)");
+  tuning->add_option("--timeline-filename", rf.timelineFilename,
+                     "Rank 0 writes a Chrome-trace timeline here (HVD_TIMELINE)");
+  tuning->add_option("--stall-check-warning-time-seconds", rf.stallWarningSeconds,
+                     "Report operations some ranks have not submitted after this long "
+                     "(HVD_STALL_CHECK_TIME_SECONDS)");
+  tuning->add_option("--stall-check-shutdown-time-seconds", rf.stallShutdownSeconds,
+                     "Fail the job when an operation stalls this long; 0 never "
+                     "(HVD_STALL_SHUTDOWN_TIME_SECONDS)");
+  tuning->add_flag("--no-stall-check", rf.noStallCheck,
+                   "Turn the stall inspector off (HVD_STALL_CHECK_DISABLE=1)");
+  tuning->add_option("--config-file", rf.configFile,
+                     "JSON file with Horovod's config sections (params, timeline, stall_check, "
+                     "logging); flags override it");
   bool printConfig = false;
   app.add_flag("--print-config", printConfig,
                "List every HVD_* parameter with its default, range and current value, then exit");
@@ -77,15 +101,21 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   o.command = app.remaining();
-  if (printConfig) {
-    try {
-      std::fputs(hvd::params::describeAll(hvd::params::ParamValues::fromEnvironment()).c_str(),
-                 stdout);
+  try {
+    o.runtimeParams = hvd::launcher::runtimeParams(rf);
+    if (app.count("--log-level")) o.runtimeParams["HVD_LOG_LEVEL"] = o.logLevel;
+    // What the workers will see: hvdrun's environment with the flags and file applied. A bad
+    // value is reported here, before any worker starts.
+    auto env = hvd::params::environmentSnapshot();
+    for (const auto& [k, v] : o.runtimeParams) env[k] = v;
+    auto values = hvd::params::ParamValues::fromMap(env);
+    if (printConfig) {
+      std::fputs(hvd::params::describeAll(values).c_str(), stdout);
       return 0;
-    } catch (const hvd::InvalidArgument& e) {
-      std::fprintf(stderr, "hvdrun: error: %s\n", e.what());
-      return 2;
     }
+  } catch (const hvd::InvalidArgument& e) {
+    std::fprintf(stderr, "hvdrun: error: %s\n", e.what());
+    return 2;
   }
   o.startTimeout = std::chrono::seconds(startTimeout);
   o.grace = std::chrono::seconds(grace);

@@ -2,6 +2,7 @@
 //   env                 print the placement variables the launcher set
 //   allreduce COUNT     allreduce float32 and int64 vectors, check, print "rank R ok"
 //   broadcast ROOT      broadcast from ROOT, check, print "rank R ok"
+//   loop                allreduce until stopped (prints "rank R looping" once)
 #include <hvd/hvd.h>
 
 #include <cmath>
@@ -28,7 +29,9 @@ int fail(const char* what, hvd_status s) {
 int printEnv() {
   const char* names[] = {"HVD_RANK", "HVD_SIZE", "HVD_LOCAL_RANK", "HVD_LOCAL_SIZE",
                          "HVD_CROSS_RANK", "HVD_CROSS_SIZE", "HVD_HOSTNAME", "HOROVOD_RANK",
-                         "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"};
+                         "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+                         "HVD_FUSION_THRESHOLD", "HVD_CYCLE_TIME", "HVD_CACHE_CAPACITY",
+                         "HVD_TIMELINE", "HVD_STALL_CHECK_DISABLE", "HVD_LOG_LEVEL"};
   std::string line;
   for (const char* n : names) line += std::string(n) + "=" + (std::getenv(n) ? std::getenv(n) : "") + " ";
   std::printf("%s\n", line.c_str());
@@ -76,6 +79,19 @@ int broadcast(int root) {
   return 0;
 }
 
+int loop() {
+  int rank;
+  CALL(hvd_rank(&rank));
+  std::vector<float> v(4096, 1.0f);
+  for (long i = 0;; ++i) {
+    CALL(hvd_allreduce(v.data(), v.data(), v.size(), HVD_FLOAT32, HVD_AVERAGE));
+    if (i == 10) {
+      std::printf("rank %d looping\n", rank);
+      std::fflush(stdout);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -85,6 +101,7 @@ int main(int argc, char** argv) {
   int rc = 2;
   if (mode == "allreduce" && argc > 2) rc = allreduce(std::strtoul(argv[2], nullptr, 10));
   else if (mode == "broadcast" && argc > 2) rc = broadcast(std::atoi(argv[2]));
+  else if (mode == "loop") rc = loop();
   else std::fprintf(stderr, "usage: e2e_worker env | allreduce COUNT | broadcast ROOT\n");
   if (rc == 0) CALL(hvd_barrier());
   CALL(hvd_shutdown());

@@ -1,0 +1,28 @@
+// The runtime's tuning knobs as hvdrun takes them: flags and a JSON config file with the
+// sections of Horovod's YAML config file. Both become HVD_* variables for the workers
+// (common/params.h declares and documents each one); flags override the file, and the file
+// overrides hvdrun's own environment.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+namespace hvd::launcher {
+
+struct RuntimeFlags {
+  std::optional<double> fusionThresholdMb;   // --fusion-threshold-mb
+  std::optional<double> cycleTimeMs;         // --cycle-time-ms
+  std::optional<long long> cacheCapacity;    // --cache-capacity
+  std::optional<std::string> timelineFilename;  // --timeline-filename
+  std::optional<long long> stallWarningSeconds;   // --stall-check-warning-time-seconds
+  std::optional<long long> stallShutdownSeconds;  // --stall-check-shutdown-time-seconds
+  bool noStallCheck = false;                 // --no-stall-check
+  std::string configFile;                    // --config-file
+};
+
+// The HVD_* variables the flags and the file set. Throws InvalidArgument naming the file and
+// key (an unknown or unsupported key, a value of the wrong type) or the flag.
+std::map<std::string, std::string> runtimeParams(const RuntimeFlags& flags);
+
+}  // namespace hvd::launcher

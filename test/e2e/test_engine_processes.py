@@ -1,0 +1,89 @@
+"""The engine's knobs and timeline through hvdrun, on real processes."""
+import json
+import signal
+import subprocess
+import time
+
+from conftest import HVDRUN, WORKER, run_hvdrun
+
+
+def worker_env(result):
+    """{rank: {VAR: value}} from the 'env' worker's lines ("[1] HVD_RANK=1 ...")."""
+    out = {}
+    for line in result.stdout.splitlines():
+        fields = dict(f.split("=", 1) for f in line.split()[1:] if "=" in f)
+        if "HVD_RANK" in fields:
+            out[int(fields["HVD_RANK"])] = fields
+    return out
+
+
+def test_flags_and_config_file_reach_every_worker(tmp_path):
+    config = tmp_path / "hvd.json"
+    config.write_text(json.dumps({
+        "params": {"fusion_threshold_mb": 2, "cycle_time_ms": 0.5, "cache_capacity": 7},
+        "stall_check": {"enabled": False},
+        "logging": {"level": "warning"},
+    }))
+    # The flag overrides the file's cache capacity.
+    r = run_hvdrun("-np", 2, "--config-file", config, "--cache-capacity", 9, WORKER, "env")
+    assert r.returncode == 0, r.stderr
+    env = worker_env(r)
+    assert sorted(env) == [0, 1]
+    for rank in (0, 1):
+        assert env[rank]["HVD_FUSION_THRESHOLD"] == str(2 * 1024 * 1024)
+        assert env[rank]["HVD_CYCLE_TIME"] == "0.5"
+        assert env[rank]["HVD_CACHE_CAPACITY"] == "9"
+        assert env[rank]["HVD_STALL_CHECK_DISABLE"] == "1"
+        assert env[rank]["HVD_LOG_LEVEL"] == "warn"
+
+
+def test_bad_knobs_are_rejected_naming_the_key_before_anything_starts(tmp_path):
+    config = tmp_path / "hvd.json"
+    config.write_text(json.dumps({"autotune": {"enabled": True}}))
+    r = run_hvdrun("-np", 2, "--config-file", config, WORKER, "env")
+    assert r.returncode == 2
+    assert "autotune.enabled is not supported by hvd" in r.stderr
+    config.write_text(json.dumps({"params": {"cache_capacity": "lots"}}))
+    r = run_hvdrun("-np", 2, "--config-file", config, WORKER, "env")
+    assert r.returncode == 2 and 'params.cache_capacity: expected a number, got "lots"' in r.stderr
+    r = run_hvdrun("-np", 2, "--cycle-time-ms", "-1", WORKER, "env")
+    assert r.returncode == 2 and "HVD_CYCLE_TIME" in r.stderr
+    r = run_hvdrun("-np", 2, WORKER, "env", env={"HVD_FUSION_THRESHOLD": "big", "PATH": "/usr/bin"})
+    assert r.returncode == 2 and "HVD_FUSION_THRESHOLD='big': not an integer" in r.stderr
+
+
+def timeline_events(path):
+    events = json.loads(path.read_text())
+    return [e for e in events if e.get("ph") == "X"]
+
+
+def test_timeline_is_valid_json_after_a_normal_end(tmp_path):
+    timeline = tmp_path / "timeline.json"
+    r = run_hvdrun("-np", 2, "--timeline-filename", timeline, WORKER, "allreduce", 1000)
+    assert r.returncode == 0, r.stderr
+    phases = {e["name"] for e in timeline_events(timeline)}
+    assert "NEGOTIATE" in phases and "ALLREDUCE" in phases, phases
+    names = [e["args"]["name"] for e in json.loads(timeline.read_text()) if e.get("ph") == "M"]
+    assert any(n.startswith("allreduce.noname.") for n in names)
+
+
+def test_timeline_is_valid_json_after_ctrl_c(tmp_path):
+    timeline = tmp_path / "timeline.json"
+    job = subprocess.Popen([str(HVDRUN), "-np", "2", "--timeline-filename", str(timeline),
+                            str(WORKER), "loop"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if timeline.exists() and timeline.stat().st_size > 20000:
+                break
+            time.sleep(0.05)
+        job.send_signal(signal.SIGINT)
+        job.communicate(timeout=30)
+    finally:
+        if job.poll() is None:
+            job.kill()
+    assert job.returncode != 0
+    events = timeline_events(timeline)  # parses: the file was valid when the job stopped
+    assert len(events) > 50
+    assert {"NEGOTIATE", "ALLREDUCE"} <= {e["name"] for e in events}
