@@ -8,10 +8,10 @@ from conftest import HVDRUN, WORKER, run_hvdrun
 
 
 def worker_env(result):
-    """{rank: {VAR: value}} from the 'env' worker's lines ("[1] HVD_RANK=1 ...")."""
+    """{rank: {VAR: value}} from the 'env' worker's lines ("[1]<stdout>:HVD_RANK=1 ...")."""
     out = {}
     for line in result.stdout.splitlines():
-        fields = dict(f.split("=", 1) for f in line.split()[1:] if "=" in f)
+        fields = dict(f.split("=", 1) for f in line.split(":", 1)[-1].split() if "=" in f)
         if "HVD_RANK" in fields:
             out[int(fields["HVD_RANK"])] = fields
     return out
