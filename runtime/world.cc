@@ -18,8 +18,10 @@ std::unique_ptr<Comm> singleRank(const Config& config) {
 }
 
 std::unique_ptr<Comm> connectScope(const Config& config, rendezvous::Store& store,
-                                   const std::string& bindAddress, const std::string& scope) {
-  rendezvous::PrefixStore scoped("job/" + config.jobId + "/epoch/0/" + scope, store);
+                                   const std::string& bindAddress, int64_t epoch,
+                                   const std::string& scope) {
+  rendezvous::PrefixStore scoped(
+      detail::concat("job/", config.jobId, "/epoch/", epoch, "/", scope), store);
   auto device = collectives::tcp::TcpDevice::create(bindAddress, config.secret,
                                                     config.socketBufferBytes);
   auto comm = device->connectAll(config.topology.rank, config.topology.size, scoped,
@@ -49,8 +51,13 @@ World connectWorld(const Config& config, rendezvous::Store* store, bool withCont
     store = client.get();
     world.ownedStore = std::move(client);
   }
-  world.data = connectScope(config, *store, bindAddress, "global");
-  if (withControl) world.control = connectScope(config, *store, bindAddress, "control");
+  // Every init of this rank in the job gets a new epoch, so a process that shuts down and
+  // initialises again never reads the addresses its previous communicators published. Init
+  // and shutdown are collective, so all ranks count the same.
+  int64_t epoch =
+      store->add(detail::concat("job/", config.jobId, "/inits/", t.rank), 1) - 1;
+  world.data = connectScope(config, *store, bindAddress, epoch, "global");
+  if (withControl) world.control = connectScope(config, *store, bindAddress, epoch, "control");
   return world;
 }
 

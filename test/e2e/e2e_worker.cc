@@ -3,6 +3,7 @@
 //   allreduce COUNT     allreduce float32 and int64 vectors, check, print "rank R ok"
 //   broadcast ROOT      broadcast from ROOT, check, print "rank R ok"
 //   loop                allreduce until stopped (prints "rank R looping" once)
+//   reinit ROUNDS       allreduce, shut down and initialise again, ROUNDS times
 #include <hvd/hvd.h>
 
 #include <cmath>
@@ -102,6 +103,13 @@ int main(int argc, char** argv) {
   if (mode == "allreduce" && argc > 2) rc = allreduce(std::strtoul(argv[2], nullptr, 10));
   else if (mode == "broadcast" && argc > 2) rc = broadcast(std::atoi(argv[2]));
   else if (mode == "loop") rc = loop();
+  else if (mode == "reinit" && argc > 2) {
+    for (int round = 0, rounds = std::atoi(argv[2]); round < rounds && rc != 1; ++round) {
+      rc = allreduce(1000);
+      CALL(hvd_shutdown());
+      CALL(hvd_init());
+    }
+  }
   else std::fprintf(stderr, "usage: e2e_worker env | allreduce COUNT | broadcast ROOT\n");
   if (rc == 0) CALL(hvd_barrier());
   CALL(hvd_shutdown());

@@ -87,3 +87,9 @@ def test_timeline_is_valid_json_after_ctrl_c(tmp_path):
     events = timeline_events(timeline)  # parses: the file was valid when the job stopped
     assert len(events) > 50
     assert {"NEGOTIATE", "ALLREDUCE"} <= {e["name"] for e in events}
+
+
+def test_shutdown_and_init_again_under_hvdrun():
+    r = run_hvdrun("-np", 3, WORKER, "reinit", 3)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count(" ok") == 9, r.stdout
