@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "bench/hvd_bench/collective_bench.h"
+#include "bench/hvd_bench/engine_bench.h"
 #include "bench/hvd_bench/report.h"
 #include "common/error.h"
 #include "common/params.h"
@@ -47,6 +48,14 @@ int main(int argc, char** argv) {
   app.add_option("-n,--iters", o.iterations, "Timed runs per measurement")->check(CLI::Range(1, 1000000));
   app.add_option("-c,--check", check, "Check results (1) or not (0)");
   app.add_option("--json", json, "Also write the rows to this JSON file (rank 0)");
+  bool engine = false;
+  hvd::bench::EngineBenchOptions eo;
+  app.add_flag("--engine", engine,
+               "Instead of a sweep, time 100-tensor steps through the engine with fusion on and "
+               "off, and a 4-byte allreduce's latency");
+  app.add_option("--steps", eo.steps, "--engine: timed steps per list")->check(CLI::Range(1, 100000));
+  app.add_option("--latency-iters", eo.latencyIterations, "--engine: timed 4-byte allreduces")
+      ->check(CLI::Range(10, 10000000));
   CLI11_PARSE(app, argc, argv);
   try {
     o.minBytes = parseSize(minBytes, "-b");
@@ -57,6 +66,14 @@ int main(int argc, char** argv) {
     o.redop = hvd::collectives::parseReduceOp(redop);
     o.check = check != 0;
     auto config = hvd::runtime::Config::fromParams(hvd::params::ParamValues::fromEnvironment());
+    if (engine) {
+      auto result = hvd::bench::runEngineBench(config, eo);
+      if (config.topology.rank == 0) {
+        hvd::bench::printEngineReport(std::cout, result);
+        if (!json.empty()) hvd::bench::writeEngineJson(json, result);
+      }
+      return 0;
+    }
     auto rt = hvd::runtime::DirectCollectives::create(config);
     auto rows = hvd::bench::runSweep(*rt, o);
     if (rt->topology().rank == 0) {

@@ -1,5 +1,7 @@
 #include "runtime/engine/control_channel.h"
 
+#include <cstring>
+
 #include "common/error.h"
 
 namespace hvd::runtime {
@@ -16,9 +18,7 @@ ControlChannel::ControlChannel(std::unique_ptr<collectives::Comm> comm, std::vec
 
 void ControlChannel::postHeader(Inbound& in) {
   in.inBody = false;
-  in.header = comm_->peer(in.peer).irecv(
-      collectives::MutableBytes(reinterpret_cast<std::byte*>(&in.length), sizeof in.length),
-      kControlTag);
+  in.header = comm_->peer(in.peer).irecv(collectives::MutableBytes(in.frame), kControlTag);
 }
 
 void ControlChannel::linkBroke(int peer, const std::exception& e) const {
@@ -28,18 +28,21 @@ void ControlChannel::linkBroke(int peer, const std::exception& e) const {
 
 void ControlChannel::send(int peer, const std::string& message) {
   uint64_t length = message.size();
+  std::array<std::byte, kFrame> frame{};
+  std::memcpy(frame.data(), &length, sizeof length);
+  std::size_t inlined = std::min<std::size_t>(length, kInline);
+  std::memcpy(frame.data() + sizeof length, message.data(), inlined);
   auto& link = comm_->peer(peer);
   try {
-    auto header = link.isend(
-        collectives::ConstBytes(reinterpret_cast<const std::byte*>(&length), sizeof length),
-        kControlTag);
-    collectives::Request body;
-    if (length > 0)
-      body = link.isend(collectives::ConstBytes(
-                            reinterpret_cast<const std::byte*>(message.data()), length),
+    auto header = link.isend(collectives::ConstBytes(frame), kControlTag);
+    collectives::Request rest;
+    if (length > inlined)
+      rest = link.isend(collectives::ConstBytes(
+                            reinterpret_cast<const std::byte*>(message.data()) + inlined,
+                            length - inlined),
                         kControlTag);
     header.wait(comm_->deadline());
-    body.wait(comm_->deadline());
+    rest.wait(comm_->deadline());
   } catch (const TimeoutError&) {
     throw;
   } catch (const std::exception& e) {
@@ -55,15 +58,19 @@ std::vector<std::pair<int, std::string>> ControlChannel::receive() {
       while (true) {
         if (!in.inBody) {
           if (!in.header.test()) break;
-          in.payload.assign(in.length, '\0');
+          uint64_t length = 0;
+          std::memcpy(&length, in.frame.data(), sizeof length);
+          std::size_t inlined = std::min<std::size_t>(length, kInline);
+          in.payload.assign(reinterpret_cast<const char*>(in.frame.data()) + sizeof length,
+                            inlined);
+          in.payload.resize(length);
           in.inBody = true;
-          if (in.length > 0)
+          in.body = {};
+          if (length > inlined)
             in.body = comm_->peer(in.peer).irecv(
-                collectives::MutableBytes(reinterpret_cast<std::byte*>(in.payload.data()),
-                                          in.length),
+                collectives::MutableBytes(reinterpret_cast<std::byte*>(in.payload.data()) + inlined,
+                                          length - inlined),
                 kControlTag);
-          else
-            in.body = {};
         }
         if (!in.body.test()) break;
         messages.emplace_back(in.peer, std::move(in.payload));

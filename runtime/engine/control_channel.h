@@ -4,6 +4,7 @@
 // Thread model: the engine thread owns it; wake() may be called from any thread.
 #pragma once
 
+#include <array>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -33,9 +34,13 @@ class ControlChannel {
   void waitForActivity(collectives::Deadline deadline);
   void wake();
  private:
+  // Every message starts with a fixed frame holding its length and up to kInline bytes, so
+  // the usual small message is one write and one read; a longer one sends the rest after it.
+  static constexpr std::size_t kFrame = 512;
+  static constexpr std::size_t kInline = kFrame - sizeof(uint64_t);
   struct Inbound {
     int peer = 0;
-    uint64_t length = 0;
+    std::array<std::byte, kFrame> frame{};
     std::string payload;
     collectives::Request header;
     collectives::Request body;

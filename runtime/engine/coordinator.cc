@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "runtime/engine/executor.h"
 
 namespace hvd::runtime {
 namespace {
@@ -21,6 +22,8 @@ double secondsBetween(SteadyTime a, SteadyTime b) {
 // Allreduces that may share one fusion buffer share this key; empty: never fused.
 std::string fusionKey(const OpRequest& r) {
   if (r.type != OpType::Allreduce || r.tensors.empty()) return "";
+  for (const auto& t : r.tensors)
+    if (t.bytes() >= kFuseBelowBytes) return "";
   for (const auto& t : r.tensors)
     if (t.dtype != r.tensors[0].dtype) return "";
   std::ostringstream k;
@@ -121,8 +124,7 @@ void Coordinator::markIfReady(const std::string& name, Pending& p) {
   if (!firstReadyAt_) firstReadyAt_ = std::chrono::steady_clock::now();
 }
 
-std::optional<std::string> Coordinator::disagreement(const std::string& name,
-                                                     const Pending& p) const {
+std::optional<std::string> Coordinator::disagreement(const Pending& p) const {
   // Ranks that sent the same cache id sent identical requests.
   std::set<uint64_t> ids;
   for (const auto& [rank, id] : p.cacheIdByRank) ids.insert(id);
@@ -150,7 +152,7 @@ Response Coordinator::decide(const std::string& name, Pending& p) {
     r.message = std::move(message);
     return r;
   };
-  if (auto why = disagreement(name, p)) return fail(*why);
+  if (auto why = disagreement(p)) return fail(*why);
   bool global = request.type == OpType::AddProcessSet ||
                 request.type == OpType::RemoveProcessSet;
   if (!global && processSet(request.processSet).empty())

@@ -72,7 +72,7 @@ class Coordinator {
 
   void markIfReady(const std::string& name, Pending& p);
   std::set<int> missing(const Pending& p) const;
-  std::optional<std::string> disagreement(const std::string& name, const Pending& p) const;
+  std::optional<std::string> disagreement(const Pending& p) const;
   Response decide(const std::string& name, Pending& p);
   std::string stallReport(const Pending& p, SteadyTime now) const;
   void fuseInto(std::vector<Response>& out, std::vector<std::size_t>& openBytes,

@@ -16,7 +16,9 @@ std::vector<std::vector<std::size_t>> planFusion(const std::vector<TensorMeta>& 
   std::size_t bytes = 0;
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     std::size_t b = tensors[i].bytes();
-    bool join = !chunks.empty() && thresholdBytes > 0 &&
+    bool small = b < kFuseBelowBytes;
+    bool join = small && !chunks.empty() && thresholdBytes > 0 &&
+                tensors[chunks.back().back()].bytes() < kFuseBelowBytes &&
                 tensors[chunks.back().back()].dtype == tensors[i].dtype &&
                 bytes + b <= thresholdBytes;
     if (join) {

@@ -15,6 +15,10 @@
 
 namespace hvd::runtime {
 
+// Tensors this large skip the fusion buffer: copying them in and out costs more than the
+// per-operation overhead fusing saves (measured with hvd-bench --engine, docs/performance.md).
+inline constexpr std::size_t kFuseBelowBytes = 256 << 10;
+
 struct ExecutorOptions {
   std::size_t fusionThresholdBytes = 0;  // 0: every tensor alone
   std::size_t segmentBytes = 512 * 1024;
@@ -26,8 +30,9 @@ struct ExecutorCounters {
   uint64_t fusedTensors = 0;   // tensors that went through the fusion buffer
 };
 
-// Consecutive tensors of one dtype share a chunk while it stays within the threshold; returns
-// the tensor indices of each chunk. A tensor larger than the threshold is a chunk of its own.
+// Consecutive tensors of one dtype below kFuseBelowBytes share a chunk while it stays within
+// the threshold; returns the tensor indices of each chunk. Any other tensor is a chunk of its
+// own.
 std::vector<std::vector<std::size_t>> planFusion(const std::vector<TensorMeta>& tensors,
                                                  std::size_t thresholdBytes);
 
