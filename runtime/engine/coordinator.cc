@@ -89,7 +89,7 @@ void Coordinator::submit(int rank, const OpRequest& request, uint64_t cacheId, S
   if (request.type == OpType::Join) {
     joined_.insert(rank);
     lastJoined_ = rank;
-    for (auto& [name, p] : pending_) markIfReady(name, p);
+    for (auto& [name, p] : pending_) markIfReady(name, p, now);
     return;
   }
   auto [it, fresh] = pending_.try_emplace(request.key());
@@ -105,7 +105,7 @@ void Coordinator::submit(int rank, const OpRequest& request, uint64_t cacheId, S
                 request.type == OpType::RemoveProcessSet;
   for (int32_t r : processSet(global ? 0 : request.processSet)) p.expected.insert(r);
   p.expected.insert(rank);
-  markIfReady(it->first, p);
+  markIfReady(it->first, p, now);
 }
 
 void Coordinator::requestShutdown(int rank) { shutdownRequested_.insert(rank); }
@@ -117,11 +117,11 @@ std::set<int> Coordinator::missing(const Pending& p) const {
   return m;
 }
 
-void Coordinator::markIfReady(const std::string& name, Pending& p) {
+void Coordinator::markIfReady(const std::string& name, Pending& p, SteadyTime now) {
   if (p.ready || !missing(p).empty()) return;
   p.ready = true;
   readyOrder_.push_back(name);
-  if (!firstReadyAt_) firstReadyAt_ = std::chrono::steady_clock::now();
+  if (!firstReadyAt_) firstReadyAt_ = now;
 }
 
 std::optional<std::string> Coordinator::disagreement(const Pending& p) const {

@@ -70,7 +70,7 @@ class Coordinator {
     bool ready = false;
   };
 
-  void markIfReady(const std::string& name, Pending& p);
+  void markIfReady(const std::string& name, Pending& p, SteadyTime now);
   std::set<int> missing(const Pending& p) const;
   std::optional<std::string> disagreement(const Pending& p) const;
   Response decide(const std::string& name, Pending& p);

@@ -1,0 +1,201 @@
+// The negotiation state machine, the response cache, the wire format, fusion planning and the
+// timeline file, driven directly: no sockets, no threads.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "runtime/engine/coordinator.h"
+#include "runtime/engine/executor.h"
+#include "runtime/engine/timeline.h"
+
+using namespace hvd::runtime;
+using hvd::collectives::DType;
+using std::chrono::seconds;
+
+namespace {
+
+OpRequest allreduce(const std::string& name, int64_t elements, DType dtype = DType::Float32) {
+  OpRequest r;
+  r.type = OpType::Allreduce;
+  r.name = name;
+  r.tensors = {{dtype, {elements}}};
+  return r;
+}
+
+CoordinatorOptions options(int size, std::size_t fusion = 0) {
+  CoordinatorOptions o;
+  o.size = size;
+  o.fusionThresholdBytes = fusion;
+  o.stallWarning = seconds(5);
+  o.stallShutdown = seconds(20);
+  return o;
+}
+
+const SteadyTime t0{};
+
+}  // namespace
+
+TEST_CASE("an operation is ready only when every rank has submitted it, in readiness order") {
+  Coordinator c(options(3));
+  c.submit(0, allreduce("a", 4), 0, t0);
+  c.submit(1, allreduce("b", 4), 0, t0);
+  c.submit(1, allreduce("a", 4), 0, t0);
+  CHECK(c.dispatch(t0).responses.empty());
+  c.submit(2, allreduce("b", 4), 0, t0);
+  c.submit(0, allreduce("b", 4), 0, t0);  // b is ready before a
+  c.submit(2, allreduce("a", 4), 0, t0);
+  auto list = c.dispatch(t0);
+  REQUIRE(list.responses.size() == 2);
+  CHECK(list.responses[0].names == std::vector<std::string>{"b"});
+  CHECK(list.responses[1].names == std::vector<std::string>{"a"});
+  CHECK(list.responses[0].kind == ResponseKind::Execute);
+}
+
+TEST_CASE("disagreeing ranks get one error naming the tensor and the ranks by value") {
+  Coordinator c(options(4));
+  for (int r = 0; r < 4; ++r)
+    c.submit(r, allreduce("grad.w", 8, r == 1 ? DType::Float16 : DType::Float32), 0, t0);
+  auto list = c.dispatch(t0);
+  REQUIRE(list.responses.size() == 1);
+  CHECK(list.responses[0].kind == ResponseKind::Error);
+  CHECK(list.responses[0].message ==
+        "allreduce \"grad.w\": dtype mismatch: ranks {0,2,3} float32, rank {1} float16");
+}
+
+TEST_CASE("fusion groups compatible allreduces up to the threshold") {
+  Coordinator c(options(2, 4096));
+  auto submitBoth = [&](const OpRequest& r) {
+    c.submit(0, r, 0, t0);
+    c.submit(1, r, 0, t0);
+  };
+  submitBoth(allreduce("a", 256));                  // 1 KiB
+  submitBoth(allreduce("b", 256, DType::Float64));  // other dtype: its own group
+  submitBoth(allreduce("c", 512));                  // 2 KiB, fits with a
+  submitBoth(allreduce("d", 512));                  // would exceed 4 KiB with a and c
+  auto list = c.dispatch(t0);
+  REQUIRE(list.responses.size() == 3);
+  CHECK(list.responses[0].names == std::vector<std::string>{"a", "c"});
+  CHECK(list.responses[1].names == std::vector<std::string>{"b"});
+  CHECK(list.responses[2].names == std::vector<std::string>{"d"});
+}
+
+TEST_CASE("a cycle time holds ready work until the cycle has passed") {
+  auto o = options(1, 1 << 20);
+  o.cycleTime = std::chrono::milliseconds(2);
+  Coordinator c(o);
+  c.submit(0, allreduce("a", 4), 0, t0);
+  CHECK(c.dispatch(t0 + std::chrono::milliseconds(1)).responses.empty());
+  c.submit(0, allreduce("b", 4), 0, t0 + std::chrono::milliseconds(1));
+  auto list = c.dispatch(t0 + std::chrono::milliseconds(2));
+  REQUIRE(list.responses.size() == 1);
+  CHECK(list.responses[0].names.size() == 2);
+}
+
+TEST_CASE("joined ranks are not waited for; they get shapes to add zeros; join reports the last") {
+  Coordinator c(options(3));
+  OpRequest join;
+  join.type = OpType::Join;
+  join.name = "join";
+  c.submit(2, join, 0, t0);
+  c.submit(0, allreduce("x", 4), 0, t0);
+  c.submit(1, allreduce("x", 4), 0, t0);
+  auto list = c.dispatch(t0);
+  REQUIRE(list.responses.size() == 1);
+  CHECK(list.responses[0].forJoined.size() == 1);
+  c.submit(0, join, 0, t0);
+  c.submit(1, join, 0, t0);
+  list = c.dispatch(t0);
+  REQUIRE(list.responses.size() == 1);
+  CHECK(list.responses[0].kind == ResponseKind::JoinDone);
+  CHECK(list.responses[0].value == 1);
+}
+
+TEST_CASE("stalls are reported with the missing ranks, then fail the job") {
+  Coordinator c(options(3));
+  c.submit(0, allreduce("slow", 4), 0, t0);
+  c.submit(2, allreduce("slow", 4), 0, t0);
+  CHECK(c.stallWarnings(t0 + seconds(4)).empty());
+  auto warnings = c.stallWarnings(t0 + seconds(5));
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0] == "allreduce \"slow\" submitted by ranks {0,2}, waiting 5 s for ranks {1}");
+  CHECK(c.stallWarnings(t0 + seconds(6)).empty());  // once per warning period
+  CHECK(c.dispatch(t0 + seconds(19)).responses.empty());
+  auto list = c.dispatch(t0 + seconds(20));
+  REQUIRE(list.responses.size() == 1);
+  CHECK(list.responses[0].kind == ResponseKind::Fatal);
+  CHECK_THAT(list.responses[0].message, Catch::Contains("waiting 20 s for ranks {1}"));
+}
+
+TEST_CASE("the response cache gives ids, replaces changed requests and resolves evicted ids") {
+  CoordinatorCache cache(2);
+  uint64_t a = cache.recordExecuted(allreduce("a", 4), 1);
+  uint64_t b = cache.recordExecuted(allreduce("b", 4), 1);
+  CHECK(cache.recordExecuted(allreduce("a", 4), 2) == a);  // touch: a is most recent
+  uint64_t c = cache.recordExecuted(allreduce("c", 4), 3);  // evicts b
+  CHECK(cache.takeEvicted() == std::vector<uint64_t>{b});
+  CHECK(cache.resolve(b).name == "b");  // still resolvable until every rank saw list 3
+  cache.allRanksHaveSeen(3);
+  CHECK_THROWS(cache.resolve(b));
+  uint64_t a2 = cache.recordExecuted(allreduce("a", 8), 4);  // changed shape: new id
+  CHECK(a2 != a);
+  CHECK(c != a2);
+  WorkerCache worker;
+  worker.learn(allreduce("a", 8), a2);
+  CHECK(worker.idFor(allreduce("a", 8)) == a2);
+  CHECK(worker.idFor(allreduce("a", 4)) == 0);
+  worker.forget(a2);
+  CHECK(worker.idFor(allreduce("a", 8)) == 0);
+}
+
+TEST_CASE("control messages survive encoding, and a truncated one is an error") {
+  RequestList l;
+  l.responseListsSeen = 7;
+  l.shutdown = true;
+  Submission full;
+  full.request = allreduce("grad", 12);
+  full.request.prescale = 0.5;
+  Submission cached;
+  cached.cacheId = 42;
+  l.submissions = {full, cached};
+  auto back = RequestList::decode(l.encode());
+  CHECK(back.responseListsSeen == 7);
+  CHECK(back.shutdown);
+  REQUIRE(back.submissions.size() == 2);
+  CHECK(back.submissions[0].request == full.request);
+  CHECK(back.submissions[1].cacheId == 42);
+  std::string bytes = l.encode();
+  bytes.pop_back();
+  CHECK_THROWS_WITH(RequestList::decode(bytes), Catch::Contains("truncated"));
+}
+
+TEST_CASE("fusion chunks: same dtype, within the threshold, large tensors alone") {
+  std::vector<TensorMeta> t = {{DType::Float32, {256}}, {DType::Float32, {256}},
+                               {DType::Float64, {128}}, {DType::Float32, {1 << 20}},
+                               {DType::Float32, {256}}};
+  CHECK(planFusion(t, 1 << 20) ==
+        std::vector<std::vector<std::size_t>>{{0, 1}, {2}, {3}, {4}});
+  CHECK(planFusion(t, 0) == std::vector<std::vector<std::size_t>>{{0}, {1}, {2}, {3}, {4}});
+  CHECK(planFusion(t, 1024) == std::vector<std::vector<std::size_t>>{{0}, {1}, {2}, {3}, {4}});
+}
+
+TEST_CASE("the timeline file is valid JSON after every batch of events") {
+  std::string path = "/tmp/hvd_timeline_unit_" + std::to_string(::getpid()) + ".json";
+  Timeline timeline(0);
+  timeline.start(path);
+  auto parse = [&] {
+    std::ifstream in(path);
+    return nlohmann::json::parse(in);
+  };
+  CHECK(parse().empty());
+  auto now = std::chrono::steady_clock::now();
+  timeline.record({{"grad \"w\"", "ALLREDUCE", now, now + std::chrono::microseconds(5), 64}});
+  CHECK(parse().size() == 2);  // the row's name, then the event
+  timeline.record({{"grad \"w\"", "NEGOTIATE", now, now, 64}, {"b", "ALLREDUCE", now, now, 4}});
+  auto events = parse();
+  CHECK(events.size() == 5);
+  CHECK(events[0]["args"]["name"] == "grad \"w\"");
+  timeline.stop();
+  std::remove(path.c_str());
+}
