@@ -8,30 +8,12 @@
 #include "collectives/algorithms/alltoall.h"
 #include "collectives/algorithms/reducescatter.h"
 #include "collectives/algorithms/ring.h"
+#include "common/format.h"
 
 namespace hvd::collectives {
 namespace {
 
 constexpr std::size_t kMaxDims = 8;
-
-std::string shapeText(const std::vector<int64_t>& shape) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + "]";
-}
-
-void checkShape(const char* op, const Tensor& t) {
-  for (int64_t d : t.shape)
-    if (d < 0) throw InvalidArgument(std::string(op) + ": negative dimension in shape " + shapeText(t.shape));
-  if (t.numElements() > 0 && !t.data)
-    throw InvalidArgument(std::string(op) + ": null data pointer for shape " + shapeText(t.shape));
-}
-
-std::string rankSet(const std::vector<int>& ranks) {
-  std::string out = "{";
-  for (std::size_t i = 0; i < ranks.size(); ++i) out += (i ? "," : "") + std::to_string(ranks[i]);
-  return out + "}";
-}
 
 // Everyone's fixed-size record of {dtype, ndim, dims...}.
 std::vector<std::vector<int64_t>> exchangeShapes(Comm& comm, const Tensor& t) {
@@ -54,6 +36,54 @@ std::vector<std::vector<int64_t>> exchangeShapes(Comm& comm, const Tensor& t) {
 
 }  // namespace
 
+void checkTensor(const std::string& what, const Tensor& t) {
+  for (int64_t d : t.shape)
+    if (d < 0) throw InvalidArgument(what + ": negative dimension in shape " + shapeText(t.shape));
+  if (t.numElements() > 0 && !t.data)
+    throw InvalidArgument(what + ": null data pointer for shape " + shapeText(t.shape));
+}
+
+void checkSameElements(const std::string& what, const Tensor& input, const Tensor& output) {
+  if (input.dtype != output.dtype || input.numElements() != output.numElements())
+    throw InvalidArgument(detail::concat(what, ": output ", dtypeName(output.dtype),
+                                         shapeText(output.shape), " does not match input ",
+                                         dtypeName(input.dtype), shapeText(input.shape)));
+}
+
+void checkRoot(const std::string& what, int root, int size) {
+  if (root < 0 || root >= size)
+    throw InvalidArgument(detail::concat(what, ": root rank ", root, " is outside [0, ", size, ")"));
+}
+
+void checkScatterable(const std::string& what, const Tensor& input) {
+  if (input.shape.empty())
+    throw InvalidArgument(what + ": cannot scatter a scalar (shape []): give the tensor a first "
+                                 "dimension");
+}
+
+std::vector<int64_t> alltoallSplits(const std::string& what, const Tensor& input,
+                                    const std::vector<int64_t>& splits, int size) {
+  if (input.shape.empty()) throw InvalidArgument(what + ": cannot split a scalar (shape [])");
+  int64_t rows = input.shape[0];
+  std::vector<int64_t> send = splits;
+  if (send.empty()) {
+    if (rows % size != 0)
+      throw InvalidArgument(detail::concat(what, ": first dimension ", rows,
+                                           " does not divide into ", size,
+                                           " equal splits; pass splits"));
+    send.assign(size, rows / size);
+  }
+  if (static_cast<int>(send.size()) != size)
+    throw InvalidArgument(detail::concat(what, ": ", send.size(), " splits for ", size, " ranks"));
+  for (int64_t s : send)
+    if (s < 0) throw InvalidArgument(detail::concat(what, ": negative split ", s));
+  int64_t total = std::accumulate(send.begin(), send.end(), int64_t{0});
+  if (total > rows)
+    throw InvalidArgument(detail::concat(what, ": splits sum to ", total,
+                                         " rows but the first dimension is ", rows));
+  return send;
+}
+
 std::size_t Tensor::numElements() const {
   std::size_t n = 1;
   for (int64_t d : shape) n *= static_cast<std::size_t>(d);
@@ -68,22 +98,19 @@ std::size_t Tensor::rowElements() const {
 
 void allreduce(Comm& comm, const Tensor& input, const Tensor& output, ReduceOp op,
                const AllreduceOptions& options) {
-  checkShape("allreduce", input);
-  checkShape("allreduce", output);
-  if (input.dtype != output.dtype || input.numElements() != output.numElements())
-    throw InvalidArgument(detail::concat("allreduce: output ", dtypeName(output.dtype),
-                                         shapeText(output.shape), " does not match input ",
-                                         dtypeName(input.dtype), shapeText(input.shape)));
+  checkTensor("allreduce", input);
+  checkTensor("allreduce", output);
+  checkSameElements("allreduce", input, output);
   allreduce(comm, input.data, output.data, input.numElements(), input.dtype, op, options);
 }
 
 void broadcast(Comm& comm, const Tensor& tensor, int root, const BroadcastOptions& options) {
-  checkShape("broadcast", tensor);
+  checkTensor("broadcast", tensor);
   broadcast(comm, tensor.data, tensor.bytes(), root, options);
 }
 
 Tensor allgather(Comm& comm, const Tensor& input, const Allocate& allocate) {
-  checkShape("allgather", input);
+  checkTensor("allgather", input);
   if (input.shape.empty()) throw InvalidArgument("allgather: cannot concatenate scalars (shape [])");
   auto shapes = exchangeShapes(comm, input);
   std::vector<int> disagree;
@@ -113,26 +140,9 @@ Tensor allgather(Comm& comm, const Tensor& input, const Allocate& allocate) {
 
 AlltoallResult alltoall(Comm& comm, const Tensor& input, const std::vector<int64_t>& splits,
                         const Allocate& allocate) {
-  checkShape("alltoall", input);
+  checkTensor("alltoall", input);
   int n = comm.size();
-  if (input.shape.empty()) throw InvalidArgument("alltoall: cannot split a scalar (shape [])");
-  int64_t rows = input.shape[0];
-  std::vector<int64_t> send = splits;
-  if (send.empty()) {
-    if (rows % n != 0)
-      throw InvalidArgument(detail::concat("alltoall: first dimension ", rows,
-                                           " does not divide into ", n,
-                                           " equal splits; pass splits"));
-    send.assign(n, rows / n);
-  }
-  if (static_cast<int>(send.size()) != n)
-    throw InvalidArgument(detail::concat("alltoall: ", send.size(), " splits for ", n, " ranks"));
-  for (int64_t s : send)
-    if (s < 0) throw InvalidArgument(detail::concat("alltoall: negative split ", s));
-  int64_t total = std::accumulate(send.begin(), send.end(), int64_t{0});
-  if (total > rows)
-    throw InvalidArgument(detail::concat("alltoall: splits sum to ", total,
-                                         " rows but the first dimension is ", rows));
+  std::vector<int64_t> send = alltoallSplits("alltoall", input, splits, n);
   // Tell each peer how many rows of which width and dtype to expect.
   std::vector<int64_t> meta(3 * n), theirs(3 * n);
   for (int j = 0; j < n; ++j) {
@@ -166,10 +176,8 @@ AlltoallResult alltoall(Comm& comm, const Tensor& input, const std::vector<int64
 }
 
 Tensor reducescatter(Comm& comm, const Tensor& input, ReduceOp op, const Allocate& allocate) {
-  checkShape("reducescatter", input);
-  if (input.shape.empty())
-    throw InvalidArgument("reducescatter: cannot scatter a scalar (shape []): give the tensor a "
-                          "first dimension");
+  checkTensor("reducescatter", input);
+  checkScatterable("reducescatter", input);
   Blocks rowBlocks = evenBlocks(static_cast<std::size_t>(input.shape[0]), comm.size());
   Blocks blocks;
   for (int r = 0; r < comm.size(); ++r) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "collectives/algorithms/allreduce.h"
@@ -24,6 +25,16 @@ struct Tensor {
   std::size_t rowElements() const;  // elements per index of the first dimension
   std::size_t bytes() const { return numElements() * dtypeSize(dtype); }
 };
+
+// Checks one rank can make alone, shared by the collectives below and the engine's checks on
+// submission. `what` starts the InvalidArgument message ("alltoall", `alltoall "x"`).
+void checkTensor(const std::string& what, const Tensor& t);  // dimensions >= 0, data if needed
+void checkSameElements(const std::string& what, const Tensor& input, const Tensor& output);
+void checkRoot(const std::string& what, int root, int size);
+void checkScatterable(const std::string& what, const Tensor& input);  // not a scalar
+// The rows alltoall sends each of `size` ranks: `splits`, or an equal split when empty.
+std::vector<int64_t> alltoallSplits(const std::string& what, const Tensor& input,
+                                    const std::vector<int64_t>& splits, int size);
 
 // Returns memory for an output tensor of the given shape (and the operation's dtype).
 using Allocate = std::function<void*(const std::vector<int64_t>& shape)>;

@@ -31,11 +31,11 @@ Runtime::~Runtime() { engine_.reset(); }
 std::unique_ptr<Runtime> Runtime::create(const Config& config, rendezvous::Store* store) {
   World world = connectWorld(config, store, true);
   std::unique_ptr<Runtime> rt(new Runtime(config, std::move(world)));
-  for (const auto& ranks : config.processSets) {
+  for (std::size_t i = 0; i < config.processSets.size(); ++i) {
     Operation add;
     add.type = OpType::AddProcessSet;
-    add.name = "process_set.static." + std::to_string(&ranks - config.processSets.data());
-    add.setRanks = ranks;
+    add.name = "process_set.static." + std::to_string(i);
+    add.setRanks = config.processSets[i];
     rt->run(std::move(add));
   }
   return rt;

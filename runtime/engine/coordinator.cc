@@ -4,7 +4,8 @@
 #include <sstream>
 
 #include "common/error.h"
-#include "runtime/engine/executor.h"
+#include "common/format.h"
+#include "runtime/engine/fusion.h"
 
 namespace hvd::runtime {
 namespace {
@@ -17,6 +18,11 @@ std::vector<int32_t> iota(int n) {
 
 double secondsBetween(SteadyTime a, SteadyTime b) {
   return std::chrono::duration<double>(b - a).count();
+}
+
+// Adding and removing a process set involves every rank, whatever set the request names.
+bool involvesEveryRank(OpType t) {
+  return t == OpType::AddProcessSet || t == OpType::RemoveProcessSet;
 }
 
 // Allreduces that may share one fusion buffer share this key; empty: never fused.
@@ -33,18 +39,6 @@ std::string fusionKey(const OpRequest& r) {
 }
 
 }  // namespace
-
-std::string rankSet(const std::set<int>& ranks) {
-  std::ostringstream out;
-  out << "{";
-  bool first = true;
-  for (int r : ranks) {
-    out << (first ? "" : ",") << r;
-    first = false;
-  }
-  out << "}";
-  return out.str();
-}
 
 std::string describeByRank(const std::map<int, std::string>& valueByRank) {
   std::vector<std::pair<std::string, std::set<int>>> groups;
@@ -100,10 +94,8 @@ void Coordinator::submit(int rank, const OpRequest& request, uint64_t cacheId, S
   p.byRank[rank] = request;
   p.arrivedAt[rank] = now;
   p.cacheIdByRank[rank] = cacheId;
-  // AddProcessSet and RemoveProcessSet are collective over every rank.
-  bool global = request.type == OpType::AddProcessSet ||
-                request.type == OpType::RemoveProcessSet;
-  for (int32_t r : processSet(global ? 0 : request.processSet)) p.expected.insert(r);
+  for (int32_t r : processSet(involvesEveryRank(request.type) ? 0 : request.processSet))
+    p.expected.insert(r);
   p.expected.insert(rank);
   markIfReady(it->first, p, now);
 }
@@ -153,9 +145,7 @@ Response Coordinator::decide(const std::string& name, Pending& p) {
     return r;
   };
   if (auto why = disagreement(p)) return fail(*why);
-  bool global = request.type == OpType::AddProcessSet ||
-                request.type == OpType::RemoveProcessSet;
-  if (!global && processSet(request.processSet).empty())
+  if (!involvesEveryRank(request.type) && processSet(request.processSet).empty())
     return fail(detail::concat(request.describe(), ": process set ", request.processSet,
                                " does not exist"));
   std::set<int> absentJoined;
@@ -176,8 +166,8 @@ void Coordinator::applyProcessSetChange(Response& r, const OpRequest& request) {
     for (const auto& [id, ranks] : processSets_)
       if (ranks == request.setRanks) {
         r.kind = ResponseKind::Error;
-        r.message = detail::concat("add_process_set: ranks ", rankSet({request.setRanks.begin(),
-                                   request.setRanks.end()}), " already form process set ", id);
+        r.message = detail::concat("add_process_set: ranks ", rankSet(request.setRanks),
+                                   " already form process set ", id);
         return;
       }
     r.value = nextProcessSetId_++;

@@ -96,7 +96,5 @@ class Coordinator {
 
 // "ranks {0,2,3} float32, rank {1} float16": ranks grouped by value, in order of first rank.
 std::string describeByRank(const std::map<int, std::string>& valueByRank);
-// "{0,2,3}"
-std::string rankSet(const std::set<int>& ranks);
 
 }  // namespace hvd::runtime

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include "common/format.h"
 #include "common/logging.h"
 
 namespace hvd::runtime {
@@ -76,7 +77,7 @@ Handle Engine::enqueue(Operation op) {
     if (std::find(ranks.begin(), ranks.end(), rank_) == ranks.end())
       throw InvalidArgument(detail::concat(
           opTypeName(op.type), " ", opName, ": rank ", rank_, " is not in process set ",
-          op.processSet, " ", rankSet({ranks.begin(), ranks.end()})));
+          op.processSet, " ", rankSet(ranks)));
     setSize = static_cast<int>(ranks.size());
   }
   if (op.type == OpType::Join) op.name = "join";
@@ -93,10 +94,12 @@ Handle Engine::enqueue(Operation op) {
   local->handle = std::make_shared<OpHandle>(local->request.describe());
   local->submittedAt = Clock::now();
   Handle handle = local->handle;
+  // The engine takes the whole queue at once, so only the first entry needs to wake it.
+  bool wake = queue_.empty();
   queue_.push_back(std::move(local));
   ++submitted_;
   lock.unlock();
-  control_->wake();
+  if (wake) control_->wake();
   return handle;
 }
 
@@ -113,7 +116,8 @@ bool Engine::takeSubmissions() {
   list.responseListsSeen = listsSeen_;
   for (auto& op : fresh) {
     Submission s;
-    s.request = op->request.negotiated();
+    op->negotiated = op->request.negotiated();
+    s.request = op->negotiated;
     if (op->op.type != OpType::Join && options_.cacheCapacity > 0) {
       s.cacheId = workerCache_.idFor(s.request);
       ++(s.cacheId ? cacheHits_ : cacheMisses_);
@@ -215,19 +219,19 @@ void Engine::execute(const Response& r) {
   }
   if (r.type == OpType::AddProcessSet || r.type == OpType::RemoveProcessSet) {
     LocalOp& op = *ops.at(0);
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (r.type == OpType::AddProcessSet) {
-      const auto& ranks = op.request.setRanks;
-      bool member = std::find(ranks.begin(), ranks.end(), rank_) != ranks.end();
-      std::vector<int> sorted(ranks.begin(), ranks.end());
-      processSets_[r.value] = {ranks, member ? data_->subset(sorted) : nullptr};
-    } else {
-      processSets_.erase(r.value);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (r.type == OpType::AddProcessSet) {
+        const auto& ranks = op.request.setRanks;
+        bool member = std::find(ranks.begin(), ranks.end(), rank_) != ranks.end();
+        std::vector<int> sorted(ranks.begin(), ranks.end());
+        processSets_[r.value] = {ranks, member ? data_->subset(sorted) : nullptr};
+      } else {
+        processSets_.erase(r.value);
+      }
     }
     op.result.value = r.value;
-    op.handle->complete(std::move(op.result));
-    inFlight_.erase(op.request.key());
-    return;
+    return finishOp(op, nullptr);
   }
   if (setId < 0) return;  // this rank is not in the operation's process set
   collectives::Comm* comm = data_.get();
@@ -258,7 +262,7 @@ void Engine::execute(const Response& r) {
   fusedTensors_ = executor_.counters().fusedTensors;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     if (!ops[i]) continue;
-    if (i < r.cacheIds.size()) workerCache_.learn(ops[i]->request.negotiated(), r.cacheIds[i]);
+    if (i < r.cacheIds.size()) workerCache_.learn(ops[i]->negotiated, r.cacheIds[i]);
     finishOp(*ops[i], nullptr);
   }
 }

@@ -10,28 +10,6 @@ namespace hvd::runtime {
 using collectives::Tensor;
 using Clock = std::chrono::steady_clock;
 
-std::vector<std::vector<std::size_t>> planFusion(const std::vector<TensorMeta>& tensors,
-                                                 std::size_t thresholdBytes) {
-  std::vector<std::vector<std::size_t>> chunks;
-  std::size_t bytes = 0;
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    std::size_t b = tensors[i].bytes();
-    bool small = b < kFuseBelowBytes;
-    bool join = small && !chunks.empty() && thresholdBytes > 0 &&
-                tensors[chunks.back().back()].bytes() < kFuseBelowBytes &&
-                tensors[chunks.back().back()].dtype == tensors[i].dtype &&
-                bytes + b <= thresholdBytes;
-    if (join) {
-      chunks.back().push_back(i);
-      bytes += b;
-    } else {
-      chunks.push_back({i});
-      bytes = b;
-    }
-  }
-  return chunks;
-}
-
 void Executor::run(const Response& response, const std::vector<LocalOp*>& ops,
                    collectives::Comm& comm) {
   if (response.type == OpType::Allreduce) return allreduce(response, ops, comm);
@@ -45,7 +23,7 @@ void Executor::allreduce(const Response& response, const std::vector<LocalOp*>& 
                          collectives::Comm& comm) {
   std::vector<Slot> slots;
   const OpRequest* params = nullptr;
-  joinedZeros_.clear();
+  std::vector<std::vector<std::byte>> joinedZeros;  // outlives the chunks below
   for (std::size_t i = 0; i < ops.size(); ++i) {
     if (LocalOp* op = ops[i]) {
       params = &op->request;
@@ -59,8 +37,8 @@ void Executor::allreduce(const Response& response, const std::vector<LocalOp*>& 
       const OpRequest& shape = response.forJoined.at(i);
       params = &shape;
       for (const auto& meta : shape.tensors) {
-        joinedZeros_.emplace_back(meta.bytes());
-        void* zeros = joinedZeros_.back().data();
+        joinedZeros.emplace_back(meta.bytes());
+        void* zeros = joinedZeros.back().data();
         slots.push_back({zeros, zeros, meta, shape.name});
       }
     }

@@ -9,15 +9,12 @@
 #include "collectives/algorithms/allreduce.h"
 #include "collectives/algorithms/broadcast.h"
 #include "collectives/transport/comm.h"
+#include "runtime/engine/fusion.h"
 #include "runtime/engine/local_op.h"
 #include "runtime/engine/messages.h"
 #include "runtime/engine/timeline.h"
 
 namespace hvd::runtime {
-
-// Tensors this large skip the fusion buffer: copying them in and out costs more than the
-// per-operation overhead fusing saves (measured with hvd-bench --engine, docs/performance.md).
-inline constexpr std::size_t kFuseBelowBytes = 256 << 10;
 
 struct ExecutorOptions {
   std::size_t fusionThresholdBytes = 0;  // 0: every tensor alone
@@ -29,12 +26,6 @@ struct ExecutorCounters {
   uint64_t collectives = 0;    // collective calls made
   uint64_t fusedTensors = 0;   // tensors that went through the fusion buffer
 };
-
-// Consecutive tensors of one dtype below kFuseBelowBytes share a chunk while it stays within
-// the threshold; returns the tensor indices of each chunk. Any other tensor is a chunk of its
-// own.
-std::vector<std::vector<std::size_t>> planFusion(const std::vector<TensorMeta>& tensors,
-                                                 std::size_t thresholdBytes);
 
 class Executor {
  public:
@@ -65,7 +56,6 @@ class Executor {
   Timeline& timeline_;
   ExecutorCounters counters_;
   std::vector<std::byte> fusionBuffer_;
-  std::vector<std::vector<std::byte>> joinedZeros_;
 };
 
 }  // namespace hvd::runtime

@@ -35,7 +35,8 @@ struct Operation {
 
 struct LocalOp {
   Operation op;
-  OpRequest request;  // as this rank submitted it (first dimensions included)
+  OpRequest request;     // as this rank submitted it (first dimensions included)
+  OpRequest negotiated;  // request.negotiated(), what the coordinator and the cache see
   Handle handle;
   OpResult result;
   std::chrono::steady_clock::time_point submittedAt;

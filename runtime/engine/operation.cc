@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "common/format.h"
+
 namespace hvd::runtime {
 namespace {
 
@@ -12,15 +14,6 @@ template <typename F>
 std::string joinTensors(const OpRequest& r, F each) {
   std::ostringstream out;
   for (std::size_t i = 0; i < r.tensors.size(); ++i) out << (i ? ";" : "") << each(r.tensors[i]);
-  return out.str();
-}
-
-std::string formatShape(const std::vector<int64_t>& shape) {
-  std::ostringstream out;
-  out << "[";
-  for (std::size_t i = 0; i < shape.size(); ++i)
-    out << (i ? "," : "") << (shape[i] < 0 ? std::string("*") : std::to_string(shape[i]));
-  out << "]";
   return out.str();
 }
 
@@ -134,7 +127,7 @@ const std::vector<Property>& negotiatedProperties() {
        }},
       {"shape",
        [](const OpRequest& r) {
-         return joinTensors(r.negotiated(), [](const TensorMeta& t) { return formatShape(t.shape); });
+         return joinTensors(r.negotiated(), [](const TensorMeta& t) { return shapeText(t.shape); });
        }},
       {"reduce op",
        [](const OpRequest& r) {
@@ -149,7 +142,7 @@ const std::vector<Property>& negotiatedProperties() {
       {"process set ranks",
        [](const OpRequest& r) {
          std::vector<int64_t> v(r.setRanks.begin(), r.setRanks.end());
-         return formatShape(v);
+         return shapeText(v);
        }},
   };
   return kProperties;

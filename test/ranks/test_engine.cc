@@ -338,14 +338,14 @@ TEST_CASE("allgather, broadcast, alltoall, reducescatter, grouped allreduce and 
     Operation scalar = red;
     scalar.name = "scalar";
     scalar.inputs = {Tensor{rs.data(), DType::Float32, {}}};
-    out += check(errorOf([&] { rt.run(scalar); }).find("got a scalar") != std::string::npos,
+    out += check(errorOf([&] { rt.run(scalar); }).find("cannot scatter a scalar") != std::string::npos,
                  " scalar reducescatter accepted");
     Operation badRoot;
     badRoot.type = OpType::Broadcast;
     badRoot.name = "badroot";
     badRoot.root = 5;
     badRoot.inputs = {Tensor{b.data(), DType::Float64, {3}}};
-    out += check(errorOf([&] { rt.run(badRoot); }).find("root rank 5 outside [0, 3)") !=
+    out += check(errorOf([&] { rt.run(badRoot); }).find("root rank 5 is outside [0, 3)") !=
                      std::string::npos, " bad root accepted");
     rt.barrier();
     return out;

@@ -4,6 +4,7 @@
 
 #include "collectives/transport/tcp/tcp_connection.h"
 #include "common/asio_io.h"
+#include "common/format.h"
 #include "common/logging.h"
 
 namespace hvd::collectives::tcp {
@@ -15,12 +16,6 @@ using boost::system::error_code;
 namespace {
 
 const std::string kAuthContext = "hvd-tcp";
-
-std::string rankList(const std::set<int>& ranks) {
-  std::string out = "{";
-  for (int r : ranks) out += (out.size() > 1 ? "," : "") + std::to_string(r);
-  return out + "}";
-}
 
 std::pair<std::string, uint16_t> splitAddress(const std::string& address) {
   auto colon = address.rfind(':');
@@ -92,7 +87,7 @@ std::unique_ptr<Comm> TcpDevice::connectAll(int rank, int size, rendezvous::Stor
     std::set<int> missing;
     for (const auto& k : e.missingKeys()) missing.insert(std::stoi(k.substr(4)));
     throw TimeoutError(detail::concat(self, ": timed out after ", connectTimeout.count() / 1000.0,
-                                      " s waiting for ranks ", rankList(missing),
+                                      " s waiting for ranks ", rankSet(missing),
                                       " to publish their addresses (did they start?)"));
   }
   // Lower ranks accept and higher ranks connect; rank k's connects depend only on ranks below
@@ -115,9 +110,9 @@ std::unique_ptr<Comm> TcpDevice::connectAll(int rank, int size, rendezvous::Stor
           silent.insert(r);
         }
       std::string why;
-      if (!absent.empty()) why += " ranks " + rankList(absent) + " never joined the rendezvous";
+      if (!absent.empty()) why += " ranks " + rankSet(absent) + " never joined the rendezvous";
       if (!silent.empty())
-        why += std::string(absent.empty() ? "" : ";") + " ranks " + rankList(silent) +
+        why += std::string(absent.empty() ? "" : ";") + " ranks " + rankSet(silent) +
                " joined but did not connect";
       throw TimeoutError(detail::concat(self, ": timed out after ",
                                         connectTimeout.count() / 1000.0,

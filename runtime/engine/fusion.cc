@@ -1,0 +1,27 @@
+#include "runtime/engine/fusion.h"
+
+namespace hvd::runtime {
+
+std::vector<std::vector<std::size_t>> planFusion(const std::vector<TensorMeta>& tensors,
+                                                 std::size_t thresholdBytes) {
+  std::vector<std::vector<std::size_t>> chunks;
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    std::size_t b = tensors[i].bytes();
+    bool small = b < kFuseBelowBytes;
+    bool join = small && !chunks.empty() && thresholdBytes > 0 &&
+                tensors[chunks.back().back()].bytes() < kFuseBelowBytes &&
+                tensors[chunks.back().back()].dtype == tensors[i].dtype &&
+                bytes + b <= thresholdBytes;
+    if (join) {
+      chunks.back().push_back(i);
+      bytes += b;
+    } else {
+      chunks.push_back({i});
+      bytes = b;
+    }
+  }
+  return chunks;
+}
+
+}  // namespace hvd::runtime
