@@ -58,6 +58,9 @@ const std::vector<ParamSpec>& allParams() {
       {"HVD_TIMELINE", "HOROVOD_TIMELINE", ParamType::String, "", 0, 0, false,
        "File rank 0 writes a Chrome-trace/Perfetto timeline of every tensor's phases to; empty: "
        "no timeline."},
+      {"HVD_HOROVOD_COMPAT", "", ParamType::Int, "0", 0, 1, false,
+       "1 makes hvdrun put hvd's horovod compatibility package on the workers' PYTHONPATH, so "
+       "'import horovod.torch as hvd' runs on hvd (same as --horovod-compat)."},
       {"HVD_STALL_CHECK_DISABLE", "HOROVOD_STALL_CHECK_DISABLE", ParamType::Int, "0", 0, 1, false,
        "1 turns the stall inspector off (no warnings, no stall shutdown)."},
       {"HVD_STALL_CHECK_TIME_SECONDS", "HOROVOD_STALL_CHECK_TIME_SECONDS", ParamType::Int, "60", 1,

@@ -9,6 +9,7 @@
 #include "launcher/host_spec.h"
 #include "launcher/hostfile.h"
 #include "launcher/local_job.h"
+#include "launcher/python_path.h"
 #include "launcher/local_spawner.h"
 #include "launcher/orphan_guardian.h"
 #include "launcher/rendezvous_server.h"
@@ -76,6 +77,9 @@ int rankCount(const LaunchOptions& o, const HostPlan& plan) {
 int launch(const LaunchOptions& options) {
   auto log = log::logger("launcher");
   Environment base = params::environmentSnapshot();
+  addPythonPath(base, findPythonPackage("/proc/self/exe"),
+                options.horovodCompat ||
+                    params::ParamValues::fromMap(base).getInt("HVD_HOROVOD_COMPAT") == 1);
   HostPlan plan = planHosts(options, base);
   validate(options, plan);
   std::vector<HostSlots>& hosts = plan.hosts;

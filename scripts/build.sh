@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Configures and builds hvd into build/ (Release). Incremental after the first run.
+# Configures and builds hvd into build/ (Release), with the Python package built for the project
+# virtualenv's interpreter. Incremental after the first run.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${HVD_BUILD_DIR:-$repo/build}
-if [ ! -f "$build/CMakeCache.txt" ]; then
-  cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-fi
+venv=${HVD_VENV:-$HOME/.cache/hvd/venv}
+python_args=()
+[ -x "$venv/bin/python" ] && python_args=(-DPython_EXECUTABLE="$venv/bin/python")
+cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release "${python_args[@]}" >/dev/null
 cmake --build "$build" -j "$(nproc)"

@@ -64,6 +64,9 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", o.logLevel,
                  "Log level of hvdrun and its workers: trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  app.add_flag("--horovod-compat", o.horovodCompat,
+               "Let 'import horovod.torch as hvd' run on hvd: put hvd's horovod compatibility "
+               "package on the workers' PYTHONPATH (HVD_HOROVOD_COMPAT=1)");
   app.add_flag("--verbose", o.verbose, "Print what hvdrun does (never the job secret)");
   hvd::launcher::RuntimeFlags rf;
   auto* tuning = app.add_option_group("Runtime", "Engine knobs, exported to workers as HVD_*");

@@ -1,0 +1,267 @@
+"""The collectives, written once for any array type. A frontend (hvd.numpy, hvd.torch) gives an
+`ArrayAdapter` that says how to make an array contiguous, allocate an output like an input, and
+wrap an output the engine allocated (hvd._core.Buffer, a DLPack producer); everything else -
+argument checks, naming, handles, scale factors - is here."""
+from __future__ import annotations
+
+import pickle
+from typing import Any, List, Optional, Sequence
+
+from hvd import _basics, _core, _handles
+
+_ALLREDUCE = _core.OP_TYPES["allreduce"]
+_ALLGATHER = _core.OP_TYPES["allgather"]
+_BROADCAST = _core.OP_TYPES["broadcast"]
+_ALLTOALL = _core.OP_TYPES["alltoall"]
+_REDUCESCATTER = _core.OP_TYPES["reducescatter"]
+_BARRIER = _core.OP_TYPES["barrier"]
+_JOIN = _core.OP_TYPES["join"]
+
+
+class ArrayAdapter:
+    """What the collectives need to know about one array type."""
+
+    name = "array"
+
+    def is_array(self, x) -> bool:
+        raise NotImplementedError
+
+    def exported(self, x):
+        """The object handed to the core (must support DLPack)."""
+        return x
+
+    def contiguous(self, x):
+        raise NotImplementedError
+
+    def is_contiguous(self, x) -> bool:
+        raise NotImplementedError
+
+    def empty_like(self, x):
+        raise NotImplementedError
+
+    def from_buffer(self, buffer, like):
+        raise NotImplementedError
+
+    def scaled(self, x, factor: float):
+        """A new array x * factor, same dtype."""
+        raise NotImplementedError
+
+    def scale_(self, x, factor: float):
+        raise NotImplementedError
+
+    def int64_array(self, values: Sequence[int], like=None):
+        raise NotImplementedError
+
+    def bytes_array(self, data: bytes):
+        raise NotImplementedError
+
+    def to_bytes(self, x) -> bytes:
+        raise NotImplementedError
+
+
+def _label(op: str, name: Optional[str]) -> str:
+    return f'{op} "{name}"' if name else op
+
+
+class Collectives:
+    def __init__(self, adapter: ArrayAdapter):
+        self.a = adapter
+
+    # -- argument helpers --------------------------------------------------------------------
+    def _check(self, x, what: str):
+        if not self.a.is_array(x):
+            raise ValueError(f"{what}: expected a {self.a.name}, got {type(x).__name__}")
+
+    def _inplace_target(self, x, what: str):
+        self._check(x, what)
+        if not self.a.is_contiguous(x):
+            raise ValueError(f"{what}: in-place operation on a non-contiguous {self.a.name} "
+                             f"(shape {tuple(x.shape)}); call .contiguous() first or use the "
+                             "out-of-place function")
+        return x
+
+    @staticmethod
+    def _op(op, average, what: str) -> int:
+        if average is not None:
+            if op is not None:
+                raise ValueError(f"{what}: pass op or the deprecated average, not both")
+            op = _basics.Average if average else _basics.Sum
+        if op is None:
+            op = _basics.Average
+        return _basics.check_reduce_op(op, what)
+
+    # -- allreduce ---------------------------------------------------------------------------
+    def grouped_allreduce_async(self, tensors, op=None, name=None, prescale_factor=1.0,
+                                postscale_factor=1.0, process_set=None, inplace=False,
+                                average=None) -> int:
+        what = _label("grouped_allreduce" if not inplace else "grouped_allreduce_", name)
+        op = self._op(op, average, what)
+        tensors = list(tensors)
+        if inplace:
+            inputs = [self._inplace_target(t, what) for t in tensors]
+            outputs = inputs
+        else:
+            for t in tensors:
+                self._check(t, what)
+            inputs = [self.a.contiguous(t) for t in tensors]
+            outputs = [self.a.empty_like(t) for t in inputs]
+        h = _core.enqueue(_ALLREDUCE, name or "", [self.a.exported(t) for t in inputs],
+                          [self.a.exported(t) for t in outputs], reduce_op=op,
+                          prescale=float(prescale_factor), postscale=float(postscale_factor),
+                          process_set=_basics.process_set_id(process_set))
+        return _handles.register(h, lambda *_: list(outputs))
+
+    def allreduce_async(self, tensor, op=None, name=None, prescale_factor=1.0,
+                        postscale_factor=1.0, process_set=None, inplace=False,
+                        average=None) -> int:
+        what = _label("allreduce_" if inplace else "allreduce", name)
+        op = self._op(op, average, what)
+        if inplace:
+            inp = out = self._inplace_target(tensor, what)
+        else:
+            self._check(tensor, what)
+            inp = self.a.contiguous(tensor)
+            out = self.a.empty_like(inp)
+        h = _core.enqueue(_ALLREDUCE, name or "", [self.a.exported(inp)],
+                          [self.a.exported(out)], reduce_op=op,
+                          prescale=float(prescale_factor), postscale=float(postscale_factor),
+                          process_set=_basics.process_set_id(process_set))
+        return _handles.register(h, lambda *_: out)
+
+    # -- allgather ---------------------------------------------------------------------------
+    def grouped_allgather_async(self, tensors, name=None, process_set=None) -> int:
+        what = _label("grouped_allgather", name)
+        tensors = list(tensors)
+        for t in tensors:
+            self._check(t, what)
+        inputs = [self.a.contiguous(t) for t in tensors]
+        h = _core.enqueue(_ALLGATHER, name or "", [self.a.exported(t) for t in inputs], [],
+                          process_set=_basics.process_set_id(process_set))
+        return _handles.register(
+            h, lambda outs, *_: [self.a.from_buffer(b, t) for b, t in zip(outs, inputs)])
+
+    def allgather_async(self, tensor, name=None, process_set=None) -> int:
+        what = _label("allgather", name)
+        self._check(tensor, what)
+        inp = self.a.contiguous(tensor)
+        h = _core.enqueue(_ALLGATHER, name or "", [self.a.exported(inp)], [],
+                          process_set=_basics.process_set_id(process_set))
+        return _handles.register(h, lambda outs, *_: self.a.from_buffer(outs[0], inp))
+
+    # -- broadcast ---------------------------------------------------------------------------
+    def broadcast_async(self, tensor, root_rank, name=None, process_set=None,
+                        inplace=False) -> int:
+        what = _label("broadcast_" if inplace else "broadcast", name)
+        if inplace:
+            inp = out = self._inplace_target(tensor, what)
+        else:
+            self._check(tensor, what)
+            inp = self.a.contiguous(tensor)
+            out = self.a.empty_like(inp)
+        h = _core.enqueue(_BROADCAST, name or "", [self.a.exported(inp)],
+                          [self.a.exported(out)], root=int(root_rank),
+                          process_set=_basics.process_set_id(process_set))
+        return _handles.register(h, lambda *_: out)
+
+    # -- alltoall ----------------------------------------------------------------------------
+    def alltoall_async(self, tensor, splits=None, name=None, process_set=None) -> int:
+        """synchronize() returns (output, received_splits) when splits were given, else the
+        output alone (as Horovod)."""
+        what = _label("alltoall", name)
+        self._check(tensor, what)
+        inp = self.a.contiguous(tensor)
+        split_list = [] if splits is None else [int(s) for s in _as_int_list(splits, what)]
+        h = _core.enqueue(_ALLTOALL, name or "", [self.a.exported(inp)], [], splits=split_list,
+                          process_set=_basics.process_set_id(process_set))
+
+        def finish(outs, received, _):
+            out = self.a.from_buffer(outs[0], inp)
+            if splits is None:
+                return out
+            return out, self.a.int64_array(received[0], like=inp)
+
+        return _handles.register(h, finish)
+
+    # -- reducescatter -----------------------------------------------------------------------
+    def grouped_reducescatter_async(self, tensors, op=None, name=None, process_set=None,
+                                    prescale_factor=1.0, postscale_factor=1.0) -> int:
+        return self._reducescatter_async(list(tensors), op, name, process_set, prescale_factor,
+                                         postscale_factor, grouped=True)
+
+    def reducescatter_async(self, tensor, op=None, name=None, process_set=None,
+                            prescale_factor=1.0, postscale_factor=1.0) -> int:
+        return self._reducescatter_async([tensor], op, name, process_set, prescale_factor,
+                                         postscale_factor, grouped=False)
+
+    def _reducescatter_async(self, tensors, op, name, process_set, prescale_factor,
+                             postscale_factor, grouped: bool) -> int:
+        what = _label("grouped_reducescatter" if grouped else "reducescatter", name)
+        op = self._op(op, None, what)
+        if op not in (_basics.Sum, _basics.Average):
+            raise ValueError(f"{what}: reducescatter supports op=Sum and op=Average only")
+        for t in tensors:
+            self._check(t, what)
+        # The core's reducescatter has no scale factors: they are applied here.
+        inputs = [self.a.scaled(t, prescale_factor) if prescale_factor != 1.0
+                  else self.a.contiguous(t) for t in tensors]
+        h = _core.enqueue(_REDUCESCATTER, name or "", [self.a.exported(t) for t in inputs], [],
+                          reduce_op=op, process_set=_basics.process_set_id(process_set))
+
+        def finish(outs, *_):
+            results = [self.a.from_buffer(b, t) for b, t in zip(outs, inputs)]
+            if postscale_factor != 1.0:
+                for r in results:
+                    self.a.scale_(r, postscale_factor)
+            return results if grouped else results[0]
+
+        return _handles.register(h, finish)
+
+    # -- synchronisation ---------------------------------------------------------------------
+    def barrier(self, process_set=None):
+        h = _core.enqueue(_BARRIER, "", [], [], process_set=_basics.process_set_id(process_set))
+        h.wait()
+
+    def join(self, device=-1) -> int:
+        """Tells the others this rank has no more batches; returns the last rank to join.
+        Until every rank joined, allreduces of the others count this rank as zeros."""
+        del device  # host tensors only in this build
+        h = _core.enqueue(_JOIN, "", [], [])
+        return h.wait()[2]
+
+    # -- objects (pickled: for trusted peers only) -------------------------------------------
+    def broadcast_object(self, obj: Any, root_rank: int = 0, name=None, process_set=None):
+        name = name or type(obj).__name__
+        me = _basics.rank() if process_set is None else process_set.rank()
+        payload = pickle.dumps(obj) if me == root_rank else b""
+        length = self.a.int64_array([len(payload)])
+        length = _handles.synchronize(self.broadcast_async(
+            length, root_rank, f"broadcast_object.{name}.size", process_set, inplace=True))
+        n = int(_as_int_list(length, "broadcast_object")[0])
+        data = self.a.bytes_array(payload if me == root_rank else bytes(n))
+        data = _handles.synchronize(self.broadcast_async(
+            data, root_rank, f"broadcast_object.{name}.data", process_set, inplace=True))
+        return obj if me == root_rank else pickle.loads(self.a.to_bytes(data))
+
+    def allgather_object(self, obj: Any, name=None, process_set=None) -> List[Any]:
+        name = name or type(obj).__name__
+        payload = pickle.dumps(obj)
+        sizes = _handles.synchronize(self.allgather_async(
+            self.a.int64_array([len(payload)]), f"allgather_object.{name}.sizes", process_set))
+        data = _handles.synchronize(self.allgather_async(
+            self.a.bytes_array(payload), f"allgather_object.{name}.data", process_set))
+        blob = self.a.to_bytes(data)
+        out, offset = [], 0
+        for n in _as_int_list(sizes, "allgather_object"):
+            out.append(pickle.loads(blob[offset:offset + n]))
+            offset += n
+        return out
+
+
+def _as_int_list(values, what: str) -> List[int]:
+    try:
+        if hasattr(values, "tolist"):
+            values = values.tolist()
+        return [int(v) for v in values]
+    except (TypeError, ValueError):
+        raise ValueError(f"{what}: splits must be a sequence of integers, got {values!r}") \
+            from None

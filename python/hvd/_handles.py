@@ -1,0 +1,62 @@
+"""Integer handles for asynchronous operations, as Horovod's API hands them out: each maps to
+the core's handle and to the step that turns the core's result into the frontend's."""
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import Any, Callable, Dict, Tuple
+
+from hvd import _core
+
+_lock = threading.Lock()
+_pending: Dict[int, Tuple[Any, Callable]] = {}
+_ids = itertools.count(1)
+
+
+def register(core_handle, finish: Callable) -> int:
+    """`finish(outputs, received_splits, value)` makes the value synchronize() returns."""
+    with _lock:
+        handle = next(_ids)
+        _pending[handle] = (core_handle, finish)
+    return handle
+
+
+def _lookup(handle: int):
+    with _lock:
+        entry = _pending.get(handle)
+    if entry is None:
+        raise ValueError(f"handle {handle!r} is unknown: it was never returned by an *_async "
+                         "call, or synchronize() already consumed it")
+    return entry
+
+
+def poll(handle: int) -> bool:
+    """True when the operation has finished; synchronize() then returns without blocking."""
+    return _lookup(handle)[0].poll()
+
+
+def synchronize(handle: int):
+    """Waits for the operation and returns its result; raises HorovodInternalError naming the
+    operation if it failed."""
+    core_handle, finish = _lookup(handle)
+    try:
+        outputs, splits, value = core_handle.wait()
+    finally:
+        with _lock:
+            _pending.pop(handle, None)
+    return finish(outputs, splits, value)
+
+
+def outstanding() -> int:
+    with _lock:
+        return len(_pending)
+
+
+def clear():
+    """Forgets every handle (after shutdown: their operations failed or finished)."""
+    with _lock:
+        _pending.clear()
+
+
+def op_type(name: str) -> int:
+    return _core.OP_TYPES[name]

@@ -1,0 +1,361 @@
+// hvd._core: the engine's asynchronous API for Python. Tensors arrive as DLPack arrays through
+// nanobind's ndarray (NumPy, PyTorch, TensorFlow, JAX alike, without copies and without linking
+// any framework); results the engine allocates go back the same way, owned by the array.
+//
+// Process-wide state is only the current Runtime (the Python process is one worker). The engine
+// thread never touches Python objects, so waits release the GIL and cannot deadlock on it.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/format.h"
+#include "runtime/runtime.h"
+
+namespace nb = nanobind;
+using namespace hvd;
+using namespace hvd::runtime;
+using collectives::Tensor;
+
+namespace {
+
+using InputArray = nb::ndarray<nb::ro>;
+using OutputArray = nb::ndarray<>;
+
+std::mutex gMutex;  // guards gRuntime's lifetime
+std::shared_ptr<Runtime> gRuntime;
+PyObject* gInternalError = nullptr;  // hvd._core.HorovodInternalError
+
+std::shared_ptr<Runtime> current() {
+  std::lock_guard<std::mutex> lock(gMutex);
+  if (!gRuntime)
+    throw InvalidArgument("hvd is not initialised: call hvd.init() first");
+  return gRuntime;
+}
+
+std::string tensorLabel(OpType type, const std::string& name, std::size_t index,
+                        std::size_t count) {
+  std::string s = opTypeName(type);
+  s += name.empty() ? std::string(" (unnamed)") : " \"" + name + "\"";
+  if (count > 1) {
+    s += ": tensor ";
+    s += std::to_string(index);
+  }
+  return s;
+}
+
+DType toDType(const nb::dlpack::dtype& d, const std::string& label) {
+  using Code = nb::dlpack::dtype_code;
+  auto code = static_cast<Code>(d.code);
+  if (d.lanes == 1) {
+    if (code == Code::Int && d.bits == 8) return DType::Int8;
+    if (code == Code::Int && d.bits == 16) return DType::Int16;
+    if (code == Code::Int && d.bits == 32) return DType::Int32;
+    if (code == Code::Int && d.bits == 64) return DType::Int64;
+    if (code == Code::UInt && d.bits == 8) return DType::UInt8;
+    if (code == Code::Float && d.bits == 16) return DType::Float16;
+    if (code == Code::Float && d.bits == 32) return DType::Float32;
+    if (code == Code::Float && d.bits == 64) return DType::Float64;
+    if (code == Code::Bfloat && d.bits == 16) return DType::BFloat16;
+    if (code == Code::Bool && d.bits == 8) return DType::Bool;
+  }
+  static const char* kCodes[] = {"int", "uint", "float", "opaque", "bfloat", "complex", "bool"};
+  std::string kind = d.code < 7 ? kCodes[d.code] : "code" + std::to_string(d.code);
+  throw InvalidArgument(detail::concat(
+      label, ": unsupported dtype ", kind, int(d.bits), d.lanes > 1 ? "x" + std::to_string(d.lanes) : "",
+      " (hvd supports uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, "
+      "bool)"));
+}
+
+nb::dlpack::dtype toDlpack(DType t) {
+  using Code = nb::dlpack::dtype_code;
+  auto make = [](Code c, int bits) {
+    return nb::dlpack::dtype{static_cast<uint8_t>(c), static_cast<uint8_t>(bits), 1};
+  };
+  switch (t) {
+    case DType::UInt8: return make(Code::UInt, 8);
+    case DType::Int8: return make(Code::Int, 8);
+    case DType::Int16: return make(Code::Int, 16);
+    case DType::Int32: return make(Code::Int, 32);
+    case DType::Int64: return make(Code::Int, 64);
+    case DType::Float16: return make(Code::Float, 16);
+    case DType::BFloat16: return make(Code::Bfloat, 16);
+    case DType::Float32: return make(Code::Float, 32);
+    case DType::Float64: return make(Code::Float, 64);
+    case DType::Bool: return make(Code::Bool, 8);
+  }
+  throw InternalError("unknown dtype");
+}
+
+// Converts one array, checking what the engine cannot see: memory layout and device.
+template <typename Array>
+Tensor toTensor(const Array& a, const std::string& label) {
+  if (a.device_type() != nb::device::cpu::value)
+    throw InvalidArgument(detail::concat(
+        label, ": tensor is on device type ", a.device_type(), " id ", a.device_id(),
+        "; this build of hvd reduces host memory only (move it to the CPU first)"));
+  Tensor t;
+  t.dtype = toDType(a.dtype(), label);
+  t.shape.resize(a.ndim());
+  int64_t expected = 1;
+  bool contiguous = true;
+  for (std::size_t i = a.ndim(); i-- > 0;) {
+    t.shape[i] = a.shape(i);
+    if (a.stride_ptr() && a.shape(i) != 1 && a.stride(i) != expected) contiguous = false;
+    expected *= a.shape(i);
+  }
+  if (!contiguous) {
+    std::vector<int64_t> strides(a.stride_ptr(), a.stride_ptr() + a.ndim());
+    throw InvalidArgument(detail::concat(label, ": tensor of shape ", hvd::shapeText(t.shape),
+                                         " is not contiguous (strides ",
+                                         hvd::shapeText(strides),
+                                         "); make it contiguous first"));
+  }
+  t.data = const_cast<void*>(static_cast<const void*>(a.data()));
+  return t;
+}
+
+// An output the engine allocated, handed to any framework through the DLPack protocol
+// (numpy.from_dlpack, torch.from_dlpack); it owns the memory, and the arrays made from it keep
+// it alive.
+struct Buffer {
+  OutputArray array;
+};
+
+// A Python-side handle: the engine's handle plus the arrays it reads and writes, kept alive
+// until the operation completes.
+class PyHandle {
+ public:
+  PyHandle(Handle handle, std::vector<InputArray> inputs, std::vector<OutputArray> outputs,
+           std::chrono::milliseconds timeout)
+      : handle_(std::move(handle)),
+        inputs_(std::move(inputs)),
+        outputs_(std::move(outputs)),
+        timeout_(timeout) {}
+
+  // Dropping a handle before its operation finished must not free memory the engine still
+  // writes: wait for it (the engine finishes or fails every operation within the op timeout).
+  ~PyHandle() {
+    if (handle_ && !handle_->poll()) {
+      nb::gil_scoped_release release;
+      try {
+        handle_->wait(timeout_);
+      } catch (...) {
+      }
+    }
+  }
+
+  bool poll() const { return handle_->poll(); }
+
+  // Returns (outputs, received_splits, value); raises the operation's error.
+  nb::object wait(std::optional<double> timeoutSeconds) {
+    if (result_.is_valid()) return result_;
+    auto timeout = timeoutSeconds ? std::chrono::milliseconds(
+                                        static_cast<int64_t>(*timeoutSeconds * 1000.0))
+                                  : timeout_;
+    OpResult* result = nullptr;
+    {
+      nb::gil_scoped_release release;
+      result = &handle_->wait(timeout);
+    }
+    inputs_.clear();
+    outputs_.clear();
+    nb::list outputs;
+    for (Tensor& t : result->outputs) outputs.append(adopt(*result, t));
+    nb::list splits;
+    for (auto& s : result->receivedSplits) splits.append(nb::cast(s));
+    result_ = nb::make_tuple(outputs, splits, result->value);
+    return result_;
+  }
+
+  std::string description() const { return handle_->description(); }
+
+ private:
+  // Hands an engine-allocated output to Python: the array owns the buffer.
+  static nb::object adopt(OpResult& result, const Tensor& t) {
+    auto* buffer = new OwnedBuffer;
+    for (auto& owned : result.owned) {
+      if (owned.bytes && owned.bytes.get() == t.data) {
+        *buffer = std::move(owned);
+        break;
+      }
+    }
+    if (!buffer->bytes) {
+      delete buffer;
+      throw InternalError("an engine output has no owned buffer");
+    }
+    nb::capsule owner(buffer, [](void* p) noexcept { delete static_cast<OwnedBuffer*>(p); });
+    std::vector<size_t> shape(t.shape.begin(), t.shape.end());
+    OutputArray array(buffer->bytes.get(), shape.size(), shape.data(), owner, nullptr,
+                      toDlpack(t.dtype), nb::device::cpu::value, 0);
+    return nb::cast(Buffer{std::move(array)});
+  }
+
+  Handle handle_;
+  std::vector<InputArray> inputs_;  // hold the callers' arrays until the operation completes
+  std::vector<OutputArray> outputs_;
+  std::chrono::milliseconds timeout_;
+  nb::object result_;  // what wait() returned, for a second call
+};
+
+PyHandle enqueue(int type, const std::string& name, const std::vector<InputArray>& inputs,
+                 const std::vector<OutputArray>& outputs, int reduceOp, int root,
+                 double prescale, double postscale, int processSet,
+                 const std::vector<int64_t>& splits, const std::vector<int32_t>& setRanks) {
+  auto rt = current();
+  if (type < 0 || type > static_cast<int>(OpType::RemoveProcessSet))
+    throw InvalidArgument(detail::concat("invalid operation type ", type));
+  if (reduceOp < 0 || reduceOp > static_cast<int>(ReduceOp::Product))
+    throw InvalidArgument(detail::concat("invalid reduce op ", reduceOp));
+  Operation op;
+  op.type = static_cast<OpType>(type);
+  op.name = name;
+  op.reduceOp = static_cast<ReduceOp>(reduceOp);
+  op.root = root;
+  op.prescale = prescale;
+  op.postscale = postscale;
+  op.processSet = processSet;
+  op.splits = splits;
+  op.setRanks = setRanks;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    op.inputs.push_back(toTensor(inputs[i], tensorLabel(op.type, name, i, inputs.size())));
+  }
+  if (!outputs.empty() && outputs.size() != inputs.size())
+    throw InvalidArgument(detail::concat(tensorLabel(op.type, name, 0, 1), ": ", outputs.size(),
+                                         " outputs for ", inputs.size(), " inputs"));
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    op.outputs.push_back(toTensor(outputs[i], tensorLabel(op.type, name, i, outputs.size())));
+  }
+  Handle h = rt->engine().enqueue(std::move(op));
+  return PyHandle(std::move(h), inputs, outputs, rt->config().opTimeout);
+}
+
+void init(std::optional<std::vector<std::vector<int32_t>>> processSets) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  if (gRuntime) return;
+  auto config = Config::fromParams(params::ParamValues::fromEnvironment());
+  if (processSets) config.processSets = *processSets;
+  nb::gil_scoped_release release;
+  gRuntime = Runtime::create(config);
+}
+
+void shutdown() {
+  std::shared_ptr<Runtime> rt;
+  {
+    std::lock_guard<std::mutex> lock(gMutex);
+    rt = std::move(gRuntime);
+  }
+  if (!rt) return;
+  nb::gil_scoped_release release;
+  rt->shutdown();
+  rt.reset();
+}
+
+template <int Topology::*Field>
+int topologyValue() {
+  return current()->topology().*Field;
+}
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+  m.doc() = "hvd's runtime: the engine's asynchronous collectives on DLPack tensors";
+
+  gInternalError = PyErr_NewExceptionWithDoc(
+      "hvd._core.HorovodInternalError",
+      "A collective failed: a peer died, the network failed, the ranks disagreed on an "
+      "operation, or a wait ran out. The message names the operation, tensor and ranks.",
+      PyExc_RuntimeError, nullptr);
+  m.attr("HorovodInternalError") = nb::handle(gInternalError);
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const InvalidArgument& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const Error& e) {
+      PyErr_SetString(gInternalError, e.what());
+    }
+  });
+
+  nb::class_<Buffer>(m, "Buffer")
+      .def("__dlpack__", [](Buffer& b, nb::args, nb::kwargs) { return nb::cast(b.array); })
+      .def("__dlpack_device__",
+           [](Buffer&) { return nb::make_tuple(int(nb::device::cpu::value), 0); })
+      .def_prop_ro("shape", [](Buffer& b) {
+        std::vector<int64_t> shape(b.array.shape_ptr(), b.array.shape_ptr() + b.array.ndim());
+        return shape;
+      });
+
+  nb::class_<PyHandle>(m, "Handle")
+      .def("poll", &PyHandle::poll, "True when the operation has finished (or failed).")
+      .def("wait", &PyHandle::wait, nb::arg("timeout") = nb::none(),
+           "Waits (GIL released) and returns (outputs, received_splits, value); raises the "
+           "operation's error.")
+      .def_prop_ro("description", &PyHandle::description);
+
+  m.def("init", &init, nb::arg("process_sets") = nb::none());
+  m.def("shutdown", &shutdown);
+  m.def("is_initialized", [] {
+    std::lock_guard<std::mutex> lock(gMutex);
+    return gRuntime != nullptr;
+  });
+  m.def("rank", &topologyValue<&Topology::rank>);
+  m.def("size", &topologyValue<&Topology::size>);
+  m.def("local_rank", &topologyValue<&Topology::localRank>);
+  m.def("local_size", &topologyValue<&Topology::localSize>);
+  m.def("cross_rank", &topologyValue<&Topology::crossRank>);
+  m.def("cross_size", &topologyValue<&Topology::crossSize>);
+  m.def("hostname", [] { return current()->topology().hostname; });
+  m.def("op_timeout_seconds",
+        [] { return std::chrono::duration<double>(current()->config().opTimeout).count(); });
+
+  m.def("enqueue", &enqueue, nb::arg("type"), nb::arg("name"), nb::arg("inputs"),
+        nb::arg("outputs"), nb::arg("reduce_op") = 0, nb::arg("root") = 0,
+        nb::arg("prescale") = 1.0, nb::arg("postscale") = 1.0, nb::arg("process_set") = 0,
+        nb::arg("splits") = std::vector<int64_t>{}, nb::arg("set_ranks") = std::vector<int32_t>{});
+
+  m.def("process_set_ranks",
+        [](int id) { return current()->engine().processSet(id); }, nb::arg("id"));
+  m.def("process_set_ids", [] { return current()->engine().processSetIds(); });
+  m.def("start_timeline", [](const std::string& path) { current()->engine().startTimeline(path); });
+  m.def("stop_timeline", [] { current()->engine().stopTimeline(); });
+  m.def("stats", [] {
+    EngineStats s = current()->engine().stats();
+    nb::dict d;
+    d["submitted"] = s.submitted;
+    d["cache_hits"] = s.cacheHits;
+    d["cache_misses"] = s.cacheMisses;
+    d["collectives"] = s.collectives;
+    d["fused_tensors"] = s.fusedTensors;
+    d["response_lists"] = s.responseLists;
+    return d;
+  });
+
+  nb::dict ops;
+  ops["allreduce"] = static_cast<int>(OpType::Allreduce);
+  ops["allgather"] = static_cast<int>(OpType::Allgather);
+  ops["broadcast"] = static_cast<int>(OpType::Broadcast);
+  ops["alltoall"] = static_cast<int>(OpType::Alltoall);
+  ops["reducescatter"] = static_cast<int>(OpType::Reducescatter);
+  ops["barrier"] = static_cast<int>(OpType::Barrier);
+  ops["join"] = static_cast<int>(OpType::Join);
+  ops["add_process_set"] = static_cast<int>(OpType::AddProcessSet);
+  ops["remove_process_set"] = static_cast<int>(OpType::RemoveProcessSet);
+  m.attr("OP_TYPES") = ops;
+  nb::dict reduceOps;
+  reduceOps["sum"] = static_cast<int>(ReduceOp::Sum);
+  reduceOps["average"] = static_cast<int>(ReduceOp::Average);
+  reduceOps["min"] = static_cast<int>(ReduceOp::Min);
+  reduceOps["max"] = static_cast<int>(ReduceOp::Max);
+  reduceOps["product"] = static_cast<int>(ReduceOp::Product);
+  m.attr("REDUCE_OPS") = reduceOps;
+}
