@@ -2,6 +2,7 @@
 the API, over the compiled core (hvd._core)."""
 from __future__ import annotations
 
+import atexit
 import threading
 from typing import Iterable, List, Optional, Sequence, Union
 
@@ -159,6 +160,11 @@ def shutdown():
             if ps is not global_process_set:
                 ps.process_set_id = None
         _registered.clear()
+
+
+# Like Horovod: a script that never calls shutdown() still leaves the job in order (collective,
+# so the ranks that finish first do not see their peers' links break).
+atexit.register(lambda: _core.is_initialized() and shutdown())
 
 
 def is_initialized() -> bool:

@@ -22,6 +22,7 @@ class ArrayAdapter:
     """What the collectives need to know about one array type."""
 
     name = "array"
+    outputs_as_numpy = False  # engine-allocated outputs arrive as NumPy arrays, not Buffers
 
     def is_array(self, x) -> bool:
         raise NotImplementedError
@@ -67,6 +68,9 @@ class Collectives:
     def __init__(self, adapter: ArrayAdapter):
         self.a = adapter
 
+    def _register(self, core_handle, finish) -> int:
+        return _handles.register(core_handle, finish, self.a.outputs_as_numpy)
+
     # -- argument helpers --------------------------------------------------------------------
     def _check(self, x, what: str):
         if not self.a.is_array(x):
@@ -109,7 +113,7 @@ class Collectives:
                           [self.a.exported(t) for t in outputs], reduce_op=op,
                           prescale=float(prescale_factor), postscale=float(postscale_factor),
                           process_set=_basics.process_set_id(process_set))
-        return _handles.register(h, lambda *_: list(outputs))
+        return self._register(h, lambda *_: list(outputs))
 
     def allreduce_async(self, tensor, op=None, name=None, prescale_factor=1.0,
                         postscale_factor=1.0, process_set=None, inplace=False,
@@ -126,7 +130,7 @@ class Collectives:
                           [self.a.exported(out)], reduce_op=op,
                           prescale=float(prescale_factor), postscale=float(postscale_factor),
                           process_set=_basics.process_set_id(process_set))
-        return _handles.register(h, lambda *_: out)
+        return self._register(h, lambda *_: out)
 
     # -- allgather ---------------------------------------------------------------------------
     def grouped_allgather_async(self, tensors, name=None, process_set=None) -> int:
@@ -137,7 +141,7 @@ class Collectives:
         inputs = [self.a.contiguous(t) for t in tensors]
         h = _core.enqueue(_ALLGATHER, name or "", [self.a.exported(t) for t in inputs], [],
                           process_set=_basics.process_set_id(process_set))
-        return _handles.register(
+        return self._register(
             h, lambda outs, *_: [self.a.from_buffer(b, t) for b, t in zip(outs, inputs)])
 
     def allgather_async(self, tensor, name=None, process_set=None) -> int:
@@ -146,7 +150,7 @@ class Collectives:
         inp = self.a.contiguous(tensor)
         h = _core.enqueue(_ALLGATHER, name or "", [self.a.exported(inp)], [],
                           process_set=_basics.process_set_id(process_set))
-        return _handles.register(h, lambda outs, *_: self.a.from_buffer(outs[0], inp))
+        return self._register(h, lambda outs, *_: self.a.from_buffer(outs[0], inp))
 
     # -- broadcast ---------------------------------------------------------------------------
     def broadcast_async(self, tensor, root_rank, name=None, process_set=None,
@@ -161,7 +165,7 @@ class Collectives:
         h = _core.enqueue(_BROADCAST, name or "", [self.a.exported(inp)],
                           [self.a.exported(out)], root=int(root_rank),
                           process_set=_basics.process_set_id(process_set))
-        return _handles.register(h, lambda *_: out)
+        return self._register(h, lambda *_: out)
 
     # -- alltoall ----------------------------------------------------------------------------
     def alltoall_async(self, tensor, splits=None, name=None, process_set=None) -> int:
@@ -180,7 +184,7 @@ class Collectives:
                 return out
             return out, self.a.int64_array(received[0], like=inp)
 
-        return _handles.register(h, finish)
+        return self._register(h, finish)
 
     # -- reducescatter -----------------------------------------------------------------------
     def grouped_reducescatter_async(self, tensors, op=None, name=None, process_set=None,
@@ -214,7 +218,7 @@ class Collectives:
                     self.a.scale_(r, postscale_factor)
             return results if grouped else results[0]
 
-        return _handles.register(h, finish)
+        return self._register(h, finish)
 
     # -- synchronisation ---------------------------------------------------------------------
     def barrier(self, process_set=None):

@@ -9,19 +9,20 @@ from typing import Any, Callable, Dict, Tuple
 from hvd import _core
 
 _lock = threading.Lock()
-_pending: Dict[int, Tuple[Any, Callable]] = {}
+_pending: Dict[int, Tuple[Any, Callable, bool]] = {}
 _ids = itertools.count(1)
 
 
-def register(core_handle, finish: Callable) -> int:
-    """`finish(outputs, received_splits, value)` makes the value synchronize() returns."""
+def register(core_handle, finish: Callable, as_numpy: bool = False) -> int:
+    """`finish(outputs, received_splits, value)` makes the value synchronize() returns; outputs
+    are NumPy arrays with `as_numpy`, DLPack producers (hvd._core.Buffer) otherwise."""
     with _lock:
         handle = next(_ids)
-        _pending[handle] = (core_handle, finish)
+        _pending[handle] = (core_handle, finish, as_numpy)
     return handle
 
 
-def _lookup(handle: int):
+def _lookup(handle: int) -> Tuple[Any, Callable, bool]:
     with _lock:
         entry = _pending.get(handle)
     if entry is None:
@@ -38,9 +39,9 @@ def poll(handle: int) -> bool:
 def synchronize(handle: int):
     """Waits for the operation and returns its result; raises HorovodInternalError naming the
     operation if it failed."""
-    core_handle, finish = _lookup(handle)
+    core_handle, finish, as_numpy = _lookup(handle)
     try:
-        outputs, splits, value = core_handle.wait()
+        outputs, splits, value = core_handle.wait(as_numpy=as_numpy)
     finally:
         with _lock:
             _pending.pop(handle, None)

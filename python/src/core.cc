@@ -142,6 +142,10 @@ class PyHandle {
         outputs_(std::move(outputs)),
         timeout_(timeout) {}
 
+  PyHandle(PyHandle&&) noexcept = default;  // leaves the moved-from handle empty
+  PyHandle(const PyHandle&) = delete;
+  PyHandle& operator=(const PyHandle&) = delete;
+
   // Dropping a handle before its operation finished must not free memory the engine still
   // writes: wait for it (the engine finishes or fails every operation within the op timeout).
   ~PyHandle() {
@@ -157,20 +161,35 @@ class PyHandle {
   bool poll() const { return handle_->poll(); }
 
   // Returns (outputs, received_splits, value); raises the operation's error.
-  nb::object wait(std::optional<double> timeoutSeconds) {
+  // `asNumpy` returns outputs as writable NumPy arrays (NumPy marks arrays it takes through
+  // DLPack read-only); otherwise as Buffers for any framework's from_dlpack.
+  nb::object wait(std::optional<double> timeoutSeconds, bool asNumpy) {
     if (result_.is_valid()) return result_;
     auto timeout = timeoutSeconds ? std::chrono::milliseconds(
                                         static_cast<int64_t>(*timeoutSeconds * 1000.0))
                                   : timeout_;
     OpResult* result = nullptr;
+    std::string error;
     {
       nb::gil_scoped_release release;
-      result = &handle_->wait(timeout);
+      try {
+        result = &handle_->wait(timeout);
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+    }
+    // Whatever failed here failed collectively (a mismatch, a dead peer, a timeout): one
+    // exception type, as Horovod's synchronize raises.
+    if (!result) {
+      inputs_.clear();
+      outputs_.clear();
+      PyErr_SetString(gInternalError, error.c_str());
+      throw nb::python_error();
     }
     inputs_.clear();
     outputs_.clear();
     nb::list outputs;
-    for (Tensor& t : result->outputs) outputs.append(adopt(*result, t));
+    for (Tensor& t : result->outputs) outputs.append(adopt(*result, t, asNumpy));
     nb::list splits;
     for (auto& s : result->receivedSplits) splits.append(nb::cast(s));
     result_ = nb::make_tuple(outputs, splits, result->value);
@@ -181,7 +200,7 @@ class PyHandle {
 
  private:
   // Hands an engine-allocated output to Python: the array owns the buffer.
-  static nb::object adopt(OpResult& result, const Tensor& t) {
+  static nb::object adopt(OpResult& result, const Tensor& t, bool asNumpy) {
     auto* buffer = new OwnedBuffer;
     for (auto& owned : result.owned) {
       if (owned.bytes && owned.bytes.get() == t.data) {
@@ -197,6 +216,7 @@ class PyHandle {
     std::vector<size_t> shape(t.shape.begin(), t.shape.end());
     OutputArray array(buffer->bytes.get(), shape.size(), shape.data(), owner, nullptr,
                       toDlpack(t.dtype), nb::device::cpu::value, 0);
+    if (asNumpy) return nb::cast(nb::ndarray<nb::numpy>(array));
     return nb::cast(Buffer{std::move(array)});
   }
 
@@ -298,6 +318,7 @@ NB_MODULE(_core, m) {
   nb::class_<PyHandle>(m, "Handle")
       .def("poll", &PyHandle::poll, "True when the operation has finished (or failed).")
       .def("wait", &PyHandle::wait, nb::arg("timeout") = nb::none(),
+           nb::arg("as_numpy") = false,
            "Waits (GIL released) and returns (outputs, received_splits, value); raises the "
            "operation's error.")
       .def_prop_ro("description", &PyHandle::description);

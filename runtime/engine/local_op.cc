@@ -1,6 +1,7 @@
 #include "runtime/engine/local_op.h"
 
 #include "common/error.h"
+#include "common/format.h"
 
 namespace hvd::runtime {
 namespace {
@@ -45,6 +46,22 @@ OpRequest describeOperation(const Operation& op, int setSize) {
     for (std::size_t i = 0; i < op.inputs.size(); ++i) {
       collectives::checkTensor(what + " output", op.outputs[i]);
       collectives::checkSameElements(what, op.inputs[i], op.outputs[i]);
+    }
+  }
+  if (op.type == OpType::AddProcessSet) {
+    // The communicator subset needs ranks in increasing order, each once, inside the job.
+    const auto& ranks = op.setRanks;
+    if (ranks.empty()) throw InvalidArgument(what + ": a process set needs at least one rank");
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+      if (ranks[i] < 0 || ranks[i] >= setSize)
+        throw InvalidArgument(detail::concat(what, ": rank ", ranks[i], " in ", rankSet(ranks),
+                                             " is outside the job's ranks [0,", setSize, ")"));
+      if (i > 0 && ranks[i] == ranks[i - 1])
+        throw InvalidArgument(detail::concat(what, ": rank ", ranks[i], " appears twice in ",
+                                             rankSet(ranks), " (duplicate rank)"));
+      if (i > 0 && ranks[i] < ranks[i - 1])
+        throw InvalidArgument(detail::concat(what, ": ranks ", rankSet(ranks),
+                                             " must be in increasing order"));
     }
   }
   if (op.type == OpType::Broadcast) collectives::checkRoot(what, op.root, setSize);

@@ -224,6 +224,17 @@ TEST_CASE("process sets: static and dynamic, operations scoped to them, invalid 
     dup.name = "add.again";
     out += check(errorOf([&] { rt.run(dup); }).find("already form process set 3") !=
                      std::string::npos, " duplicate set accepted");
+    // Invalid ranks fail on submission, before any rank could crash on them.
+    Operation bad = add;
+    bad.setRanks = {0, 0};
+    out += check(errorOf([&] { rt.engine().enqueue(bad); }).find("appears twice") !=
+                     std::string::npos, " duplicate rank accepted");
+    bad.setRanks = {0, 4};
+    out += check(errorOf([&] { rt.engine().enqueue(bad); }).find("outside the job's ranks") !=
+                     std::string::npos, " out-of-range rank accepted");
+    bad.setRanks = {};
+    out += check(errorOf([&] { rt.engine().enqueue(bad); }).find("at least one rank") !=
+                     std::string::npos, " empty set accepted");
     Operation remove;
     remove.type = OpType::RemoveProcessSet;
     remove.name = "remove.odd";

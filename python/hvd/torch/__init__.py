@@ -1,0 +1,35 @@
+"""hvd for PyTorch: Horovod's horovod.torch API on hvd's runtime.
+
+    import hvd.torch as hvd
+    hvd.init()
+    opt = hvd.DistributedOptimizer(opt, named_parameters=model.named_parameters())
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+
+Tensors live in host memory in this build (cuda_built() is False).
+"""
+from hvd._basics import *  # noqa: F401,F403
+from hvd._basics import __all__ as _basics_all
+from hvd.torch.compression import Compression
+from hvd.torch.functions import (allgather_object, broadcast_object, broadcast_optimizer_state,
+                                 broadcast_parameters)
+from hvd.torch.mpi_ops import (allgather, allgather_async, allreduce, allreduce_,
+                               allreduce_async, allreduce_async_, alltoall, alltoall_async,
+                               barrier, broadcast, broadcast_, broadcast_async,
+                               broadcast_async_, grouped_allgather, grouped_allgather_async,
+                               grouped_allreduce, grouped_allreduce_, grouped_allreduce_async,
+                               grouped_allreduce_async_, grouped_reducescatter,
+                               grouped_reducescatter_async, join, poll, reducescatter,
+                               reducescatter_async, synchronize)
+from hvd.torch.optimizer import DistributedOptimizer
+from hvd.torch.sync_batch_norm import SyncBatchNorm
+
+__all__ = list(_basics_all) + [
+    "Compression", "DistributedOptimizer", "SyncBatchNorm", "allgather", "allgather_async",
+    "allgather_object", "allreduce", "allreduce_", "allreduce_async", "allreduce_async_",
+    "alltoall", "alltoall_async", "barrier", "broadcast", "broadcast_", "broadcast_async",
+    "broadcast_async_", "broadcast_object", "broadcast_optimizer_state", "broadcast_parameters",
+    "grouped_allgather", "grouped_allgather_async", "grouped_allreduce", "grouped_allreduce_",
+    "grouped_allreduce_async", "grouped_allreduce_async_", "grouped_reducescatter",
+    "grouped_reducescatter_async", "join", "poll", "reducescatter", "reducescatter_async",
+    "synchronize",
+]

@@ -1,0 +1,364 @@
+"""hvd's collectives on PyTorch tensors (host memory), with Horovod's names and signatures, and
+autograd support for allreduce, grouped_allreduce, allgather, broadcast, alltoall and
+reducescatter.
+
+Gradients are the exact gradients of the sum of every rank's loss: allreduce's backward is an
+allreduce of the gradient with the same op and scale factors; allgather's sums the gradient over
+ranks and keeps this rank's rows; broadcast's sums it on the root (zero elsewhere); alltoall's
+sends each gradient row back where it came from; reducescatter's gathers the gradient parts.
+"""
+from __future__ import annotations
+
+import numpy as _np
+import torch
+
+from hvd import _basics
+from hvd._basics import Average, Sum, global_process_set
+from hvd._frontend import ArrayAdapter, Collectives
+from hvd._handles import poll, synchronize  # noqa: F401 (re-exported)
+from hvd.torch.compression import Compression
+
+
+class _TorchAdapter(ArrayAdapter):
+    name = "torch.Tensor"
+
+    def is_array(self, x):
+        return isinstance(x, torch.Tensor)
+
+    def exported(self, x):
+        if x.layout != torch.strided:
+            raise ValueError(f"{x.layout} tensors are not supported here; use "
+                             "DistributedOptimizer(sparse_as_dense=True) or .to_dense()")
+        return x.detach()
+
+    def contiguous(self, x):
+        return x.detach().contiguous()
+
+    def is_contiguous(self, x):
+        return x.is_contiguous()
+
+    def empty_like(self, x):
+        return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+    def from_buffer(self, buffer, like):
+        return torch.from_dlpack(buffer)
+
+    def scaled(self, x, factor):
+        return (x.detach() * factor).to(x.dtype).contiguous()
+
+    def scale_(self, x, factor):
+        x.copy_((x * factor).to(x.dtype))
+
+    def int64_array(self, values, like=None):
+        return torch.tensor(list(values), dtype=torch.int64)
+
+    def bytes_array(self, data):
+        return torch.from_numpy(_np.frombuffer(bytearray(data), dtype=_np.uint8))
+
+    def to_bytes(self, x):
+        return x.numpy().tobytes()
+
+
+_c = Collectives(_TorchAdapter())
+
+
+def _grad_name(name):
+    return f"{name}.grad" if name else None
+
+
+def _needs_grad(*tensors):
+    return torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad
+                                           for t in tensors)
+
+
+def _check_differentiable(op, what):
+    if op not in (Sum, Average):
+        raise RuntimeError(f"{what}: the gradient of op={_basics._OP_NAMES.get(op, op)} is not "
+                           "defined; only Sum and Average are differentiable")
+
+
+# -- allreduce ----------------------------------------------------------------------------------
+class _AllreduceFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, op, name, prescale, postscale, process_set):
+        ctx.args = (op, name, prescale, postscale, process_set)
+        return synchronize(_c.allreduce_async(tensor, op, name, prescale, postscale,
+                                              process_set))
+
+    @staticmethod
+    def backward(ctx, grad):
+        op, name, prescale, postscale, process_set = ctx.args
+        _check_differentiable(op, "allreduce backward")
+        return (synchronize(_c.allreduce_async(grad, op, _grad_name(name), prescale, postscale,
+                                               process_set)),
+                None, None, None, None, None)
+
+
+def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+                    postscale_factor=1.0, process_set=global_process_set):
+    """Starts an allreduce into a new tensor (default op: Average); returns a handle."""
+    return _c.allreduce_async(tensor, op, name, prescale_factor, postscale_factor, process_set,
+                              average=average)
+
+
+def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+                     postscale_factor=1.0, process_set=global_process_set):
+    """Starts an in-place allreduce; the tensor must be contiguous."""
+    return _c.allreduce_async(tensor, op, name, prescale_factor, postscale_factor, process_set,
+                              inplace=True, average=average)
+
+
+def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
+              prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
+    """Reduces `tensor` over the ranks of the process set and returns the result (a new tensor).
+    Differentiable for Sum and Average."""
+    op = Collectives._op(op, average, f'allreduce "{name}"' if name else "allreduce")
+    compressed, cctx = compression.compress(tensor)
+    if _needs_grad(compressed):
+        out = _AllreduceFn.apply(compressed, op, name, prescale_factor, postscale_factor,
+                                 process_set)
+    else:
+        out = synchronize(allreduce_async(compressed, None, name, op, prescale_factor,
+                                          postscale_factor, process_set))
+    return compression.decompress(out, cctx)
+
+
+def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+               postscale_factor=1.0, process_set=global_process_set):
+    """In-place allreduce; returns `tensor`."""
+    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor,
+                                        postscale_factor, process_set))
+
+
+class _GroupedAllreduceFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, op, name, prescale, postscale, process_set, *tensors):
+        ctx.args = (op, name, prescale, postscale, process_set)
+        return tuple(synchronize(_c.grouped_allreduce_async(
+            tensors, op, name, prescale, postscale, process_set)))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        op, name, prescale, postscale, process_set = ctx.args
+        _check_differentiable(op, "grouped_allreduce backward")
+        grads = synchronize(_c.grouped_allreduce_async(grads, op, _grad_name(name), prescale,
+                                                       postscale, process_set))
+        return (None, None, None, None, None, *grads)
+
+
+def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                            postscale_factor=1.0, process_set=global_process_set):
+    return _c.grouped_allreduce_async(tensors, op, name, prescale_factor, postscale_factor,
+                                      process_set, average=average)
+
+
+def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                             postscale_factor=1.0, process_set=global_process_set):
+    return _c.grouped_allreduce_async(tensors, op, name, prescale_factor, postscale_factor,
+                                      process_set, inplace=True, average=average)
+
+
+def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
+                      prescale_factor=1.0, postscale_factor=1.0,
+                      process_set=global_process_set):
+    """Reduces several tensors as one operation (fused); returns the results in order."""
+    op = Collectives._op(op, average, "grouped_allreduce")
+    pairs = [compression.compress(t) for t in tensors]
+    compressed = [p[0] for p in pairs]
+    if _needs_grad(*compressed):
+        outs = _GroupedAllreduceFn.apply(op, name, prescale_factor, postscale_factor,
+                                         process_set, *compressed)
+    else:
+        outs = synchronize(grouped_allreduce_async(compressed, None, name, op, prescale_factor,
+                                                   postscale_factor, process_set))
+    return [compression.decompress(o, c) for o, (_, c) in zip(outs, pairs)]
+
+
+def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                       postscale_factor=1.0, process_set=global_process_set):
+    return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor,
+                                                postscale_factor, process_set))
+
+
+# -- allgather ----------------------------------------------------------------------------------
+class _AllgatherFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, name, process_set):
+        rows = torch.tensor([tensor.shape[0] if tensor.dim() else 1], dtype=torch.int64)
+        all_rows = synchronize(_c.allgather_async(rows, f"{name}.rows" if name else None,
+                                                  process_set))
+        me = process_set.rank()
+        ctx.offset = int(all_rows[:me].sum())
+        ctx.rows = int(all_rows[me])
+        ctx.args = (name, process_set)
+        return synchronize(_c.allgather_async(tensor, name, process_set))
+
+    @staticmethod
+    def backward(ctx, grad):
+        name, process_set = ctx.args
+        summed = synchronize(_c.allreduce_async(grad, Sum, _grad_name(name), 1.0, 1.0,
+                                                process_set))
+        return summed.narrow(0, ctx.offset, ctx.rows), None, None
+
+
+def allgather_async(tensor, name=None, process_set=global_process_set):
+    return _c.allgather_async(tensor, name, process_set)
+
+
+def allgather(tensor, name=None, process_set=global_process_set):
+    """Concatenates every rank's tensor along the first dimension (which may differ per rank).
+    Differentiable."""
+    if _needs_grad(tensor):
+        return _AllgatherFn.apply(tensor, name, process_set)
+    return synchronize(allgather_async(tensor, name, process_set))
+
+
+def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
+    return _c.grouped_allgather_async(tensors, name, process_set)
+
+
+def grouped_allgather(tensors, name=None, process_set=global_process_set):
+    return synchronize(grouped_allgather_async(tensors, name, process_set))
+
+
+# -- broadcast ----------------------------------------------------------------------------------
+class _BroadcastFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, root_rank, name, process_set):
+        ctx.args = (root_rank, name, process_set)
+        return synchronize(_c.broadcast_async(tensor, root_rank, name, process_set))
+
+    @staticmethod
+    def backward(ctx, grad):
+        root_rank, name, process_set = ctx.args
+        summed = synchronize(_c.allreduce_async(grad, Sum, _grad_name(name), 1.0, 1.0,
+                                                process_set))
+        if process_set.rank() != root_rank:
+            summed.zero_()
+        return summed, None, None, None
+
+
+def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
+    return _c.broadcast_async(tensor, root_rank, name, process_set)
+
+
+def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set):
+    return _c.broadcast_async(tensor, root_rank, name, process_set, inplace=True)
+
+
+def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
+    """Returns root_rank's tensor (root_rank counts within the process set). Differentiable."""
+    if _needs_grad(tensor):
+        return _BroadcastFn.apply(tensor, root_rank, name, process_set)
+    return synchronize(broadcast_async(tensor, root_rank, name, process_set))
+
+
+def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
+    return synchronize(broadcast_async_(tensor, root_rank, name, process_set))
+
+
+# -- alltoall -----------------------------------------------------------------------------------
+class _AlltoallFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, splits, name, process_set):
+        out, received = synchronize(_c.alltoall_async(
+            tensor, splits if splits is not None else _equal_splits(tensor, process_set), name,
+            process_set))
+        ctx.args = (received, name, process_set)
+        ctx.mark_non_differentiable(received)
+        return out, received
+
+    @staticmethod
+    def backward(ctx, grad, _received_grad):
+        received, name, process_set = ctx.args
+        back, _ = synchronize(_c.alltoall_async(grad.contiguous(), received, _grad_name(name),
+                                                process_set))
+        return back, None, None, None
+
+
+def _equal_splits(tensor, process_set):
+    n = process_set.size()
+    rows = tensor.shape[0] if tensor.dim() else 0
+    if rows % n:
+        raise ValueError(f"alltoall: first dimension {rows} does not divide by the process set's "
+                         f"size {n}; pass splits")
+    return [rows // n] * n
+
+
+def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
+    return _c.alltoall_async(tensor, splits, name, process_set)
+
+
+def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
+    """Sends splits[j] rows to rank j (equal parts without splits). Returns the received rows,
+    and with splits given also a tensor of the rows received from each rank. Differentiable."""
+    if _needs_grad(tensor):
+        out, received = _AlltoallFn.apply(tensor, splits, name, process_set)
+        return out if splits is None else (out, received)
+    return synchronize(alltoall_async(tensor, splits, name, process_set))
+
+
+# -- reducescatter ------------------------------------------------------------------------------
+class _ReducescatterFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, op, name, process_set, prescale, postscale):
+        ctx.args = (op, name, process_set, prescale, postscale)
+        return synchronize(_c.reducescatter_async(tensor, op, name, process_set, prescale,
+                                                  postscale))
+
+    @staticmethod
+    def backward(ctx, grad):
+        op, name, process_set, prescale, postscale = ctx.args
+        gathered = synchronize(_c.allgather_async(grad.contiguous(), _grad_name(name),
+                                                  process_set))
+        scale = prescale * postscale / (process_set.size() if op == Average else 1)
+        if scale != 1.0:
+            gathered = gathered * scale
+        return gathered, None, None, None, None, None
+
+
+def reducescatter_async(tensor, op=Average, name=None, process_set=global_process_set,
+                        prescale_factor=1.0, postscale_factor=1.0):
+    return _c.reducescatter_async(tensor, op, name, process_set, prescale_factor,
+                                  postscale_factor)
+
+
+def reducescatter(tensor, op=Average, name=None, compression=Compression.none,
+                  process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0):
+    """Reduces (Average or Sum) and returns this rank's part of the first dimension (the first
+    parts one row larger when it does not divide). Differentiable."""
+    compressed, cctx = compression.compress(tensor)
+    if _needs_grad(compressed):
+        out = _ReducescatterFn.apply(compressed, op, name, process_set, prescale_factor,
+                                     postscale_factor)
+    else:
+        out = synchronize(reducescatter_async(compressed, op, name, process_set,
+                                              prescale_factor, postscale_factor))
+    return compression.decompress(out, cctx)
+
+
+def grouped_reducescatter_async(tensors, op=Average, name=None, process_set=global_process_set,
+                                prescale_factor=1.0, postscale_factor=1.0):
+    return _c.grouped_reducescatter_async(tensors, op, name, process_set, prescale_factor,
+                                          postscale_factor)
+
+
+def grouped_reducescatter(tensors, op=Average, name=None, compression=Compression.none,
+                          process_set=global_process_set, prescale_factor=1.0,
+                          postscale_factor=1.0):
+    pairs = [compression.compress(t) for t in tensors]
+    outs = synchronize(grouped_reducescatter_async([p[0] for p in pairs], op, name, process_set,
+                                                   prescale_factor, postscale_factor))
+    return [compression.decompress(o, c) for o, (_, c) in zip(outs, pairs)]
+
+
+# -- synchronisation ----------------------------------------------------------------------------
+def barrier(process_set=global_process_set):
+    """Returns when every rank of the process set has called it."""
+    _c.barrier(process_set)
+
+
+def join(device=-1) -> int:
+    """This rank has no more batches: until every rank joined, the others' allreduces count it
+    as zeros. Returns the last rank to join."""
+    return _c.join(device)

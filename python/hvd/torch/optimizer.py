@@ -1,0 +1,240 @@
+"""DistributedOptimizer: Horovod's recipe. A hook on every parameter starts the allreduce of its
+gradient the moment backward has accumulated it, so communication overlaps the rest of
+backward; step() waits for all of them, writes the averaged gradients back and steps the
+wrapped optimizer."""
+from __future__ import annotations
+
+import contextlib
+import warnings
+from typing import Dict, List, Optional
+
+import torch
+
+from hvd import _basics
+from hvd._basics import Average, global_process_set
+from hvd.torch.compression import Compression
+from hvd.torch.mpi_ops import (_c, allgather_async, grouped_allreduce_async_, synchronize)
+
+
+class _SparsePending:
+    """A sparse gradient reduced as an allgather of its values and indices."""
+
+    def __init__(self, grad, name, op, process_set):
+        grad = grad.coalesce()
+        self.size = grad.size()
+        self.op = op
+        self.process_set = process_set
+        self.values = allgather_async(grad._values(), f"{name}.values", process_set)
+        self.indices = allgather_async(grad._indices().t().contiguous(), f"{name}.indices",
+                                       process_set)
+
+    def result(self):
+        values = synchronize(self.values)
+        indices = synchronize(self.indices)
+        if self.op == Average:
+            values = values / self.process_set.size()
+        return torch.sparse_coo_tensor(indices.t(), values, self.size).coalesce()
+
+
+class _DistributedOptimizer(torch.optim.Optimizer):
+    # Methods of this class are mixed into a subclass of the user's optimizer class (see
+    # DistributedOptimizer), so isinstance(opt, torch.optim.SGD) stays true.
+    def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
+                 gradient_predivide_factor, groups, sparse_as_dense, process_set):
+        super(self.__class__, self).__init__(params)
+        self._compression = compression
+        self._op = _basics.check_reduce_op(op, "DistributedOptimizer")
+        if self._op not in (Average, _basics.Sum):
+            raise ValueError("DistributedOptimizer: op must be hvd.Average or hvd.Sum")
+        if gradient_predivide_factor != 1.0 and self._op != Average:
+            raise ValueError("DistributedOptimizer: gradient_predivide_factor needs op=Average")
+        if backward_passes_per_step < 1:
+            raise ValueError("DistributedOptimizer: backward_passes_per_step must be >= 1, got "
+                             f"{backward_passes_per_step}")
+        self._prescale = 1.0 / gradient_predivide_factor
+        self._postscale = gradient_predivide_factor
+        self._sparse_as_dense = sparse_as_dense
+        self._process_set = process_set
+        self.backward_passes_per_step = backward_passes_per_step
+
+        all_params = [p for g in self.param_groups for p in g["params"]]
+        self._names = self._name_parameters(named_parameters, all_params)
+        self._requires_update = [p for p in all_params if p.requires_grad]
+        self._groups = self._make_groups(groups)
+        self._group_of = {p: i for i, g in enumerate(self._groups) for p in g}
+        self._handles: Dict[torch.Tensor, tuple] = {}
+        self._group_ready: Dict[int, List[torch.Tensor]] = {}
+        self._delay = {p: backward_passes_per_step for p in self._requires_update}
+        self._synchronized = False
+        self._should_synchronize = True
+        self._hooks = [p.register_post_accumulate_grad_hook(self._hook)
+                       for p in self._requires_update]
+
+    # -- construction ------------------------------------------------------------------------
+    @staticmethod
+    def _name_parameters(named_parameters, all_params):
+        if named_parameters is None:
+            return {p: f"allreduce.noname.{i}" for i, p in enumerate(all_params)}
+        named = list(named_parameters)
+        if any(not isinstance(x, tuple) or len(x) != 2 for x in named):
+            raise ValueError("named_parameters should be a sequence of (name, parameter) "
+                             "tuples, usually model.named_parameters()")
+        names = [n for n, _ in named]
+        dups = sorted({n for n in names if names.count(n) > 1})
+        if dups:
+            raise ValueError("DistributedOptimizer: parameter names in named_parameters must "
+                             f"be unique; repeated: {', '.join(dups)}")
+        by_param = {p: n for n, p in named}
+        unnamed = [i for i, p in enumerate(all_params) if p not in by_param]
+        if unnamed:
+            raise ValueError("DistributedOptimizer: named_parameters was given but "
+                             f"{len(unnamed)} of the optimizer's parameters are not in it "
+                             f"(positions {unnamed[:10]} in the optimizer's param groups); pass "
+                             "the named_parameters of the model the optimizer optimizes")
+        return {p: f"DistributedOptimizer.{by_param[p]}" for p in all_params}
+
+    def _make_groups(self, groups) -> List[List[torch.Tensor]]:
+        if groups is None or groups == 0:
+            return []
+        if isinstance(groups, int):
+            if groups < 0:
+                raise ValueError(f"DistributedOptimizer: groups must be >= 0, got {groups}")
+            params = self._requires_update
+            k = min(groups, len(params)) or 1
+            size, extra = divmod(len(params), k)
+            out, start = [], 0
+            for i in range(k):
+                end = start + size + (1 if i < extra else 0)
+                out.append(params[start:end])
+                start = end
+            return [g for g in out if g]
+        out = [list(g) for g in groups]
+        seen = set()
+        for g in out:
+            for p in g:
+                if p in seen:
+                    raise ValueError("DistributedOptimizer: a parameter is in two groups")
+                if p not in self._names:
+                    raise ValueError("DistributedOptimizer: groups contain a tensor that is not "
+                                     "one of the optimizer's parameters")
+                seen.add(p)
+        return out
+
+    # -- communication -----------------------------------------------------------------------
+    def _grad_of(self, p):
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)
+        if p.grad.is_sparse and self._sparse_as_dense:
+            p.grad = p.grad.to_dense()
+        if not p.grad.is_sparse and not p.grad.is_contiguous():
+            p.grad = p.grad.contiguous()
+        return p.grad
+
+    def _allreduce_grad_async(self, p):
+        grad = self._grad_of(p)
+        name = self._names[p]
+        if grad.is_sparse:
+            return _SparsePending(grad, name, self._op, self._process_set), None
+        compressed, ctx = self._compression.compress(grad)
+        handle = _c.allreduce_async(compressed, self._op, name, self._prescale, self._postscale,
+                                    self._process_set, inplace=True)
+        return handle, (compressed, ctx)
+
+    def _allreduce_group_async(self, index):
+        params = self._groups[index]
+        grads = [self._grad_of(p) for p in params]
+        if any(g.is_sparse for g in grads):
+            raise ValueError("DistributedOptimizer: sparse gradients cannot be grouped; use "
+                             "sparse_as_dense=True")
+        pairs = [self._compression.compress(g) for g in grads]
+        handle = grouped_allreduce_async_([c for c, _ in pairs], name=f"group.{index}",
+                                          op=self._op, prescale_factor=self._prescale,
+                                          postscale_factor=self._postscale,
+                                          process_set=self._process_set)
+        for p, pair in zip(params, pairs):
+            self._handles[p] = (handle, pair)
+
+    def _hook(self, p):
+        if self._handles.get(p, (None,))[0] is not None and self._delay[p] <= 0:
+            raise AssertionError("Gradients were computed more than backward_passes_per_step "
+                                 "times before optimizer.step() or synchronize(); increase "
+                                 "backward_passes_per_step to accumulate gradients locally")
+        self._delay[p] -= 1
+        if self._delay[p] > 0:
+            self._handles.setdefault(p, (None, None))
+            return
+        if p in self._group_of:
+            index = self._group_of[p]
+            ready = self._group_ready.setdefault(index, [])
+            ready.append(p)
+            self._handles.setdefault(p, (None, None))
+            if len(ready) == len(self._groups[index]):
+                del self._group_ready[index]
+                self._allreduce_group_async(index)
+            return
+        self._handles[p] = self._allreduce_grad_async(p)
+
+    def synchronize(self):
+        """Waits for every gradient's allreduce (starting those backward did not reach, with
+        zeros for gradients it did not produce) and writes the results to .grad."""
+        for p in self._requires_update:
+            if p not in self._handles:
+                self._handles[p] = (None, None)
+        for index in range(len(self._groups)):
+            if any(self._handles[p][0] is None for p in self._groups[index]):
+                self._group_ready.pop(index, None)
+                self._allreduce_group_async(index)
+        for p in self._requires_update:
+            if self._handles[p][0] is None:
+                self._handles[p] = self._allreduce_grad_async(p)
+        done = {}
+        for p, (handle, pair) in self._handles.items():
+            if isinstance(handle, _SparsePending):
+                p.grad = handle.result()
+            else:
+                if handle not in done:
+                    done[handle] = synchronize(handle)
+                compressed, ctx = pair
+                if ctx is not None:  # compressed to another dtype: write back
+                    p.grad.copy_(self._compression.decompress(compressed, ctx))
+            self._delay[p] = self.backward_passes_per_step
+        self._handles.clear()
+        self._synchronized = True
+
+    @contextlib.contextmanager
+    def skip_synchronize(self):
+        """For `optimizer.synchronize(); clip...; with optimizer.skip_synchronize():
+        optimizer.step()`."""
+        self._should_synchronize = False
+        try:
+            yield
+        finally:
+            self._should_synchronize = True
+
+    def step(self, closure=None):
+        if self._should_synchronize:
+            if self._synchronized:
+                warnings.warn("optimizer.step() called after optimizer.synchronize() without "
+                              "skip_synchronize(): the gradients are reduced again")
+            self.synchronize()
+        self._synchronized = False
+        return super(self.__class__, self).step(closure)
+
+    def zero_grad(self, set_to_none: bool = True):
+        if self._handles:
+            raise AssertionError("optimizer.zero_grad() was called after loss.backward() but "
+                                 "before optimizer.step() or optimizer.synchronize(); the "
+                                 "gradients are still being reduced")
+        return super(self.__class__, self).zero_grad(set_to_none)
+
+
+def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
+                         backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
+                         groups=None, sparse_as_dense=False,
+                         process_set=global_process_set):
+    """Wraps `optimizer` so that step() uses gradients averaged (op=Average) or summed over
+    the ranks of `process_set`. Every rank must wrap the same model the same way."""
+    cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
+               dict(_DistributedOptimizer.__dict__))
+    return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
+               op, gradient_predivide_factor, groups, sparse_as_dense, process_set)

@@ -1,0 +1,96 @@
+import os
+
+import pytest
+
+import hvd
+import hvd.numpy as hnp
+import numpy as np
+
+
+def test_topology_matches_launcher():
+    assert hvd.is_initialized()
+    assert hvd.rank() == int(os.environ.get("HVD_RANK", 0))
+    assert hvd.size() == int(os.environ.get("HVD_SIZE", 1))
+    assert hvd.local_rank() == int(os.environ.get("HVD_LOCAL_RANK", 0))
+    assert hvd.local_size() == int(os.environ.get("HVD_LOCAL_SIZE", 1))
+    assert hvd.cross_rank() == int(os.environ.get("HVD_CROSS_RANK", 0))
+    assert hvd.cross_size() == int(os.environ.get("HVD_CROSS_SIZE", 1))
+    assert hvd.is_homogeneous() is True
+
+
+def test_build_queries_are_honest():
+    assert hvd.mpi_built() is False and hvd.gloo_built() is False
+    assert not hvd.nccl_built() and hvd.cuda_built() is False and hvd.rocm_built() is False
+
+
+def test_init_twice_is_a_no_op_and_reinit_after_shutdown_works():
+    hvd.init()
+    a = np.array([hvd.rank() + 1.0])
+    assert hnp.allreduce(a, op=hvd.Sum)[0] == hvd.size() * (hvd.size() + 1) / 2
+    hvd.shutdown()
+    assert not hvd.is_initialized()
+    with pytest.raises(ValueError, match="not initialised|before hvd.init"):
+        hnp.allreduce(a)
+    with pytest.raises(ValueError, match="before hvd.init"):
+        hvd.rank()
+    hvd.init()
+    assert hvd.is_initialized()
+    assert hnp.allreduce(a, op=hvd.Sum)[0] == hvd.size() * (hvd.size() + 1) / 2
+
+
+def test_dynamic_process_set():
+    ranks = list(range(0, hvd.size(), 2))
+    ps = hvd.add_process_set(ranks)
+    try:
+        assert ps.process_set_id > 0 and ps.ranks == ranks and ps.size() == len(ranks)
+        assert ps.included() == (hvd.rank() in ranks)
+        if ps.included():
+            assert ps.rank() == ranks.index(hvd.rank())
+            out = hnp.allreduce(np.array([hvd.rank()], dtype=np.int64), op=hvd.Sum,
+                                name="ps.sum", process_set=ps)
+            assert out[0] == sum(ranks)
+        else:
+            assert ps.rank() == -1
+    finally:
+        assert hvd.remove_process_set(ps) is True
+    assert ps.process_set_id is None
+    assert hvd.remove_process_set(ps) is False
+
+
+def test_invalid_process_sets_are_rejected_with_the_reason():
+    with pytest.raises(ValueError, match="duplicate"):
+        hvd.add_process_set([0, 0])
+    with pytest.raises(ValueError, match=str(hvd.size())):
+        hvd.add_process_set([0, hvd.size()])
+    unregistered = hvd.ProcessSet([0])
+    with pytest.raises(ValueError, match="not registered"):
+        hnp.allreduce(np.zeros(1), process_set=unregistered)
+
+
+def test_static_process_sets_at_init():
+    n = hvd.size()
+    hvd.shutdown()
+    first, rest = hvd.ProcessSet([0]), hvd.ProcessSet(range(1, n))
+    hvd.init(process_sets=[first, rest])
+    try:
+        assert first.process_set_id is not None and rest.process_set_id is not None
+        assert first.process_set_id != rest.process_set_id
+        mine = first if hvd.rank() == 0 else rest
+        out = hnp.allreduce(np.ones(2), op=hvd.Sum, process_set=mine)
+        assert out.tolist() == [mine.size()] * 2
+    finally:
+        hvd.shutdown()
+        hvd.init()
+    assert first.process_set_id is None
+
+
+def test_timeline_is_written_by_rank_0(tmp_path):
+    path = str(tmp_path / f"timeline.{os.environ.get('HVD_JOB_ID', 'single')}.json")
+    shared = hvd.numpy.broadcast_object(path, 0)
+    hvd.start_timeline(shared)
+    hnp.allreduce(np.ones(8, dtype=np.float32), name="timeline.t")
+    hvd.stop_timeline()
+    if hvd.rank() == 0:
+        import json
+        events = json.load(open(shared))
+        assert any('timeline.t' in json.dumps(e) for e in events)
