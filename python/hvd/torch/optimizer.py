@@ -33,7 +33,8 @@ class _SparsePending:
         indices = synchronize(self.indices)
         if self.op == Average:
             values = values / self.process_set.size()
-        return torch.sparse_coo_tensor(indices.t(), values, self.size).coalesce()
+        return torch.sparse_coo_tensor(indices.t(), values, self.size,
+                                       check_invariants=False).coalesce()
 
 
 class _DistributedOptimizer(torch.optim.Optimizer):

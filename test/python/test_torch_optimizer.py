@@ -1,0 +1,219 @@
+"""DistributedOptimizer, broadcast_parameters / broadcast_optimizer_state and SyncBatchNorm
+against single-process references."""
+import copy
+
+import pytest
+import torch
+
+import hvd.torch as hvd
+
+BATCH = 4
+
+
+def make_model(seed=0):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
+
+
+def batch_of(rank, step):
+    g = torch.Generator().manual_seed(1000 * step + rank)
+    return torch.randn(BATCH, 6, generator=g), torch.randint(0, 3, (BATCH,), generator=g)
+
+
+def combined_batch(step):
+    xs, ys = zip(*[batch_of(r, step) for r in range(hvd.size())])
+    return torch.cat(xs), torch.cat(ys)
+
+
+def flat(model):
+    return torch.cat([p.detach().flatten() for p in model.parameters()])
+
+
+def assert_identical_on_all_ranks(model):
+    rows = hvd.allgather(flat(model).unsqueeze(0))
+    for r in range(1, rows.shape[0]):
+        assert torch.equal(rows[0], rows[r]), f"rank {r} differs from rank 0"
+
+
+@pytest.mark.parametrize("opt_name", ["SGD", "Adam", "AdamW"])
+def test_distributed_training_matches_single_process_on_the_combined_batch(opt_name):
+    make_opt = {"SGD": lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
+                "Adam": lambda p: torch.optim.Adam(p, lr=0.01),
+                "AdamW": lambda p: torch.optim.AdamW(p, lr=0.01, weight_decay=0.1)}[opt_name]
+    model = make_model(seed=hvd.rank())  # different on purpose: broadcast must fix it
+    reference = make_model(seed=0)
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    assert torch.equal(flat(model), flat(reference))
+    opt = hvd.DistributedOptimizer(make_opt(model.parameters()),
+                                   named_parameters=model.named_parameters())
+    assert isinstance(opt, getattr(torch.optim, opt_name))
+    ref_opt = make_opt(reference.parameters())
+    loss_fn = torch.nn.CrossEntropyLoss()
+    for step in range(5):
+        x, y = batch_of(hvd.rank(), step)
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+        cx, cy = combined_batch(step)
+        ref_opt.zero_grad()
+        loss_fn(reference(cx), cy).backward()
+        ref_opt.step()
+    assert_identical_on_all_ranks(model)
+    torch.testing.assert_close(flat(model), flat(reference), rtol=1e-5, atol=1e-6)
+
+
+def test_backward_passes_per_step_accumulates_locally():
+    model = make_model()
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                   named_parameters=model.named_parameters(),
+                                   backward_passes_per_step=2)
+    reference = make_model()
+    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
+    loss_fn = torch.nn.MSELoss(reduction="sum")
+    opt.zero_grad()
+    ref_opt.zero_grad()
+    for micro in range(2):
+        x, _ = batch_of(hvd.rank(), micro)
+        loss_fn(model(x), torch.zeros(BATCH, 3)).backward()
+        for r in range(hvd.size()):
+            rx, _ = batch_of(r, micro)
+            (loss_fn(reference(rx), torch.zeros(BATCH, 3)) / hvd.size()).backward()
+    opt.step()
+    ref_opt.step()
+    torch.testing.assert_close(flat(model), flat(reference), rtol=1e-5, atol=1e-6)
+    # a third backward before step() is an error
+    opt.zero_grad()
+    x, _ = batch_of(hvd.rank(), 9)
+    for _ in range(2):
+        loss_fn(model(x), torch.zeros(BATCH, 3)).backward()
+    with pytest.raises(AssertionError, match="backward_passes_per_step"):
+        loss_fn(model(x), torch.zeros(BATCH, 3)).backward()
+    opt.synchronize()
+
+
+@pytest.mark.parametrize("groups", [2, "explicit"])
+def test_groups_and_fp16_compression(groups):
+    model = make_model()
+    params = list(model.parameters())
+    grouping = [params[:2], params[2:]] if groups == "explicit" else groups
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                   named_parameters=model.named_parameters(),
+                                   compression=hvd.Compression.fp16, groups=grouping)
+    reference = make_model()
+    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
+    x, y = batch_of(hvd.rank(), 0)
+    torch.nn.functional.cross_entropy(model(x), y).backward()
+    opt.step()
+    cx, cy = combined_batch(0)
+    torch.nn.functional.cross_entropy(reference(cx), cy).backward()
+    ref_opt.step()
+    assert_identical_on_all_ranks(model)
+    torch.testing.assert_close(flat(model), flat(reference), rtol=1e-2, atol=1e-3)
+
+
+def test_synchronize_then_skip_synchronize_and_zero_grad_guard():
+    model = make_model()
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                   named_parameters=model.named_parameters(), op=hvd.Sum)
+    x, y = batch_of(hvd.rank(), 0)
+    torch.nn.functional.cross_entropy(model(x), y).backward()
+    with pytest.raises(AssertionError, match="zero_grad"):
+        opt.zero_grad()
+    opt.synchronize()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+    with opt.skip_synchronize():
+        opt.step()
+    assert_identical_on_all_ranks(model)
+
+
+def test_unused_parameters_get_zero_gradients_on_every_rank():
+    model = make_model()
+    extra = torch.nn.Parameter(torch.ones(2))
+    named = list(model.named_parameters()) + [("extra", extra)]
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(list(model.parameters()) + [extra], lr=0.1),
+                                   named_parameters=named)
+    x, y = batch_of(hvd.rank(), 0)
+    torch.nn.functional.cross_entropy(model(x), y).backward()
+    opt.step()
+    assert extra.grad is not None and extra.grad.tolist() == [0.0, 0.0]
+
+
+def test_named_parameters_errors():
+    model = make_model()
+    named = list(model.named_parameters())
+    dup = [("w", named[0][1]), ("w", named[1][1])] + named[2:]
+    with pytest.raises(ValueError, match="unique; repeated: w"):
+        hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                 named_parameters=dup)
+    with pytest.raises(ValueError, match="not in it"):
+        hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                 named_parameters=named[:2])
+    with pytest.raises(ValueError, match="Adasum"):
+        hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), op=hvd.Adasum)
+
+
+def test_sparse_gradients_reduced_and_as_dense():
+    for as_dense in (False, True):
+        torch.manual_seed(0)
+        emb = torch.nn.Embedding(10, 3, sparse=True)
+        opt = hvd.DistributedOptimizer(torch.optim.SGD(emb.parameters(), lr=1.0),
+                                       named_parameters=emb.named_parameters(),
+                                       sparse_as_dense=as_dense)
+        before = emb.weight.detach().clone()
+        emb(torch.tensor([hvd.rank()])).sum().backward()
+        opt.step()
+        delta = (before - emb.weight.detach())
+        for r in range(10):
+            expected = 1.0 / hvd.size() if r < hvd.size() else 0.0
+            torch.testing.assert_close(delta[r], torch.full((3,), expected))
+
+
+@pytest.mark.parametrize("opt_name", ["SGD", "Adam", "AdamW"])
+def test_broadcast_optimizer_state_from_a_restored_root(opt_name):
+    make_opt = {"SGD": lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
+                "Adam": lambda p: torch.optim.Adam(p, lr=0.01),
+                "AdamW": lambda p: torch.optim.AdamW(p, lr=0.01)}[opt_name]
+    model = make_model()
+    opt = make_opt(model.parameters())
+    if hvd.rank() == 0:  # root has state (as after loading a checkpoint), the others none
+        torch.nn.functional.cross_entropy(model(batch_of(0, 0)[0]), batch_of(0, 0)[1]).backward()
+        opt.step()
+        for g in opt.param_groups:
+            g["lr"] = 0.123
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    hvd.broadcast_optimizer_state(opt, root_rank=0)
+    assert opt.param_groups[0]["lr"] == 0.123
+    state = opt.state_dict()["state"]
+    assert len(state) == len(list(model.parameters()))
+    key = "momentum_buffer" if opt_name == "SGD" else "exp_avg"
+    rows = hvd.allgather(torch.cat([s[key].flatten() for s in state.values()]).unsqueeze(0))
+    assert all(torch.equal(rows[0], rows[r]) for r in range(hvd.size()))
+
+
+def test_sync_batch_norm_matches_batch_norm_on_the_combined_batch():
+    torch.manual_seed(0)
+    sync = hvd.SyncBatchNorm(4)
+    local = torch.nn.BatchNorm1d(4)
+    local.load_state_dict(copy.deepcopy(sync.state_dict()))
+    with torch.no_grad():
+        sync.weight.copy_(torch.arange(4.0) + 1)
+        local.weight.copy_(torch.arange(4.0) + 1)
+    xs = [torch.randn(3 + r, 4, generator=torch.Generator().manual_seed(r)) * (r + 1)
+          for r in range(hvd.size())]
+    mine = xs[hvd.rank()].clone().requires_grad_()
+    out = sync(mine)
+    (out * out.detach().sign()).sum().backward()
+    full = torch.cat(xs).requires_grad_()
+    ref = local(full)
+    (ref * ref.detach().sign()).sum().backward()
+    offset = sum(3 + r for r in range(hvd.rank()))
+    rows = slice(offset, offset + 3 + hvd.rank())
+    torch.testing.assert_close(out, ref[rows], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(mine.grad, full.grad[rows], rtol=1e-4, atol=1e-5)
+    # each rank's weight gradient is its part of the combined batch's
+    torch.testing.assert_close(hvd.allreduce(sync.weight.grad, op=hvd.Sum), local.weight.grad,
+                               rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(sync.running_mean, local.running_mean, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(sync.running_var, local.running_var, rtol=1e-5, atol=1e-6)
+    sync.eval()
+    torch.testing.assert_close(sync(xs[0]), local.eval()(xs[0]), rtol=1e-5, atol=1e-5)
