@@ -9,3 +9,10 @@ python_args=()
 [ -x "$venv/bin/python" ] && python_args=(-DPython_EXECUTABLE="$venv/bin/python")
 cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release "${python_args[@]}" >/dev/null
 cmake --build "$build" -j "$(nproc)"
+
+# Makes `import hvd` work in the virtualenv without PYTHONPATH (the most recent build wins;
+# hvdrun puts its own build's package first for its workers).
+if [ -d "$build/python/hvd" ] && [ -x "$venv/bin/python" ]; then
+  site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  echo "$build/python" >"$site/hvd-build.pth"
+fi

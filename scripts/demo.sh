@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Sets everything up, builds, and runs the demo: four local ranks agree on an allreduce.
+# Sets everything up, builds, and runs the demo: the PyTorch MNIST example trained by two local
+# ranks with hvd (DistributedOptimizer, broadcast from rank 0, metrics averaged across ranks).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$repo/scripts/setup.sh"
 "$repo/scripts/build.sh"
 build=${HVD_BUILD_DIR:-$repo/build}
-exec "$build/apps/hvdrun" -np 4 -H localhost:4 "$build/examples/allreduce_demo"
+venv=${HVD_VENV:-$HOME/.cache/hvd/venv}
+exec "$build/apps/hvdrun" -np 2 -H localhost:2 "$venv/bin/python" \
+  "$repo/examples/pytorch_mnist.py" "$@"

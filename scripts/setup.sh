@@ -8,7 +8,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 apt_packages=(
   build-essential cmake pkg-config
   libcli11-dev libspdlog-dev libboost-dev nlohmann-json3-dev libssh2-1-dev catch2 libssl-dev
-  python3-venv openssh-server openssh-client procps iproute2
+  python3-venv python3-dev openssh-server openssh-client procps iproute2
 )
 
 missing=()

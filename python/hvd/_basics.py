@@ -3,6 +3,8 @@ the API, over the compiled core (hvd._core)."""
 from __future__ import annotations
 
 import atexit
+import os
+import sys
 import threading
 from typing import Iterable, List, Optional, Sequence, Union
 
@@ -162,9 +164,40 @@ def shutdown():
         _registered.clear()
 
 
-# Like Horovod: a script that never calls shutdown() still leaves the job in order (collective,
-# so the ranks that finish first do not see their peers' links break).
-atexit.register(lambda: _core.is_initialized() and shutdown())
+# A script that never calls shutdown() still leaves the job in order (collectively, so ranks
+# that finish first do not break their peers' links). A rank dying of an unhandled exception
+# leaves at once instead: its peers' operations fail naming it, and hvdrun reports it first.
+_dying_of_exception = False
+_previous_excepthook = sys.excepthook
+
+
+def _excepthook(kind, value, traceback):
+    global _dying_of_exception
+    _dying_of_exception = True
+    _previous_excepthook(kind, value, traceback)
+
+
+def _at_exit():
+    if not _core.is_initialized():
+        return
+    if _dying_of_exception:
+        # Exit now, before the peers notice the broken links and fail too: the launcher then
+        # reports this rank, the root cause. Interpreter teardown is skipped; what it would
+        # flush is flushed here.
+        import logging
+        logging.shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        os._exit(1)
+    else:
+        shutdown()
+
+
+sys.excepthook = _excepthook
+atexit.register(_at_exit)
 
 
 def is_initialized() -> bool:

@@ -102,6 +102,28 @@ void Coordinator::submit(int rank, const OpRequest& request, uint64_t cacheId, S
 
 void Coordinator::requestShutdown(int rank) { shutdownRequested_.insert(rank); }
 
+void Coordinator::failWhatShutDownRanksWillNeverSubmit(std::vector<Response>& out) {
+  if (shutdownRequested_.empty()) return;
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    std::set<int> gone;
+    for (int rank : missing(it->second))
+      if (shutdownRequested_.count(rank)) gone.insert(rank);
+    if (gone.empty()) {
+      ++it;
+      continue;
+    }
+    Response r;
+    r.kind = ResponseKind::Error;
+    r.type = it->second.byRank.begin()->second.type;
+    r.names = {it->first};
+    r.message = detail::concat(it->second.byRank.begin()->second.describe(), ": ranks ",
+                               rankSet(gone), " shut down (their program finished or called "
+                               "shutdown) without submitting it, so it can never run");
+    out.push_back(std::move(r));
+    it = pending_.erase(it);
+  }
+}
+
 std::set<int> Coordinator::missing(const Pending& p) const {
   std::set<int> m;
   for (int r : p.expected)
@@ -229,6 +251,7 @@ ResponseList Coordinator::dispatch(SteadyTime now) {
   }
   readyOrder_.clear();
   firstReadyAt_.reset();
+  failWhatShutDownRanksWillNeverSubmit(out);
   if (static_cast<int>(joined_.size()) == options_.size) {
     Response done;
     done.kind = ResponseKind::JoinDone;

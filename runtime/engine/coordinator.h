@@ -60,6 +60,10 @@ class Coordinator {
   std::vector<std::string> stallWarnings(SteadyTime now);
 
  private:
+  // A rank that asked to shut down submits nothing more: operations still waiting for it fail
+  // at once (naming it) instead of stalling until the stall inspector stops the job.
+  void failWhatShutDownRanksWillNeverSubmit(std::vector<Response>& out);
+
   struct Pending {
     std::map<int, OpRequest> byRank;
     std::map<int, SteadyTime> arrivedAt;

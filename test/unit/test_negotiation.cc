@@ -199,3 +199,23 @@ TEST_CASE("the timeline file is valid JSON after every batch of events") {
   timeline.stop();
   std::remove(path.c_str());
 }
+
+TEST_CASE("operations waiting for a rank that shut down fail at once, naming it") {
+  Coordinator c(options(3));
+  c.submit(0, allreduce("never", 4), 0, t0);
+  c.submit(2, allreduce("never", 4), 0, t0);
+  c.submit(0, allreduce("other", 4), 0, t0);
+  c.submit(1, allreduce("other", 4), 0, t0);
+  CHECK(c.dispatch(t0).responses.empty());
+  c.requestShutdown(1);
+  auto list = c.dispatch(t0);
+  REQUIRE(list.responses.size() == 1);  // "other" still waits for rank 2, which is alive
+  CHECK(list.responses[0].kind == ResponseKind::Error);
+  CHECK(list.responses[0].names == std::vector<std::string>{"never"});
+  CHECK_THAT(list.responses[0].message,
+             Catch::Contains("allreduce \"never\": ranks {1} shut down"));
+  c.submit(2, allreduce("other", 4), 0, t0);
+  list = c.dispatch(t0);
+  REQUIRE(list.responses.size() == 1);
+  CHECK(list.responses[0].kind == ResponseKind::Execute);
+}

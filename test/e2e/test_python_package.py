@@ -1,0 +1,164 @@
+"""The Python package through hvdrun on real processes: found without PYTHONPATH, the examples
+(training to an accuracy, checkpoints by rank 0 alone, resume), the horovod compatibility
+package (only when asked for, loud when it shadows a real Horovod), and `pip install .`."""
+import os
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from conftest import REPO, run_hvdrun
+
+EXAMPLES = REPO / "examples"
+
+
+def clean_env(**extra):
+    """hvdrun's environment without PYTHONPATH: hvdrun must find the package itself."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(extra)
+    return env
+
+
+def rank_lines(stdout, rank):
+    prefix = f"[{rank}]<stdout>:"
+    return [line[len(prefix):] for line in stdout.splitlines() if line.startswith(prefix)]
+
+
+def test_numpy_example_finds_the_package_without_pythonpath():
+    r = run_hvdrun("-np", 3, sys.executable, EXAMPLES / "numpy_allreduce.py", env=clean_env())
+    assert r.returncode == 0, r.stderr
+    for rank in range(3):
+        assert rank_lines(r.stdout, rank) == [f"rank {rank}/3: sum of ranks = 3"]
+
+
+# Records every file the example creates or renames under the checkpoint folder, per rank,
+# through Python's audit hooks (open, os.open and os.rename all raise audit events).
+AUDITED_RUN = """
+import os, runpy, sys
+ckpt = os.path.realpath(sys.argv[1]); script = sys.argv[2]
+rank = os.environ["HVD_RANK"]
+def hook(event, args):
+    if event in ("open", "os.rename", "os.replace") and args and isinstance(args[0], str):
+        writing = event != "open" or (args[1] is not None and any(c in args[1] for c in "wax")) \
+            or (args[1] is None and args[2] & (os.O_WRONLY | os.O_RDWR | os.O_CREAT))
+        if writing and os.path.realpath(args[0]).startswith(ckpt):
+            print(f"AUDIT rank={rank} {event} {os.path.basename(args[0])}", file=sys.stderr)
+sys.addaudithook(hook)
+sys.argv = [script] + sys.argv[3:]
+runpy.run_path(script, run_name="__main__")
+"""
+
+
+def test_mnist_example_trains_and_only_rank_0_writes_checkpoints(tmp_path):
+    ckpt = tmp_path / "ckpt"
+    args = ["-np", 2, "-H", "localhost:2", sys.executable, "-c", AUDITED_RUN, ckpt,
+            EXAMPLES / "pytorch_mnist.py", "--checkpoint-dir", ckpt]
+    r = run_hvdrun(*args, "--epochs", 2, timeout=240, env=clean_env())
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = rank_lines(r.stdout, 0)
+    assert any(line.startswith("epoch 2: test loss") for line in out), r.stdout
+    accuracy = float(out[-1].split(":")[1].strip().rstrip("%"))
+    assert accuracy > 85.0, out
+    assert rank_lines(r.stdout, 1) == []  # metrics are printed once, by rank 0
+    audits = [line for line in r.stderr.splitlines() if "AUDIT" in line]
+    assert audits and all("rank=0" in line for line in audits), audits
+    assert sorted(p.name for p in ckpt.iterdir()) == ["checkpoint-1.pt", "checkpoint-2.pt"]
+
+    import torch
+    state = torch.load(ckpt / "checkpoint-2.pt", weights_only=False)
+    assert state["epoch"] == 2 and "fc1.weight" in state["model"]
+
+    # A later run resumes from the latest checkpoint and trains only the remaining epoch.
+    r = run_hvdrun(*args, "--epochs", 3, timeout=240, env=clean_env())
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = rank_lines(r.stdout, 0)
+    assert out[0].startswith("resuming from") and out[0].endswith("checkpoint-2.pt")
+    assert [line.split(":")[0] for line in out if line.startswith("epoch")] == ["epoch 3"]
+
+
+HOROVOD_SCRIPT = """
+import torch
+import horovod.torch as hvd
+hvd.init()
+model = torch.nn.Linear(3, 1)
+opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                               named_parameters=model.named_parameters())
+hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+for _ in range(3):
+    opt.zero_grad()
+    model(torch.randn(4, 3) * (hvd.rank() + 1)).pow(2).mean().backward()
+    opt.step()
+w = hvd.allgather(model.weight.detach())
+assert torch.equal(w[0], w[1]), w
+print(f"horovod.torch on {hvd.__name__.split('.')[0]}: rank {hvd.rank()} of {hvd.size()}, "
+      f"compat={__import__('horovod').IS_HVD_COMPAT}")
+"""
+
+
+def test_horovod_scripts_run_unchanged_with_the_compat_flag_or_variable():
+    r = run_hvdrun("-np", 2, "--horovod-compat", sys.executable, "-c", HOROVOD_SCRIPT,
+                   timeout=120, env=clean_env())
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert rank_lines(r.stdout, 1) == ["horovod.torch on horovod: rank 1 of 2, compat=True"]
+    r = run_hvdrun("-np", 2, sys.executable, "-c", HOROVOD_SCRIPT, timeout=120,
+                   env=clean_env(HVD_HOROVOD_COMPAT="1"))
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
+def test_without_asking_there_is_no_horovod_module():
+    r = run_hvdrun("-np", 1, sys.executable, "-c", "import horovod", env=clean_env())
+    assert r.returncode != 0
+    assert "No module named 'horovod'" in r.stderr
+
+
+def test_shadowing_a_real_horovod_is_said_out_loud(tmp_path):
+    real = tmp_path / "site" / "horovod"
+    real.mkdir(parents=True)
+    (real / "__init__.py").write_text("raise SystemExit('the real horovod was imported')\n")
+    r = run_hvdrun("-np", 1, "--horovod-compat", sys.executable, "-c",
+                   "import horovod.torch; print('compat', horovod.IS_HVD_COMPAT)",
+                   env=clean_env(PYTHONPATH=str(tmp_path / "site")))
+    assert r.returncode == 0, r.stderr
+    assert "[0]<stdout>:compat True" in r.stdout
+    assert f"shadows the Horovod installed at {real / '__init__.py'}" in r.stderr
+
+
+def test_a_python_error_on_one_rank_stops_the_job_naming_it():
+    code = ("import hvd.torch as hvd, torch; hvd.init()\n"
+            "if hvd.rank() == 1: raise RuntimeError('bad batch on rank 1')\n"
+            "hvd.allreduce(torch.ones(1), name='never')\n")
+    r = run_hvdrun("-np", 2, sys.executable, "-c", code, timeout=60, env=clean_env())
+    assert r.returncode == 1
+    # the root cause is reported, not rank 0's failure that followed from it
+    assert "job failed: rank 1 on host" in r.stderr and "bad batch on rank 1" in r.stderr
+
+
+@pytest.mark.skipif(os.environ.get("HVD_SKIP_WHEEL_TEST") == "1",
+                    reason="HVD_SKIP_WHEEL_TEST=1")
+def test_pip_install_builds_a_working_package_and_hvdrun(tmp_path):
+    wheels = tmp_path / "wheels"
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-q",
+         "--disable-pip-version-check", "-w", str(wheels), str(REPO)],
+        capture_output=True, text=True, timeout=900,
+        env={**os.environ, "CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)})
+    assert build.returncode == 0, build.stderr[-3000:]
+    (wheel,) = wheels.glob("hvd-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert any(n.startswith("hvd/_core") and n.endswith(".so") for n in names), names
+    assert "hvd/torch/optimizer.py" in names
+    assert "hvd/compat/horovod/torch/__init__.py" in names
+    assert any(n.endswith(".data/scripts/hvdrun") for n in names), names
+    target = tmp_path / "site"
+    install = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--disable-pip-version-check",
+         "--target", str(target), str(wheel)], capture_output=True, text=True, timeout=300)
+    assert install.returncode == 0, install.stderr
+    code = ("import hvd.numpy as h, numpy as np; h.init(); "
+            "print(h.allreduce(np.ones(2), op=h.Sum), h.__file__)")
+    r = subprocess.run([str(target / "bin" / "hvdrun"), "-np", "2", sys.executable, "-c", code],
+                       capture_output=True, text=True, timeout=120,
+                       env=clean_env(PYTHONPATH=str(target)))
+    assert r.returncode == 0, r.stderr
+    assert f"[1]<stdout>:[2. 2.] {target / 'hvd' / 'numpy.py'}" in r.stdout
