@@ -1,0 +1,168 @@
+"""Scaling of data-parallel training: hvd's DistributedOptimizer against PyTorch
+DistributedDataParallel over gloo, measured in one run on this machine.
+
+Trains the MNIST example's CNN (examples/pytorch_mnist.py: 1.2 M parameters, 4.8 MB of
+gradients per step) on random 28x28 input, batch 128 per rank, one thread per rank. Reports
+samples/s for one process and for N ranks of each peer, and the scaling efficiency
+(N-rank samples/s / (N x one-process samples/s)). Rounds alternate the configurations, and
+medians are reported, because the machine is shared and noisy.
+
+    python bench/torch_scaling.py --ranks 2 --rounds 3 --json bench/results/torch_scaling.json
+"""
+import argparse
+import importlib.util
+import json
+import os
+import pathlib
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+BUILD = pathlib.Path(os.environ.get("HVD_BUILD_DIR", REPO / "build"))
+
+
+def load_net():
+    spec = importlib.util.spec_from_file_location("pytorch_mnist",
+                                                  REPO / "examples" / "pytorch_mnist.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.Net
+
+
+def train(model, optimizer, steps, warmup, batch):
+    import torch
+    import torch.nn.functional as F
+    g = torch.Generator().manual_seed(0)
+    data = torch.randn(batch, 1, 28, 28, generator=g)
+    target = torch.randint(0, 10, (batch,), generator=g)
+    model.train()
+    for i in range(warmup + steps):
+        if i == warmup:
+            start = time.perf_counter()
+        optimizer.zero_grad()
+        F.nll_loss(model(data), target).backward()
+        optimizer.step()
+    return time.perf_counter() - start
+
+
+def worker(args):
+    import torch
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    net = load_net()()
+    if args.worker == "single":
+        size, rank = 1, 0
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+        elapsed = train(net, optimizer, args.steps, args.warmup, args.batch)
+    elif args.worker == "hvd":
+        import hvd.torch as hvd
+        hvd.init()
+        size, rank = hvd.size(), hvd.rank()
+        hvd.broadcast_parameters(net.state_dict(), root_rank=0)
+        optimizer = hvd.DistributedOptimizer(
+            torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9),
+            named_parameters=net.named_parameters())
+        hvd.barrier()
+        elapsed = train(net, optimizer, args.steps, args.warmup, args.batch)
+        elapsed = hvd.allreduce(torch.tensor(elapsed), op=hvd.Max).item()
+    else:  # ddp
+        import torch.distributed as dist
+        dist.init_process_group("gloo")
+        size, rank = dist.get_world_size(), dist.get_rank()
+        model = torch.nn.parallel.DistributedDataParallel(net)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        dist.barrier()
+        elapsed = train(model, optimizer, args.steps, args.warmup, args.batch)
+        t = torch.tensor(elapsed)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        elapsed = t.item()
+        dist.destroy_process_group()
+    if rank == 0:
+        rate = args.steps * args.batch * size / elapsed
+        print(json.dumps({"peer": args.worker, "ranks": size, "samples_per_s": rate,
+                          "step_ms": 1000 * elapsed / args.steps}), flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_config(kind, args):
+    """Runs one configuration to completion; returns rank 0's JSON record."""
+    cmd = [sys.executable, __file__, "--worker", kind, "--steps", str(args.steps),
+           "--warmup", str(args.warmup), "--batch", str(args.batch)]
+    env = dict(os.environ)
+    if kind == "single":
+        procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)]
+    elif kind == "hvd":
+        procs = [subprocess.Popen([str(BUILD / "apps" / "hvdrun"), "-np", str(args.ranks),
+                                   *cmd], stdout=subprocess.PIPE, text=True, env=env)]
+    else:
+        port = free_port()
+        procs = []
+        for r in range(args.ranks):
+            e = dict(env, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(r),
+                     WORLD_SIZE=str(args.ranks), LOCAL_RANK=str(r))
+            procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=e))
+    records = []
+    for p in procs:
+        out, _ = p.communicate(timeout=args.timeout)
+        if p.returncode != 0:
+            raise SystemExit(f"{kind}: exited with {p.returncode}")
+        for line in out.splitlines():
+            text = line.split(":", 1)[1] if line.startswith("[") else line
+            if text.startswith("{"):
+                records.append(json.loads(text))
+    if len(records) != 1:
+        raise SystemExit(f"{kind}: expected one result line, got {records}")
+    return records[0]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--worker", choices=["single", "hvd", "ddp"], help=argparse.SUPPRESS)
+    parser.add_argument("--ranks", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--batch", type=int, default=128, help="per rank")
+    parser.add_argument("--timeout", type=int, default=600)
+    parser.add_argument("--json", help="write the rounds and medians here")
+    args = parser.parse_args()
+    if args.worker:
+        return worker(args)
+
+    rounds = []
+    for i in range(args.rounds):
+        row = {kind: run_config(kind, args) for kind in ("single", "hvd", "ddp")}
+        rounds.append(row)
+        print(f"round {i + 1}: " + ", ".join(
+            f"{k} {v['samples_per_s']:.1f} samples/s" for k, v in row.items()), flush=True)
+    median = {k: statistics.median(r[k]["samples_per_s"] for r in rounds)
+              for k in ("single", "hvd", "ddp")}
+    efficiency = {k: median[k] / (args.ranks * median["single"]) for k in ("hvd", "ddp")}
+    per_round = [{k: r[k]["samples_per_s"] / (args.ranks * r["single"]["samples_per_s"])
+                  for k in ("hvd", "ddp")} for r in rounds]
+    print(f"\n| peer | ranks | samples/s (median of {args.rounds}) | scaling efficiency |")
+    print("|---|---|---|---|")
+    print(f"| one process | 1 | {median['single']:.1f} | - |")
+    for k, label in (("hvd", "hvd DistributedOptimizer"), ("ddp", "torch DDP (gloo)")):
+        print(f"| {label} | {args.ranks} | {median[k]:.1f} | {100 * efficiency[k]:.1f}% |")
+    print(f"\nhvd / DDP throughput: {median['hvd'] / median['ddp']:.3f}x")
+    if args.json:
+        pathlib.Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump({"benchmark": "torch_scaling", "model": "examples/pytorch_mnist.py Net",
+                       "batch_per_rank": args.batch, "ranks": args.ranks, "steps": args.steps,
+                       "warmup": args.warmup, "threads_per_rank": 1, "rounds": rounds,
+                       "median_samples_per_s": median, "median_efficiency": efficiency,
+                       "efficiency_per_round": per_round}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
