@@ -71,6 +71,13 @@ class Collectives:
     def _register(self, core_handle, finish) -> int:
         return _handles.register(core_handle, finish, self.a.outputs_as_numpy)
 
+    def _outputs(self, inputs, outputs) -> list:
+        """What the core gets as outputs: none for in place (the engine then writes the inputs;
+        one DLPack export per tensor instead of two)."""
+        if all(o is i for o, i in zip(outputs, inputs)):
+            return []
+        return [self.a.exported(t) for t in outputs]
+
     # -- argument helpers --------------------------------------------------------------------
     def _check(self, x, what: str):
         if not self.a.is_array(x):
@@ -110,7 +117,7 @@ class Collectives:
             inputs = [self.a.contiguous(t) for t in tensors]
             outputs = [self.a.empty_like(t) for t in inputs]
         h = _core.enqueue(_ALLREDUCE, name or "", [self.a.exported(t) for t in inputs],
-                          [self.a.exported(t) for t in outputs], reduce_op=op,
+                          self._outputs(inputs, outputs), reduce_op=op,
                           prescale=float(prescale_factor), postscale=float(postscale_factor),
                           process_set=_basics.process_set_id(process_set))
         return self._register(h, lambda *_: list(outputs))
@@ -127,7 +134,7 @@ class Collectives:
             inp = self.a.contiguous(tensor)
             out = self.a.empty_like(inp)
         h = _core.enqueue(_ALLREDUCE, name or "", [self.a.exported(inp)],
-                          [self.a.exported(out)], reduce_op=op,
+                          self._outputs([inp], [out]), reduce_op=op,
                           prescale=float(prescale_factor), postscale=float(postscale_factor),
                           process_set=_basics.process_set_id(process_set))
         return self._register(h, lambda *_: out)
@@ -163,7 +170,7 @@ class Collectives:
             inp = self.a.contiguous(tensor)
             out = self.a.empty_like(inp)
         h = _core.enqueue(_BROADCAST, name or "", [self.a.exported(inp)],
-                          [self.a.exported(out)], root=int(root_rank),
+                          self._outputs([inp], [out]), root=int(root_rank),
                           process_set=_basics.process_set_id(process_set))
         return self._register(h, lambda *_: out)
 
