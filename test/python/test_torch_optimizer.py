@@ -217,3 +217,43 @@ def test_sync_batch_norm_matches_batch_norm_on_the_combined_batch():
     torch.testing.assert_close(sync.running_var, local.running_var, rtol=1e-5, atol=1e-6)
     sync.eval()
     torch.testing.assert_close(sync(xs[0]), local.eval()(xs[0]), rtol=1e-5, atol=1e-5)
+
+
+def test_gradient_predivide_factor_gives_the_same_average():
+    model, reference = make_model(), make_model()
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                   named_parameters=model.named_parameters(),
+                                   gradient_predivide_factor=4.0)
+    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
+    x, y = batch_of(hvd.rank(), 3)
+    torch.nn.functional.cross_entropy(model(x), y).backward()
+    opt.step()
+    cx, cy = combined_batch(3)
+    torch.nn.functional.cross_entropy(reference(cx), cy).backward()
+    ref_opt.step()
+    torch.testing.assert_close(flat(model), flat(reference), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="gradient_predivide_factor needs op=Average"):
+        hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), op=hvd.Sum,
+                                 gradient_predivide_factor=2.0)
+
+
+def test_optimizer_on_a_process_set_averages_over_its_ranks_only():
+    members = list(range(max(1, hvd.size() - 1)))
+    ps = hvd.add_process_set(members)
+    try:
+        if not ps.included():
+            return
+        model, reference = make_model(), make_model()
+        opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                       named_parameters=model.named_parameters(),
+                                       process_set=ps)
+        ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
+        x, y = batch_of(hvd.rank(), 4)
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        xs, ys = zip(*[batch_of(r, 4) for r in members])
+        torch.nn.functional.cross_entropy(reference(torch.cat(xs)), torch.cat(ys)).backward()
+        ref_opt.step()
+        torch.testing.assert_close(flat(model), flat(reference), rtol=1e-5, atol=1e-6)
+    finally:
+        hvd.remove_process_set(ps)
