@@ -21,7 +21,8 @@ struct LaunchOptions {
   bool verbose = false;
   // HVD_* runtime knobs from flags and --config-file (runtime_flags.h), exported to workers.
   std::map<std::string, std::string> runtimeParams;
-  // Put hvd's `horovod` compatibility package on the workers' PYTHONPATH (--horovod-compat).
+  // Put hvd's `horovod` compatibility package on the workers' PYTHONPATH (--horovod-compat or
+  // HVD_HOROVOD_COMPAT=1, merged by hvdrun's main).
   bool horovodCompat = false;
 };
 

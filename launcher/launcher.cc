@@ -77,9 +77,7 @@ int rankCount(const LaunchOptions& o, const HostPlan& plan) {
 int launch(const LaunchOptions& options) {
   auto log = log::logger("launcher");
   Environment base = params::environmentSnapshot();
-  addPythonPath(base, findPythonPackage("/proc/self/exe"),
-                options.horovodCompat ||
-                    params::ParamValues::fromMap(base).getInt("HVD_HOROVOD_COMPAT") == 1);
+  addPythonPath(base, findPythonPackage("/proc/self/exe"), options.horovodCompat);
   HostPlan plan = planHosts(options, base);
   validate(options, plan);
   std::vector<HostSlots>& hosts = plan.hosts;

@@ -112,6 +112,7 @@ int main(int argc, char** argv) {
     auto env = hvd::params::environmentSnapshot();
     for (const auto& [k, v] : o.runtimeParams) env[k] = v;
     auto values = hvd::params::ParamValues::fromMap(env);
+    o.horovodCompat = o.horovodCompat || values.getInt("HVD_HOROVOD_COMPAT") == 1;
     if (printConfig) {
       std::fputs(hvd::params::describeAll(values).c_str(), stdout);
       return 0;

@@ -40,7 +40,8 @@ class ArrayAdapter:
     def empty_like(self, x):
         raise NotImplementedError
 
-    def from_buffer(self, buffer, like):
+    def from_buffer(self, buffer):
+        """The frontend's array for an output the engine allocated."""
         raise NotImplementedError
 
     def scaled(self, x, factor: float):
@@ -50,7 +51,7 @@ class ArrayAdapter:
     def scale_(self, x, factor: float):
         raise NotImplementedError
 
-    def int64_array(self, values: Sequence[int], like=None):
+    def int64_array(self, values: Sequence[int]):
         raise NotImplementedError
 
     def bytes_array(self, data: bytes):
@@ -70,13 +71,6 @@ class Collectives:
 
     def _register(self, core_handle, finish) -> int:
         return _handles.register(core_handle, finish, self.a.outputs_as_numpy)
-
-    def _outputs(self, inputs, outputs) -> list:
-        """What the core gets as outputs: none for in place (the engine then writes the inputs;
-        one DLPack export per tensor instead of two)."""
-        if all(o is i for o, i in zip(outputs, inputs)):
-            return []
-        return [self.a.exported(t) for t in outputs]
 
     # -- argument helpers --------------------------------------------------------------------
     def _check(self, x, what: str):
@@ -101,78 +95,77 @@ class Collectives:
             op = _basics.Average
         return _basics.check_reduce_op(op, what)
 
+    def _targets(self, tensors, inplace: bool, what: str):
+        """(inputs, outputs) of allreduce and broadcast: the tensors themselves in place,
+        otherwise contiguous inputs and fresh outputs."""
+        if inplace:
+            inputs = [self._inplace_target(t, what) for t in tensors]
+            return inputs, inputs
+        for t in tensors:
+            self._check(t, what)
+        inputs = [self.a.contiguous(t) for t in tensors]
+        return inputs, [self.a.empty_like(t) for t in inputs]
+
+    def _exported_outputs(self, outputs, inplace: bool) -> list:
+        # In place the core gets no outputs and writes the inputs: one DLPack export, not two.
+        return [] if inplace else [self.a.exported(t) for t in outputs]
+
     # -- allreduce ---------------------------------------------------------------------------
     def grouped_allreduce_async(self, tensors, op=None, name=None, prescale_factor=1.0,
                                 postscale_factor=1.0, process_set=None, inplace=False,
                                 average=None) -> int:
-        what = _label("grouped_allreduce" if not inplace else "grouped_allreduce_", name)
-        op = self._op(op, average, what)
-        tensors = list(tensors)
-        if inplace:
-            inputs = [self._inplace_target(t, what) for t in tensors]
-            outputs = inputs
-        else:
-            for t in tensors:
-                self._check(t, what)
-            inputs = [self.a.contiguous(t) for t in tensors]
-            outputs = [self.a.empty_like(t) for t in inputs]
-        h = _core.enqueue(_ALLREDUCE, name or "", [self.a.exported(t) for t in inputs],
-                          self._outputs(inputs, outputs), reduce_op=op,
-                          prescale=float(prescale_factor), postscale=float(postscale_factor),
-                          process_set=_basics.process_set_id(process_set))
-        return self._register(h, lambda *_: list(outputs))
+        return self._allreduce_async(list(tensors), op, name, prescale_factor,
+                                     postscale_factor, process_set, inplace, average,
+                                     grouped=True)
 
     def allreduce_async(self, tensor, op=None, name=None, prescale_factor=1.0,
                         postscale_factor=1.0, process_set=None, inplace=False,
                         average=None) -> int:
-        what = _label("allreduce_" if inplace else "allreduce", name)
+        return self._allreduce_async([tensor], op, name, prescale_factor, postscale_factor,
+                                     process_set, inplace, average, grouped=False)
+
+    def _allreduce_async(self, tensors, op, name, prescale_factor, postscale_factor,
+                         process_set, inplace, average, grouped: bool) -> int:
+        what = _label(("grouped_allreduce" if grouped else "allreduce") + ("_" if inplace else ""),
+                      name)
         op = self._op(op, average, what)
-        if inplace:
-            inp = out = self._inplace_target(tensor, what)
-        else:
-            self._check(tensor, what)
-            inp = self.a.contiguous(tensor)
-            out = self.a.empty_like(inp)
-        h = _core.enqueue(_ALLREDUCE, name or "", [self.a.exported(inp)],
-                          self._outputs([inp], [out]), reduce_op=op,
+        inputs, outputs = self._targets(tensors, inplace, what)
+        h = _core.enqueue(_ALLREDUCE, name or "", [self.a.exported(t) for t in inputs],
+                          self._exported_outputs(outputs, inplace), reduce_op=op,
                           prescale=float(prescale_factor), postscale=float(postscale_factor),
                           process_set=_basics.process_set_id(process_set))
-        return self._register(h, lambda *_: out)
+        return self._register(h, lambda *_: list(outputs) if grouped else outputs[0])
 
     # -- allgather ---------------------------------------------------------------------------
     def grouped_allgather_async(self, tensors, name=None, process_set=None) -> int:
-        what = _label("grouped_allgather", name)
-        tensors = list(tensors)
+        return self._allgather_async(list(tensors), name, process_set, grouped=True)
+
+    def allgather_async(self, tensor, name=None, process_set=None) -> int:
+        return self._allgather_async([tensor], name, process_set, grouped=False)
+
+    def _allgather_async(self, tensors, name, process_set, grouped: bool) -> int:
+        what = _label("grouped_allgather" if grouped else "allgather", name)
         for t in tensors:
             self._check(t, what)
         inputs = [self.a.contiguous(t) for t in tensors]
         h = _core.enqueue(_ALLGATHER, name or "", [self.a.exported(t) for t in inputs], [],
                           process_set=_basics.process_set_id(process_set))
-        return self._register(
-            h, lambda outs, *_: [self.a.from_buffer(b, t) for b, t in zip(outs, inputs)])
 
-    def allgather_async(self, tensor, name=None, process_set=None) -> int:
-        what = _label("allgather", name)
-        self._check(tensor, what)
-        inp = self.a.contiguous(tensor)
-        h = _core.enqueue(_ALLGATHER, name or "", [self.a.exported(inp)], [],
-                          process_set=_basics.process_set_id(process_set))
-        return self._register(h, lambda outs, *_: self.a.from_buffer(outs[0], inp))
+        def finish(outs, *_):
+            results = [self.a.from_buffer(b) for b in outs]
+            return results if grouped else results[0]
+
+        return self._register(h, finish)
 
     # -- broadcast ---------------------------------------------------------------------------
     def broadcast_async(self, tensor, root_rank, name=None, process_set=None,
                         inplace=False) -> int:
         what = _label("broadcast_" if inplace else "broadcast", name)
-        if inplace:
-            inp = out = self._inplace_target(tensor, what)
-        else:
-            self._check(tensor, what)
-            inp = self.a.contiguous(tensor)
-            out = self.a.empty_like(inp)
-        h = _core.enqueue(_BROADCAST, name or "", [self.a.exported(inp)],
-                          self._outputs([inp], [out]), root=int(root_rank),
+        inputs, outputs = self._targets([tensor], inplace, what)
+        h = _core.enqueue(_BROADCAST, name or "", [self.a.exported(inputs[0])],
+                          self._exported_outputs(outputs, inplace), root=int(root_rank),
                           process_set=_basics.process_set_id(process_set))
-        return self._register(h, lambda *_: out)
+        return self._register(h, lambda *_: outputs[0])
 
     # -- alltoall ----------------------------------------------------------------------------
     def alltoall_async(self, tensor, splits=None, name=None, process_set=None) -> int:
@@ -186,10 +179,10 @@ class Collectives:
                           process_set=_basics.process_set_id(process_set))
 
         def finish(outs, received, _):
-            out = self.a.from_buffer(outs[0], inp)
+            out = self.a.from_buffer(outs[0])
             if splits is None:
                 return out
-            return out, self.a.int64_array(received[0], like=inp)
+            return out, self.a.int64_array(received[0])
 
         return self._register(h, finish)
 
@@ -219,7 +212,7 @@ class Collectives:
                           reduce_op=op, process_set=_basics.process_set_id(process_set))
 
         def finish(outs, *_):
-            results = [self.a.from_buffer(b, t) for b, t in zip(outs, inputs)]
+            results = [self.a.from_buffer(b) for b in outs]
             if postscale_factor != 1.0:
                 for r in results:
                     self.a.scale_(r, postscale_factor)

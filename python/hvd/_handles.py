@@ -6,7 +6,6 @@ import itertools
 import threading
 from typing import Any, Callable, Dict, Tuple
 
-from hvd import _core
 
 _lock = threading.Lock()
 _pending: Dict[int, Tuple[Any, Callable, bool]] = {}
@@ -46,18 +45,3 @@ def synchronize(handle: int):
         with _lock:
             _pending.pop(handle, None)
     return finish(outputs, splits, value)
-
-
-def outstanding() -> int:
-    with _lock:
-        return len(_pending)
-
-
-def clear():
-    """Forgets every handle (after shutdown: their operations failed or finished)."""
-    with _lock:
-        _pending.clear()
-
-
-def op_type(name: str) -> int:
-    return _core.OP_TYPES[name]

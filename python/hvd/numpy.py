@@ -28,7 +28,7 @@ class _NumpyAdapter(ArrayAdapter):
     def empty_like(self, x):
         return _np.empty_like(x, order="C")
 
-    def from_buffer(self, buffer, like):
+    def from_buffer(self, buffer):
         return buffer
 
     def scaled(self, x, factor):
@@ -37,7 +37,7 @@ class _NumpyAdapter(ArrayAdapter):
     def scale_(self, x, factor):
         _np.multiply(x, factor, out=x, casting="unsafe")
 
-    def int64_array(self, values, like=None):
+    def int64_array(self, values):
         return _np.array(list(values), dtype=_np.int64)
 
     def bytes_array(self, data):

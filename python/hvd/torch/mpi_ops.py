@@ -40,7 +40,7 @@ class _TorchAdapter(ArrayAdapter):
     def empty_like(self, x):
         return torch.empty_like(x, memory_format=torch.contiguous_format)
 
-    def from_buffer(self, buffer, like):
+    def from_buffer(self, buffer):
         return torch.from_dlpack(buffer)
 
     def scaled(self, x, factor):
@@ -49,7 +49,7 @@ class _TorchAdapter(ArrayAdapter):
     def scale_(self, x, factor):
         x.copy_((x * factor).to(x.dtype))
 
-    def int64_array(self, values, like=None):
+    def int64_array(self, values):
         return torch.tensor(list(values), dtype=torch.int64)
 
     def bytes_array(self, data):
