@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "launcher/remote_hosts.h"
+
 namespace hvd::launcher {
 
 struct LaunchOptions {
@@ -24,6 +26,9 @@ struct LaunchOptions {
   // Put hvd's `horovod` compatibility package on the workers' PYTHONPATH (--horovod-compat or
   // HVD_HOROVOD_COMPAT=1, merged by hvdrun's main).
   bool horovodCompat = false;
+  SshOptions ssh;
+  // --network-interface: "IFACE" or "host=IFACE,..." (remote_hosts.h); empty: automatic.
+  std::string networkInterface;
 };
 
 }  // namespace hvd::launcher

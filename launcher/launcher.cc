@@ -2,31 +2,29 @@
 
 #include <unistd.h>
 
+#include <climits>
+#include <set>
+
 #include "common/auth.h"
 #include "common/error.h"
 #include "common/logging.h"
+#include "common/network.h"
 #include "common/params.h"
 #include "launcher/host_spec.h"
 #include "launcher/hostfile.h"
 #include "launcher/local_job.h"
-#include "launcher/python_path.h"
 #include "launcher/local_spawner.h"
 #include "launcher/orphan_guardian.h"
+#include "launcher/python_path.h"
+#include "launcher/remote_hosts.h"
 #include "launcher/rendezvous_server.h"
 #include "launcher/slurm.h"
+#include "launcher/ssh/remote_command.h"
+#include "launcher/ssh/ssh_preflight.h"
+#include "launcher/ssh/ssh_relay.h"
 
 namespace hvd::launcher {
 namespace {
-
-std::string thisHostname() {
-  char buf[256] = {};
-  return gethostname(buf, sizeof buf - 1) == 0 ? buf : "localhost";
-}
-
-bool isThisMachine(const std::string& host) {
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0 ||
-         host == thisHostname();
-}
 
 // Where the ranks go, decided once: -H, --hostfile, the Slurm allocation hvdrun runs in, or
 // this machine. `source` names the choice in error messages.
@@ -34,32 +32,53 @@ struct HostPlan {
   std::vector<HostSlots> hosts;
   std::string source;
   bool fromSlurm = false;
+  std::set<std::string> local;  // hosts that are this machine
 };
 
 HostPlan planHosts(const LaunchOptions& o, const Environment& env) {
   if (!o.hosts.empty() && !o.hostfile.empty())
     throw InvalidArgument("give either -H or --hostfile, not both");
-  if (!o.hosts.empty()) return {parseHostList(o.hosts), "-H"};
-  if (!o.hostfile.empty()) return {loadHostfile(o.hostfile), "--hostfile " + o.hostfile};
+  if (!o.hosts.empty()) return {parseHostList(o.hosts), "-H", false, {}};
+  if (!o.hostfile.empty()) return {loadHostfile(o.hostfile), "--hostfile " + o.hostfile, false, {}};
   auto nodes = env.find("SLURM_JOB_NODELIST"), tasks = env.find("SLURM_TASKS_PER_NODE");
   if (nodes != env.end() && tasks != env.end())
     return {slurmHosts(nodes->second, tasks->second),
-            "the Slurm allocation (SLURM_JOB_NODELIST)", true};
-  return {{{"localhost", std::max(1, o.np)}}, "localhost"};
+            "the Slurm allocation (SLURM_JOB_NODELIST)", true, {}};
+  return {{{"localhost", std::max(1, o.np)}}, "localhost", false, {}};
 }
 
-void validate(const LaunchOptions& o, const HostPlan& plan) {
+// Marks the hosts that are this machine, and rejects two entries that are one machine (two
+// names for this machine, or two names resolving to the same address), which would put two
+// sets of local ranks on one host.
+void classifyHosts(HostPlan& plan) {
+  std::string localName;
+  std::map<std::string, std::string> hostByAddress;
+  for (const auto& h : plan.hosts) {
+    if (net::isThisMachine(h.host)) {
+      if (!localName.empty())
+        throw InvalidArgument(plan.source + ": '" + localName + "' and '" + h.host +
+                              "' are both this machine; list it once with the total slots");
+      localName = h.host;
+      plan.local.insert(h.host);
+      continue;
+    }
+    for (const auto& address : net::resolve(h.host)) {
+      auto [it, fresh] = hostByAddress.emplace(address, h.host);
+      if (!fresh && it->second != h.host)
+        throw InvalidArgument(plan.source + ": '" + it->second + "' and '" + h.host +
+                              "' are the same machine (" + address +
+                              "); list it once with the total slots");
+    }
+  }
+}
+
+void validate(const LaunchOptions& o) {
   if (o.command.empty())
     throw InvalidArgument("no command to run (usage: hvdrun -np N [-H hosts] command [args])");
   if (looksLikeHostSlots(o.command[0]))
     throw InvalidArgument("the command '" + o.command[0] +
                           "' looks like a host spec: join hosts with commas, as in "
                           "-H a:1,b:1");
-  for (const auto& h : plan.hosts)
-    if (!isThisMachine(h.host))
-      throw InvalidArgument(plan.source + ": host '" + h.host +
-                            "' is not this machine; this hvdrun launches on the local host only "
-                            "(use localhost:N)");
 }
 
 // -np as given; inside Slurm it defaults to the allocation's task count, as srun does.
@@ -72,37 +91,142 @@ int rankCount(const LaunchOptions& o, const HostPlan& plan) {
   return total;
 }
 
+std::string workingDirectory() {
+  char buf[PATH_MAX] = {};
+  if (!::getcwd(buf, sizeof buf)) throw IoError("cannot read the working directory");
+  return buf;
+}
+
+std::string selfExecutable() {
+  char buf[PATH_MAX] = {};
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) throw IoError("cannot find hvdrun's own executable (/proc/self/exe)");
+  return std::string(buf, static_cast<std::size_t>(n));
+}
+
+// The remote hosts that get ranks, in order, with how to reach each.
+std::vector<ssh::SshTarget> remoteTargets(const LaunchOptions& o, const HostPlan& plan,
+                                          const std::vector<RankPlacement>& placements,
+                                          const Environment& env) {
+  std::set<std::string> used;
+  for (const auto& p : placements) used.insert(p.hostname);
+  std::vector<ssh::SshTarget> out;
+  for (const auto& h : plan.hosts)
+    if (used.count(h.host) && !plan.local.count(h.host)) out.push_back(sshTargetFor(h, o.ssh, env));
+  return out;
+}
+
+// Checks every remote host at once; throws one report of all failures, before any rank starts.
+// Returns this machine's address on the connection to each host.
+std::map<std::string, std::string> checkRemoteHosts(
+    const std::vector<ssh::SshTarget>& targets, const LaunchOptions& o, const Environment& env,
+    const std::map<std::string, std::string>& interfaces) {
+  std::vector<ssh::PreflightHost> checks;
+  Environment forwarded = ssh::forwardedEnvironment(env);
+  for (const auto& t : targets)
+    checks.push_back({t, ssh::checkScript({t.alias, workingDirectory(), forwarded, o.command,
+                                           interfaceFor(interfaces, t.alias),
+                                           static_cast<int>(o.grace.count())})});
+  auto report = ssh::preflight(checks);
+  if (!report.failures.empty()) {
+    std::string text = detail::concat("cannot start the job: ", report.failures.size(), " of ",
+                                      targets.size(), " remote hosts failed the check; nothing "
+                                      "was started:");
+    for (const auto& f : report.failures) text += "\n  " + f;
+    throw Error(text);
+  }
+  return report.localAddressByHost;
+}
+
+// The address the rendezvous listens on: loopback for a one-machine job; otherwise this
+// machine's address on the chosen interface, else the one it reached the first remote host from.
+std::string rendezvousAddress(const HostPlan& plan, const std::vector<ssh::SshTarget>& targets,
+                              const std::map<std::string, std::string>& localAddressByHost,
+                              const std::map<std::string, std::string>& interfaces) {
+  if (targets.empty()) return "127.0.0.1";
+  std::string thisHost = plan.local.empty() ? "" : *plan.local.begin();
+  std::string iface = interfaceFor(interfaces, thisHost);
+  if (!iface.empty()) return net::addressOfInterface(iface, thisHost.empty() ? "(hvdrun's)" : thisHost);
+  std::string chosen = localAddressByHost.at(targets.front().alias);
+  for (const auto& t : targets)
+    if (localAddressByHost.at(t.alias) != chosen)
+      log::logger("launcher")->warn(
+          "this machine reaches {} from {} but {} from {}; the rendezvous listens on {} only "
+          "(choose with --network-interface)",
+          targets.front().alias, chosen, t.alias, localAddressByHost.at(t.alias), chosen);
+  if (chosen.rfind("127.", 0) == 0 || chosen == "::1")
+    throw InvalidArgument("a multi-host job cannot use the loopback address " + chosen +
+                          "; choose an interface with --network-interface");
+  return chosen;
+}
+
 }  // namespace
 
 int launch(const LaunchOptions& options) {
   auto log = log::logger("launcher");
   Environment base = params::environmentSnapshot();
   addPythonPath(base, findPythonPackage("/proc/self/exe"), options.horovodCompat);
+  validate(options);
   HostPlan plan = planHosts(options, base);
-  validate(options, plan);
+  classifyHosts(plan);
   std::vector<HostSlots>& hosts = plan.hosts;
   int np = rankCount(options, plan);
   auto placements = assignRanks(hosts, np);
-  resolveExecutable(options.command[0], base);
+  auto interfaces = parseNetworkInterfaces(options.networkInterface, hosts);
+  std::string localExecutable;
+  for (const auto& p : placements)
+    if (plan.local.count(p.hostname) && localExecutable.empty())
+      localExecutable = resolveExecutable(options.command[0], base);
+  // Threads (the preflight's) end before the guardian forks.
+  auto targets = remoteTargets(options, plan, placements, base);
+  std::map<std::string, std::string> localAddressByHost;
+  if (!targets.empty()) localAddressByHost = checkRemoteHosts(targets, options, base, interfaces);
+  std::string bindAddress = rendezvousAddress(plan, targets, localAddressByHost, interfaces);
 
   // The guardian forks without exec, so it must exist before the server's thread does.
   auto guardian = OrphanGuardian::start(options.grace);
   JobIdentity job;
   job.secret = auth::randomHex(32);
   job.jobId = auth::randomHex(8);
-  // Every host is this machine, so the rendezvous listens on loopback only.
-  RendezvousServer server("127.0.0.1", job.secret);
+  RendezvousServer server(bindAddress, job.secret);
   job.rendezvousAddr = server.address();
   job.rendezvousPort = server.port();
   log->info("job {}: {} ranks on {}; rendezvous at {}:{}", job.jobId, placements.size(),
             describeHosts(hosts), job.rendezvousAddr, job.rendezvousPort);
+  for (const auto& t : targets)
+    log->info("host {}: ssh {}:{} as {}, reached from {}; ranks use {}", t.alias, t.address,
+              t.port, t.user, localAddressByHost.at(t.alias),
+              interfaceFor(interfaces, t.alias).empty()
+                  ? std::string("the address that reaches the rendezvous")
+                  : "interface " + interfaceFor(interfaces, t.alias));
 
   Environment extra(options.runtimeParams.begin(), options.runtimeParams.end());
   extra["HVD_START_TIMEOUT"] = std::to_string(options.startTimeout.count());
   if (!extra.count("HVD_LOG_LEVEL")) extra["HVD_LOG_LEVEL"] = options.logLevel;
+  std::string cwd = workingDirectory();
+  std::string self = targets.empty() ? "" : selfExecutable();
   std::vector<WorkerSpec> workers;
   for (const auto& p : placements) {
-    workers.push_back({p, workerEnvironment(base, p, job, options.exports, extra)});
+    Environment env = workerEnvironment(base, p, job, options.exports, extra);
+    std::string iface = interfaceFor(interfaces, p.hostname);
+    if (!iface.empty()) env["HVD_NETWORK_INTERFACE"] = iface;
+    if (plan.local.count(p.hostname)) {
+      workers.push_back({p, env, localExecutable, options.command, false});
+    } else {
+      ssh::SshTarget target;
+      for (const auto& t : targets)
+        if (t.alias == p.hostname) target = t;
+      // The preflight recorded unknown host keys; from here on, a key must match.
+      if (target.hostKeyPolicy == ssh::HostKeyPolicy::AcceptNew)
+        target.hostKeyPolicy = ssh::HostKeyPolicy::Strict;
+      ssh::RemoteRun run{p.hostname, cwd, ssh::forwardedEnvironment(env), options.command, iface,
+                         static_cast<int>(options.grace.count())};
+      Environment relayEnv = base;
+      relayEnv[ssh::kRelaySpecVariable] = ssh::encodeRelaySpec({target, ssh::runScript(run)});
+      workers.push_back({p, relayEnv, self,
+                         {"hvdrun", ssh::kRelayFlag, p.hostname, "rank", std::to_string(p.rank)},
+                         true});
+    }
     log->info("rank {}: host {} local {}/{} cross {}/{}", p.rank, p.hostname, p.localRank,
               p.localSize, p.crossRank, p.crossSize);
   }

@@ -43,6 +43,7 @@ struct LocalJob::Worker {
   LocalWorker process;
   int fds[2] = {-1, -1};
   bool exited = false;
+  bool viaSsh = false;
   ExitStatus status;
 };
 
@@ -91,17 +92,17 @@ int LocalJob::run() {
 
 void LocalJob::spawnAll() {
   auto log = log::logger("launcher");
-  std::string executable = resolveExecutable(options_.command[0], specs_[0].env);
   for (auto& spec : specs_) {
     Worker w;
     w.placement = spec.placement;
-    w.process = spawnLocal(executable, options_.command, spec.env);
+    w.viaSsh = spec.viaSsh;
+    w.process = spawnLocal(spec.executable, spec.argv, spec.env);
     w.fds[0] = w.process.stdoutFd;
     w.fds[1] = w.process.stderrFd;
     guardian_.watch(w.process.pid);
     workers_.push_back(w);
-    log->info("started rank {} on {} as pid {}", w.placement.rank, w.placement.hostname,
-              w.process.pid);
+    log->info("started rank {} on {} as pid {}{}", w.placement.rank, w.placement.hostname,
+              w.process.pid, w.viaSsh ? " (ssh relay)" : "");
   }
 }
 
@@ -226,8 +227,9 @@ void LocalJob::printSummary() const {
   if (firstFailure_ >= 0) {
     const Worker& w = workers_[firstFailure_];
     std::string text = detail::concat("hvdrun: job failed: rank ", w.placement.rank, " on host ",
-                                      w.placement.hostname, " (pid ", w.process.pid, ") ",
-                                      w.status.describe(), "\n");
+                                      w.placement.hostname,
+                                      w.viaSsh ? " (over ssh, relay pid " : " (pid ",
+                                      w.process.pid, ") ", w.status.describe(), "\n");
     auto lines = output_->lastStderrLines(w.placement.rank);
     if (lines.empty()) {
       text += "hvdrun: rank " + std::to_string(w.placement.rank) + " wrote nothing to stderr\n";

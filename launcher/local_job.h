@@ -19,9 +19,14 @@
 
 namespace hvd::launcher {
 
+// One process to start here: the rank itself, or for a rank on a remote host its SSH relay
+// (ssh/ssh_relay.h), which the job watches exactly like a local rank.
 struct WorkerSpec {
   RankPlacement placement;
   Environment env;
+  std::string executable;  // resolved path
+  std::vector<std::string> argv;
+  bool viaSsh = false;
 };
 
 class LocalJob {

@@ -10,6 +10,7 @@
 #include "common/params.h"
 #include "launcher/launcher.h"
 #include "launcher/runtime_flags.h"
+#include "launcher/ssh/ssh_relay.h"
 
 #ifndef HVD_VERSION
 #define HVD_VERSION "unknown"
@@ -24,7 +25,8 @@ std::vector<std::string> normaliseArgs(int argc, char** argv) {
       "-n", "-np", "--num-proc", "-H", "--hosts", "--hostfile", "--start-timeout", "--grace-seconds",
       "--output-filename", "-x", "--log-level", "--fusion-threshold-mb", "--cycle-time-ms",
       "--cache-capacity", "--timeline-filename", "--stall-check-warning-time-seconds",
-      "--stall-check-shutdown-time-seconds", "--config-file"};
+      "--stall-check-shutdown-time-seconds", "--config-file", "--ssh-port",
+      "--ssh-identity-file", "--ssh-connect-timeout", "--network-interface"};
   std::vector<std::string> args(argv, argv + argc);
   for (std::size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -38,6 +40,9 @@ std::vector<std::string> normaliseArgs(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // hvdrun starts itself as the local stand-in of each remote rank (launcher/ssh/ssh_relay.h).
+  if (argc > 1 && std::string(argv[1]) == hvd::launcher::ssh::kRelayFlag)
+    return hvd::launcher::ssh::runSshRelay();
   using hvd::launcher::LaunchOptions;
   LaunchOptions o;
   CLI::App app{"hvdrun: start a data-parallel job of N ranks and forward their output", "hvdrun"};
@@ -67,7 +72,26 @@ int main(int argc, char** argv) {
   app.add_flag("--horovod-compat", o.horovodCompat,
                "Let 'import horovod.torch as hvd' run on hvd: put hvd's horovod compatibility "
                "package on the workers' PYTHONPATH (HVD_HOROVOD_COMPAT=1)");
-  app.add_flag("--verbose", o.verbose, "Print what hvdrun does (never the job secret)");
+  app.add_flag("--verbose", o.verbose,
+               "Print what hvdrun does, incl. the address chosen per host (never the job secret)");
+  int connectTimeout = static_cast<int>(o.ssh.connectTimeout.count());
+  auto* sshGroup = app.add_option_group("SSH", "How hvdrun reaches remote hosts (libssh2)");
+  sshGroup->add_option("--ssh-port", o.ssh.port,
+                       "SSH port of every remote host (default: ~/.ssh/config's Port, else 22)")
+      ->check(CLI::Range(1, 65535));
+  sshGroup->add_option("--ssh-identity-file", o.ssh.identityFile,
+                       "Private key tried first (then ssh-agent, ~/.ssh/config's IdentityFile, "
+                       "~/.ssh/id_ed25519, id_ecdsa, id_rsa)");
+  sshGroup->add_option("--ssh-connect-timeout", connectTimeout,
+                       "Seconds to reach and authenticate with each host before the job is "
+                       "refused")
+      ->check(CLI::Range(1, 3600));
+  sshGroup->add_flag("--ssh-no-host-key-check", o.ssh.noHostKeyCheck,
+                     "Do not verify host keys against ~/.ssh/known_hosts (unsafe outside "
+                     "trusted networks)");
+  app.add_option("--network-interface", o.networkInterface,
+                 "Interface for the rendezvous and data plane: IFACE, or host=IFACE,... per "
+                 "host (default: the address that reaches hvdrun)");
   hvd::launcher::RuntimeFlags rf;
   auto* tuning = app.add_option_group("Runtime", "Engine knobs, exported to workers as HVD_*");
   tuning->add_option("--fusion-threshold-mb", rf.fusionThresholdMb,
@@ -123,6 +147,7 @@ int main(int argc, char** argv) {
   }
   o.startTimeout = std::chrono::seconds(startTimeout);
   o.grace = std::chrono::seconds(grace);
+  o.ssh.connectTimeout = std::chrono::seconds(connectTimeout);
   if (o.verbose && o.logLevel == "warn") o.logLevel = "info";
   try {
     hvd::log::configure({o.logLevel, "", "hvdrun"});

@@ -1,0 +1,95 @@
+#include "common/network.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <memory>
+#include <set>
+
+#include "common/error.h"
+
+namespace hvd::net {
+namespace {
+
+std::string numeric(const sockaddr* sa) {
+  char text[INET6_ADDRSTRLEN] = {};
+  if (sa->sa_family == AF_INET)
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, text, sizeof text);
+  else if (sa->sa_family == AF_INET6)
+    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, text,
+                sizeof text);
+  return text;
+}
+
+bool isLoopbackAddress(const std::string& a) { return a.rfind("127.", 0) == 0 || a == "::1"; }
+
+}  // namespace
+
+std::vector<InterfaceAddress> interfaceAddresses() {
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return {};
+  std::unique_ptr<ifaddrs, decltype(&::freeifaddrs)> guard(list, ::freeifaddrs);
+  std::vector<InterfaceAddress> out;
+  for (ifaddrs* i = list; i; i = i->ifa_next) {
+    if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
+      continue;
+    out.push_back({i->ifa_name, numeric(i->ifa_addr), i->ifa_addr->sa_family == AF_INET6,
+                   (i->ifa_flags & IFF_LOOPBACK) != 0});
+  }
+  return out;
+}
+
+std::string interfaceNames() {
+  std::set<std::string> names;
+  for (const auto& a : interfaceAddresses()) names.insert(a.interface);
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+std::string addressOfInterface(const std::string& iface, const std::string& host) {
+  std::string v6;
+  for (const auto& a : interfaceAddresses()) {
+    if (a.interface != iface) continue;
+    if (!a.ipv6) return a.address;
+    if (v6.empty() && a.address.rfind("fe80:", 0) != 0) v6 = a.address;
+  }
+  if (!v6.empty()) return v6;
+  throw InvalidArgument("host " + host + ": network interface '" + iface +
+                        "' not found or has no address (interfaces: " + interfaceNames() + ")");
+}
+
+std::vector<std::string> resolve(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0) return {};
+  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> guard(found, ::freeaddrinfo);
+  std::vector<std::string> out;
+  for (addrinfo* a = found; a; a = a->ai_next) {
+    std::string text = numeric(a->ai_addr);
+    if (!text.empty() && std::find(out.begin(), out.end(), text) == out.end()) out.push_back(text);
+  }
+  return out;
+}
+
+bool isThisMachine(const std::string& host) {
+  char name[256] = {};
+  if (host == "localhost" || isLoopbackAddress(host) ||
+      (::gethostname(name, sizeof name - 1) == 0 && host == name))
+    return true;
+  auto local = interfaceAddresses();
+  for (const auto& address : resolve(host)) {
+    if (isLoopbackAddress(address)) return true;
+    for (const auto& a : local)
+      if (a.address == address) return true;
+  }
+  return false;
+}
+
+}  // namespace hvd::net

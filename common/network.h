@@ -1,0 +1,32 @@
+// This machine's network interfaces and addresses, and name resolution, for choosing the
+// addresses a multi-host job listens on. Reads the kernel's tables (getifaddrs); no traffic.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace hvd::net {
+
+struct InterfaceAddress {
+  std::string interface;  // "eth0"
+  std::string address;    // "10.0.0.2" or "fe80::1"
+  bool ipv6 = false;
+  bool loopback = false;
+};
+
+std::vector<InterfaceAddress> interfaceAddresses();
+// Names of every interface that has an address, sorted, without repeats: "eth0, lo".
+std::string interfaceNames();
+
+// The IPv4 address of `iface` (else its first IPv6 one). Throws InvalidArgument naming `host`
+// (for messages only), the interface and the interfaces that do exist.
+std::string addressOfInterface(const std::string& iface, const std::string& host);
+
+// Numeric addresses `host` resolves to; empty when it does not resolve.
+std::vector<std::string> resolve(const std::string& host);
+
+// True if `host` is a loopback name or address, this machine's hostname, or resolves to an
+// address of one of this machine's interfaces.
+bool isThisMachine(const std::string& host);
+
+}  // namespace hvd::net

@@ -1,0 +1,49 @@
+// What runs on a remote host, as text. The command line sshd sees (and `ps` shows) is a fixed
+// bootstrap with nothing of the job in it; the real script (working directory, environment with
+// the job secret, the user's command) follows on the channel's stdin, prefixed by its length.
+// The rest of stdin stays open as a lifeline: when it ends (hvdrun closed the channel, or its
+// connection died), the script ends the command's process group, SIGTERM then SIGKILL, so no
+// rank outlives its channel. Pure: no I/O.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace hvd::launcher::ssh {
+
+using Environment = std::map<std::string, std::string>;
+
+// The launcher's environment minus what belongs to the remote login or machine (HOME, USER,
+// SHELL, SSH_*, CUDA_VISIBLE_DEVICES, BASH_FUNC_*, OLDPWD, ...) and names a shell cannot export.
+Environment forwardedEnvironment(const Environment& env);
+
+// POSIX single-quoting: the result is one shell word with exactly the bytes of `s`.
+std::string shellQuote(const std::string& s);
+
+// The exec request's command line; the same for every job.
+std::string bootstrapCommand();
+
+struct RemoteRun {
+  std::string hostLabel;   // the host as the user wrote it, for messages
+  std::string workingDir;
+  Environment env;         // already forwardedEnvironment()
+  std::vector<std::string> argv;
+  std::string networkInterface;  // empty: not checked
+  int graceSeconds = 10;   // between SIGTERM and SIGKILL when the lifeline ends
+};
+
+// Checks the remote side can run argv from workingDir with env's PATH: the directory, the
+// program, a script named as its first argument (*.py, *.sh), the network interface. Each
+// failure prints "<hostLabel>: <path>: not found" (or what is missing) on stderr and the script
+// exits 127.
+std::string checkScript(const RemoteRun& run);
+
+// The full run script: the checks above, then the environment, then argv in its own process
+// group, watched through the lifeline; exits with the command's status.
+std::string runScript(const RemoteRun& run);
+
+// What to write to the bootstrap's stdin for `script`.
+std::string framed(const std::string& script);
+
+}  // namespace hvd::launcher::ssh

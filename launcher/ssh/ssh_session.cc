@@ -1,0 +1,348 @@
+#include "launcher/ssh/ssh_session.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/evp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+
+#include "common/logging.h"
+
+namespace hvd::launcher::ssh {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+void initLibssh2Once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (libssh2_init(0) != 0) throw IoError("libssh2_init failed");
+  });
+}
+
+int remainingMs(Clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  return static_cast<int>(std::max<long>(0, left.count()));
+}
+
+// Non-blocking connect to each resolved address in turn until one answers or time runs out.
+int connectWithTimeout(const SshTarget& t, const std::string& where) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  std::string port = std::to_string(t.port);
+  int rc = ::getaddrinfo(t.address.c_str(), port.c_str(), &hints, &found);
+  if (rc != 0)
+    throw SshError(SshFailure::Resolve,
+                   where + "cannot resolve '" + t.address + "': " + ::gai_strerror(rc));
+  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> guard(found, ::freeaddrinfo);
+  auto deadline = Clock::now() + t.connectTimeout;
+  int lastErrno = 0;
+  for (addrinfo* a = found; a; a = a->ai_next) {
+    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+      lastErrno = errno;
+      continue;
+    }
+    int err = 0;
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+      err = errno;
+      if (err == EINPROGRESS) {
+        pollfd p{fd, POLLOUT, 0};
+        int n = ::poll(&p, 1, remainingMs(deadline));
+        if (n == 0) {
+          err = ETIMEDOUT;
+        } else {
+          socklen_t len = sizeof err;
+          ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        }
+      }
+    }
+    if (err == 0) {
+      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+      int one = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      return fd;
+    }
+    ::close(fd);
+    lastErrno = err;
+    if (remainingMs(deadline) == 0) break;
+  }
+  std::string timeout = std::to_string(t.connectTimeout.count() / 1000.0);
+  timeout.erase(timeout.find_last_not_of('0') + 1);
+  if (timeout.back() == '.') timeout.pop_back();
+  switch (lastErrno) {
+    case ECONNREFUSED:
+      throw SshError(SshFailure::Refused,
+                     where + "connection refused (is sshd running on port " + port + "?)");
+    case ETIMEDOUT:
+      throw SshError(SshFailure::Timeout, where + "connection timed out after " + timeout +
+                                              " s (--ssh-connect-timeout)");
+    case EHOSTUNREACH:
+    case ENETUNREACH:
+    case ENETDOWN:
+      throw SshError(SshFailure::Unreachable, where + std::strerror(lastErrno));
+    default:
+      throw SshError(SshFailure::Unreachable, where + "cannot connect: " + std::strerror(lastErrno));
+  }
+}
+
+int knownHostKeyType(int hostKeyType) {
+  switch (hostKeyType) {
+    case LIBSSH2_HOSTKEY_TYPE_RSA: return LIBSSH2_KNOWNHOST_KEY_SSHRSA;
+    case LIBSSH2_HOSTKEY_TYPE_DSS: return LIBSSH2_KNOWNHOST_KEY_SSHDSS;
+    case LIBSSH2_HOSTKEY_TYPE_ECDSA_256: return LIBSSH2_KNOWNHOST_KEY_ECDSA_256;
+    case LIBSSH2_HOSTKEY_TYPE_ECDSA_384: return LIBSSH2_KNOWNHOST_KEY_ECDSA_384;
+    case LIBSSH2_HOSTKEY_TYPE_ECDSA_521: return LIBSSH2_KNOWNHOST_KEY_ECDSA_521;
+    case LIBSSH2_HOSTKEY_TYPE_ED25519: return LIBSSH2_KNOWNHOST_KEY_ED25519;
+    default: return LIBSSH2_KNOWNHOST_KEY_UNKNOWN;
+  }
+}
+
+bool fileExists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::mutex& knownHostsMutex() {
+  static std::mutex m;
+  return m;
+}
+
+}  // namespace
+
+std::string SshTarget::describe() const {
+  std::string out = "host '" + alias + "' (";
+  if (address != alias) out += address + " ";
+  return out + "port " + std::to_string(port) + ", user " + user + ")";
+}
+
+std::string hostKeyFingerprint(LIBSSH2_SESSION* session) {
+  const char* hash = libssh2_hostkey_hash(session, LIBSSH2_HOSTKEY_HASH_SHA256);
+  if (!hash) return "(unknown)";
+  unsigned char text[64] = {};
+  int n = EVP_EncodeBlock(text, reinterpret_cast<const unsigned char*>(hash), 32);
+  std::string b64(reinterpret_cast<char*>(text), n);
+  while (!b64.empty() && b64.back() == '=') b64.pop_back();
+  return "SHA256:" + b64;
+}
+
+void appendKnownHost(const std::string& path, const std::string& line) {
+  std::lock_guard<std::mutex> lock(knownHostsMutex());
+  auto slash = path.rfind('/');
+  if (slash != std::string::npos && slash > 0) ::mkdir(path.substr(0, slash).c_str(), 0700);
+  std::ofstream out(path, std::ios::app);
+  out << line;
+  if (!line.empty() && line.back() != '\n') out << '\n';
+  if (!out) throw IoError("cannot append to " + path + ": " + std::strerror(errno));
+}
+
+std::unique_ptr<SshSession> SshSession::connect(const SshTarget& target) {
+  initLibssh2Once();
+  std::string where = target.describe() + ": ";
+  int fd = connectWithTimeout(target, where);
+  LIBSSH2_SESSION* s = libssh2_session_init();
+  if (!s) {
+    ::close(fd);
+    throw IoError(where + "libssh2_session_init failed");
+  }
+  std::unique_ptr<SshSession> session(new SshSession(target, fd, s));
+  libssh2_session_set_blocking(s, 1);
+  // Every blocking libssh2 call below (handshake, auth, channel setup) shares this bound.
+  libssh2_session_set_timeout(s, static_cast<long>(target.connectTimeout.count()));
+  if (libssh2_session_handshake(s, fd) != 0)
+    throw SshError(SshFailure::Protocol, where + "ssh handshake failed: " + session->lastError());
+  session->verifyHostKey();
+  session->authenticate();
+  return session;
+}
+
+SshSession::~SshSession() {
+  if (session_) {
+    libssh2_session_set_timeout(session_, 2000);
+    libssh2_session_disconnect(session_, "hvdrun done");
+    libssh2_session_free(session_);
+  }
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::string SshSession::where() const { return target_.describe() + ": "; }
+
+std::string SshSession::lastError() const {
+  char* msg = nullptr;
+  int len = 0;
+  libssh2_session_last_error(session_, &msg, &len, 0);
+  return msg && len > 0 ? std::string(msg, len) : "unknown libssh2 error";
+}
+
+std::string SshSession::localAddress() const {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "";
+  char text[INET6_ADDRSTRLEN] = {};
+  if (addr.ss_family == AF_INET)
+    ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&addr)->sin_addr, text, sizeof text);
+  else
+    ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&addr)->sin6_addr, text, sizeof text);
+  return text;
+}
+
+void SshSession::verifyHostKey() {
+  if (target_.hostKeyPolicy == HostKeyPolicy::Off) return;
+  std::size_t keyLen = 0;
+  int keyType = 0;
+  const char* key = libssh2_session_hostkey(session_, &keyLen, &keyType);
+  if (!key) throw SshError(SshFailure::Protocol, where() + "server sent no host key");
+  std::unique_ptr<LIBSSH2_KNOWNHOSTS, decltype(&libssh2_knownhost_free)> known(
+      libssh2_knownhost_init(session_), libssh2_knownhost_free);
+  const std::string& path = target_.knownHostsPath;
+  {
+    std::lock_guard<std::mutex> lock(knownHostsMutex());
+    if (fileExists(path) &&
+        libssh2_knownhost_readfile(known.get(), path.c_str(), LIBSSH2_KNOWNHOST_FILE_OPENSSH) < 0)
+      log::logger("ssh")->warn("{}: some lines of {} could not be read: {}", target_.alias, path,
+                               lastError());
+  }
+  int typeMask = LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW |
+                 knownHostKeyType(keyType);
+  libssh2_knownhost* match = nullptr;
+  int check = libssh2_knownhost_checkp(known.get(), target_.address.c_str(), target_.port, key,
+                                       keyLen, typeMask, &match);
+  std::string fingerprint = hostKeyFingerprint(session_);
+  switch (check) {
+    case LIBSSH2_KNOWNHOST_CHECK_MATCH:
+      return;
+    case LIBSSH2_KNOWNHOST_CHECK_MISMATCH:
+      throw SshError(SshFailure::HostKeyChanged,
+                     where() + "HOST KEY CHANGED: the host now offers " + fingerprint +
+                         ", which does not match " + path +
+                         "; someone may be intercepting the connection, or the host was "
+                         "reinstalled (remove its old line with ssh-keygen -R after checking)");
+    case LIBSSH2_KNOWNHOST_CHECK_NOTFOUND:
+      break;
+    default:
+      throw SshError(SshFailure::Protocol, where() + "cannot check the host key: " + lastError());
+  }
+  if (target_.hostKeyPolicy == HostKeyPolicy::Strict)
+    throw SshError(SshFailure::HostKeyUnknown,
+                   where() + "host key " + fingerprint + " is not in " + path);
+  // known_hosts names non-standard ports as [host]:port.
+  std::string name = target_.port == 22
+                         ? target_.address
+                         : "[" + target_.address + "]:" + std::to_string(target_.port);
+  libssh2_knownhost* added = nullptr;
+  if (libssh2_knownhost_addc(known.get(), name.c_str(), nullptr, key, keyLen, nullptr, 0,
+                             typeMask, &added) != 0)
+    throw SshError(SshFailure::Protocol, where() + "cannot record the host key: " + lastError());
+  char line[8192];
+  std::size_t lineLen = 0;
+  if (libssh2_knownhost_writeline(known.get(), added, line, sizeof line, &lineLen,
+                                  LIBSSH2_KNOWNHOST_FILE_OPENSSH) != 0)
+    throw SshError(SshFailure::Protocol, where() + "cannot format the host key: " + lastError());
+  appendKnownHost(path, std::string(line, lineLen));
+  log::logger("ssh")->warn("{}: permanently added host key {} to {}", target_.alias, fingerprint,
+                           path);
+}
+
+void SshSession::authenticate() {
+  const std::string& user = target_.user;
+  char* methods = libssh2_userauth_list(session_, user.c_str(), static_cast<unsigned>(user.size()));
+  if (!methods && libssh2_userauth_authenticated(session_)) return;  // "none" was accepted
+  std::string offered = methods ? methods : "(none listed)";
+  std::vector<std::string> tried;
+
+  if (const char* sock = std::getenv("SSH_AUTH_SOCK"); sock && *sock) {
+    std::unique_ptr<LIBSSH2_AGENT, decltype(&libssh2_agent_free)> agent(
+        libssh2_agent_init(session_), libssh2_agent_free);
+    if (agent && libssh2_agent_connect(agent.get()) == 0 &&
+        libssh2_agent_list_identities(agent.get()) == 0) {
+      libssh2_agent_publickey* identity = nullptr;
+      int keys = 0;
+      while (libssh2_agent_get_identity(agent.get(), &identity, identity) == 0) {
+        ++keys;
+        if (libssh2_agent_userauth(agent.get(), user.c_str(), identity) == 0) {
+          libssh2_agent_disconnect(agent.get());
+          return;
+        }
+      }
+      libssh2_agent_disconnect(agent.get());
+      tried.push_back("ssh-agent (" + std::to_string(keys) + " keys, none accepted)");
+    } else {
+      tried.push_back(std::string("ssh-agent (cannot use SSH_AUTH_SOCK=") + sock + ")");
+    }
+  }
+  for (const auto& file : target_.identityFiles) {
+    if (!fileExists(file)) continue;
+    int rc = libssh2_userauth_publickey_fromfile_ex(session_, user.c_str(),
+                                                    static_cast<unsigned>(user.size()), nullptr,
+                                                    file.c_str(), nullptr);
+    if (rc == 0) return;
+    if (rc == LIBSSH2_ERROR_TIMEOUT)
+      throw SshError(SshFailure::Timeout, where() + "timed out during authentication");
+    tried.push_back("key " + file + " (" +
+                    (rc == LIBSSH2_ERROR_AUTHENTICATION_FAILED ||
+                             rc == LIBSSH2_ERROR_PUBLICKEY_UNVERIFIED
+                         ? std::string("rejected by the server")
+                         : "unusable: " + lastError()) +
+                    ")");
+  }
+  std::string triedText;
+  for (const auto& t : tried) triedText += (triedText.empty() ? "" : ", ") + t;
+  if (triedText.empty()) triedText = "nothing: no ssh-agent and no identity file found";
+  throw SshError(SshFailure::Auth, where() + "authentication failed; tried " + triedText +
+                                       "; the server accepts: " + offered +
+                                       " (hvdrun never asks for a password)");
+}
+
+CommandResult SshSession::run(const std::string& command, const std::string& input,
+                              std::chrono::milliseconds timeout) {
+  libssh2_session_set_timeout(session_, static_cast<long>(timeout.count()));
+  LIBSSH2_CHANNEL* channel = libssh2_channel_open_session(session_);
+  if (!channel)
+    throw SshError(SshFailure::Protocol, where() + "cannot open a channel: " + lastError());
+  std::unique_ptr<LIBSSH2_CHANNEL, decltype(&libssh2_channel_free)> guard(channel,
+                                                                          libssh2_channel_free);
+  if (libssh2_channel_exec(channel, command.c_str()) != 0)
+    throw SshError(SshFailure::Protocol, where() + "cannot run a command: " + lastError());
+  std::size_t sent = 0;
+  while (sent < input.size()) {
+    ssize_t n = libssh2_channel_write(channel, input.data() + sent, input.size() - sent);
+    if (n < 0) throw SshError(SshFailure::Protocol, where() + "write failed: " + lastError());
+    sent += static_cast<std::size_t>(n);
+  }
+  libssh2_channel_send_eof(channel);
+  CommandResult result;
+  char buf[16384];
+  for (int stream : {0, SSH_EXTENDED_DATA_STDERR}) {
+    std::string& into = stream == 0 ? result.out : result.err;
+    for (;;) {
+      ssize_t n = libssh2_channel_read_ex(channel, stream, buf, sizeof buf);
+      if (n > 0) {
+        into.append(buf, static_cast<std::size_t>(n));
+        continue;
+      }
+      if (n == LIBSSH2_ERROR_TIMEOUT)
+        throw SshError(SshFailure::Timeout, where() + "command timed out: " + command);
+      if (n < 0) throw SshError(SshFailure::Protocol, where() + "read failed: " + lastError());
+      break;
+    }
+  }
+  libssh2_channel_close(channel);
+  libssh2_channel_wait_closed(channel);
+  result.exitCode = libssh2_channel_get_exit_status(channel);
+  return result;
+}
+
+}  // namespace hvd::launcher::ssh

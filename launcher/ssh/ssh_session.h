@@ -1,0 +1,108 @@
+// One SSH connection to one host through libssh2 (no `ssh` binary): TCP connect with a timeout,
+// handshake, host key verification against known_hosts, key authentication (ssh-agent, then
+// identity files; never a password prompt), and exec channels.
+// Failures throw SshError whose kind() says which step failed, so the preflight can group them;
+// every message names the host, port and user.
+// Thread model: a session belongs to one thread at a time; sessions on different threads are
+// independent (libssh2 is initialised once, process-wide).
+#pragma once
+
+#include <libssh2.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+
+namespace hvd::launcher::ssh {
+
+enum class HostKeyPolicy {
+  AcceptNew,  // unknown keys are appended to known_hosts with a warning; changed keys refused
+  Strict,     // unknown and changed keys are refused
+  Off,        // no check (--ssh-no-host-key-check)
+};
+
+struct SshTarget {
+  std::string alias;    // the host as the user wrote it, for messages
+  std::string address;  // what to connect to (ssh_config HostName, else the alias)
+  int port = 22;
+  std::string user;
+  std::vector<std::string> identityFiles;  // tried in order after the agent
+  std::string knownHostsPath;
+  HostKeyPolicy hostKeyPolicy = HostKeyPolicy::AcceptNew;
+  std::chrono::milliseconds connectTimeout{10000};
+
+  // "host 'node1' (10.0.0.2 port 22, user alice)"
+  std::string describe() const;
+};
+
+enum class SshFailure {
+  Resolve,         // the name does not resolve
+  Refused,         // nothing listens on the port
+  Timeout,         // no answer within the connect timeout
+  Unreachable,     // no route, network down
+  Protocol,        // handshake or channel failure, connection dropped
+  HostKeyUnknown,  // not in known_hosts under Strict
+  HostKeyChanged,  // known_hosts has a different key: possible man-in-the-middle
+  Auth,            // no method was accepted
+};
+
+class SshError : public Error {
+ public:
+  SshError(SshFailure kind, const std::string& what) : Error(what), kind_(kind) {}
+  SshFailure kind() const { return kind_; }
+
+ private:
+  SshFailure kind_;
+};
+
+struct CommandResult {
+  int exitCode = -1;
+  std::string out;
+  std::string err;
+};
+
+class SshSession {
+ public:
+  // Connects, verifies the host key and authenticates. Throws SshError.
+  static std::unique_ptr<SshSession> connect(const SshTarget& target);
+  ~SshSession();
+  SshSession(const SshSession&) = delete;
+  SshSession& operator=(const SshSession&) = delete;
+
+  const SshTarget& target() const { return target_; }
+  LIBSSH2_SESSION* raw() const { return session_; }
+  int socket() const { return fd_; }
+  // This side's address of the connection: an address of this machine the host can reach.
+  std::string localAddress() const;
+
+  // Runs `command` to completion (blocking, at most `timeout`), writing `input` to its stdin
+  // first. For short checks; long-running commands go through ssh_relay.
+  CommandResult run(const std::string& command, const std::string& input,
+                    std::chrono::milliseconds timeout);
+
+  // The SshError message prefix for this target, e.g. "host 'a' (a port 22, user u): ".
+  std::string where() const;
+
+ private:
+  SshSession(SshTarget target, int fd, LIBSSH2_SESSION* session)
+      : target_(std::move(target)), fd_(fd), session_(session) {}
+  void verifyHostKey();
+  void authenticate();
+  std::string lastError() const;
+
+  SshTarget target_;
+  int fd_ = -1;
+  LIBSSH2_SESSION* session_ = nullptr;
+};
+
+// "SHA256:base64" of the host key the session was offered, as ssh-keygen -l prints it.
+std::string hostKeyFingerprint(LIBSSH2_SESSION* session);
+
+// Appends one line to a known_hosts file under a process-wide lock (never rewrites the file,
+// so lines libssh2 cannot parse are kept).
+void appendKnownHost(const std::string& path, const std::string& line);
+
+}  // namespace hvd::launcher::ssh

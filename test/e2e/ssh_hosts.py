@@ -1,0 +1,137 @@
+"""Fake remote hosts for the SSH tests: network namespaces joined by a bridge, each running a
+real OpenSSH sshd on keys generated for the test. hvdrun runs in the root namespace and reaches
+the hosts over veth pairs, as it would reach machines on a LAN; the ranks on different hosts talk
+over the same bridge. Needs root (ip netns); callers skip with a message otherwise."""
+import contextlib
+import os
+import pathlib
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+
+SSHD = "/usr/sbin/sshd"
+SSH_PORT = 2222
+
+
+def unavailable_reason():
+    """Why these hosts cannot be made here, or None."""
+    if os.geteuid() != 0:
+        return "needs root for ip netns"
+    for tool in (SSHD, shutil.which("ip"), shutil.which("ssh-keygen")):
+        if not tool or not os.path.exists(tool):
+            return f"missing {tool or 'ip/ssh-keygen'} (Debian: openssh-server, iproute2)"
+    probe = f"hvdprobe{os.getpid()}"
+    r = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
+    if r.returncode != 0:
+        return f"ip netns add failed: {r.stderr.strip()}"
+    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+    return None
+
+
+def sh(*args, check=True):
+    return subprocess.run(list(args), capture_output=True, text=True, check=check)
+
+
+class SshHosts:
+    """`count` hosts at 10.N.0.2, 10.N.0.3, ...; the bridge (hvdrun's side) is 10.N.0.1."""
+
+    def __init__(self, count, subnet):
+        self.count = count
+        self.tag = f"{os.getpid() % 10000}x{subnet}"
+        self.prefix = f"10.{subnet}.0"
+        self.bridge = f"hvdbr{self.tag}"
+        self.bridge_address = f"{self.prefix}.1"
+        self.addresses = [f"{self.prefix}.{i + 2}" for i in range(count)]
+        self.namespaces = [f"hvdns{self.tag}h{i}" for i in range(count)]
+        self.dir = pathlib.Path(tempfile.mkdtemp(prefix="hvd-ssh-"))
+        self.home = self.dir / "home"  # hvdrun's HOME: its ~/.ssh is made here
+        self.key = self.home / ".ssh" / "id_ed25519"
+        self.sshd = []
+
+    # --- setup -----------------------------------------------------------------------------
+    def start(self):
+        os.makedirs("/run/sshd", exist_ok=True)
+        (self.home / ".ssh").mkdir(parents=True, mode=0o700)
+        sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(self.key))
+        (self.dir / "authorized_keys").write_text((self.key.with_suffix(".pub")).read_text())
+        sh("ip", "link", "add", self.bridge, "type", "bridge")
+        sh("ip", "addr", "add", f"{self.bridge_address}/24", "dev", self.bridge)
+        sh("ip", "link", "set", self.bridge, "up")
+        for i, (ns, address) in enumerate(zip(self.namespaces, self.addresses)):
+            outer, inner = f"hvdv{self.tag}a{i}", f"hvdv{self.tag}b{i}"
+            sh("ip", "netns", "add", ns)
+            sh("ip", "link", "add", outer, "type", "veth", "peer", "name", inner)
+            sh("ip", "link", "set", inner, "netns", ns)
+            sh("ip", "link", "set", outer, "master", self.bridge)
+            sh("ip", "link", "set", outer, "up")
+            sh("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
+            sh("ip", "netns", "exec", ns, "ip", "link", "set", inner, "name", "eth0")
+            sh("ip", "netns", "exec", ns, "ip", "addr", "add", f"{address}/24", "dev", "eth0")
+            sh("ip", "netns", "exec", ns, "ip", "link", "set", "eth0", "up")
+            self.sshd.append(self._start_sshd(i, ns))
+        for address in self.addresses:
+            self._wait_listening(address)
+        return self
+
+    def _start_sshd(self, i, ns):
+        host_key = self.dir / f"host{i}_ed25519"
+        sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(host_key))
+        config = self.dir / f"sshd{i}.conf"
+        config.write_text(f"""Port {SSH_PORT}
+ListenAddress 0.0.0.0
+HostKey {host_key}
+AuthorizedKeysFile {self.dir}/authorized_keys
+PidFile {self.dir}/sshd{i}.pid
+StrictModes no
+UsePAM no
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin prohibit-password
+PrintMotd no
+MaxStartups 100:30:200
+MaxSessions 100
+""")
+        log = open(self.dir / f"sshd{i}.log", "w")
+        return subprocess.Popen(["ip", "netns", "exec", ns, SSHD, "-D", "-e", "-f", str(config)],
+                                stdout=log, stderr=subprocess.STDOUT)
+
+    def _wait_listening(self, address, timeout=10):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            with contextlib.suppress(OSError), socket.create_connection((address, SSH_PORT), 0.5):
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"sshd on {address}:{SSH_PORT} did not come up; see {self.dir}")
+
+    def host_key(self, i):
+        return (self.dir / f"host{i}_ed25519.pub").read_text()
+
+    # --- use ---------------------------------------------------------------------------------
+    def env(self, **extra):
+        """Environment for hvdrun: its HOME holds the client key and known_hosts."""
+        env = dict(os.environ)
+        env.pop("SSH_AUTH_SOCK", None)
+        env["HOME"] = str(self.home)
+        env.update(extra)
+        return env
+
+    def hosts(self, slots):
+        return ",".join(f"{a}:{slots}" for a in self.addresses)
+
+    def stop_sshd(self, i):
+        self.sshd[i].terminate()
+        self.sshd[i].wait(10)
+
+    # --- teardown ----------------------------------------------------------------------------
+    def close(self):
+        for p in self.sshd:
+            if p.poll() is None:
+                p.terminate()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    p.wait(10)
+        for ns in self.namespaces:
+            sh("ip", "netns", "del", ns, check=False)
+        sh("ip", "link", "del", self.bridge, check=False)
+        shutil.rmtree(self.dir, ignore_errors=True)
