@@ -29,6 +29,9 @@ const std::vector<ParamSpec>& allParams() {
        "Address of the launcher's rendezvous server; unset means a single-rank job."},
       {"HVD_RENDEZVOUS_PORT", "HOROVOD_GLOO_RENDEZVOUS_PORT", ParamType::Int, "0", 0, 65535,
        false, "Port of the launcher's rendezvous server."},
+      {"HVD_NETWORK_INTERFACE", "HOROVOD_GLOO_IFACE", ParamType::String, "", 0, 0, false,
+       "Interface whose address this worker listens on for its peers (set by hvdrun from "
+       "--network-interface); unset: the address it reaches the rendezvous from."},
       {"HVD_SECRET", "", ParamType::String, "", 0, 0, true,
        "Job secret for the HMAC handshake on every connection (set by hvdrun; never printed)."},
       {"HVD_JOB_ID", "", ParamType::String, "local", 0, 0, false,

@@ -92,6 +92,7 @@ Config Config::fromParams(const params::ParamValues& v) {
       static_cast<int64_t>(v.getDouble("HVD_CYCLE_TIME") * 1000.0));
   c.cacheCapacity = static_cast<std::size_t>(v.getInt("HVD_CACHE_CAPACITY"));
   c.timelinePath = v.getString("HVD_TIMELINE");
+  c.networkInterface = v.getString("HVD_NETWORK_INTERFACE");
   c.stallCheck = v.getInt("HVD_STALL_CHECK_DISABLE") == 0;
   c.stallWarning = std::chrono::seconds(v.getInt("HVD_STALL_CHECK_TIME_SECONDS"));
   c.stallShutdown = std::chrono::seconds(v.getInt("HVD_STALL_SHUTDOWN_TIME_SECONDS"));

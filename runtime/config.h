@@ -19,6 +19,7 @@ struct Config {
   uint16_t rendezvousPort = 0;
   std::string secret;
   std::string jobId;
+  std::string networkInterface;  // empty: the address that reaches the rendezvous
   std::chrono::milliseconds startTimeout{};
   std::chrono::milliseconds opTimeout{};
   std::size_t ringThresholdBytes = 0;

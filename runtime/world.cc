@@ -6,6 +6,7 @@
 #include "collectives/rendezvous/tcp_store_client.h"
 #include "collectives/transport/tcp/tcp_device.h"
 #include "common/logging.h"
+#include "common/network.h"
 
 namespace hvd::runtime {
 namespace {
@@ -47,7 +48,9 @@ World connectWorld(const Config& config, rendezvous::Store* store, bool withCont
     auto client = std::make_unique<rendezvous::TcpStoreClient>(
         config.rendezvousAddr, config.rendezvousPort, config.secret, config.startTimeout);
     // The address this worker reached the launcher from is one its peers can reach it on too.
-    bindAddress = client->localAddress();
+    bindAddress = config.networkInterface.empty()
+                      ? client->localAddress()
+                      : net::addressOfInterface(config.networkInterface, t.hostname);
     store = client.get();
     world.ownedStore = std::move(client);
   }
