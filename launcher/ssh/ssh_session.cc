@@ -162,8 +162,14 @@ std::unique_ptr<SshSession> SshSession::connect(const SshTarget& target) {
   libssh2_session_set_blocking(s, 1);
   // Every blocking libssh2 call below (handshake, auth, channel setup) shares this bound.
   libssh2_session_set_timeout(s, static_cast<long>(target.connectTimeout.count()));
-  if (libssh2_session_handshake(s, fd) != 0)
+  if (int rc = libssh2_session_handshake(s, fd); rc != 0) {
+    if (rc == LIBSSH2_ERROR_TIMEOUT)
+      throw SshError(SshFailure::Timeout,
+                     where + "no SSH greeting within the connect timeout (" +
+                         std::to_string(target.connectTimeout.count()) +
+                         " ms, --ssh-connect-timeout): is this port an sshd?");
     throw SshError(SshFailure::Protocol, where + "ssh handshake failed: " + session->lastError());
+  }
   session->verifyHostKey();
   session->authenticate();
   return session;

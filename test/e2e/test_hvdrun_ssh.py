@@ -1,0 +1,322 @@
+"""hvdrun across hosts over SSH: real sshd servers in network namespaces (ssh_hosts.py), real
+ranks, real sockets across a bridge. Skips with the reason when namespaces cannot be made."""
+import os
+import pathlib
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from conftest import HVDRUN, REPO, WORKER, process_gone
+from ssh_hosts import SSH_PORT, SshHosts, unavailable_reason
+
+_reason = unavailable_reason()
+pytestmark = pytest.mark.skipif(_reason is not None, reason=f"SSH hosts: {_reason}")
+
+
+@pytest.fixture(scope="module")
+def hosts():
+    h = SshHosts(2, 50 + os.getpid() % 150).start()
+    yield h
+    h.close()
+
+
+def hvdrun(hosts, *args, env=None, timeout=90):
+    return subprocess.run([str(HVDRUN), "--ssh-port", str(SSH_PORT), *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout,
+                          env=env or hosts.env(), cwd=REPO)
+
+
+def netns_inode(ns=None):
+    prefix = ["ip", "netns", "exec", ns] if ns else []
+    return subprocess.run(prefix + ["readlink", "/proc/self/ns/net"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+TOPOLOGY_WORKER = textwrap.dedent("""
+    import os, numpy as np, hvd.numpy as hvd
+    hvd.init()
+    total = hvd.allreduce(np.array([hvd.rank() + 1.0]), op=hvd.Sum)
+    print("TOPO", hvd.rank(), hvd.size(), hvd.local_rank(), hvd.local_size(), hvd.cross_rank(),
+          hvd.cross_size(), os.environ["HVD_HOSTNAME"], os.readlink("/proc/self/ns/net"),
+          int(total[0]), os.getcwd(), os.environ.get("HVD_TEST_X", "-"),
+          os.environ.get("CUDA_VISIBLE_DEVICES", "-"), flush=True)
+    hvd.shutdown()
+""")
+
+
+def topology_lines(stdout):
+    rows = {}
+    for line in stdout.splitlines():
+        if "TOPO " in line:
+            f = line.split("TOPO ", 1)[1].split()
+            rows[int(f[0])] = f[1:]
+    return rows
+
+
+def test_two_hosts_two_slots_place_ranks_and_reduce_across_the_bridge(hosts):
+    env = hosts.env(CUDA_VISIBLE_DEVICES="7")
+    r = hvdrun(hosts, "-np", 4, "-H", hosts.hosts(2), "-x", "HVD_TEST_X=forwarded", "--verbose",
+               sys.executable, "-c", TOPOLOGY_WORKER, env=env)
+    assert r.returncode == 0, r.stderr
+    rows = topology_lines(r.stdout)
+    assert sorted(rows) == [0, 1, 2, 3], r.stdout
+    a, b = hosts.addresses
+    ns = [netns_inode(n) for n in hosts.namespaces]
+    expected = {0: (0, 0, a, ns[0]), 1: (1, 0, a, ns[0]), 2: (0, 1, b, ns[1]), 3: (1, 1, b, ns[1])}
+    for rank, (local, cross, host, inode) in expected.items():
+        size, local_rank, local_size, cross_rank, cross_size, hostname, netns, total, cwd, x, cuda = rows[rank]
+        assert (int(size), int(local_rank), int(local_size)) == (4, local, 2)
+        assert (int(cross_rank), int(cross_size)) == (cross, 2)
+        assert hostname == host and netns == inode, "rank ran in its host's namespace"
+        assert int(total) == 10
+        assert cwd == str(REPO) and x == "forwarded"
+        assert cuda == "-", "CUDA_VISIBLE_DEVICES belongs to the remote machine, not forwarded"
+    # Ranks talk over the bridge, each host's ranks on the host's own address.
+    assert re.search(rf"\[0\]<stderr>:.*global: tcp on {re.escape(a)}:", r.stdout + r.stderr)
+    assert re.search(rf"\[2\]<stderr>:.*global: tcp on {re.escape(b)}:", r.stdout + r.stderr)
+    assert f"rendezvous at {hosts.bridge_address}:" in r.stderr
+    known = (hosts.home / ".ssh" / "known_hosts").read_text()
+    assert f"[{a}]:{SSH_PORT} ssh-ed25519" in known and f"[{b}]:{SSH_PORT} ssh-ed25519" in known
+
+
+def test_local_and_remote_ranks_share_one_job(hosts):
+    r = hvdrun(hosts, "-np", 3, "-H", f"localhost:1,{hosts.addresses[0]}:2",
+               sys.executable, "-c", TOPOLOGY_WORKER)
+    assert r.returncode == 0, r.stderr
+    rows = topology_lines(r.stdout)
+    assert rows[0][6] == netns_inode() and rows[1][6] == netns_inode(hosts.namespaces[0])
+    assert [int(rows[k][7]) for k in range(3)] == [6, 6, 6]
+
+
+def test_per_host_network_interface_and_missing_interface(hosts):
+    a, b = hosts.addresses
+    r = hvdrun(hosts, "-np", 2, "-H", hosts.hosts(1), "--network-interface",
+               f"{a}=eth0,{b}=eth0", "--verbose", sys.executable, "-c", TOPOLOGY_WORKER)
+    assert r.returncode == 0, r.stderr
+    assert f"host {a}: ssh {a}:{SSH_PORT} as" in r.stderr and "ranks use interface eth0" in r.stderr
+    r = hvdrun(hosts, "-np", 2, "-H", hosts.hosts(1), "--network-interface",
+               f"{a}=eth0,{b}=ib7", sys.executable, "-c", TOPOLOGY_WORKER)
+    assert r.returncode != 0 and "TOPO" not in r.stdout
+    assert f"{b}: network interface 'ib7' not found (interfaces: eth0 lo" in r.stderr, r.stderr
+
+
+def test_missing_remote_program_or_script_is_named_with_the_host(hosts):
+    a = hosts.addresses[0]
+    r = hvdrun(hosts, "-np", 1, "-H", f"{a}:1", "/opt/nowhere/python3", "train.py")
+    assert r.returncode != 0
+    assert f"{a}: /opt/nowhere/python3: not found" in r.stderr, r.stderr
+    r = hvdrun(hosts, "-np", 1, "-H", f"{a}:1", sys.executable, "no_such_train.py")
+    assert f"{a}: no_such_train.py: not found" in r.stderr, r.stderr
+    assert "nothing was started" in r.stderr
+
+
+def test_preflight_reports_every_failing_host_at_once_and_starts_nothing(hosts, tmp_path):
+    a, b = hosts.addresses
+    home = tmp_path / "home"
+    shutil.copytree(hosts.home, home)
+    ssh = home / ".ssh"
+    # A listener that accepts but never speaks SSH: the greeting times out.
+    silent = socket.socket()
+    silent.bind((hosts.bridge_address, 0))
+    silent.listen(8)
+    (ssh / "config").write_text(textwrap.dedent(f"""
+        Host refused
+            HostName {a}
+            Port 2999
+        Host stranger
+            HostName {a}
+            User hvd-no-such-user
+        Host silent
+            HostName {hosts.bridge_address}
+            Port {silent.getsockname()[1]}
+        Host *
+            IdentityFile ~/.ssh/id_ed25519
+            Port {SSH_PORT}
+    """))
+    # A wrong key recorded for host b: its real key must be refused as changed.
+    other = tmp_path / "other_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    wrong = other.with_suffix(".pub").read_text().split()[:2]
+    (ssh / "known_hosts").write_text(f"[{b}]:{SSH_PORT} {' '.join(wrong)}\n")
+    env = hosts.env(HOME=str(home))
+    marker = f"preflight-{os.getpid()}"
+    hostlist = f"{a}:1,refused:1,stranger:1,{b}:1,no-such-host.invalid:1,silent:1"
+    start = time.monotonic()
+    r = subprocess.run([str(HVDRUN), "--ssh-connect-timeout", "2", "-np", "6", "-H", hostlist,
+                        str(WORKER), "env", marker], capture_output=True, text=True, timeout=60,
+                       env=env, cwd=REPO)
+    elapsed = time.monotonic() - start
+    silent.close()
+    assert r.returncode != 0 and "HVD_RANK" not in r.stdout, "no rank may start"
+    err = r.stderr
+    assert "5 of 6 remote hosts failed the check; nothing was started" in err, err
+    assert "host 'refused' (" in err and "port 2999" in err and "connection refused" in err
+    assert "host 'stranger'" in err and "user hvd-no-such-user" in err
+    assert "authentication failed; tried key" in err and "id_ed25519 (rejected by the server)" in err
+    assert f"host '{b}' (port {SSH_PORT}, user" in err and "HOST KEY CHANGED" in err
+    assert "SHA256:" in err
+    assert "host 'no-such-host.invalid'" in err and "cannot resolve" in err
+    assert "host 'silent'" in err and "no SSH greeting within the connect timeout" in err
+    assert f"host '{a}'" not in err.split("nothing was started")[1], "the good host is not listed"
+    assert elapsed < 15, f"hosts are checked in parallel (took {elapsed:.1f} s)"
+    assert (ssh / "known_hosts").read_text().count(f"[{b}]") == 1, "a changed key is never added"
+
+
+def wait_for(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def processes_with(marker):
+    """PIDs whose command line contains marker, on any namespace 'host' (they share /proc)."""
+    found = []
+    for entry in pathlib.Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if marker.encode() in (entry / "cmdline").read_bytes() and not process_gone(int(entry.name)):
+                found.append(int(entry.name))
+        except OSError:
+            pass
+    return found
+
+
+LOOP_WORKER = textwrap.dedent("""
+    import os, sys, time, numpy as np, hvd.numpy as hvd
+    hvd.init()
+    hvd.allreduce(np.ones(1), op=hvd.Sum)
+    print("READY", hvd.rank(), flush=True)
+    if hvd.rank() == int(os.environ.get("DIE_RANK", "-1")):
+        time.sleep(0.5)
+        os.kill(os.getpid(), 9)
+    time.sleep(600)
+""")
+
+
+def start_job(hosts, marker, env=None):
+    cmd = [str(HVDRUN), "--ssh-port", str(SSH_PORT), "--grace-seconds", "2", "-np", "4", "-H",
+           hosts.hosts(2), "-x", "MY_API_TOKEN", sys.executable, "-c", LOOP_WORKER, marker]
+    env = dict(env or hosts.env(), MY_API_TOKEN="tok-" + marker)
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, cwd=REPO)
+
+
+def read_until_ready(proc, ranks=4, timeout=60):
+    seen, lines = set(), []
+    deadline = time.monotonic() + timeout
+    os.set_blocking(proc.stdout.fileno(), False)
+    while len(seen) < ranks and time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            time.sleep(0.05)
+            continue
+        lines.append(line)
+        if "READY" in line:
+            seen.add(int(line.split("READY")[1]))
+    assert len(seen) == ranks, f"ranks ready: {sorted(seen)}: {lines}"
+
+
+def test_killed_remote_rank_fails_the_job_naming_rank_and_host(hosts):
+    marker = f"die-{os.getpid()}"
+    proc = start_job(hosts, marker, env=hosts.env(DIE_RANK="3"))
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGKILL, err
+    assert f"hvdrun: job failed: rank 3 on host {hosts.addresses[1]} (over ssh" in err, err
+    assert "SIGKILL" in err.split("job failed")[1]
+    wait_for(lambda: not processes_with(marker), 15, "every rank to end")
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_stopping_hvdrun_leaves_no_process_on_any_host(hosts, how):
+    marker = f"stop-{how}-{os.getpid()}"
+    proc = start_job(hosts, marker)
+    try:
+        read_until_ready(proc)
+        workers = [p for p in processes_with(marker) if "python" in pathlib.Path(f"/proc/{p}/exe").resolve().name]
+        assert len(workers) >= 4
+        proc.send_signal(getattr(signal, how))
+        proc.wait(30)
+        wait_for(lambda: not processes_with(marker), 20, f"no process left after {how}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_secrets_never_appear_on_any_command_line(hosts):
+    marker = f"secret-{os.getpid()}"
+    proc = start_job(hosts, marker)
+    try:
+        read_until_ready(proc)
+        secret = token = None
+        ranks = 0
+        for pid in processes_with(marker):
+            try:
+                env = dict(kv.split("=", 1) for kv in
+                           (pathlib.Path(f"/proc/{pid}/environ").read_bytes().decode().split("\0"))
+                           if "=" in kv)
+            except OSError:
+                continue
+            if "HVD_RANK" in env and env.get("HVD_HOSTNAME") in hosts.addresses:
+                ranks += 1
+                secret = env["HVD_SECRET"]
+                token = env["MY_API_TOKEN"]
+        assert ranks == 4 and secret and token == "tok-" + marker
+        for entry in pathlib.Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    cmdline = (entry / "cmdline").read_bytes()
+                except OSError:
+                    continue
+                assert secret.encode() not in cmdline, f"job secret on pid {entry.name}'s command line"
+                assert token.encode() not in cmdline, f"token on pid {entry.name}'s command line"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+
+
+def test_dropped_ssh_connections_end_the_remote_ranks(hosts):
+    """SIGKILL to the relays drops their connections with no goodbye: sshd closes the channels
+    and the remote scripts stop every rank's process group."""
+    marker = f"drop-{os.getpid()}"
+    proc = start_job(hosts, marker)
+    try:
+        read_until_ready(proc)
+        relays = [int(p.name) for p in pathlib.Path("/proc").iterdir() if p.name.isdigit()
+                  and b"--ssh-relay" in _cmdline(p)]
+        relays = [pid for pid in relays if _ppid(pid) == proc.pid]
+        assert len(relays) == 4
+        for pid in relays:
+            os.kill(pid, signal.SIGKILL)
+        proc.wait(30)
+        assert proc.returncode != 0
+        wait_for(lambda: not processes_with(marker), 20, "remote ranks to end after the drop")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _cmdline(p):
+    try:
+        return (p / "cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _ppid(pid):
+    try:
+        return int(pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return -1
