@@ -2,6 +2,7 @@
 //   hvdrun -np 2 hvd-bench -b 4 -e 256M -f 4 -o allreduce -d float32 --json out.json
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 
@@ -11,6 +12,7 @@
 #include "common/error.h"
 #include "common/params.h"
 #include "runtime/direct_collectives.h"
+#include "runtime/runtime.h"
 
 namespace {
 
@@ -56,6 +58,10 @@ int main(int argc, char** argv) {
   app.add_option("--steps", eo.steps, "--engine: timed steps per list")->check(CLI::Range(1, 100000));
   app.add_option("--latency-iters", eo.latencyIterations, "--engine: timed 4-byte allreduces")
       ->check(CLI::Range(10, 10000000));
+  bool startup = false;
+  app.add_flag("--startup", startup,
+               "Instead of a sweep, initialise as hvd_init does, pass a barrier, and print "
+               "'HVD_INITIALISED <unix time ns>' (for bench/startup_time.py)");
   CLI11_PARSE(app, argc, argv);
   try {
     o.minBytes = parseSize(minBytes, "-b");
@@ -66,6 +72,15 @@ int main(int argc, char** argv) {
     o.redop = hvd::collectives::parseReduceOp(redop);
     o.check = check != 0;
     auto config = hvd::runtime::Config::fromParams(hvd::params::ParamValues::fromEnvironment());
+    if (startup) {
+      auto rt = hvd::runtime::Runtime::create(config);
+      rt->barrier();
+      auto now = std::chrono::system_clock::now().time_since_epoch();
+      std::printf("HVD_INITIALISED %lld\n",
+                  static_cast<long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()));
+      std::fflush(stdout);
+      return 0;
+    }
     if (engine) {
       auto result = hvd::bench::runEngineBench(config, eo);
       if (config.topology.rank == 0) {

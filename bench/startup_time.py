@@ -1,0 +1,110 @@
+"""Time from starting the launcher to every rank initialised (connected and past a barrier):
+hvdrun with 4 ranks of a C++ worker (hvd-bench --startup) on this machine, hvdrun with 4 ranks on
+2 SSH hosts (network namespaces running real sshd, as in the e2e tests; needs root), and
+torchrun with 4 ranks of init_process_group(gloo) + barrier as the peer, in one run. Rounds
+alternate the configurations; medians are reported because the machine is shared and noisy.
+
+    python bench/startup_time.py --rounds 10 --json bench/results/startup_time.json
+"""
+import argparse
+import json
+import os
+import pathlib
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+BUILD = pathlib.Path(os.environ.get("HVD_BUILD_DIR", REPO / "build"))
+HVDRUN = BUILD / "apps" / "hvdrun"
+WORKER = BUILD / "apps" / "hvd-bench"
+sys.path.insert(0, str(REPO / "test" / "e2e"))
+
+TORCH_WORKER = """
+import time, torch.distributed as dist
+dist.init_process_group("gloo")
+dist.barrier()
+import os; os.write(1, f"HVD_INITIALISED {time.time_ns()}\\n".encode())
+dist.destroy_process_group()
+"""
+
+
+def timed(cmd, env=None, ranks=4):
+    """(seconds to the last rank's HVD_INITIALISED line, seconds until the launcher exited)."""
+    start = time.time_ns()
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env, cwd=REPO)
+    end = time.time_ns()
+    stamps = [int(x) for x in re.findall(r"HVD_INITIALISED (\d+)", r.stdout)]
+    if r.returncode != 0 or len(stamps) != ranks:
+        raise RuntimeError(f"{cmd[0]} failed ({r.returncode}): {r.stdout[-2000:]} {r.stderr[-2000:]}")
+    return (max(stamps) - start) / 1e9, (end - start) / 1e9
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--no-ssh", action="store_true", help="skip the SSH configuration")
+    ap.add_argument("--no-torchrun", action="store_true", help="skip the torchrun peer")
+    args = ap.parse_args()
+
+    configs = {"hvdrun local 4 ranks": lambda: timed(
+        [str(HVDRUN), "-np", "4", "-H", "localhost:4", str(WORKER), "--startup"])}
+    hosts = None
+    skipped = {}
+    if not args.no_ssh:
+        from ssh_hosts import SSH_PORT, SshHosts, unavailable_reason
+        reason = unavailable_reason()
+        if reason:
+            skipped["hvdrun ssh 2 hosts x 2 ranks"] = reason
+        else:
+            hosts = SshHosts(2, 240).start()
+            configs["hvdrun ssh 2 hosts x 2 ranks"] = lambda: timed(
+                [str(HVDRUN), "--ssh-port", str(SSH_PORT), "-np", "4", "-H", hosts.hosts(2),
+                 str(WORKER), "--startup"], env=hosts.env())
+    torchrun = shutil.which("torchrun", path=str(pathlib.Path(sys.executable).parent))
+    script = None
+    if not args.no_torchrun and torchrun:
+        script = pathlib.Path(tempfile.mkdtemp()) / "torch_init.py"
+        script.write_text(TORCH_WORKER)
+        env = dict(os.environ, OMP_NUM_THREADS="1")
+        configs["torchrun local 4 ranks (gloo)"] = lambda: timed(
+            [torchrun, "--standalone", "--nproc-per-node", "4", str(script)], env=env)
+    elif not args.no_torchrun:
+        skipped["torchrun local 4 ranks (gloo)"] = "torchrun not found next to this python"
+
+    samples = {name: {"initialised_s": [], "launcher_exit_s": []} for name in configs}
+    try:
+        for name, run in configs.items():  # warm caches (first ssh handshake, imports)
+            run()
+        for _ in range(args.rounds):
+            for name, run in configs.items():
+                init, total = run()
+                samples[name]["initialised_s"].append(init)
+                samples[name]["launcher_exit_s"].append(total)
+    finally:
+        if hosts:
+            hosts.close()
+    results = {}
+    print(f"{'configuration':34} {'to all initialised (median)':>28} {'launcher exit':>14}")
+    for name, s in samples.items():
+        med = statistics.median(s["initialised_s"])
+        results[name] = {"median_initialised_ms": round(med * 1000, 1),
+                         "median_launcher_exit_ms": round(statistics.median(s["launcher_exit_s"]) * 1000, 1),
+                         "samples_initialised_ms": [round(x * 1000, 1) for x in s["initialised_s"]]}
+        print(f"{name:34} {med * 1000:25.1f} ms {statistics.median(s['launcher_exit_s']) * 1000:11.1f} ms")
+    for name, why in skipped.items():
+        print(f"{name:34} skipped: {why}")
+    if args.json:
+        pathlib.Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump({"rounds": args.rounds, "results": results, "skipped": skipped,
+                       "machine": {"cpus": os.cpu_count()}}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
