@@ -17,7 +17,7 @@
 #include "launcher/orphan_guardian.h"
 #include "launcher/python_path.h"
 #include "launcher/remote_hosts.h"
-#include "launcher/rendezvous_server.h"
+#include "collectives/rendezvous/rendezvous_server.h"
 #include "launcher/slurm.h"
 #include "launcher/ssh/remote_command.h"
 #include "launcher/ssh/ssh_preflight.h"
@@ -188,7 +188,7 @@ int launch(const LaunchOptions& options) {
   JobIdentity job;
   job.secret = auth::randomHex(32);
   job.jobId = auth::randomHex(8);
-  RendezvousServer server(bindAddress, job.secret);
+  rendezvous::RendezvousServer server(bindAddress, job.secret);
   job.rendezvousAddr = server.address();
   job.rendezvousPort = server.port();
   log->info("job {}: {} ranks on {}; rendezvous at {}:{}", job.jobId, placements.size(),

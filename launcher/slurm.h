@@ -5,15 +5,13 @@
 #include <string>
 #include <vector>
 
+#include "common/slurm_lists.h"
 #include "launcher/host_spec.h"
 
 namespace hvd::launcher {
 
-// "node[01-03],x" -> node01 node02 node03 x (zero padding kept). Throws InvalidArgument naming
-// the malformed part.
-std::vector<std::string> expandNodeList(const std::string& nodeList);
-// "2(x3),1" -> 2 2 2 1. Throws InvalidArgument naming the malformed part.
-std::vector<int> expandTasksPerNode(const std::string& tasksPerNode);
+using slurm::expandNodeList;
+using slurm::expandTasksPerNode;
 // Both together; the counts must match (InvalidArgument otherwise).
 std::vector<HostSlots> slurmHosts(const std::string& nodeList, const std::string& tasksPerNode);
 

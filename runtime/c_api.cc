@@ -75,7 +75,7 @@ hvd_status hvd_init(void) {
   std::lock_guard<std::mutex> lock(gMutex);
   if (gRuntime) return HVD_SUCCESS;
   return guarded([] {
-    auto config = hvd::runtime::Config::fromParams(hvd::params::ParamValues::fromEnvironment());
+    auto config = hvd::runtime::Config::fromEnvironment();
     gRuntime = Runtime::create(config);
   });
 }

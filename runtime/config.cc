@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "runtime/external_launch.h"
 
 namespace hvd::runtime {
 namespace {
@@ -104,6 +105,31 @@ Config Config::fromParams(const params::ParamValues& v) {
   c.processSets = parseProcessSets(v.getString("HVD_PROCESS_SETS"), t.size);
   c.logLevel = v.getString("HVD_LOG_LEVEL");
   c.logSubsystems = v.getString("HVD_LOG_SUBSYS");
+  return c;
+}
+
+Config Config::fromEnvironment() {
+  auto env = params::environmentSnapshot();
+  auto external = detectExternalLaunch(env);
+  if (!external) return fromParams(params::ParamValues::fromMap(env));
+  for (const auto& [k, v] : external->params) env.insert({k, v});  // explicit HVD_* win
+  int size = std::stoi(env["HVD_SIZE"]);
+  if (size > 1) {
+    const std::string how = " (the job script exports it to every rank; see docs/cluster.md)";
+    if (env["HVD_RENDEZVOUS_ADDR"].empty())
+      throw InvalidArgument(external->launcher + " started " + std::to_string(size) +
+                            " ranks without hvdrun, but HVD_RENDEZVOUS_ADDR (rank 0's host, "
+                            "where rank 0 serves the rendezvous) is not set" + how);
+    if (env["HVD_RENDEZVOUS_PORT"].empty())
+      throw InvalidArgument(external->launcher + ": HVD_RENDEZVOUS_PORT is not set" + how);
+    if (env["HVD_SECRET"].empty())
+      throw InvalidArgument(external->launcher +
+                            ": HVD_SECRET is not set; the ranks need a shared secret, e.g. "
+                            "export HVD_SECRET=$(openssl rand -hex 32)" + how);
+  }
+  Config c = fromParams(params::ParamValues::fromMap(env));
+  c.externalLauncher = external->launcher;
+  c.servesRendezvous = size > 1 && c.topology.rank == 0;
   return c;
 }
 

@@ -36,8 +36,15 @@ struct Config {
   std::string logLevel;
   std::string logSubsystems;
 
+  // Set when srun/mpirun started this rank without hvdrun (external_launch.h): names that
+  // launcher; rank 0 of such a job serves the rendezvous itself.
+  std::string externalLauncher;
+  bool servesRendezvous = false;
+
   // Throws InvalidArgument naming the variable for an invalid or inconsistent value.
   static Config fromParams(const params::ParamValues& values);
+  // The process environment, with the placement an external launcher gave (if any) applied.
+  static Config fromEnvironment();
 };
 
 }  // namespace hvd::runtime

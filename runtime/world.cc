@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "collectives/rendezvous/prefix_store.h"
+#include "collectives/rendezvous/rendezvous_server.h"
 #include "collectives/rendezvous/tcp_store_client.h"
 #include "collectives/transport/tcp/tcp_device.h"
 #include "common/logging.h"
@@ -31,6 +32,28 @@ std::unique_ptr<Comm> connectScope(const Config& config, rendezvous::Store& stor
   return comm;
 }
 
+// Rank 0 of a job that srun or mpirun started serves the rendezvous for the life of the
+// process, so a shutdown and a second init find the same store (and its epoch counters).
+void serveRendezvousOnce(const Config& config) {
+  static std::unique_ptr<rendezvous::RendezvousServer> server;
+  if (server) return;
+  std::string bindAddress;
+  for (const auto& address : net::resolve(config.rendezvousAddr))
+    if (net::isThisMachine(address)) {
+      bindAddress = address;
+      break;
+    }
+  if (bindAddress.empty())
+    throw InvalidArgument(detail::concat(
+        config.externalLauncher, ": rank 0 serves the rendezvous, but HVD_RENDEZVOUS_ADDR=",
+        config.rendezvousAddr, " is not an address of its host ", config.topology.hostname,
+        " (set it to the host of rank 0, e.g. the first node of the allocation)"));
+  server = std::make_unique<rendezvous::RendezvousServer>(bindAddress, config.secret,
+                                                          config.rendezvousPort);
+  log::logger("runtime")->info("serving the rendezvous at {}:{} for {}", bindAddress,
+                               config.rendezvousPort, config.externalLauncher);
+}
+
 }  // namespace
 
 World connectWorld(const Config& config, rendezvous::Store* store, bool withControl) {
@@ -44,6 +67,7 @@ World connectWorld(const Config& config, rendezvous::Store* store, bool withCont
     return world;
   }
   std::string bindAddress = "127.0.0.1";
+  if (!store && config.servesRendezvous) serveRendezvousOnce(config);
   if (!store) {
     auto client = std::make_unique<rendezvous::TcpStoreClient>(
         config.rendezvousAddr, config.rendezvousPort, config.secret, config.startTimeout);

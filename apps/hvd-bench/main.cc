@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
     o.dtype = hvd::collectives::parseDType(dtype);
     o.redop = hvd::collectives::parseReduceOp(redop);
     o.check = check != 0;
-    auto config = hvd::runtime::Config::fromParams(hvd::params::ParamValues::fromEnvironment());
+    auto config = hvd::runtime::Config::fromEnvironment();
     if (startup) {
       auto rt = hvd::runtime::Runtime::create(config);
       rt->barrier();

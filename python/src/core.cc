@@ -262,7 +262,7 @@ PyHandle enqueue(int type, const std::string& name, const std::vector<InputArray
 void init(std::optional<std::vector<std::vector<int32_t>>> processSets) {
   std::lock_guard<std::mutex> lock(gMutex);
   if (gRuntime) return;
-  auto config = Config::fromParams(params::ParamValues::fromEnvironment());
+  auto config = Config::fromEnvironment();
   if (processSets) config.processSets = *processSets;
   nb::gil_scoped_release release;
   gRuntime = Runtime::create(config);

@@ -7,7 +7,7 @@
 #include "collectives/rendezvous/prefix_store.h"
 #include "collectives/rendezvous/tcp_store_client.h"
 #include "common/asio_io.h"
-#include "launcher/rendezvous_server.h"
+#include "collectives/rendezvous/rendezvous_server.h"
 
 using namespace hvd;
 using namespace hvd::rendezvous;
@@ -18,7 +18,7 @@ namespace {
 Bytes bytes(const std::string& s) { return Bytes(s.begin(), s.end()); }
 
 // Waits until the server has counted `n` rejected connections (it does so on its own thread).
-bool rejectedReaches(const launcher::RendezvousServer& server, int n) {
+bool rejectedReaches(const rendezvous::RendezvousServer& server, int n) {
   for (int i = 0; i < 200 && server.rejectedConnections() < n; ++i)
     std::this_thread::sleep_for(10ms);
   return server.rejectedConnections() >= n;
@@ -26,7 +26,7 @@ bool rejectedReaches(const launcher::RendezvousServer& server, int n) {
 }  // namespace
 
 TEST_CASE("the rendezvous server serves set, get, add and wait") {
-  launcher::RendezvousServer server("127.0.0.1", "secret");
+  rendezvous::RendezvousServer server("127.0.0.1", "secret");
   TcpStoreClient a(server.address(), server.port(), "secret", 2s);
   TcpStoreClient b(server.address(), server.port(), "secret", 2s);
   a.set("k", bytes("v"));
@@ -44,7 +44,7 @@ TEST_CASE("the rendezvous server serves set, get, add and wait") {
 }
 
 TEST_CASE("a rendezvous wait that times out lists the missing keys") {
-  launcher::RendezvousServer server("127.0.0.1", "secret");
+  rendezvous::RendezvousServer server("127.0.0.1", "secret");
   TcpStoreClient client(server.address(), server.port(), "secret", 2s);
   PrefixStore scoped("job/1", client);
   scoped.set("have", bytes("1"));
@@ -58,7 +58,7 @@ TEST_CASE("a rendezvous wait that times out lists the missing keys") {
 }
 
 TEST_CASE("the rendezvous server rejects clients without the secret") {
-  launcher::RendezvousServer server("127.0.0.1", "secret");
+  rendezvous::RendezvousServer server("127.0.0.1", "secret");
   REQUIRE_THROWS_WITH(TcpStoreClient(server.address(), server.port(), "guess", 2s),
                       Catch::Contains("authentication failed"));
   CHECK(rejectedReaches(server, 1));
@@ -69,7 +69,7 @@ TEST_CASE("the rendezvous server rejects clients without the secret") {
 }
 
 TEST_CASE("the rendezvous server refuses an oversized frame from its header") {
-  launcher::RendezvousServer server("127.0.0.1", "secret");
+  rendezvous::RendezvousServer server("127.0.0.1", "secret");
   asio::io_context io;
   asio::ip::tcp::socket socket(io);
   auto deadline = io::Clock::now() + 2s;

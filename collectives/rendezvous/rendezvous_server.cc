@@ -1,4 +1,4 @@
-#include "launcher/rendezvous_server.h"
+#include "collectives/rendezvous/rendezvous_server.h"
 
 #include <atomic>
 #include <list>
@@ -10,7 +10,7 @@
 #include "common/frame.h"
 #include "common/logging.h"
 
-namespace hvd::launcher {
+namespace hvd::rendezvous {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
@@ -201,16 +201,19 @@ void RendezvousServer::State::wakeWaiters() {
   }
 }
 
-RendezvousServer::RendezvousServer(const std::string& bindAddress, std::string secret)
+RendezvousServer::RendezvousServer(const std::string& bindAddress, std::string secret,
+                                   uint16_t port)
     : state_(std::make_shared<State>()) {
   state_->secret = std::move(secret);
   error_code ec;
-  tcp::endpoint endpoint(asio::ip::make_address(bindAddress, ec), 0);
+  tcp::endpoint endpoint(asio::ip::make_address(bindAddress, ec), port);
   if (ec) throw InvalidArgument("rendezvous: cannot bind '" + bindAddress + "': " + ec.message());
   state_->acceptor.open(endpoint.protocol());
   state_->acceptor.set_option(tcp::acceptor::reuse_address(true));
   state_->acceptor.bind(endpoint, ec);
-  if (ec) throw IoError("rendezvous: cannot bind " + bindAddress + ": " + ec.message());
+  if (ec)
+    throw IoError("rendezvous: cannot bind " + bindAddress + ":" + std::to_string(port) + ": " +
+                  ec.message());
   state_->acceptor.listen();
   state_->accept();
   thread_ = std::thread([st = state_] {
@@ -232,4 +235,4 @@ uint16_t RendezvousServer::port() const { return state_->acceptor.local_endpoint
 
 int RendezvousServer::rejectedConnections() const { return state_->rejected.load(); }
 
-}  // namespace hvd::launcher
+}  // namespace hvd::rendezvous

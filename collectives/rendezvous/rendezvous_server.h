@@ -1,4 +1,5 @@
-// The launcher's rendezvous key-value store, served over TCP with Boost.Asio (protocol:
+// The job's rendezvous key-value store (served by hvdrun, or by rank 0 itself when an external
+// launcher such as srun or mpirun started the ranks), served over TCP with Boost.Asio (protocol:
 // collectives/rendezvous/protocol.h). Every connection must pass the HMAC handshake on the job
 // secret before its first request; one that fails is logged and dropped. A frame announcing
 // more than the cap is refused from its header.
@@ -12,12 +13,12 @@
 #include <string>
 #include <thread>
 
-namespace hvd::launcher {
+namespace hvd::rendezvous {
 
 class RendezvousServer {
  public:
-  // Binds bindAddress on an ephemeral port and starts serving on a background thread.
-  RendezvousServer(const std::string& bindAddress, std::string secret);
+  // Binds bindAddress on `port` (0: an ephemeral one) and starts serving on a background thread.
+  RendezvousServer(const std::string& bindAddress, std::string secret, uint16_t port = 0);
   ~RendezvousServer();
 
   std::string address() const;
@@ -32,4 +33,4 @@ class RendezvousServer {
   std::thread thread_;
 };
 
-}  // namespace hvd::launcher
+}  // namespace hvd::rendezvous

@@ -1,0 +1,104 @@
+#include "runtime/external_launch.h"
+
+#include "common/error.h"
+#include "common/params.h"
+#include "common/slurm_lists.h"
+
+namespace hvd::runtime {
+namespace {
+
+using Env = std::map<std::string, std::string>;
+
+const std::string* find(const Env& env, const std::string& name) {
+  auto it = env.find(name);
+  return it == env.end() ? nullptr : &it->second;
+}
+
+int intOf(const Env& env, const std::string& name, int min = 0) {
+  const std::string* v = find(env, name);
+  if (!v) throw InvalidArgument(name + " is not set");
+  return static_cast<int>(params::parseInt(*v, min, 1 << 30, name));
+}
+
+// Launchers that give each rank its node-local rank and size but no node index: ranks are
+// assumed placed in blocks of equal size per node (mpirun's default by-slot mapping).
+ExternalLaunch blockPlaced(const std::string& launcher, int rank, int size, int localRank,
+                           int localSize, const std::string& sizeName) {
+  if (rank >= size)
+    throw InvalidArgument(detail::concat(launcher, ": rank ", rank, " is not below ", sizeName,
+                                         "=", size));
+  int nodes = (size + localSize - 1) / localSize;
+  return {launcher,
+          {{"HVD_RANK", std::to_string(rank)},
+           {"HVD_SIZE", std::to_string(size)},
+           {"HVD_LOCAL_RANK", std::to_string(localRank)},
+           {"HVD_LOCAL_SIZE", std::to_string(localSize)},
+           {"HVD_CROSS_RANK", std::to_string(rank / localSize)},
+           {"HVD_CROSS_SIZE", std::to_string(nodes)}}};
+}
+
+ExternalLaunch fromSlurm(const Env& env) {
+  int rank = intOf(env, "SLURM_PROCID");
+  int size = intOf(env, "SLURM_STEP_NUM_TASKS", 1);
+  int localRank = intOf(env, "SLURM_LOCALID");
+  int node = intOf(env, "SLURM_NODEID");
+  const std::string* perNode = find(env, "SLURM_STEP_TASKS_PER_NODE");
+  if (!perNode) perNode = find(env, "SLURM_TASKS_PER_NODE");
+  if (!perNode) throw InvalidArgument("SLURM_STEP_TASKS_PER_NODE is not set");
+  auto counts = slurm::expandTasksPerNode(*perNode);
+  if (node >= static_cast<int>(counts.size()))
+    throw InvalidArgument(detail::concat("SLURM_NODEID=", node, " but SLURM_STEP_TASKS_PER_NODE='",
+                                         *perNode, "' lists ", counts.size(), " nodes"));
+  if (rank >= size || localRank >= counts[node])
+    throw InvalidArgument(detail::concat("Slurm: SLURM_PROCID=", rank, " SLURM_LOCALID=",
+                                         localRank, " do not fit SLURM_STEP_NUM_TASKS=", size,
+                                         " and ", counts[node], " tasks on node ", node));
+  // Cross rank: this node's index among the nodes that have a rank with this local rank.
+  int crossRank = 0, crossSize = 0;
+  for (int i = 0; i < static_cast<int>(counts.size()); ++i)
+    if (counts[i] > localRank) {
+      if (i < node) ++crossRank;
+      ++crossSize;
+    }
+  ExternalLaunch out{"Slurm",
+                     {{"HVD_RANK", std::to_string(rank)},
+                      {"HVD_SIZE", std::to_string(size)},
+                      {"HVD_LOCAL_RANK", std::to_string(localRank)},
+                      {"HVD_LOCAL_SIZE", std::to_string(counts[node])},
+                      {"HVD_CROSS_RANK", std::to_string(crossRank)},
+                      {"HVD_CROSS_SIZE", std::to_string(crossSize)}}};
+  if (const std::string* job = find(env, "SLURM_JOB_ID")) {
+    const std::string* step = find(env, "SLURM_STEP_ID");
+    out.params["HVD_JOB_ID"] = "slurm-" + *job + "." + (step ? *step : "0");
+  }
+  if (const std::string* name = find(env, "SLURMD_NODENAME")) out.params["HVD_HOSTNAME"] = *name;
+  return out;
+}
+
+}  // namespace
+
+std::optional<ExternalLaunch> detectExternalLaunch(const Env& env) {
+  if (find(env, "HVD_RANK") || find(env, "HOROVOD_RANK")) return std::nullopt;
+  if (find(env, "OMPI_COMM_WORLD_RANK")) {
+    auto out = blockPlaced("Open MPI", intOf(env, "OMPI_COMM_WORLD_RANK"),
+                           intOf(env, "OMPI_COMM_WORLD_SIZE", 1),
+                           intOf(env, "OMPI_COMM_WORLD_LOCAL_RANK"),
+                           intOf(env, "OMPI_COMM_WORLD_LOCAL_SIZE", 1), "OMPI_COMM_WORLD_SIZE");
+    if (const std::string* job = find(env, "OMPI_MCA_ess_base_jobid"))
+      out.params["HVD_JOB_ID"] = "ompi-" + *job;
+    return out;
+  }
+  if (find(env, "PMI_RANK")) {
+    if (!find(env, "MPI_LOCALRANKID"))
+      throw InvalidArgument("MPICH: PMI_RANK is set but MPI_LOCALRANKID is not (start with "
+                            "mpiexec from MPICH's Hydra, or set HVD_RANK and friends)");
+    return blockPlaced("MPICH", intOf(env, "PMI_RANK"), intOf(env, "PMI_SIZE", 1),
+                       intOf(env, "MPI_LOCALRANKID"), intOf(env, "MPI_LOCALNRANKS", 1),
+                       "PMI_SIZE");
+  }
+  // The batch script itself also sees SLURM_PROCID; only a job step (srun) has a step size.
+  if (find(env, "SLURM_PROCID") && find(env, "SLURM_STEP_NUM_TASKS")) return fromSlurm(env);
+  return std::nullopt;
+}
+
+}  // namespace hvd::runtime

@@ -1,0 +1,95 @@
+"""Ranks started without hvdrun, as srun or mpirun would start them: real processes with only
+the launcher's variables, rank 0 serving the rendezvous at the address the job script gives."""
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+
+from conftest import REPO, WORKER
+
+WORKER_CODE = textwrap.dedent("""
+    import numpy as np, hvd.numpy as hvd
+    hvd.init()
+    total = hvd.allreduce(np.array([float(hvd.rank() + 1)]), op=hvd.Sum)
+    print("PLACED", hvd.rank(), hvd.size(), hvd.local_rank(), hvd.local_size(), hvd.cross_rank(),
+          hvd.cross_size(), int(total[0]), flush=True)
+    hvd.shutdown()
+""")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_ranks(per_rank_env, command, common):
+    procs = []
+    for extra in per_rank_env:
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("HVD_", "HOROVOD_", "SLURM_", "OMPI_", "PMI_"))}
+        env.update(common)
+        env.update(extra)
+        procs.append(subprocess.Popen(command, env=env, cwd=REPO, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=60)
+        results.append((p.returncode, out, err))
+    return results
+
+
+def slurm_env(rank, tasks_per_node):
+    counts = [int(c) for c in tasks_per_node.split(",")]
+    node, first = 0, 0
+    while rank >= first + counts[node]:
+        first += counts[node]
+        node += 1
+    return {"SLURM_PROCID": str(rank), "SLURM_STEP_NUM_TASKS": str(sum(counts)),
+            "SLURM_LOCALID": str(rank - first), "SLURM_NODEID": str(node),
+            "SLURM_STEP_TASKS_PER_NODE": tasks_per_node, "SLURM_JOB_ID": "4242",
+            "SLURM_STEP_ID": "0", "SLURM_NTASKS": str(sum(counts))}
+
+
+def test_srun_started_ranks_rendezvous_at_rank_0(tmp_path):
+    common = {"HVD_RENDEZVOUS_ADDR": "127.0.0.1", "HVD_RENDEZVOUS_PORT": str(free_port()),
+              "HVD_SECRET": "c0ffee" * 8, "PYTHONPATH": str(REPO / "build" / "python"),
+              "HVD_START_TIMEOUT": "20"}
+    results = start_ranks([slurm_env(r, "2,1") for r in range(3)],
+                          [sys.executable, "-c", WORKER_CODE], common)
+    rows = {}
+    for code, out, err in results:
+        assert code == 0, err
+        f = out.split("PLACED", 1)[1].split()
+        rows[int(f[0])] = [int(x) for x in f[1:]]
+    # size, local rank, local size, cross rank, cross size, sum of rank+1
+    assert rows == {0: [3, 0, 2, 0, 2, 6], 1: [3, 1, 2, 0, 1, 6], 2: [3, 0, 1, 1, 2, 6]}
+
+
+def test_mpirun_started_ranks_run_a_collective():
+    common = {"HVD_RENDEZVOUS_ADDR": "localhost", "HVD_RENDEZVOUS_PORT": str(free_port()),
+              "HVD_SECRET": "beef" * 16, "HVD_START_TIMEOUT": "20"}
+    per_rank = [{"OMPI_COMM_WORLD_RANK": str(r), "OMPI_COMM_WORLD_SIZE": "2",
+                 "OMPI_COMM_WORLD_LOCAL_RANK": str(r), "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}
+                for r in range(2)]
+    for code, out, err in start_ranks(per_rank, [str(WORKER), "allreduce", "1000"], common):
+        assert code == 0, err
+        assert "ok" in out
+
+
+def test_missing_secret_or_address_is_explained():
+    per_rank = [slurm_env(r, "2") for r in range(2)]
+    (code, _, err), _ = start_ranks(per_rank, [str(WORKER), "allreduce", "10"],
+                                    {"HVD_RENDEZVOUS_ADDR": "127.0.0.1",
+                                     "HVD_RENDEZVOUS_PORT": str(free_port())})
+    assert code != 0 and "Slurm: HVD_SECRET is not set" in err and "openssl rand" in err
+    (code, _, err), _ = start_ranks(per_rank, [str(WORKER), "allreduce", "10"],
+                                    {"HVD_SECRET": "x" * 64})
+    assert code != 0 and "Slurm started 2 ranks without hvdrun" in err
+    assert "HVD_RENDEZVOUS_ADDR" in err
+    (code, _, err), _ = start_ranks(per_rank, [str(WORKER), "allreduce", "10"],
+                                    {"HVD_SECRET": "x" * 64, "HVD_RENDEZVOUS_ADDR": "10.255.255.1",
+                                     "HVD_RENDEZVOUS_PORT": str(free_port()),
+                                     "HVD_START_TIMEOUT": "3"})
+    assert code != 0 and "is not an address of its host" in err, err
