@@ -76,7 +76,7 @@ TEST_CASE("ssh targets: user@host and flags override ~/.ssh/config") {
                       Catch::Contains("--ssh-identity-file /nonexistent-home/key: no such file"));
 }
 
-TEST_CASE("--network-interface: one for all, or per host") {
+TEST_CASE("network interface flag: one for all, or per host") {
   std::vector<HostSlots> hosts{HostSlots("a", 2), HostSlots("b", 2)};
   auto all = parseNetworkInterfaces("eth1", hosts);
   CHECK(interfaceFor(all, "a") == "eth1");
