@@ -47,18 +47,14 @@ HostPlan planHosts(const LaunchOptions& o, const Environment& env) {
   return {{{"localhost", std::max(1, o.np)}}, "localhost", false, {}};
 }
 
-// Marks the hosts that are this machine, and rejects two entries that are one machine (two
-// names for this machine, or two names resolving to the same address), which would put two
-// sets of local ranks on one host.
+// Marks the hosts that are this machine, and rejects two names of one remote machine (they
+// resolve to the same address), which would give it two sets of local ranks. Several names
+// for this machine stay distinct "hosts" on purpose: that is how a placement over several
+// hosts is tried out on one machine, without SSH.
 void classifyHosts(HostPlan& plan) {
-  std::string localName;
   std::map<std::string, std::string> hostByAddress;
   for (const auto& h : plan.hosts) {
     if (net::isThisMachine(h.host)) {
-      if (!localName.empty())
-        throw InvalidArgument(plan.source + ": '" + localName + "' and '" + h.host +
-                              "' are both this machine; list it once with the total slots");
-      localName = h.host;
       plan.local.insert(h.host);
       continue;
     }

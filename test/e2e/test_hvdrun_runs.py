@@ -119,9 +119,10 @@ def test_slurm_allocation_gives_hosts_and_default_np(monkeypatch):
     assert r.stdout.count(" ok") == 3
     monkeypatch.setenv("SLURM_JOB_NODELIST", "node[01-02]")
     monkeypatch.setenv("SLURM_TASKS_PER_NODE", "2(x2)")
-    r = run_hvdrun("true")
-    assert r.returncode == 2
-    assert "the Slurm allocation (SLURM_JOB_NODELIST): host 'node01'" in r.stderr
+    r = run_hvdrun("--ssh-connect-timeout", 2, "true")
+    assert r.returncode == 1
+    assert "2 of 2 remote hosts failed the check; nothing was started" in r.stderr
+    assert "host 'node01'" in r.stderr and "host 'node02'" in r.stderr
     # Without the tasks per node it is not a usable allocation: -np is needed as usual.
     monkeypatch.delenv("SLURM_TASKS_PER_NODE")
     r = run_hvdrun(WORKER, "allreduce", 10)
