@@ -20,19 +20,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// A signal handler can reach only globals; it writes the signal number into this pipe, which
-// the event loop polls (the self-pipe trick).
-int gSignalPipe[2] = {-1, -1};
-
-void onSignal(int sig) {
-  int saved = errno;
-  unsigned char byte = static_cast<unsigned char>(sig);
-  ssize_t ignored = ::write(gSignalPipe[1], &byte, 1);
-  (void)ignored;
-  errno = saved;
-}
-
-constexpr int kHandledSignals[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP};
 // After the last worker exits, output still in flight gets this long to arrive.
 constexpr auto kDrainTime = std::chrono::seconds(2);
 
@@ -58,21 +45,11 @@ LocalJob::~LocalJob() {
   for (auto& w : workers_)
     for (int fd : w.fds)
       if (fd >= 0) ::close(fd);
-  for (int sig : kHandledSignals) ::signal(sig, SIG_DFL);
-  for (int& fd : gSignalPipe) {
-    if (fd >= 0) ::close(fd);
-    fd = -1;
-  }
 }
 
 int LocalJob::run() {
-  if (::pipe2(gSignalPipe, O_CLOEXEC | O_NONBLOCK) != 0)
-    throw IoError(std::string("signal pipe: ") + std::strerror(errno));
-  struct sigaction sa {};
-  sa.sa_handler = onSignal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  for (int sig : kHandledSignals) ::sigaction(sig, &sa, nullptr);
+  signals_ = std::make_unique<SignalPipe>(std::initializer_list<int>{SIGCHLD, SIGINT, SIGTERM,
+                                                                    SIGHUP});
   try {
     spawnAll();
   } catch (const Error& e) {
@@ -108,7 +85,7 @@ void LocalJob::spawnAll() {
 
 void LocalJob::eventLoop() {
   while (!allDone()) {
-    std::vector<pollfd> fds{{gSignalPipe[0], POLLIN, 0}};
+    std::vector<pollfd> fds{{signals_->fd(), POLLIN, 0}};
     std::vector<std::pair<Worker*, int>> owners{{nullptr, 0}};
     for (auto& w : workers_)
       for (int s = 0; s < 2; ++s)
@@ -129,8 +106,7 @@ void LocalJob::eventLoop() {
     for (std::size_t i = 1; n > 0 && i < fds.size(); ++i)
       if (fds[i].revents) readOutput(*owners[i].first, owners[i].second);
     if (n > 0 && fds[0].revents) {
-      unsigned char sig;
-      while (::read(gSignalPipe[0], &sig, 1) == 1) handleSignal(sig);
+      while (int sig = signals_->next()) handleSignal(sig);
     }
     now = Clock::now();
     if (killDeadline_ != Clock::time_point{} && now >= killDeadline_) {

@@ -15,6 +15,7 @@
 #include "launcher/orphan_guardian.h"
 #include "launcher/output_forwarder.h"
 #include "launcher/rank_assignment.h"
+#include "launcher/signal_pipe.h"
 #include "launcher/worker_env.h"
 
 namespace hvd::launcher {
@@ -56,6 +57,7 @@ class LocalJob {
   OrphanGuardian& guardian_;
   std::vector<Worker> workers_;
   std::unique_ptr<OutputForwarder> output_;
+  std::unique_ptr<SignalPipe> signals_;  // while run() runs
   int firstFailure_ = -1;     // rank
   int interruptSignal_ = 0;   // signal that interrupted hvdrun
   int interrupts_ = 0;

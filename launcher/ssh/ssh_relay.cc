@@ -12,20 +12,11 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "launcher/signal_pipe.h"
 #include "launcher/ssh/remote_command.h"
 
 namespace hvd::launcher::ssh {
 namespace {
-
-int gRelaySignalPipe[2] = {-1, -1};
-
-void onRelaySignal(int sig) {
-  int saved = errno;
-  unsigned char byte = static_cast<unsigned char>(sig);
-  ssize_t ignored = ::write(gRelaySignalPipe[1], &byte, 1);
-  (void)ignored;
-  errno = saved;
-}
 
 void writeAll(int fd, const char* data, std::size_t size) {
   while (size > 0) {
@@ -122,11 +113,12 @@ int runSshRelay() {
     fail(e.what());
   }
   ::unsetenv(kRelaySpecVariable);
-  if (::pipe2(gRelaySignalPipe, O_CLOEXEC | O_NONBLOCK) != 0) fail("relay: cannot create a pipe");
-  struct sigaction sa {};
-  sa.sa_handler = onRelaySignal;
-  sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+  std::unique_ptr<SignalPipe> signals;
+  try {
+    signals = std::make_unique<SignalPipe>(std::initializer_list<int>{SIGTERM, SIGINT, SIGHUP});
+  } catch (const Error& e) {
+    fail(std::string("relay: ") + e.what());
+  }
   ::signal(SIGPIPE, SIG_IGN);
 
   std::unique_ptr<SshSession> session;
@@ -175,10 +167,7 @@ int runSshRelay() {
     }
     if (libssh2_channel_eof(channel)) break;
     if (progressed) continue;
-    unsigned char sig = 0;
-    if (::read(gRelaySignalPipe[0], &sig, 1) == 1 && !lifelineClosed) {
-      lifelineClosed = true;  // the remote script now stops the rank's group
-    }
+    if (signals->next()) lifelineClosed = true;  // the remote script stops the rank's group
     if (lifelineClosed && !eofSent) {
       int rc = libssh2_channel_send_eof(channel);
       if (rc == 0) eofSent = true;
@@ -191,7 +180,7 @@ int runSshRelay() {
     if (dirs & LIBSSH2_SESSION_BLOCK_INBOUND) events |= POLLIN;
     if (dirs & LIBSSH2_SESSION_BLOCK_OUTBOUND) events |= POLLOUT;
     pollfd fds[2] = {{session->socket(), static_cast<short>(events ? events : POLLIN), 0},
-                     {gRelaySignalPipe[0], POLLIN, 0}};
+                     {signals->fd(), POLLIN, 0}};
     int n = ::poll(fds, 2, std::max(1, nextKeepalive) * 1000);
     if (n < 0 && errno != EINTR) fail("relay: poll failed: " + std::string(std::strerror(errno)));
     if (fds[0].revents & (POLLERR | POLLHUP) && !(fds[0].revents & POLLIN))
