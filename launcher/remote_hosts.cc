@@ -45,6 +45,7 @@ ssh::SshTarget sshTargetFor(const HostSlots& host, const SshOptions& options,
   for (const auto& f : config.identityFiles) t.identityFiles.push_back(f);
   for (const char* name : {"id_ed25519", "id_ecdsa", "id_rsa"})
     t.identityFiles.push_back(home + "/.ssh/" + name);
+  if (auto agent = env.find("SSH_AUTH_SOCK"); agent != env.end()) t.agentSocket = agent->second;
   t.knownHostsPath = home + "/.ssh/known_hosts";
   t.hostKeyPolicy =
       options.noHostKeyCheck ? ssh::HostKeyPolicy::Off : ssh::HostKeyPolicy::AcceptNew;

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "common/params.h"
 #include "launcher/signal_pipe.h"
 #include "launcher/ssh/remote_command.h"
 
@@ -75,6 +76,7 @@ std::string encodeRelaySpec(const RelaySpec& spec) {
                       {"address", t.address},
                       {"port", t.port},
                       {"user", t.user},
+                      {"agent_socket", t.agentSocket},
                       {"identity_files", t.identityFiles},
                       {"known_hosts", t.knownHostsPath},
                       {"host_key_policy", policyName(t.hostKeyPolicy)},
@@ -92,6 +94,7 @@ RelaySpec decodeRelaySpec(const std::string& text) {
     t.address = j.at("address").get<std::string>();
     t.port = j.at("port").get<int>();
     t.user = j.at("user").get<std::string>();
+    t.agentSocket = j.at("agent_socket").get<std::string>();
     t.identityFiles = j.at("identity_files").get<std::vector<std::string>>();
     t.knownHostsPath = j.at("known_hosts").get<std::string>();
     t.hostKeyPolicy = policyFromName(j.at("host_key_policy").get<std::string>());
@@ -104,15 +107,16 @@ RelaySpec decodeRelaySpec(const std::string& text) {
 }
 
 int runSshRelay() {
-  const char* text = std::getenv(kRelaySpecVariable);
-  if (!text) fail(std::string(kRelayFlag) + " is internal to hvdrun (no " + kRelaySpecVariable + ")");
+  auto env = params::environmentSnapshot();
+  auto text = env.find(kRelaySpecVariable);
+  if (text == env.end())
+    fail(std::string(kRelayFlag) + " is internal to hvdrun (no " + kRelaySpecVariable + ")");
   RelaySpec spec;
   try {
-    spec = decodeRelaySpec(text);
+    spec = decodeRelaySpec(text->second);
   } catch (const Error& e) {
     fail(e.what());
   }
-  ::unsetenv(kRelaySpecVariable);
   std::unique_ptr<SignalPipe> signals;
   try {
     signals = std::make_unique<SignalPipe>(std::initializer_list<int>{SIGTERM, SIGINT, SIGHUP});

@@ -269,9 +269,10 @@ void SshSession::authenticate() {
   std::string offered = methods ? methods : "(none listed)";
   std::vector<std::string> tried;
 
-  if (const char* sock = std::getenv("SSH_AUTH_SOCK"); sock && *sock) {
+  if (const std::string& sock = target_.agentSocket; !sock.empty()) {
     std::unique_ptr<LIBSSH2_AGENT, decltype(&libssh2_agent_free)> agent(
         libssh2_agent_init(session_), libssh2_agent_free);
+    if (agent) libssh2_agent_set_identity_path(agent.get(), sock.c_str());
     if (agent && libssh2_agent_connect(agent.get()) == 0 &&
         libssh2_agent_list_identities(agent.get()) == 0) {
       libssh2_agent_publickey* identity = nullptr;
@@ -286,7 +287,7 @@ void SshSession::authenticate() {
       libssh2_agent_disconnect(agent.get());
       tried.push_back("ssh-agent (" + std::to_string(keys) + " keys, none accepted)");
     } else {
-      tried.push_back(std::string("ssh-agent (cannot use SSH_AUTH_SOCK=") + sock + ")");
+      tried.push_back("ssh-agent (cannot use SSH_AUTH_SOCK=" + sock + ")");
     }
   }
   for (const auto& file : target_.identityFiles) {

@@ -29,6 +29,7 @@ struct SshTarget {
   std::string address;  // what to connect to (ssh_config HostName, else the alias)
   int port = 22;
   std::string user;
+  std::string agentSocket;                 // ssh-agent's socket (SSH_AUTH_SOCK); empty: none
   std::vector<std::string> identityFiles;  // tried in order after the agent
   std::string knownHostsPath;
   HostKeyPolicy hostKeyPolicy = HostKeyPolicy::AcceptNew;

@@ -320,3 +320,27 @@ def _ppid(pid):
         return int(pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     except (OSError, IndexError, ValueError):
         return -1
+
+
+def test_keys_from_ssh_agent_authenticate(hosts, tmp_path):
+    """No key file in ~/.ssh: the only key is held by an ssh-agent."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    shutil.copy(hosts.home / ".ssh" / "known_hosts", home / ".ssh" / "known_hosts")
+    sock = tmp_path / "agent.sock"
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL)
+    try:
+        wait_for(sock.exists, 10, "ssh-agent's socket")
+        env = hosts.env(HOME=str(home), SSH_AUTH_SOCK=str(sock))
+        subprocess.run(["ssh-add", "-q", str(hosts.key)], env=env, check=True,
+                       capture_output=True)
+        r = hvdrun(hosts, "-np", 2, "-H", hosts.hosts(1), sys.executable, "-c", TOPOLOGY_WORKER,
+                   env=env)
+        assert r.returncode == 0, r.stderr
+        assert sorted(topology_lines(r.stdout)) == [0, 1]
+        r = hvdrun(hosts, "-np", 1, "-H", f"{hosts.addresses[0]}:1", "true",
+                   env=hosts.env(HOME=str(home)))
+        assert "authentication failed" in r.stderr, "without the agent there is no key"
+    finally:
+        agent.terminate()
+        agent.wait(10)

@@ -60,7 +60,7 @@ TEST_CASE("ssh_config: host patterns") {
 }
 
 TEST_CASE("ssh targets: user@host and flags override ~/.ssh/config") {
-  Environment env{{"HOME", "/nonexistent-home"}};
+  Environment env{{"HOME", "/nonexistent-home"}, {"SSH_AUTH_SOCK", "/tmp/agent.sock"}};
   SshOptions o;
   o.port = 2022;
   auto t = sshTargetFor(HostSlots("node1", 2, "alice"), o, env);
@@ -69,6 +69,7 @@ TEST_CASE("ssh targets: user@host and flags override ~/.ssh/config") {
   CHECK(t.port == 2022);
   CHECK(t.user == "alice");
   CHECK(t.knownHostsPath == "/nonexistent-home/.ssh/known_hosts");
+  CHECK(t.agentSocket == "/tmp/agent.sock");
   CHECK(t.identityFiles.front() == "/nonexistent-home/.ssh/id_ed25519");
   CHECK(t.hostKeyPolicy == HostKeyPolicy::AcceptNew);
   o.identityFile = "/nonexistent-home/key";
@@ -101,6 +102,7 @@ TEST_CASE("relay specs survive encoding, and malformed ones are refused") {
   spec.target.port = 2222;
   spec.target.user = "relay-user";
   spec.target.identityFiles = {"/k1", "/k2"};
+  spec.target.agentSocket = "/run/agent.sock";
   spec.target.knownHostsPath = "/kh";
   spec.target.hostKeyPolicy = HostKeyPolicy::Strict;
   spec.target.connectTimeout = std::chrono::milliseconds(1500);
@@ -108,6 +110,7 @@ TEST_CASE("relay specs survive encoding, and malformed ones are refused") {
   auto back = decodeRelaySpec(encodeRelaySpec(spec));
   CHECK(back.target.describe() == spec.target.describe());
   CHECK(back.target.identityFiles == spec.target.identityFiles);
+  CHECK(back.target.agentSocket == spec.target.agentSocket);
   CHECK(back.target.hostKeyPolicy == HostKeyPolicy::Strict);
   CHECK(back.target.connectTimeout == spec.target.connectTimeout);
   CHECK(back.script == spec.script);
