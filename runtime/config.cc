@@ -113,21 +113,24 @@ Config Config::fromEnvironment() {
   auto external = detectExternalLaunch(env);
   if (!external) return fromParams(params::ParamValues::fromMap(env));
   for (const auto& [k, v] : external->params) env.insert({k, v});  // explicit HVD_* win
-  int size = std::stoi(env["HVD_SIZE"]);
+  // Read through the registry, so Horovod's names (HOROVOD_GLOO_RENDEZVOUS_ADDR, ...) count.
+  auto values = params::ParamValues::fromMap(env);
+  int64_t size = values.getInt("HVD_SIZE");
   if (size > 1) {
     const std::string how = " (the job script exports it to every rank; see docs/cluster.md)";
-    if (env["HVD_RENDEZVOUS_ADDR"].empty())
-      throw InvalidArgument(external->launcher + " started " + std::to_string(size) +
-                            " ranks without hvdrun, but HVD_RENDEZVOUS_ADDR (rank 0's host, "
-                            "where rank 0 serves the rendezvous) is not set" + how);
-    if (env["HVD_RENDEZVOUS_PORT"].empty())
+    if (values.getString("HVD_RENDEZVOUS_ADDR").empty())
+      throw InvalidArgument(detail::concat(external->launcher, " started ", size,
+                                           " ranks without hvdrun, but HVD_RENDEZVOUS_ADDR (rank "
+                                           "0's host, where rank 0 serves the rendezvous) is not "
+                                           "set", how));
+    if (values.getInt("HVD_RENDEZVOUS_PORT") == 0)
       throw InvalidArgument(external->launcher + ": HVD_RENDEZVOUS_PORT is not set" + how);
-    if (env["HVD_SECRET"].empty())
+    if (values.getString("HVD_SECRET").empty())
       throw InvalidArgument(external->launcher +
                             ": HVD_SECRET is not set; the ranks need a shared secret, e.g. "
                             "export HVD_SECRET=$(openssl rand -hex 32)" + how);
   }
-  Config c = fromParams(params::ParamValues::fromMap(env));
+  Config c = fromParams(values);
   c.externalLauncher = external->launcher;
   c.servesRendezvous = size > 1 && c.topology.rank == 0;
   return c;

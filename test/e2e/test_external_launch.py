@@ -93,3 +93,13 @@ def test_missing_secret_or_address_is_explained():
                                      "HVD_RENDEZVOUS_PORT": str(free_port()),
                                      "HVD_START_TIMEOUT": "3"})
     assert code != 0 and "is not an address of its host" in err, err
+
+
+def test_horovod_names_for_the_rendezvous_are_accepted():
+    common = {"HOROVOD_GLOO_RENDEZVOUS_ADDR": "127.0.0.1",
+              "HOROVOD_GLOO_RENDEZVOUS_PORT": str(free_port()), "HVD_SECRET": "ab" * 32,
+              "HVD_START_TIMEOUT": "20"}
+    for code, out, err in start_ranks([slurm_env(r, "2") for r in range(2)],
+                                      [str(WORKER), "allreduce", "100"], common):
+        assert code == 0, err
+        assert "ok" in out
