@@ -25,8 +25,6 @@ std::string numeric(const sockaddr* sa) {
   return text;
 }
 
-bool isLoopbackAddress(const std::string& a) { return a.rfind("127.", 0) == 0 || a == "::1"; }
-
 }  // namespace
 
 std::vector<InterfaceAddress> interfaceAddresses() {
@@ -78,14 +76,18 @@ std::vector<std::string> resolve(const std::string& host) {
   return out;
 }
 
-bool isThisMachine(const std::string& host) {
+bool isLoopback(const std::string& a) { return a.rfind("127.", 0) == 0 || a == "::1"; }
+
+bool isThisMachine(const std::string& host) { return isThisMachine(host, resolve(host)); }
+
+bool isThisMachine(const std::string& host, const std::vector<std::string>& addresses) {
   char name[256] = {};
-  if (host == "localhost" || isLoopbackAddress(host) ||
+  if (host == "localhost" || isLoopback(host) ||
       (::gethostname(name, sizeof name - 1) == 0 && host == name))
     return true;
   auto local = interfaceAddresses();
-  for (const auto& address : resolve(host)) {
-    if (isLoopbackAddress(address)) return true;
+  for (const auto& address : addresses) {
+    if (isLoopback(address)) return true;
     for (const auto& a : local)
       if (a.address == address) return true;
   }

@@ -25,8 +25,11 @@ std::string addressOfInterface(const std::string& iface, const std::string& host
 // Numeric addresses `host` resolves to; empty when it does not resolve.
 std::vector<std::string> resolve(const std::string& host);
 
-// True if `host` is a loopback name or address, this machine's hostname, or resolves to an
-// address of one of this machine's interfaces.
-bool isThisMachine(const std::string& host);
+bool isLoopback(const std::string& address);  // 127.0.0.0/8 or ::1
+
+// True if `host` is a loopback name or address, this machine's hostname, or one of `addresses`
+// (what `host` resolves to) is loopback or an address of this machine's interfaces.
+bool isThisMachine(const std::string& host, const std::vector<std::string>& addresses);
+bool isThisMachine(const std::string& host);  // resolves `host` itself
 
 }  // namespace hvd::net

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <set>
 
@@ -54,11 +55,12 @@ HostPlan planHosts(const LaunchOptions& o, const Environment& env) {
 void classifyHosts(HostPlan& plan) {
   std::map<std::string, std::string> hostByAddress;
   for (const auto& h : plan.hosts) {
-    if (net::isThisMachine(h.host)) {
+    auto addresses = net::resolve(h.host);
+    if (net::isThisMachine(h.host, addresses)) {
       plan.local.insert(h.host);
       continue;
     }
-    for (const auto& address : net::resolve(h.host)) {
+    for (const auto& address : addresses) {
       auto [it, fresh] = hostByAddress.emplace(address, h.host);
       if (!fresh && it->second != h.host)
         throw InvalidArgument(plan.source + ": '" + it->second + "' and '" + h.host +
@@ -116,11 +118,11 @@ std::vector<ssh::SshTarget> remoteTargets(const LaunchOptions& o, const HostPlan
 // Returns this machine's address on the connection to each host.
 std::map<std::string, std::string> checkRemoteHosts(
     const std::vector<ssh::SshTarget>& targets, const LaunchOptions& o, const Environment& env,
-    const std::map<std::string, std::string>& interfaces) {
+    const std::string& cwd, const std::map<std::string, std::string>& interfaces) {
   std::vector<ssh::PreflightHost> checks;
   Environment forwarded = ssh::forwardedEnvironment(env);
   for (const auto& t : targets)
-    checks.push_back({t, ssh::checkScript({t.alias, workingDirectory(), forwarded, o.command,
+    checks.push_back({t, ssh::checkScript({t.alias, cwd, forwarded, o.command,
                                            interfaceFor(interfaces, t.alias),
                                            static_cast<int>(o.grace.count())})});
   auto report = ssh::preflight(checks);
@@ -150,7 +152,7 @@ std::string rendezvousAddress(const HostPlan& plan, const std::vector<ssh::SshTa
           "this machine reaches {} from {} but {} from {}; the rendezvous listens on {} only "
           "(choose with --network-interface)",
           targets.front().alias, chosen, t.alias, localAddressByHost.at(t.alias), chosen);
-  if (chosen.rfind("127.", 0) == 0 || chosen == "::1")
+  if (net::isLoopback(chosen))
     throw InvalidArgument("a multi-host job cannot use the loopback address " + chosen +
                           "; choose an interface with --network-interface");
   return chosen;
@@ -169,14 +171,15 @@ int launch(const LaunchOptions& options) {
   int np = rankCount(options, plan);
   auto placements = assignRanks(hosts, np);
   auto interfaces = parseNetworkInterfaces(options.networkInterface, hosts);
-  std::string localExecutable;
-  for (const auto& p : placements)
-    if (plan.local.count(p.hostname) && localExecutable.empty())
-      localExecutable = resolveExecutable(options.command[0], base);
+  bool anyLocal = std::any_of(placements.begin(), placements.end(),
+                              [&](const RankPlacement& p) { return plan.local.count(p.hostname); });
+  std::string localExecutable = anyLocal ? resolveExecutable(options.command[0], base) : "";
+  std::string cwd = workingDirectory();
   // Threads (the preflight's) end before the guardian forks.
   auto targets = remoteTargets(options, plan, placements, base);
   std::map<std::string, std::string> localAddressByHost;
-  if (!targets.empty()) localAddressByHost = checkRemoteHosts(targets, options, base, interfaces);
+  if (!targets.empty())
+    localAddressByHost = checkRemoteHosts(targets, options, base, cwd, interfaces);
   std::string bindAddress = rendezvousAddress(plan, targets, localAddressByHost, interfaces);
 
   // The guardian forks without exec, so it must exist before the server's thread does.
@@ -199,7 +202,6 @@ int launch(const LaunchOptions& options) {
   Environment extra(options.runtimeParams.begin(), options.runtimeParams.end());
   extra["HVD_START_TIMEOUT"] = std::to_string(options.startTimeout.count());
   if (!extra.count("HVD_LOG_LEVEL")) extra["HVD_LOG_LEVEL"] = options.logLevel;
-  std::string cwd = workingDirectory();
   std::string self = targets.empty() ? "" : selfExecutable();
   std::vector<WorkerSpec> workers;
   for (const auto& p : placements) {

@@ -80,16 +80,14 @@ int connectWithTimeout(const SshTarget& t, const std::string& where) {
     lastErrno = err;
     if (remainingMs(deadline) == 0) break;
   }
-  std::string timeout = std::to_string(t.connectTimeout.count() / 1000.0);
-  timeout.erase(timeout.find_last_not_of('0') + 1);
-  if (timeout.back() == '.') timeout.pop_back();
+  std::string timeout = std::to_string(t.connectTimeout.count()) + " ms";
   switch (lastErrno) {
     case ECONNREFUSED:
       throw SshError(SshFailure::Refused,
                      where + "connection refused (is sshd running on port " + port + "?)");
     case ETIMEDOUT:
       throw SshError(SshFailure::Timeout, where + "connection timed out after " + timeout +
-                                              " s (--ssh-connect-timeout)");
+                                              " (--ssh-connect-timeout)");
     case EHOSTUNREACH:
     case ENETUNREACH:
     case ENETDOWN:
