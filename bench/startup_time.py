@@ -1,8 +1,12 @@
 """Time from starting the launcher to every rank initialised (connected and past a barrier):
-hvdrun with 4 ranks of a C++ worker (hvd-bench --startup) on this machine, hvdrun with 4 ranks on
-2 SSH hosts (network namespaces running real sshd, as in the e2e tests; needs root), and
-torchrun with 4 ranks of init_process_group(gloo) + barrier as the peer, in one run. Rounds
-alternate the configurations; medians are reported because the machine is shared and noisy.
+hvdrun with 4 ranks of a C++ worker (hvd-bench --startup) on this machine, and torchrun with 4
+ranks of init_process_group(gloo) + barrier as its peer; hvdrun with 4 ranks on 2 SSH hosts
+(network namespaces running real sshd, as in the e2e tests; needs root), and OpenMPI's mpirun of
+an MPI_Init + MPI_Barrier program on the same hosts as its peer. The SSH cases run twice: with
+this machine's own login scripts (every remote shell reads ~/.bashrc) and with a plain login
+(an empty HOME), since a slow ~/.bashrc is paid once per remote shell by any SSH launcher.
+Rounds alternate the configurations; medians are reported because the machine is shared and
+noisy.
 
     python bench/startup_time.py --rounds 10 --json bench/results/startup_time.json
 """
@@ -50,22 +54,48 @@ def main():
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--no-ssh", action="store_true", help="skip the SSH configuration")
     ap.add_argument("--no-torchrun", action="store_true", help="skip the torchrun peer")
+    ap.add_argument("--no-mpirun", action="store_true", help="skip the mpirun peer")
     args = ap.parse_args()
 
     configs = {"hvdrun local 4 ranks": lambda: timed(
         [str(HVDRUN), "-np", "4", "-H", "localhost:4", str(WORKER), "--startup"])}
-    hosts = None
+    host_sets = []
     skipped = {}
+    mpi_program = None
+    if not args.no_mpirun and shutil.which("mpicc") and shutil.which("mpirun"):
+        mpi_program = pathlib.Path(tempfile.mkdtemp()) / "mpi_startup"
+        subprocess.run(["mpicc", "-O2", str(REPO / "bench" / "peers" / "mpi_startup.c"), "-o",
+                        str(mpi_program)], check=True)
+    elif not args.no_mpirun:
+        skipped["mpirun ssh"] = "mpicc/mpirun not found (Debian: openmpi-bin libopenmpi-dev)"
     if not args.no_ssh:
         from ssh_hosts import SSH_PORT, SshHosts, unavailable_reason
         reason = unavailable_reason()
         if reason:
-            skipped["hvdrun ssh 2 hosts x 2 ranks"] = reason
+            skipped["hvdrun ssh"] = reason
         else:
-            hosts = SshHosts(2, 240).start()
-            configs["hvdrun ssh 2 hosts x 2 ranks"] = lambda: timed(
-                [str(HVDRUN), "--ssh-port", str(SSH_PORT), "-np", "4", "-H", hosts.hosts(2),
-                 str(WORKER), "--startup"], env=hosts.env())
+            plain_home = pathlib.Path(tempfile.mkdtemp(prefix="hvd-plain-home-"))
+            for label, subnet, home in (("own login", 240, None), ("plain login", 239, plain_home)):
+                hosts = SshHosts(2, subnet, login_home=home).start()
+                host_sets.append(hosts)
+                configs[f"hvdrun ssh 2 hosts x 2 ranks ({label})"] = (
+                    lambda hosts=hosts: timed(
+                        [str(HVDRUN), "--ssh-port", str(SSH_PORT), "-np", "4", "-H",
+                         hosts.hosts(2), str(WORKER), "--startup"], env=hosts.env()))
+                if mpi_program:
+                    # ssh reads the passwd entry's home, not $HOME: name the files.
+                    agent = (f"ssh -p {SSH_PORT} -i {hosts.key} -o BatchMode=yes "
+                             "-o StrictHostKeyChecking=accept-new "
+                             f"-o UserKnownHostsFile={hosts.home}/.ssh/known_hosts")
+                    subnet_cidr = hosts.prefix + ".0/24"
+                    configs[f"mpirun ssh 2 hosts x 2 ranks ({label})"] = (
+                        lambda hosts=hosts, agent=agent, cidr=subnet_cidr: timed(
+                            ["mpirun", "-np", "4", "-H", hosts.hosts(2),
+                             "--mca", "plm_rsh_agent", agent, "--mca", "btl", "tcp,self",
+                             "--mca", "btl_tcp_if_include", cidr,
+                             "--mca", "oob_tcp_if_include", cidr, str(mpi_program)],
+                            env=hosts.env(OMPI_ALLOW_RUN_AS_ROOT="1",
+                                          OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")))
     torchrun = shutil.which("torchrun", path=str(pathlib.Path(sys.executable).parent))
     script = None
     if not args.no_torchrun and torchrun:
@@ -87,18 +117,18 @@ def main():
                 samples[name]["initialised_s"].append(init)
                 samples[name]["launcher_exit_s"].append(total)
     finally:
-        if hosts:
+        for hosts in host_sets:
             hosts.close()
     results = {}
-    print(f"{'configuration':34} {'to all initialised (median)':>28} {'launcher exit':>14}")
+    print(f"{'configuration':44} {'to all initialised (median)':>28} {'launcher exit':>14}")
     for name, s in samples.items():
         med = statistics.median(s["initialised_s"])
         results[name] = {"median_initialised_ms": round(med * 1000, 1),
                          "median_launcher_exit_ms": round(statistics.median(s["launcher_exit_s"]) * 1000, 1),
                          "samples_initialised_ms": [round(x * 1000, 1) for x in s["initialised_s"]]}
-        print(f"{name:34} {med * 1000:25.1f} ms {statistics.median(s['launcher_exit_s']) * 1000:11.1f} ms")
+        print(f"{name:44} {med * 1000:25.1f} ms {statistics.median(s['launcher_exit_s']) * 1000:11.1f} ms")
     for name, why in skipped.items():
-        print(f"{name:34} skipped: {why}")
+        print(f"{name:44} skipped: {why}")
     if args.json:
         pathlib.Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         with open(args.json, "w") as f:

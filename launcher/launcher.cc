@@ -13,7 +13,7 @@
 #include "common/params.h"
 #include "launcher/host_spec.h"
 #include "launcher/hostfile.h"
-#include "launcher/local_job.h"
+#include "launcher/job.h"
 #include "launcher/local_spawner.h"
 #include "launcher/orphan_guardian.h"
 #include "launcher/python_path.h"
@@ -22,7 +22,7 @@
 #include "launcher/slurm.h"
 #include "launcher/ssh/remote_command.h"
 #include "launcher/ssh/ssh_preflight.h"
-#include "launcher/ssh/ssh_relay.h"
+#include "launcher/ssh/remote_ranks.h"
 
 namespace hvd::launcher {
 namespace {
@@ -95,13 +95,6 @@ std::string workingDirectory() {
   return buf;
 }
 
-std::string selfExecutable() {
-  char buf[PATH_MAX] = {};
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) throw IoError("cannot find hvdrun's own executable (/proc/self/exe)");
-  return std::string(buf, static_cast<std::size_t>(n));
-}
-
 // The remote hosts that get ranks, in order, with how to reach each.
 std::vector<ssh::SshTarget> remoteTargets(const LaunchOptions& o, const HostPlan& plan,
                                           const std::vector<RankPlacement>& placements,
@@ -115,16 +108,22 @@ std::vector<ssh::SshTarget> remoteTargets(const LaunchOptions& o, const HostPlan
 }
 
 // Checks every remote host at once; throws one report of all failures, before any rank starts.
-// Returns this machine's address on the connection to each host.
-std::map<std::string, std::string> checkRemoteHosts(
-    const std::vector<ssh::SshTarget>& targets, const LaunchOptions& o, const Environment& env,
+// Returns this machine's address on the connection to each host, and the checked connections.
+ssh::PreflightReport checkRemoteHosts(
+    const std::vector<ssh::SshTarget>& targets, const std::vector<RankPlacement>& placements,
+    const LaunchOptions& o, const Environment& env,
     const std::string& cwd, const std::map<std::string, std::string>& interfaces) {
   std::vector<ssh::PreflightHost> checks;
   Environment forwarded = ssh::forwardedEnvironment(env);
-  for (const auto& t : targets)
-    checks.push_back({t, ssh::checkScript({t.alias, cwd, forwarded, o.command,
-                                           interfaceFor(interfaces, t.alias),
-                                           static_cast<int>(o.grace.count())})});
+  for (const auto& t : targets) {
+    std::size_t ranks = 0;
+    for (const auto& p : placements) ranks += p.hostname == t.alias;
+    checks.push_back({t,
+                      ssh::checkScript({t.alias, cwd, forwarded, o.command,
+                                        interfaceFor(interfaces, t.alias),
+                                        static_cast<int>(o.grace.count())}),
+                      ranks});
+  }
   auto report = ssh::preflight(checks);
   if (!report.failures.empty()) {
     std::string text = detail::concat("cannot start the job: ", report.failures.size(), " of ",
@@ -133,7 +132,7 @@ std::map<std::string, std::string> checkRemoteHosts(
     for (const auto& f : report.failures) text += "\n  " + f;
     throw Error(text);
   }
-  return report.localAddressByHost;
+  return report;
 }
 
 // The address the rendezvous listens on: loopback for a one-machine job; otherwise this
@@ -175,15 +174,16 @@ int launch(const LaunchOptions& options) {
                               [&](const RankPlacement& p) { return plan.local.count(p.hostname); });
   std::string localExecutable = anyLocal ? resolveExecutable(options.command[0], base) : "";
   std::string cwd = workingDirectory();
-  // Threads (the preflight's) end before the guardian forks.
+  // The guardian forks without exec, so it must exist before any thread (the preflight's, the
+  // rendezvous server's, the remote hosts') does, and before any SSH connection it would inherit.
+  auto guardian = OrphanGuardian::start(options.grace);
   auto targets = remoteTargets(options, plan, placements, base);
+  ssh::PreflightReport checked;
+  if (!targets.empty()) checked = checkRemoteHosts(targets, placements, options, base, cwd, interfaces);
   std::map<std::string, std::string> localAddressByHost;
-  if (!targets.empty())
-    localAddressByHost = checkRemoteHosts(targets, options, base, cwd, interfaces);
+  for (const auto& [alias, ready] : checked.ready) localAddressByHost[alias] = ready.localAddress;
   std::string bindAddress = rendezvousAddress(plan, targets, localAddressByHost, interfaces);
 
-  // The guardian forks without exec, so it must exist before the server's thread does.
-  auto guardian = OrphanGuardian::start(options.grace);
   JobIdentity job;
   job.secret = auth::randomHex(32);
   job.jobId = auth::randomHex(8);
@@ -202,34 +202,27 @@ int launch(const LaunchOptions& options) {
   Environment extra(options.runtimeParams.begin(), options.runtimeParams.end());
   extra["HVD_START_TIMEOUT"] = std::to_string(options.startTimeout.count());
   if (!extra.count("HVD_LOG_LEVEL")) extra["HVD_LOG_LEVEL"] = options.logLevel;
-  std::string self = targets.empty() ? "" : selfExecutable();
   std::vector<WorkerSpec> workers;
+  std::map<std::string, std::vector<ssh::RemoteRankSpec>> remoteByHost;
   for (const auto& p : placements) {
     Environment env = workerEnvironment(base, p, job, options.exports, extra);
     std::string iface = interfaceFor(interfaces, p.hostname);
     if (!iface.empty()) env["HVD_NETWORK_INTERFACE"] = iface;
     if (plan.local.count(p.hostname)) {
-      workers.push_back({p, env, localExecutable, options.command, false});
+      workers.push_back({p, env, localExecutable, options.command});
     } else {
-      ssh::SshTarget target;
-      for (const auto& t : targets)
-        if (t.alias == p.hostname) target = t;
-      // The preflight recorded unknown host keys; from here on, a key must match.
-      if (target.hostKeyPolicy == ssh::HostKeyPolicy::AcceptNew)
-        target.hostKeyPolicy = ssh::HostKeyPolicy::Strict;
       ssh::RemoteRun run{p.hostname, cwd, ssh::forwardedEnvironment(env), options.command, iface,
                          static_cast<int>(options.grace.count())};
-      Environment relayEnv = base;
-      relayEnv[ssh::kRelaySpecVariable] = ssh::encodeRelaySpec({target, ssh::runScript(run)});
-      workers.push_back({p, relayEnv, self,
-                         {"hvdrun", ssh::kRelayFlag, p.hostname, "rank", std::to_string(p.rank)},
-                         true});
+      remoteByHost[p.hostname].push_back({p, ssh::runScript(run)});
     }
     log->info("rank {}: host {} local {}/{} cross {}/{}", p.rank, p.hostname, p.localRank,
               p.localSize, p.crossRank, p.crossSize);
   }
-  LocalJob localJob(options, std::move(workers), *guardian);
-  return localJob.run();
+  ssh::RemoteRanks remote;
+  for (const auto& t : targets)
+    remote.addHost(std::move(checked.ready.at(t.alias)), std::move(remoteByHost[t.alias]));
+  Job running(options, std::move(workers), remote, *guardian);
+  return running.run();
 }
 
 }  // namespace hvd::launcher

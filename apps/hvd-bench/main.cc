@@ -79,6 +79,7 @@ int main(int argc, char** argv) {
       std::printf("HVD_INITIALISED %lld\n",
                   static_cast<long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()));
       std::fflush(stdout);
+      rt->shutdown();  // collective: no rank leaves while another still talks to it
       return 0;
     }
     if (engine) {

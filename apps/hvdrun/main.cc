@@ -10,7 +10,6 @@
 #include "common/params.h"
 #include "launcher/launcher.h"
 #include "launcher/runtime_flags.h"
-#include "launcher/ssh/ssh_relay.h"
 
 #ifndef HVD_VERSION
 #define HVD_VERSION "unknown"
@@ -40,9 +39,6 @@ std::vector<std::string> normaliseArgs(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // hvdrun starts itself as the local stand-in of each remote rank (launcher/ssh/ssh_relay.h).
-  if (argc > 1 && std::string(argv[1]) == hvd::launcher::ssh::kRelayFlag)
-    return hvd::launcher::ssh::runSshRelay();
   using hvd::launcher::LaunchOptions;
   LaunchOptions o;
   CLI::App app{"hvdrun: start a data-parallel job of N ranks and forward their output", "hvdrun"};

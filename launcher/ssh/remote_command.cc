@@ -12,7 +12,7 @@ bool ignored(const std::string& name) {
       "LS_COLORS", "TMUX", "TMUX_PANE", "STY", "WINDOW", "MOTD_SHOWN"};
   for (const char* e : kExact)
     if (name == e) return true;
-  for (const char* prefix : {"SSH_", "BASH_FUNC_", "HVD_SSH_RELAY"})
+  for (const char* prefix : {"SSH_", "BASH_FUNC_"})
     if (name.rfind(prefix, 0) == 0) return true;
   static const std::regex kShellName("^[A-Za-z_][A-Za-z0-9_]*$");
   return !std::regex_match(name, kShellName);
@@ -76,14 +76,20 @@ std::string shellQuote(const std::string& s) {
   return out + "'";
 }
 
+// Reads one framed() script from stdin and runs it in this shell. `head -c` may read past its
+// count on a pipe, which is safe because nothing follows a frame until the script has answered.
+constexpr const char* kReadFrame = "IFS= read -r n && s=$(head -c \"$n\") && eval \"$s\"";
+
 std::string bootstrapCommand() {
-  return "exec /bin/sh -c 'IFS= read -r n && s=$(head -c \"$n\") && eval \"$s\"'";
+  return std::string("exec /bin/sh -c '") + kReadFrame + "'";
 }
 
-std::string checkScript(const RemoteRun& run) { return checks(run) + "exit 0\n"; }
+std::string checkScript(const RemoteRun& run) {
+  return checks(run) + "echo " + kReadyLine + "\n" + kReadFrame + " || exit 0\n";
+}
 
 std::string runScript(const RemoteRun& run) {
-  std::string s = checks(run);
+  std::string s;
   for (const auto& [name, value] : run.env)
     s.append(name).append("=").append(shellQuote(value)).append("; export ").append(name).append("\n");
   std::string command;

@@ -1,6 +1,6 @@
 // What runs on a remote host, as text. The command line sshd sees (and `ps` shows) is a fixed
-// bootstrap with nothing of the job in it; the real script (working directory, environment with
-// the job secret, the user's command) follows on the channel's stdin, prefixed by its length.
+// bootstrap with nothing of the job in it; the real scripts (checks, then environment with the
+// job secret and the user's command) follow on the channel's stdin, each prefixed by its length.
 // The rest of stdin stays open as a lifeline: when it ends (hvdrun closed the channel, or its
 // connection died), the script ends the command's process group, SIGTERM then SIGKILL, so no
 // rank outlives its channel. Pure: no I/O.
@@ -33,14 +33,22 @@ struct RemoteRun {
   int graceSeconds = 10;   // between SIGTERM and SIGKILL when the lifeline ends
 };
 
-// Checks the remote side can run argv from workingDir with env's PATH: the directory, the
-// program, a script named as its first argument (*.py, *.sh), the network interface. Each
-// failure prints "<hostLabel>: <path>: not found" (or what is missing) on stderr and the script
-// exits 127.
+// Line the check script prints on stdout when every check passed.
+inline constexpr const char* kReadyLine = "hvd-ready";
+
+// First stage, sent as soon as the connection is up: checks the remote side can run argv from
+// workingDir with env's PATH (the directory, the program, a script named as its first argument
+// (*.py, *.sh), the network interface), then prints kReadyLine and waits for the second stage
+// (runScript) on stdin and runs it in the same shell. Each failure prints
+// "<hostLabel>: <path>: not found" (or what is missing) on stderr and exits 127; when stdin ends
+// instead of a second stage, it exits without starting anything. Splitting the two lets every
+// host be checked, with its shells already started, before any rank runs, and lets the second
+// stage carry what is only known then (the rendezvous address, the job secret).
 std::string checkScript(const RemoteRun& run);
 
-// The full run script: the checks above, then the environment, then argv in its own process
-// group, watched through the lifeline; exits with the command's status.
+// Second stage: the environment, then argv in its own process group, watched through the
+// lifeline; exits with the command's status. Relies on the check script's shell (its working
+// directory and PATH).
 std::string runScript(const RemoteRun& run);
 
 // What to write to the bootstrap's stdin for `script`.

@@ -2,7 +2,6 @@
 
 #include <thread>
 
-#include "common/logging.h"
 #include "launcher/ssh/remote_command.h"
 
 namespace hvd::launcher::ssh {
@@ -10,7 +9,7 @@ namespace {
 
 struct Outcome {
   std::string failure;
-  std::string localAddress;
+  ReadyHost host;
 };
 
 std::string trimmed(std::string s) {
@@ -18,21 +17,81 @@ std::string trimmed(std::string s) {
   return s;
 }
 
+LIBSSH2_CHANNEL* startCheck(SshSession& session, const std::string& script) {
+  LIBSSH2_SESSION* s = session.raw();
+  LIBSSH2_CHANNEL* channel = libssh2_channel_open_session(s);
+  if (!channel)
+    throw SshError(SshFailure::Protocol,
+                   session.where() + "cannot open a channel (" + session.lastError() +
+                       "); sshd's MaxSessions must allow " + std::to_string(kRanksPerConnection));
+  std::string input = framed(script);
+  bool ok = libssh2_channel_exec(channel, bootstrapCommand().c_str()) == 0;
+  for (std::size_t sent = 0; ok && sent < input.size();) {
+    ssize_t n = libssh2_channel_write(channel, input.data() + sent, input.size() - sent);
+    ok = n >= 0;
+    if (ok) sent += static_cast<std::size_t>(n);
+  }
+  if (!ok) {
+    std::string why = session.lastError();
+    libssh2_channel_free(channel);
+    throw SshError(SshFailure::Protocol, session.where() + "cannot start the check: " + why);
+  }
+  return channel;
+}
+
+// Reads the check's stdout up to the ready line. Anything before it (a login script's chatter)
+// is dropped. Returns the failure, empty when the rank may start.
+std::string awaitReady(SshSession& session, LIBSSH2_CHANNEL* channel) {
+  const std::string ready = std::string(kReadyLine) + "\n";
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = libssh2_channel_read(channel, buf, sizeof buf);
+    if (n > 0) {
+      out.append(buf, static_cast<std::size_t>(n));
+      if (out.find(ready) != std::string::npos) return "";
+      continue;
+    }
+    if (n == 0) break;
+    if (n == LIBSSH2_ERROR_TIMEOUT)
+      return session.where() + "the check did not finish within " +
+             std::to_string(session.target().connectTimeout.count()) + " ms";
+    return session.where() + "the check failed: " + session.lastError();
+  }
+  // The script ended: it says why on stderr.
+  std::string err;
+  ssize_t n;
+  while ((n = libssh2_channel_read_stderr(channel, buf, sizeof buf)) > 0)
+    err.append(buf, static_cast<std::size_t>(n));
+  libssh2_channel_close(channel);
+  libssh2_channel_wait_closed(channel);
+  std::string why = trimmed(err);
+  if (why.empty())
+    why = "the check script exited with status " +
+          std::to_string(libssh2_channel_get_exit_status(channel)) + " before it was done" +
+          (trimmed(out).empty() ? "" : " (it printed: " + trimmed(out) + ")");
+  return session.where() + why;
+}
+
 Outcome check(const PreflightHost& host) {
   Outcome out;
+  ReadyHost& ready = out.host;
   try {
-    auto session = SshSession::connect(host.target);
-    out.localAddress = session->localAddress();
-    auto result = session->run(bootstrapCommand(), framed(host.checkScript),
-                               host.target.connectTimeout);
-    if (result.exitCode != 0) {
-      std::string why = trimmed(result.err);
-      if (why.empty()) why = "the check script exited with status " + std::to_string(result.exitCode);
-      out.failure = session->where() + why;
+    std::size_t connections = (host.ranks + kRanksPerConnection - 1) / kRanksPerConnection;
+    for (std::size_t c = 0; c < connections; ++c) {
+      ready.sessions.push_back(SshSession::connect(host.target));
+      if (c == 0) ready.localAddress = ready.sessions[0]->localAddress();
     }
+    // The remote shells start side by side: their login scripts run in parallel.
+    for (std::size_t i = 0; i < host.ranks; ++i)
+      ready.channels.push_back(
+          startCheck(*ready.sessions[i / kRanksPerConnection], host.checkScript));
+    for (std::size_t i = 0; i < host.ranks && out.failure.empty(); ++i)
+      out.failure = awaitReady(*ready.sessions[i / kRanksPerConnection], ready.channels[i]);
   } catch (const Error& e) {
     out.failure = e.what();
   }
+  if (!out.failure.empty()) out.host = {};
   return out;
 }
 
@@ -49,7 +108,7 @@ PreflightReport preflight(const std::vector<PreflightHost>& hosts) {
     if (!outcomes[i].failure.empty())
       report.failures.push_back(outcomes[i].failure);
     else
-      report.localAddressByHost[hosts[i].target.alias] = outcomes[i].localAddress;
+      report.ready[hosts[i].target.alias] = std::move(outcomes[i].host);
   }
   return report;
 }

@@ -1,9 +1,13 @@
-// Before any rank starts: connect to every remote host at once, verify and authenticate, and run
-// a check script there (remote_command.h: working directory, program, script, interface). All
-// failures are collected into one report, so a 16-host job with two bad hosts says so in one go.
+// Before any rank starts: connect to every remote host at once, verify and authenticate, and
+// open one channel per rank there, each running the check script (remote_command.h: working
+// directory, program, script, interface) and then waiting for its run script. All failures are
+// collected into one report, so a 16-host job with two bad hosts says so in one go; when there
+// is any, dropping the report closes every channel and nothing has started anywhere. The
+// channels of a clean report are handed to RemoteRanks, so starting a rank costs one message.
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,20 +15,34 @@
 
 namespace hvd::launcher::ssh {
 
+// sshd limits the channels of one connection (OpenSSH: MaxSessions, default 10); a host with
+// more ranks than this gets further connections.
+inline constexpr std::size_t kRanksPerConnection = 8;
+
 struct PreflightHost {
   SshTarget target;
   std::string checkScript;
+  std::size_t ranks = 1;
+};
+
+// A checked host: its connections and one channel per rank, each waiting for its run script.
+// Rank i's channel belongs to sessions[i / kRanksPerConnection]; the channels are freed with
+// their sessions.
+struct ReadyHost {
+  std::vector<std::unique_ptr<SshSession>> sessions;
+  std::vector<LIBSSH2_CHANNEL*> channels;
+  std::string localAddress;  // this machine's address on the (first) connection
 };
 
 struct PreflightReport {
   // One line per failed host, in the order the hosts were given.
   std::vector<std::string> failures;
-  // For each host that passed: this machine's address on the connection to it.
-  std::map<std::string, std::string> localAddressByHost;
+  // The hosts that passed, by alias.
+  std::map<std::string, ReadyHost> ready;
 };
 
-// Runs every check on its own thread; each is bounded by its target's connect timeout (plus
-// the same again for the check script). Never throws for a host's failure.
+// Runs every host's check on its own thread; each step is bounded by its target's connect
+// timeout. Never throws for a host's failure.
 PreflightReport preflight(const std::vector<PreflightHost>& hosts);
 
 }  // namespace hvd::launcher::ssh

@@ -311,43 +311,4 @@ void SshSession::authenticate() {
                                        " (hvdrun never asks for a password)");
 }
 
-CommandResult SshSession::run(const std::string& command, const std::string& input,
-                              std::chrono::milliseconds timeout) {
-  libssh2_session_set_timeout(session_, static_cast<long>(timeout.count()));
-  LIBSSH2_CHANNEL* channel = libssh2_channel_open_session(session_);
-  if (!channel)
-    throw SshError(SshFailure::Protocol, where() + "cannot open a channel: " + lastError());
-  std::unique_ptr<LIBSSH2_CHANNEL, decltype(&libssh2_channel_free)> guard(channel,
-                                                                          libssh2_channel_free);
-  if (libssh2_channel_exec(channel, command.c_str()) != 0)
-    throw SshError(SshFailure::Protocol, where() + "cannot run a command: " + lastError());
-  std::size_t sent = 0;
-  while (sent < input.size()) {
-    ssize_t n = libssh2_channel_write(channel, input.data() + sent, input.size() - sent);
-    if (n < 0) throw SshError(SshFailure::Protocol, where() + "write failed: " + lastError());
-    sent += static_cast<std::size_t>(n);
-  }
-  libssh2_channel_send_eof(channel);
-  CommandResult result;
-  char buf[16384];
-  for (int stream : {0, SSH_EXTENDED_DATA_STDERR}) {
-    std::string& into = stream == 0 ? result.out : result.err;
-    for (;;) {
-      ssize_t n = libssh2_channel_read_ex(channel, stream, buf, sizeof buf);
-      if (n > 0) {
-        into.append(buf, static_cast<std::size_t>(n));
-        continue;
-      }
-      if (n == LIBSSH2_ERROR_TIMEOUT)
-        throw SshError(SshFailure::Timeout, where() + "command timed out: " + command);
-      if (n < 0) throw SshError(SshFailure::Protocol, where() + "read failed: " + lastError());
-      break;
-    }
-  }
-  libssh2_channel_close(channel);
-  libssh2_channel_wait_closed(channel);
-  result.exitCode = libssh2_channel_get_exit_status(channel);
-  return result;
-}
-
 }  // namespace hvd::launcher::ssh

@@ -1,6 +1,6 @@
 // One SSH connection to one host through libssh2 (no `ssh` binary): TCP connect with a timeout,
-// handshake, host key verification against known_hosts, key authentication (ssh-agent, then
-// identity files; never a password prompt), and exec channels.
+// handshake, host key verification against known_hosts, and key authentication (ssh-agent, then
+// identity files; never a password prompt). Channels are opened on raw() by the preflight.
 // Failures throw SshError whose kind() says which step failed, so the preflight can group them;
 // every message names the host, port and user.
 // Thread model: a session belongs to one thread at a time; sessions on different threads are
@@ -59,12 +59,6 @@ class SshError : public Error {
   SshFailure kind_;
 };
 
-struct CommandResult {
-  int exitCode = -1;
-  std::string out;
-  std::string err;
-};
-
 class SshSession {
  public:
   // Connects, verifies the host key and authenticates. Throws SshError.
@@ -79,20 +73,16 @@ class SshSession {
   // This side's address of the connection: an address of this machine the host can reach.
   std::string localAddress() const;
 
-  // Runs `command` to completion (blocking, at most `timeout`), writing `input` to its stdin
-  // first. For short checks; long-running commands go through ssh_relay.
-  CommandResult run(const std::string& command, const std::string& input,
-                    std::chrono::milliseconds timeout);
-
   // The SshError message prefix for this target, e.g. "host 'a' (a port 22, user u): ".
   std::string where() const;
+  // libssh2's message for the session's last failure.
+  std::string lastError() const;
 
  private:
   SshSession(SshTarget target, int fd, LIBSSH2_SESSION* session)
       : target_(std::move(target)), fd_(fd), session_(session) {}
   void verifyHostKey();
   void authenticate();
-  std::string lastError() const;
 
   SshTarget target_;
   int fd_ = -1;

@@ -37,8 +37,11 @@ def sh(*args, check=True):
 class SshHosts:
     """`count` hosts at 10.N.0.2, 10.N.0.3, ...; the bridge (hvdrun's side) is 10.N.0.1."""
 
-    def __init__(self, count, subnet):
+    def __init__(self, count, subnet, login_home=None):
+        """login_home: the HOME sshd gives sessions (its shell reads that .bashrc); default: the
+        user's own, so remote shells run this machine's login scripts."""
         self.count = count
+        self.login_home = login_home
         self.tag = f"{os.getpid() % 10000}x{subnet}"
         self.prefix = f"10.{subnet}.0"
         self.bridge = f"hvdbr{self.tag}"
@@ -92,7 +95,7 @@ PermitRootLogin prohibit-password
 PrintMotd no
 MaxStartups 100:30:200
 MaxSessions 100
-""")
+""" + (f"SetEnv HOME={self.login_home}\n" if self.login_home else ""))
         log = open(self.dir / f"sshd{i}.log", "w")
         return subprocess.Popen(["ip", "netns", "exec", ns, SSHD, "-D", "-e", "-f", str(config)],
                                 stdout=log, stderr=subprocess.STDOUT)

@@ -286,21 +286,21 @@ def test_secrets_never_appear_on_any_command_line(hosts):
         proc.wait(30)
 
 
-def test_dropped_ssh_connections_end_the_remote_ranks(hosts):
-    """SIGKILL to the relays drops their connections with no goodbye: sshd closes the channels
-    and the remote scripts stop every rank's process group."""
+def test_dropped_ssh_connection_fails_the_job_and_ends_that_hosts_ranks(hosts):
+    """SIGKILL to sshd's processes for hvdrun's connection to host 0 (no SSH goodbye): hvdrun
+    names the lost connection and stops the job; the remote scripts stop every rank's group."""
     marker = f"drop-{os.getpid()}"
     proc = start_job(hosts, marker)
     try:
         read_until_ready(proc)
-        relays = [int(p.name) for p in pathlib.Path("/proc").iterdir() if p.name.isdigit()
-                  and b"--ssh-relay" in _cmdline(p)]
-        relays = [pid for pid in relays if _ppid(pid) == proc.pid]
-        assert len(relays) == 4
-        for pid in relays:
+        listener = hosts.sshd[0].pid
+        connection = [pid for pid in _descendants(listener) if _comm(pid).startswith("sshd")]
+        assert connection, "sshd has a process for hvdrun's connection"
+        for pid in connection:
             os.kill(pid, signal.SIGKILL)
-        proc.wait(30)
+        _, err = proc.communicate(timeout=30)
         assert proc.returncode != 0
+        assert "ssh connection lost" in err and hosts.addresses[0] in err, err
         wait_for(lambda: not processes_with(marker), 20, "remote ranks to end after the drop")
     finally:
         if proc.poll() is None:
@@ -308,11 +308,43 @@ def test_dropped_ssh_connections_end_the_remote_ranks(hosts):
             proc.wait()
 
 
-def _cmdline(p):
+def test_one_connection_per_host_carries_its_ranks(hosts):
+    """Ranks share the connection the preflight checked; more than 8 ranks on a host (sshd's
+    MaxSessions defaults to 10) get a further connection."""
+    def accepted():
+        return sum((hosts.dir / f"sshd{i}.log").read_text().count("Accepted publickey")
+                   for i in range(2))
+    before = accepted()
+    r = hvdrun(hosts, "-np", 4, "-H", hosts.hosts(2), "sh", "-c", "echo rank=$HVD_RANK")
+    assert r.returncode == 0, r.stderr
+    assert sorted(re.findall(r"rank=(\d)", r.stdout)) == ["0", "1", "2", "3"]
+    assert accepted() - before == 2, "one connection per host"
+    before = accepted()
+    a = hosts.addresses[0]
+    r = hvdrun(hosts, "-np", 10, "-H", f"{a}:10", "sh", "-c", "echo rank=$HVD_RANK")
+    assert r.returncode == 0, r.stderr
+    assert sorted(int(x) for x in re.findall(r"rank=(\d+)", r.stdout)) == list(range(10))
+    assert accepted() - before == 2, "10 ranks on one host: two connections"
+
+
+def _descendants(pid):
+    children = {}
+    for entry in pathlib.Path("/proc").iterdir():
+        if entry.name.isdigit():
+            children.setdefault(_ppid(int(entry.name)), []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _comm(pid):
     try:
-        return (p / "cmdline").read_bytes()
+        return pathlib.Path(f"/proc/{pid}/comm").read_text().strip()
     except OSError:
-        return b""
+        return ""
 
 
 def _ppid(pid):
@@ -344,3 +376,22 @@ def test_keys_from_ssh_agent_authenticate(hosts, tmp_path):
     finally:
         agent.terminate()
         agent.wait(10)
+
+
+def test_login_script_chatter_does_not_reach_the_ranks_output(tmp_path):
+    """A remote ~/.bashrc that prints (and is slow) runs before the checks; hvdrun waits for
+    its ready line, and nothing the login printed shows up as rank output."""
+    home = tmp_path / "login-home"
+    home.mkdir()
+    (home / ".bashrc").write_text("echo welcome-from-bashrc\nsleep 0.2\ntouch ~/bashrc-ran\n")
+    h = SshHosts(1, 30 + os.getpid() % 19, login_home=home).start()
+    try:
+        r = subprocess.run([str(HVDRUN), "--ssh-port", str(SSH_PORT), "-np", "2", "-H",
+                            h.hosts(2), "sh", "-c", "echo rank=$HVD_RANK"],
+                           capture_output=True, text=True, timeout=60, env=h.env(), cwd=REPO)
+        assert r.returncode == 0, r.stderr
+        assert sorted(re.findall(r"rank=(\d)", r.stdout)) == ["0", "1"]
+        assert "welcome-from-bashrc" not in r.stdout + r.stderr
+        assert (home / "bashrc-ran").exists(), "the remote shells read the login script"
+    finally:
+        h.close()

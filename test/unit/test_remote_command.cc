@@ -10,7 +10,7 @@ TEST_CASE("forwarded environment drops the remote login's and machine's variable
                   {"HOME", "/root"},             {"USER", "me"},
                   {"CUDA_VISIBLE_DEVICES", "0"}, {"BASH_FUNC_f%%", "() { :; }"},
                   {"OLDPWD", "/x"},              {"SSH_AUTH_SOCK", "/tmp/agent"},
-                  {"MY_TOKEN", "t"},             {"HVD_SSH_RELAY_SPEC", "{}"},
+                  {"MY_TOKEN", "t"},             {"SSH_CONNECTION", "1 2 3 4"},
                   {"bad-name", "v"}};
   auto out = forwardedEnvironment(env);
   CHECK(out == Environment{{"PATH", "/usr/bin"},
@@ -34,7 +34,8 @@ TEST_CASE("the bootstrap command line carries nothing of the job") {
   CHECK(bootstrapCommand().find("s3cr3t") == std::string::npos);
   CHECK(bootstrapCommand().find("train.py") == std::string::npos);
   CHECK(script.find("HVD_SECRET='s3cr3t'; export HVD_SECRET") != std::string::npos);
-  CHECK(script.find("cd '/work dir'") != std::string::npos);
+  CHECK(script.find("cd ") == std::string::npos);  // the check script's shell did that
+  CHECK(checkScript(run).find("cd '/work dir'") != std::string::npos);
   CHECK(script.find("setsid 'python3' 'train.py' '--lr=0.1' </dev/null") != std::string::npos);
   CHECK(script.find("sleep 5; kill -KILL -$pid") != std::string::npos);
   CHECK(framed(script).rfind(std::to_string(script.size()) + "\n", 0) == 0);
@@ -48,6 +49,9 @@ TEST_CASE("the check script names the host and what is missing") {
   CHECK(s.find("[ -e 'train.py' ] || { echo 'node1: train.py: not found'") != std::string::npos);
   CHECK(s.find("/sys/class/net/'ib0'") != std::string::npos);
   CHECK(s.find("setsid") == std::string::npos);
+  // Then it says so and waits for the run script in the same shell; no run script, no rank.
+  CHECK(s.find(std::string("echo ") + kReadyLine + "\nIFS= read -r n") != std::string::npos);
+  CHECK(s.find("|| exit 0\n") != std::string::npos);
   RemoteRun absolute{"n", "/w", {}, {"/opt/py/bin/python", "-c", "x"}, "", 5};
   CHECK(checkScript(absolute).find("[ -x '/opt/py/bin/python' ]") != std::string::npos);
 }

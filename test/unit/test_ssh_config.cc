@@ -3,7 +3,6 @@
 #include "common/error.h"
 #include "launcher/remote_hosts.h"
 #include "launcher/ssh/ssh_config.h"
-#include "launcher/ssh/ssh_relay.h"
 
 using namespace hvd::launcher;
 using namespace hvd::launcher::ssh;
@@ -93,26 +92,4 @@ TEST_CASE("network interface flag: one for all, or per host") {
   REQUIRE_THROWS_WITH(parseNetworkInterfaces("a=", hosts), Catch::Contains("'a=' is not host=IFACE"));
   REQUIRE_THROWS_WITH(parseNetworkInterfaces("eth0,eth1", hosts),
                       Catch::Contains("one interface for every host"));
-}
-
-TEST_CASE("relay specs survive encoding, and malformed ones are refused") {
-  RelaySpec spec;
-  spec.target.alias = "n1";
-  spec.target.address = "10.0.0.1";
-  spec.target.port = 2222;
-  spec.target.user = "relay-user";
-  spec.target.identityFiles = {"/k1", "/k2"};
-  spec.target.agentSocket = "/run/agent.sock";
-  spec.target.knownHostsPath = "/kh";
-  spec.target.hostKeyPolicy = HostKeyPolicy::Strict;
-  spec.target.connectTimeout = std::chrono::milliseconds(1500);
-  spec.script = "echo 'it''s'\nexit 0\n";
-  auto back = decodeRelaySpec(encodeRelaySpec(spec));
-  CHECK(back.target.describe() == spec.target.describe());
-  CHECK(back.target.identityFiles == spec.target.identityFiles);
-  CHECK(back.target.agentSocket == spec.target.agentSocket);
-  CHECK(back.target.hostKeyPolicy == HostKeyPolicy::Strict);
-  CHECK(back.target.connectTimeout == spec.target.connectTimeout);
-  CHECK(back.script == spec.script);
-  REQUIRE_THROWS_AS(decodeRelaySpec("{\"alias\": 1}"), hvd::InvalidArgument);
 }

@@ -1,4 +1,4 @@
-#include "launcher/local_job.h"
+#include "launcher/job.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -25,29 +25,30 @@ constexpr auto kDrainTime = std::chrono::seconds(2);
 
 }  // namespace
 
-struct LocalJob::Worker {
+struct Job::Worker {
   RankPlacement placement;
-  LocalWorker process;
+  LocalWorker process;  // pid -1 for a remote rank
   int fds[2] = {-1, -1};
   bool exited = false;
-  bool viaSsh = false;
+  bool remote = false;
   ExitStatus status;
 };
 
-LocalJob::LocalJob(const LaunchOptions& options, std::vector<WorkerSpec> workers,
-                   OrphanGuardian& guardian)
-    : options_(options), specs_(std::move(workers)), guardian_(guardian) {
-  output_ = std::make_unique<OutputForwarder>(static_cast<int>(specs_.size()), STDOUT_FILENO,
-                                              STDERR_FILENO, options.outputDir);
+Job::Job(const LaunchOptions& options, std::vector<WorkerSpec> workers, ssh::RemoteRanks& remote,
+         OrphanGuardian& guardian)
+    : options_(options), specs_(std::move(workers)), remote_(remote), guardian_(guardian) {
+  output_ = std::make_unique<OutputForwarder>(
+      static_cast<int>(specs_.size() + remote_.rankCount()), STDOUT_FILENO, STDERR_FILENO,
+      options.outputDir);
 }
 
-LocalJob::~LocalJob() {
+Job::~Job() {
   for (auto& w : workers_)
     for (int fd : w.fds)
       if (fd >= 0) ::close(fd);
 }
 
-int LocalJob::run() {
+int Job::run() {
   signals_ = std::make_unique<SignalPipe>(std::initializer_list<int>{SIGCHLD, SIGINT, SIGTERM,
                                                                     SIGHUP});
   try {
@@ -67,26 +68,35 @@ int LocalJob::run() {
   return 0;
 }
 
-void LocalJob::spawnAll() {
+void Job::spawnAll() {
   auto log = log::logger("launcher");
+  // Remote ranks first: their channels open on the host threads while local ranks start.
+  for (const auto& streams : remote_.start()) {
+    Worker w;
+    w.placement = streams.placement;
+    w.remote = true;
+    w.fds[0] = streams.stdoutFd;
+    w.fds[1] = streams.stderrFd;
+    workers_.push_back(w);
+    log->info("starting rank {} on {} over ssh", w.placement.rank, w.placement.hostname);
+  }
   for (auto& spec : specs_) {
     Worker w;
     w.placement = spec.placement;
-    w.viaSsh = spec.viaSsh;
     w.process = spawnLocal(spec.executable, spec.argv, spec.env);
     w.fds[0] = w.process.stdoutFd;
     w.fds[1] = w.process.stderrFd;
     guardian_.watch(w.process.pid);
     workers_.push_back(w);
-    log->info("started rank {} on {} as pid {}{}", w.placement.rank, w.placement.hostname,
-              w.process.pid, w.viaSsh ? " (ssh relay)" : "");
+    log->info("started rank {} on {} as pid {}", w.placement.rank, w.placement.hostname,
+              w.process.pid);
   }
 }
 
-void LocalJob::eventLoop() {
+void Job::eventLoop() {
   while (!allDone()) {
-    std::vector<pollfd> fds{{signals_->fd(), POLLIN, 0}};
-    std::vector<std::pair<Worker*, int>> owners{{nullptr, 0}};
+    std::vector<pollfd> fds{{signals_->fd(), POLLIN, 0}, {remote_.wakeFd(), POLLIN, 0}};
+    std::vector<std::pair<Worker*, int>> owners{{nullptr, 0}, {nullptr, 0}};
     for (auto& w : workers_)
       for (int s = 0; s < 2; ++s)
         if (w.fds[s] >= 0) {
@@ -103,11 +113,12 @@ void LocalJob::eventLoop() {
       }
     int n = ::poll(fds.data(), fds.size(), timeoutMs);
     if (n < 0 && errno != EINTR) throw IoError(std::string("poll: ") + std::strerror(errno));
-    for (std::size_t i = 1; n > 0 && i < fds.size(); ++i)
+    for (std::size_t i = 2; n > 0 && i < fds.size(); ++i)
       if (fds[i].revents) readOutput(*owners[i].first, owners[i].second);
     if (n > 0 && fds[0].revents) {
       while (int sig = signals_->next()) handleSignal(sig);
     }
+    if (n > 0 && fds[1].revents) collectRemoteEnds();
     now = Clock::now();
     if (killDeadline_ != Clock::time_point{} && now >= killDeadline_) {
       log::logger("launcher")->warn("grace period over: sending SIGKILL to remaining ranks");
@@ -123,7 +134,7 @@ void LocalJob::eventLoop() {
       }
 }
 
-bool LocalJob::allDone() const {
+bool Job::allDone() const {
   bool exited = true, drained = true;
   for (const auto& w : workers_) {
     exited &= w.exited;
@@ -133,7 +144,7 @@ bool LocalJob::allDone() const {
   return drained || (drainDeadline_ != Clock::time_point{} && Clock::now() >= drainDeadline_);
 }
 
-void LocalJob::readOutput(Worker& w, int stream) {
+void Job::readOutput(Worker& w, int stream) {
   char buf[65536];
   for (;;) {
     ssize_t n = ::read(w.fds[stream], buf, sizeof buf);
@@ -150,7 +161,7 @@ void LocalJob::readOutput(Worker& w, int stream) {
   }
 }
 
-void LocalJob::handleSignal(int sig) {
+void Job::handleSignal(int sig) {
   if (sig == SIGCHLD) return reapWorkers();
   ++interrupts_;
   if (interrupts_ == 1) {
@@ -162,31 +173,46 @@ void LocalJob::handleSignal(int sig) {
   }
 }
 
-void LocalJob::reapWorkers() {
+void Job::reapWorkers() {
   for (std::size_t i = 0; i < workers_.size(); ++i) {
     Worker& w = workers_[i];
-    if (w.exited) continue;
+    if (w.exited || w.remote) continue;
     int status = 0;
     pid_t r = ::waitpid(w.process.pid, &status, WNOHANG);
-    if (r != w.process.pid) continue;
-    w.exited = true;
-    w.status = fromWaitStatus(status);
+    if (r == w.process.pid) onEnded(i, fromWaitStatus(status));
+  }
+}
+
+void Job::collectRemoteEnds() {
+  for (auto [rank, status] : remote_.takeEnded())
+    for (std::size_t i = 0; i < workers_.size(); ++i)
+      if (workers_[i].remote && workers_[i].placement.rank == rank && !workers_[i].exited)
+        onEnded(i, status);
+}
+
+void Job::onEnded(std::size_t i, ExitStatus status) {
+  Worker& w = workers_[i];
+  w.exited = true;
+  w.status = status;
+  if (w.remote)
+    log::logger("launcher")->info("rank {} on {} {}", w.placement.rank, w.placement.hostname,
+                                  w.status.describe());
+  else
     log::logger("launcher")->info("rank {} (pid {}) {}", w.placement.rank, w.process.pid,
                                   w.status.describe());
-    if (w.status.failed() && firstFailure_ == -1 && !stopping_) {
-      firstFailure_ = static_cast<int>(i);
-      beginStop(detail::concat("rank ", w.placement.rank, " ", w.status.describe()));
-    }
+  if (w.status.failed() && firstFailure_ == -1 && !stopping_) {
+    firstFailure_ = static_cast<int>(i);
+    beginStop(detail::concat("rank ", w.placement.rank, " ", w.status.describe()));
   }
   bool allExited = true;
-  for (const auto& w : workers_) allExited &= w.exited;
+  for (const auto& other : workers_) allExited &= other.exited;
   if (allExited && drainDeadline_ == Clock::time_point{}) {
     drainDeadline_ = Clock::now() + kDrainTime;
     killDeadline_ = {};
   }
 }
 
-void LocalJob::beginStop(const std::string& reason) {
+void Job::beginStop(const std::string& reason) {
   if (stopping_) return;
   stopping_ = true;
   log::logger("launcher")->info("stopping the job: {}", reason);
@@ -194,18 +220,24 @@ void LocalJob::beginStop(const std::string& reason) {
   killDeadline_ = Clock::now() + options_.grace;
 }
 
-void LocalJob::killAll(int sig) {
-  for (const auto& w : workers_)
-    if (!w.exited || sig == SIGKILL) ::kill(-w.process.pid, sig);
+void Job::killAll(int sig) {
+  for (const auto& w : workers_) {
+    if (w.remote) {
+      if (!w.exited) remote_.signal(w.placement.rank, sig);
+    } else if (!w.exited || sig == SIGKILL) {
+      ::kill(-w.process.pid, sig);
+    }
+  }
 }
 
-void LocalJob::printSummary() const {
+void Job::printSummary() const {
   if (firstFailure_ >= 0) {
     const Worker& w = workers_[firstFailure_];
     std::string text = detail::concat("hvdrun: job failed: rank ", w.placement.rank, " on host ",
                                       w.placement.hostname,
-                                      w.viaSsh ? " (over ssh, relay pid " : " (pid ",
-                                      w.process.pid, ") ", w.status.describe(), "\n");
+                                      w.remote ? " (over ssh" : " (pid ",
+                                      w.remote ? "" : std::to_string(w.process.pid), ") ",
+                                      w.status.describe(), "\n");
     auto lines = output_->lastStderrLines(w.placement.rank);
     if (lines.empty()) {
       text += "hvdrun: rank " + std::to_string(w.placement.rank) + " wrote nothing to stderr\n";

@@ -1,0 +1,355 @@
+#include "launcher/ssh/remote_ranks.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "common/error.h"
+#include "common/logging.h"
+#include "launcher/ssh/remote_command.h"
+
+namespace hvd::launcher::ssh {
+namespace {
+
+// A host that vanishes without closing the connection fails its ranks within ~30 s rather than
+// whenever TCP gives up; keepalives make a silent peer count as vanished.
+constexpr unsigned kUserTimeoutMs = 30000;
+constexpr int kKeepaliveSeconds = 10;
+
+enum class Phase { Running, Closing, WaitClosed, Done };
+
+void closeFd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+// Output of a rank to the job; a job that stopped reading (it closed the read end) loses
+// nothing it still wanted.
+void sendAll(int& fd, const char* data, std::size_t size) {
+  while (fd >= 0 && size > 0) {
+    ssize_t n = ::send(fd, data, size, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return closeFd(fd);
+    data += n;
+    size -= static_cast<std::size_t>(n);
+  }
+}
+
+ExitStatus fromRemoteStatus(int status) {
+  // The remote shell reports a command killed by signal N as 128+N.
+  if (status > 128 && status < 128 + NSIG) return {true, status - 128};
+  return {false, status};
+}
+
+}  // namespace
+
+struct RankChannel {
+  RemoteRankSpec spec;
+  std::size_t connection = 0;  // index into Host::sessions
+  LIBSSH2_CHANNEL* channel = nullptr;
+  int outFd = -1, errFd = -1;  // write ends
+  Phase phase = Phase::Running;
+  bool stopWanted = false, killWanted = false, eofSent = false, reported = false;
+};
+
+struct RemoteRanks::Host {
+  std::vector<std::unique_ptr<SshSession>> sessions;
+  std::vector<RankChannel> ranks;
+  std::thread thread;
+  int controlRead = -1, controlWrite = -1;  // wakes the host thread for requests
+  std::mutex mutex;
+  std::vector<std::pair<int, int>> requests;  // (rank, signal)
+  bool quit = false;
+};
+
+RemoteRanks::RemoteRanks() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
+    throw IoError(std::string("remote ranks: pipe: ") + std::strerror(errno));
+  wakeRead_ = fds[0];
+  wakeWrite_ = fds[1];
+}
+
+RemoteRanks::~RemoteRanks() {
+  for (auto& h : hosts_) {
+    {
+      std::lock_guard<std::mutex> lock(h->mutex);
+      h->quit = true;
+    }
+    if (h->controlWrite >= 0) (void)!::write(h->controlWrite, "q", 1);
+  }
+  for (auto& h : hosts_) {
+    if (h->thread.joinable()) h->thread.join();
+    closeFd(h->controlRead);
+    closeFd(h->controlWrite);
+    for (auto& r : h->ranks) {
+      closeFd(r.outFd);
+      closeFd(r.errFd);
+    }
+  }
+  closeFd(wakeRead_);
+  closeFd(wakeWrite_);
+}
+
+void RemoteRanks::addHost(ReadyHost ready, std::vector<RemoteRankSpec> ranks) {
+  if (ready.channels.size() != ranks.size())
+    throw InvalidArgument(detail::concat("remote ranks: ", ranks.size(), " ranks for ",
+                                         ready.channels.size(), " checked channels"));
+  auto host = std::make_unique<Host>();
+  host->sessions = std::move(ready.sessions);
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    RankChannel r;
+    r.spec = std::move(ranks[i]);
+    r.connection = i / kRanksPerConnection;
+    r.channel = ready.channels[i];
+    host->ranks.push_back(std::move(r));
+  }
+  hosts_.push_back(std::move(host));
+}
+
+std::vector<RemoteRankStreams> RemoteRanks::start() {
+  std::vector<RemoteRankStreams> out;
+  for (auto& h : hosts_) {
+    int control[2];
+    if (::pipe2(control, O_CLOEXEC | O_NONBLOCK) != 0)
+      throw IoError(std::string("remote ranks: pipe: ") + std::strerror(errno));
+    h->controlRead = control[0];
+    h->controlWrite = control[1];
+    for (auto& r : h->ranks) {
+      RemoteRankStreams streams{r.spec.placement, -1, -1};
+      for (auto [readEnd, writeEnd] : {std::pair{&streams.stdoutFd, &r.outFd},
+                                       std::pair{&streams.stderrFd, &r.errFd}}) {
+        int sv[2];
+        if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+          throw IoError(std::string("remote ranks: socketpair: ") + std::strerror(errno));
+        ::fcntl(sv[0], F_SETFL, ::fcntl(sv[0], F_GETFL) | O_NONBLOCK);
+        ::shutdown(sv[0], SHUT_WR);
+        *readEnd = sv[0];
+        *writeEnd = sv[1];
+      }
+      out.push_back(streams);
+    }
+  }
+  for (auto& h : hosts_) h->thread = std::thread([this, host = h.get()] { runHost(*host); });
+  return out;
+}
+
+std::size_t RemoteRanks::rankCount() const {
+  std::size_t n = 0;
+  for (const auto& h : hosts_) n += h->ranks.size();
+  return n;
+}
+
+std::vector<std::pair<int, ExitStatus>> RemoteRanks::takeEnded() {
+  char buf[64];
+  while (::read(wakeRead_, buf, sizeof buf) > 0) {
+  }
+  std::lock_guard<std::mutex> lock(endedMutex_);
+  return std::exchange(ended_, {});
+}
+
+void RemoteRanks::signal(int rank, int sig) {
+  for (auto& h : hosts_)
+    for (const auto& r : h->ranks)
+      if (r.spec.placement.rank == rank) {
+        {
+          std::lock_guard<std::mutex> lock(h->mutex);
+          h->requests.emplace_back(rank, sig);
+        }
+        (void)!::write(h->controlWrite, "s", 1);
+        return;
+      }
+}
+
+void RemoteRanks::report(int rank, ExitStatus status) {
+  {
+    std::lock_guard<std::mutex> lock(endedMutex_);
+    ended_.emplace_back(rank, status);
+  }
+  (void)!::write(wakeWrite_, "e", 1);
+}
+
+namespace {
+
+// Sends the rank its run script; blocking, bounded by the session's timeout.
+void startRank(SshSession& session, LIBSSH2_CHANNEL* channel, const std::string& script) {
+  std::string input = framed(script);
+  for (std::size_t sent = 0; sent < input.size();) {
+    ssize_t n = libssh2_channel_write(channel, input.data() + sent, input.size() - sent);
+    if (n < 0)
+      throw SshError(SshFailure::Protocol,
+                     session.where() + "cannot start the rank: " + session.lastError());
+    sent += static_cast<std::size_t>(n);
+  }
+}
+
+}  // namespace
+
+void RemoteRanks::runHost(Host& h) {
+  auto finish = [&](RankChannel& r, ExitStatus status, const std::string& why) {
+    if (!why.empty()) {
+      std::string line = "hvdrun: " + why + "\n";
+      sendAll(r.errFd, line.data(), line.size());
+    }
+    closeFd(r.outFd);
+    closeFd(r.errFd);
+    if (!r.reported) report(r.spec.placement.rank, status);
+    r.reported = true;
+  };
+  // Every rank still on a broken connection fails with the reason; the connection is dropped.
+  auto loseConnection = [&](std::size_t c, const std::string& why) {
+    for (auto& r : h.ranks)
+      if (r.connection == c && r.phase != Phase::Done) {
+        finish(r, {false, 255}, why);
+        r.channel = nullptr;  // freed with the session
+        r.phase = Phase::Done;
+      }
+    if (h.sessions[c]) libssh2_session_set_blocking(h.sessions[c]->raw(), 1);
+    h.sessions[c].reset();
+  };
+
+  for (auto& r : h.ranks) {
+    {
+      std::lock_guard<std::mutex> lock(h.mutex);
+      if (h.quit) break;
+    }
+    if (r.phase == Phase::Done) continue;  // its connection was lost
+    try {
+      startRank(*h.sessions[r.connection], r.channel, r.spec.script);
+    } catch (const Error& e) {
+      loseConnection(r.connection, e.what());
+    }
+  }
+  for (auto& s : h.sessions)
+    if (s) {
+      ::setsockopt(s->socket(), IPPROTO_TCP, TCP_USER_TIMEOUT, &kUserTimeoutMs,
+                   sizeof kUserTimeoutMs);
+      libssh2_keepalive_config(s->raw(), 1, kKeepaliveSeconds);
+      libssh2_session_set_blocking(s->raw(), 0);
+    }
+
+  char buf[65536];
+  for (;;) {
+    std::vector<std::pair<int, int>> requests;
+    bool quit;
+    {
+      std::lock_guard<std::mutex> lock(h.mutex);
+      requests.swap(h.requests);
+      quit = h.quit;
+    }
+    if (quit) break;
+    while (::read(h.controlRead, buf, sizeof buf) > 0) {
+    }
+    for (auto [rank, sig] : requests)
+      for (auto& r : h.ranks)
+        if (r.spec.placement.rank == rank) {
+          r.stopWanted = true;
+          r.killWanted |= sig == SIGKILL;
+        }
+
+    bool progressed = false, pending = false, anyLeft = false;
+    for (auto& r : h.ranks) {
+      if (r.phase == Phase::Done) continue;
+      anyLeft = true;
+      SshSession& session = *h.sessions[r.connection];
+      if (r.killWanted && !r.reported) {
+        finish(r, {true, SIGKILL}, "");
+        r.phase = Phase::Closing;
+      }
+      if (r.phase == Phase::Running) {
+        for (int stream : {0, SSH_EXTENDED_DATA_STDERR}) {
+          ssize_t n;
+          while ((n = libssh2_channel_read_ex(r.channel, stream, buf, sizeof buf)) > 0) {
+            sendAll(stream == 0 ? r.outFd : r.errFd, buf, static_cast<std::size_t>(n));
+            progressed = true;
+          }
+          if (n < 0 && n != LIBSSH2_ERROR_EAGAIN) {
+            loseConnection(r.connection,
+                           session.where() + "ssh connection lost while rank was running (" +
+                               std::to_string(n) + ")");
+            break;
+          }
+        }
+        if (r.phase == Phase::Done) continue;
+        if (r.stopWanted && !r.eofSent) {
+          int rc = libssh2_channel_send_eof(r.channel);
+          r.eofSent = rc == 0;
+          progressed |= r.eofSent;
+        }
+        if (libssh2_channel_eof(r.channel)) r.phase = Phase::Closing;
+      }
+      if (r.phase == Phase::Closing) {
+        int rc = libssh2_channel_close(r.channel);
+        if (rc != LIBSSH2_ERROR_EAGAIN) r.phase = Phase::WaitClosed;
+      }
+      if (r.phase == Phase::WaitClosed) {
+        int rc = libssh2_channel_wait_closed(r.channel);
+        if (rc == LIBSSH2_ERROR_EAGAIN) continue;
+        char* exitSignal = nullptr;
+        libssh2_channel_get_exit_signal(r.channel, &exitSignal, nullptr, nullptr, nullptr,
+                                        nullptr, nullptr);
+        int status = libssh2_channel_get_exit_status(r.channel);
+        std::string signalName = exitSignal ? exitSignal : "";
+        if (exitSignal) libssh2_free(session.raw(), exitSignal);
+        libssh2_channel_free(r.channel);
+        r.channel = nullptr;
+        r.phase = Phase::Done;
+        progressed = true;
+        if (!signalName.empty())
+          finish(r, {false, 255}, "the remote shell was ended by SIG" + signalName);
+        else
+          finish(r, fromRemoteStatus(status), "");
+        continue;
+      }
+      // Data that another channel's read pulled off the socket waits in libssh2's queue, where
+      // poll() cannot see it.
+      unsigned long avail = 0;
+      if (r.phase == Phase::Running) libssh2_channel_window_read_ex(r.channel, &avail, nullptr);
+      pending |= avail > 0 || (r.phase == Phase::Running && libssh2_channel_eof(r.channel));
+    }
+    if (!anyLeft) break;
+    if (progressed || pending) continue;
+
+    std::vector<pollfd> fds{{h.controlRead, POLLIN, 0}};
+    std::vector<std::size_t> owner{0};
+    int timeoutMs = kKeepaliveSeconds * 1000;
+    for (std::size_t c = 0; c < h.sessions.size(); ++c) {
+      if (!h.sessions[c]) continue;
+      LIBSSH2_SESSION* s = h.sessions[c]->raw();
+      int next = kKeepaliveSeconds;
+      libssh2_keepalive_send(s, &next);
+      timeoutMs = std::min(timeoutMs, std::max(1, next) * 1000);
+      int dirs = libssh2_session_block_directions(s);
+      short events = 0;
+      if (dirs & LIBSSH2_SESSION_BLOCK_INBOUND) events |= POLLIN;
+      if (dirs & LIBSSH2_SESSION_BLOCK_OUTBOUND) events |= POLLOUT;
+      fds.push_back({h.sessions[c]->socket(), static_cast<short>(events ? events : POLLIN), 0});
+      owner.push_back(c);
+    }
+    int n = ::poll(fds.data(), fds.size(), timeoutMs);
+    if (n < 0 && errno != EINTR) {
+      log::logger("launcher")->error("remote ranks: poll failed: {}", std::strerror(errno));
+      for (std::size_t c = 0; c < h.sessions.size(); ++c)
+        loseConnection(c, "hvdrun cannot watch its ssh connections: poll failed");
+      break;
+    }
+    for (std::size_t i = 1; n > 0 && i < fds.size(); ++i)
+      if ((fds[i].revents & (POLLERR | POLLHUP)) && !(fds[i].revents & POLLIN))
+        loseConnection(owner[i], h.sessions[owner[i]]->where() +
+                                     "ssh connection lost while rank was running");
+  }
+  // Closing the connections ends the lifeline of every rank still running there.
+  for (auto& s : h.sessions)
+    if (s) libssh2_session_set_blocking(s->raw(), 1);
+  h.sessions.clear();
+}
+
+}  // namespace hvd::launcher::ssh

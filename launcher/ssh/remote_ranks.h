@@ -1,0 +1,71 @@
+// The ranks that run on remote hosts, driven from inside hvdrun. One thread per host owns that
+// host's SSH connections and the channels the preflight opened there, one per rank, each with
+// its checks done and waiting for its run script (remote_command.h); starting a rank is sending
+// that script. Each rank's stdout and stderr arrive on a socket pair whose read ends the job
+// polls like a local worker's pipes; ranks that ended are queued and announced on wakeFd().
+// Stopping a rank ends its lifeline, and the remote script stops the rank's process group
+// (SIGTERM, grace, SIGKILL). If hvdrun dies, the kernel closes the connections and sshd ends the
+// lifelines the same way.
+// Thread model: the public members are called from the job's thread; each libssh2 session
+// belongs to its host's thread alone.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "launcher/exit_status.h"
+#include "launcher/rank_assignment.h"
+#include "launcher/ssh/ssh_preflight.h"
+
+namespace hvd::launcher::ssh {
+
+struct RemoteRankSpec {
+  RankPlacement placement;
+  std::string script;  // runScript(...) for this rank
+};
+
+struct RemoteRankStreams {
+  RankPlacement placement;
+  int stdoutFd = -1;  // read ends, non-blocking, owned by the caller
+  int stderrFd = -1;
+};
+
+class RemoteRanks {
+ public:
+  RemoteRanks();
+  // Ends every host thread: open channels and connections close, so their lifelines end.
+  ~RemoteRanks();
+  RemoteRanks(const RemoteRanks&) = delete;
+  RemoteRanks& operator=(const RemoteRanks&) = delete;
+
+  // Before start(): a checked host and its ranks, one per channel, in the channels' order.
+  void addHost(ReadyHost host, std::vector<RemoteRankSpec> ranks);
+  // Starts one thread per host and returns every rank's streams, in the order added.
+  // Throws IoError when the streams cannot be made. A rank whose script cannot be sent ends
+  // with status 255 and the reason on its stderr, as ssh does.
+  std::vector<RemoteRankStreams> start();
+
+  std::size_t rankCount() const;
+
+  // Readable when ranks have ended since the last takeEnded().
+  int wakeFd() const { return wakeRead_; }
+  std::vector<std::pair<int, ExitStatus>> takeEnded();
+  // SIGKILL closes the rank's channel and reports it killed at once; any other signal ends its
+  // lifeline and the rank is reported when its remote script exits.
+  void signal(int rank, int sig);
+
+ private:
+  struct Host;
+  void runHost(Host& host);
+  void report(int rank, ExitStatus status);
+
+  std::vector<std::unique_ptr<Host>> hosts_;
+  int wakeRead_ = -1, wakeWrite_ = -1;
+  std::mutex endedMutex_;
+  std::vector<std::pair<int, ExitStatus>> ended_;
+};
+
+}  // namespace hvd::launcher::ssh
