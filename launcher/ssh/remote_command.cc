@@ -100,8 +100,9 @@ std::string runScript(const RemoteRun& run) {
   s += "exec 3<&0\n";
   s += "setsid" + command + " </dev/null 3<&- &\n";
   s += "pid=$!\n";
-  s += "{ cat >/dev/null; kill -TERM -$pid; sleep " + std::to_string(run.graceSeconds) +
-       "; kill -KILL -$pid; } <&3 >/dev/null 2>&1 &\n";
+  s += "{ while IFS= read -r cmd; do case $cmd in term) kill -TERM -$pid;; "
+       "kill) kill -KILL -$pid; exit;; esac; done; kill -TERM -$pid; sleep " +
+       std::to_string(run.graceSeconds) + "; kill -KILL -$pid; } <&3 >/dev/null 2>&1 &\n";
   s += "watcher=$!\n";
   s += "exec 3<&-\n";
   s += "wait $pid\n";

@@ -33,6 +33,13 @@ struct RemoteRun {
   int graceSeconds = 10;   // between SIGTERM and SIGKILL when the lifeline ends
 };
 
+// What hvdrun writes on a running rank's lifeline: SIGTERM to the rank's process group (hvdrun
+// sends the kill itself when its grace period ends), or SIGKILL at once. When the lifeline ends
+// instead (hvdrun died, the connection dropped), the watcher sends SIGTERM, waits the grace
+// period and sends SIGKILL.
+inline constexpr const char* kLifelineTerm = "term\n";
+inline constexpr const char* kLifelineKill = "kill\n";
+
 // Line the check script prints on stdout when every check passed.
 inline constexpr const char* kReadyLine = "hvd-ready";
 

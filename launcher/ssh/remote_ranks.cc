@@ -57,7 +57,8 @@ struct RankChannel {
   LIBSSH2_CHANNEL* channel = nullptr;
   int outFd = -1, errFd = -1;  // write ends
   Phase phase = Phase::Running;
-  bool stopWanted = false, killWanted = false, eofSent = false, reported = false;
+  std::string lifeline;  // commands for the remote watcher not yet written (remote_command.h)
+  bool termQueued = false, killWanted = false, reported = false;
 };
 
 struct RemoteRanks::Host {
@@ -251,8 +252,13 @@ void RemoteRanks::runHost(Host& h) {
     for (auto [rank, sig] : requests)
       for (auto& r : h.ranks)
         if (r.spec.placement.rank == rank) {
-          r.stopWanted = true;
-          r.killWanted |= sig == SIGKILL;
+          if (sig == SIGKILL && !r.killWanted) {
+            r.killWanted = true;
+            r.lifeline += kLifelineKill;
+          } else if (!r.termQueued) {
+            r.termQueued = true;
+            r.lifeline += kLifelineTerm;
+          }
         }
 
     bool progressed = false, pending = false, anyLeft = false;
@@ -260,10 +266,9 @@ void RemoteRanks::runHost(Host& h) {
       if (r.phase == Phase::Done) continue;
       anyLeft = true;
       SshSession& session = *h.sessions[r.connection];
-      if (r.killWanted && !r.reported) {
-        finish(r, {true, SIGKILL}, "");
-        r.phase = Phase::Closing;
-      }
+      // A killed rank counts as ended at once, as a local one would; its channel closes as
+      // soon as the watcher has been told.
+      if (r.killWanted && !r.reported) finish(r, {true, SIGKILL}, "");
       if (r.phase == Phase::Running) {
         for (int stream : {0, SSH_EXTENDED_DATA_STDERR}) {
           ssize_t n;
@@ -279,12 +284,17 @@ void RemoteRanks::runHost(Host& h) {
           }
         }
         if (r.phase == Phase::Done) continue;
-        if (r.stopWanted && !r.eofSent) {
-          int rc = libssh2_channel_send_eof(r.channel);
-          r.eofSent = rc == 0;
-          progressed |= r.eofSent;
+        if (!r.lifeline.empty()) {
+          ssize_t n = libssh2_channel_write(r.channel, r.lifeline.data(), r.lifeline.size());
+          if (n > 0) {
+            r.lifeline.erase(0, static_cast<std::size_t>(n));
+            progressed = true;
+          } else if (n != LIBSSH2_ERROR_EAGAIN) {
+            r.lifeline.clear();  // the remote side has closed: the rank is ending anyway
+          }
         }
-        if (libssh2_channel_eof(r.channel)) r.phase = Phase::Closing;
+        if (libssh2_channel_eof(r.channel) || (r.killWanted && r.lifeline.empty()))
+          r.phase = Phase::Closing;
       }
       if (r.phase == Phase::Closing) {
         int rc = libssh2_channel_close(r.channel);

@@ -254,6 +254,32 @@ def test_stopping_hvdrun_leaves_no_process_on_any_host(hosts, how):
             proc.wait()
 
 
+def test_second_interrupt_kills_remote_ranks_that_ignore_sigterm(hosts):
+    """Ranks ignoring SIGTERM: the first Ctrl-C asks them to stop and they stay; the second
+    kills them at once on every host, long before the 60 s grace period."""
+    marker = f"stubborn-{os.getpid()}"
+    stubborn = "trap '' TERM; echo READY $HVD_RANK; while :; do sleep 1; done"
+    proc = subprocess.Popen([str(HVDRUN), "--ssh-port", str(SSH_PORT), "--grace-seconds", "60",
+                             "-np", "4", "-H", hosts.hosts(2), "sh", "-c", stubborn, marker],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=hosts.env(), cwd=REPO)
+    try:
+        read_until_ready(proc)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(1.5)
+        assert len(processes_with(marker)) >= 4, "SIGTERM is ignored: the ranks are still there"
+        start = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=15)
+        assert "second interrupt: killing all ranks now" in err, err
+        wait_for(lambda: not processes_with(marker), 10, "the ranks to be killed")
+        assert time.monotonic() - start < 10, "killed at once, not after the grace period"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_secrets_never_appear_on_any_command_line(hosts):
     marker = f"secret-{os.getpid()}"
     proc = start_job(hosts, marker)
