@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <thread>
 
 #include "common/error.h"
@@ -49,8 +50,6 @@ ExitStatus fromRemoteStatus(int status) {
   return {false, status};
 }
 
-}  // namespace
-
 struct RankChannel {
   RemoteRankSpec spec;
   std::size_t connection = 0;  // index into Host::sessions
@@ -61,6 +60,9 @@ struct RankChannel {
   bool termQueued = false, killWanted = false, reported = false;
 };
 
+}  // namespace
+
+// One host's connections and ranks. Everything but the request queue belongs to its thread.
 struct RemoteRanks::Host {
   std::vector<std::unique_ptr<SshSession>> sessions;
   std::vector<RankChannel> ranks;
@@ -69,6 +71,23 @@ struct RemoteRanks::Host {
   std::mutex mutex;
   std::vector<std::pair<int, int>> requests;  // (rank, signal)
   bool quit = false;
+  std::function<void(int rank, ExitStatus)> report;
+
+  // The thread's body: send every rank its run script, then pump until all have ended.
+  void run();
+
+ private:
+  struct Round {
+    bool progressed = false;  // something moved: go round again before sleeping
+    bool pending = false;     // libssh2 holds unread data poll() cannot see
+  };
+  bool quitting();
+  void applyRequests();
+  void pump(RankChannel& r, Round& round, char* buf, std::size_t size);
+  void collectExit(RankChannel& r);
+  void waitForActivity();
+  void finish(RankChannel& r, ExitStatus status, const std::string& why);
+  void loseConnection(std::size_t connection, const std::string& why);
 };
 
 RemoteRanks::RemoteRanks() {
@@ -139,7 +158,10 @@ std::vector<RemoteRankStreams> RemoteRanks::start() {
       out.push_back(streams);
     }
   }
-  for (auto& h : hosts_) h->thread = std::thread([this, host = h.get()] { runHost(*host); });
+  for (auto& h : hosts_) {
+    h->report = [this](int rank, ExitStatus status) { report(rank, status); };
+    h->thread = std::thread([host = h.get()] { host->run(); });
+  }
   return out;
 }
 
@@ -194,172 +216,184 @@ void startRank(SshSession& session, LIBSSH2_CHANNEL* channel, const std::string&
 
 }  // namespace
 
-void RemoteRanks::runHost(Host& h) {
-  auto finish = [&](RankChannel& r, ExitStatus status, const std::string& why) {
-    if (!why.empty()) {
-      std::string line = "hvdrun: " + why + "\n";
-      sendAll(r.errFd, line.data(), line.size());
-    }
-    closeFd(r.outFd);
-    closeFd(r.errFd);
-    if (!r.reported) report(r.spec.placement.rank, status);
-    r.reported = true;
-  };
-  // Every rank still on a broken connection fails with the reason; the connection is dropped.
-  auto loseConnection = [&](std::size_t c, const std::string& why) {
-    for (auto& r : h.ranks)
-      if (r.connection == c && r.phase != Phase::Done) {
-        finish(r, {false, 255}, why);
-        r.channel = nullptr;  // freed with the session
-        r.phase = Phase::Done;
-      }
-    if (h.sessions[c]) libssh2_session_set_blocking(h.sessions[c]->raw(), 1);
-    h.sessions[c].reset();
-  };
+void RemoteRanks::Host::finish(RankChannel& r, ExitStatus status, const std::string& why) {
+  if (!why.empty()) {
+    std::string line = "hvdrun: " + why + "\n";
+    sendAll(r.errFd, line.data(), line.size());
+  }
+  closeFd(r.outFd);
+  closeFd(r.errFd);
+  if (!r.reported) report(r.spec.placement.rank, status);
+  r.reported = true;
+}
 
-  for (auto& r : h.ranks) {
-    {
-      std::lock_guard<std::mutex> lock(h.mutex);
-      if (h.quit) break;
+// Every rank still on a broken connection fails with the reason; the connection is dropped.
+void RemoteRanks::Host::loseConnection(std::size_t c, const std::string& why) {
+  for (auto& r : ranks)
+    if (r.connection == c && r.phase != Phase::Done) {
+      finish(r, {false, 255}, why);
+      r.channel = nullptr;  // freed with the session
+      r.phase = Phase::Done;
     }
+  if (sessions[c]) libssh2_session_set_blocking(sessions[c]->raw(), 1);
+  sessions[c].reset();
+}
+
+bool RemoteRanks::Host::quitting() {
+  std::lock_guard<std::mutex> lock(mutex);
+  return quit;
+}
+
+void RemoteRanks::Host::applyRequests() {
+  std::vector<std::pair<int, int>> fresh;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    fresh.swap(requests);
+  }
+  char buf[64];
+  while (::read(controlRead, buf, sizeof buf) > 0) {
+  }
+  for (auto [rank, sig] : fresh)
+    for (auto& r : ranks)
+      if (r.spec.placement.rank == rank) {
+        if (sig == SIGKILL && !r.killWanted) {
+          r.killWanted = true;
+          r.lifeline += kLifelineKill;
+        } else if (!r.termQueued) {
+          r.termQueued = true;
+          r.lifeline += kLifelineTerm;
+        }
+      }
+}
+
+// Moves one rank on as far as it can go without blocking.
+void RemoteRanks::Host::pump(RankChannel& r, Round& round, char* buf, std::size_t size) {
+  // A killed rank counts as ended at once, as a local one would; its channel closes as soon as
+  // the watcher has been told.
+  if (r.killWanted && !r.reported) finish(r, {true, SIGKILL}, "");
+  if (r.phase == Phase::Running) {
+    for (int stream : {0, SSH_EXTENDED_DATA_STDERR}) {
+      ssize_t n;
+      while ((n = libssh2_channel_read_ex(r.channel, stream, buf, size)) > 0) {
+        sendAll(stream == 0 ? r.outFd : r.errFd, buf, static_cast<std::size_t>(n));
+        round.progressed = true;
+      }
+      if (n < 0 && n != LIBSSH2_ERROR_EAGAIN)
+        return loseConnection(r.connection,
+                              sessions[r.connection]->where() +
+                                  "ssh connection lost while rank was running (" +
+                                  std::to_string(n) + ")");
+    }
+    if (!r.lifeline.empty()) {
+      ssize_t n = libssh2_channel_write(r.channel, r.lifeline.data(), r.lifeline.size());
+      if (n > 0) {
+        r.lifeline.erase(0, static_cast<std::size_t>(n));
+        round.progressed = true;
+      } else if (n != LIBSSH2_ERROR_EAGAIN) {
+        r.lifeline.clear();  // the remote side has closed: the rank is ending anyway
+      }
+    }
+    if (libssh2_channel_eof(r.channel) || (r.killWanted && r.lifeline.empty()))
+      r.phase = Phase::Closing;
+  }
+  if (r.phase == Phase::Closing && libssh2_channel_close(r.channel) != LIBSSH2_ERROR_EAGAIN)
+    r.phase = Phase::WaitClosed;
+  if (r.phase == Phase::WaitClosed) {
+    if (libssh2_channel_wait_closed(r.channel) == LIBSSH2_ERROR_EAGAIN) return;
+    collectExit(r);
+    round.progressed = true;
+    return;
+  }
+  // Data that another channel's read pulled off the socket waits in libssh2's queue, where
+  // poll() cannot see it.
+  if (r.phase == Phase::Running) {
+    unsigned long avail = 0;
+    libssh2_channel_window_read_ex(r.channel, &avail, nullptr);
+    round.pending |= avail > 0 || libssh2_channel_eof(r.channel);
+  }
+}
+
+void RemoteRanks::Host::collectExit(RankChannel& r) {
+  char* exitSignal = nullptr;
+  libssh2_channel_get_exit_signal(r.channel, &exitSignal, nullptr, nullptr, nullptr, nullptr,
+                                  nullptr);
+  int status = libssh2_channel_get_exit_status(r.channel);
+  std::string signalName = exitSignal ? exitSignal : "";
+  if (exitSignal) libssh2_free(sessions[r.connection]->raw(), exitSignal);
+  libssh2_channel_free(r.channel);
+  r.channel = nullptr;
+  r.phase = Phase::Done;
+  if (!signalName.empty())
+    finish(r, {false, 255}, "the remote shell was ended by SIG" + signalName);
+  else
+    finish(r, fromRemoteStatus(status), "");
+}
+
+// Sleeps until a connection or the job has something, sending keepalives on the way.
+void RemoteRanks::Host::waitForActivity() {
+  std::vector<pollfd> fds{{controlRead, POLLIN, 0}};
+  std::vector<std::size_t> owner{0};
+  int timeoutMs = kKeepaliveSeconds * 1000;
+  for (std::size_t c = 0; c < sessions.size(); ++c) {
+    if (!sessions[c]) continue;
+    LIBSSH2_SESSION* s = sessions[c]->raw();
+    int next = kKeepaliveSeconds;
+    libssh2_keepalive_send(s, &next);
+    timeoutMs = std::min(timeoutMs, std::max(1, next) * 1000);
+    int dirs = libssh2_session_block_directions(s);
+    short events = 0;
+    if (dirs & LIBSSH2_SESSION_BLOCK_INBOUND) events |= POLLIN;
+    if (dirs & LIBSSH2_SESSION_BLOCK_OUTBOUND) events |= POLLOUT;
+    fds.push_back({sessions[c]->socket(), static_cast<short>(events ? events : POLLIN), 0});
+    owner.push_back(c);
+  }
+  int n = ::poll(fds.data(), fds.size(), timeoutMs);
+  if (n < 0 && errno != EINTR) {
+    log::logger("launcher")->error("remote ranks: poll failed: {}", std::strerror(errno));
+    for (std::size_t c = 0; c < sessions.size(); ++c)
+      loseConnection(c, "hvdrun cannot watch its ssh connections: poll failed");
+    return;
+  }
+  for (std::size_t i = 1; n > 0 && i < fds.size(); ++i)
+    if ((fds[i].revents & (POLLERR | POLLHUP)) && !(fds[i].revents & POLLIN))
+      loseConnection(owner[i],
+                     sessions[owner[i]]->where() + "ssh connection lost while rank was running");
+}
+
+void RemoteRanks::Host::run() {
+  for (auto& r : ranks) {
+    if (quitting()) break;
     if (r.phase == Phase::Done) continue;  // its connection was lost
     try {
-      startRank(*h.sessions[r.connection], r.channel, r.spec.script);
+      startRank(*sessions[r.connection], r.channel, r.spec.script);
     } catch (const Error& e) {
       loseConnection(r.connection, e.what());
     }
   }
-  for (auto& s : h.sessions)
+  for (auto& s : sessions)
     if (s) {
       ::setsockopt(s->socket(), IPPROTO_TCP, TCP_USER_TIMEOUT, &kUserTimeoutMs,
                    sizeof kUserTimeoutMs);
       libssh2_keepalive_config(s->raw(), 1, kKeepaliveSeconds);
       libssh2_session_set_blocking(s->raw(), 0);
     }
-
-  char buf[65536];
-  for (;;) {
-    std::vector<std::pair<int, int>> requests;
-    bool quit;
-    {
-      std::lock_guard<std::mutex> lock(h.mutex);
-      requests.swap(h.requests);
-      quit = h.quit;
-    }
-    if (quit) break;
-    while (::read(h.controlRead, buf, sizeof buf) > 0) {
-    }
-    for (auto [rank, sig] : requests)
-      for (auto& r : h.ranks)
-        if (r.spec.placement.rank == rank) {
-          if (sig == SIGKILL && !r.killWanted) {
-            r.killWanted = true;
-            r.lifeline += kLifelineKill;
-          } else if (!r.termQueued) {
-            r.termQueued = true;
-            r.lifeline += kLifelineTerm;
-          }
-        }
-
-    bool progressed = false, pending = false, anyLeft = false;
-    for (auto& r : h.ranks) {
-      if (r.phase == Phase::Done) continue;
-      anyLeft = true;
-      SshSession& session = *h.sessions[r.connection];
-      // A killed rank counts as ended at once, as a local one would; its channel closes as
-      // soon as the watcher has been told.
-      if (r.killWanted && !r.reported) finish(r, {true, SIGKILL}, "");
-      if (r.phase == Phase::Running) {
-        for (int stream : {0, SSH_EXTENDED_DATA_STDERR}) {
-          ssize_t n;
-          while ((n = libssh2_channel_read_ex(r.channel, stream, buf, sizeof buf)) > 0) {
-            sendAll(stream == 0 ? r.outFd : r.errFd, buf, static_cast<std::size_t>(n));
-            progressed = true;
-          }
-          if (n < 0 && n != LIBSSH2_ERROR_EAGAIN) {
-            loseConnection(r.connection,
-                           session.where() + "ssh connection lost while rank was running (" +
-                               std::to_string(n) + ")");
-            break;
-          }
-        }
-        if (r.phase == Phase::Done) continue;
-        if (!r.lifeline.empty()) {
-          ssize_t n = libssh2_channel_write(r.channel, r.lifeline.data(), r.lifeline.size());
-          if (n > 0) {
-            r.lifeline.erase(0, static_cast<std::size_t>(n));
-            progressed = true;
-          } else if (n != LIBSSH2_ERROR_EAGAIN) {
-            r.lifeline.clear();  // the remote side has closed: the rank is ending anyway
-          }
-        }
-        if (libssh2_channel_eof(r.channel) || (r.killWanted && r.lifeline.empty()))
-          r.phase = Phase::Closing;
+  std::vector<char> buf(65536);
+  while (!quitting()) {
+    applyRequests();
+    Round round;
+    bool anyLeft = false;
+    for (auto& r : ranks)
+      if (r.phase != Phase::Done) {
+        anyLeft = true;
+        pump(r, round, buf.data(), buf.size());
       }
-      if (r.phase == Phase::Closing) {
-        int rc = libssh2_channel_close(r.channel);
-        if (rc != LIBSSH2_ERROR_EAGAIN) r.phase = Phase::WaitClosed;
-      }
-      if (r.phase == Phase::WaitClosed) {
-        int rc = libssh2_channel_wait_closed(r.channel);
-        if (rc == LIBSSH2_ERROR_EAGAIN) continue;
-        char* exitSignal = nullptr;
-        libssh2_channel_get_exit_signal(r.channel, &exitSignal, nullptr, nullptr, nullptr,
-                                        nullptr, nullptr);
-        int status = libssh2_channel_get_exit_status(r.channel);
-        std::string signalName = exitSignal ? exitSignal : "";
-        if (exitSignal) libssh2_free(session.raw(), exitSignal);
-        libssh2_channel_free(r.channel);
-        r.channel = nullptr;
-        r.phase = Phase::Done;
-        progressed = true;
-        if (!signalName.empty())
-          finish(r, {false, 255}, "the remote shell was ended by SIG" + signalName);
-        else
-          finish(r, fromRemoteStatus(status), "");
-        continue;
-      }
-      // Data that another channel's read pulled off the socket waits in libssh2's queue, where
-      // poll() cannot see it.
-      unsigned long avail = 0;
-      if (r.phase == Phase::Running) libssh2_channel_window_read_ex(r.channel, &avail, nullptr);
-      pending |= avail > 0 || (r.phase == Phase::Running && libssh2_channel_eof(r.channel));
-    }
     if (!anyLeft) break;
-    if (progressed || pending) continue;
-
-    std::vector<pollfd> fds{{h.controlRead, POLLIN, 0}};
-    std::vector<std::size_t> owner{0};
-    int timeoutMs = kKeepaliveSeconds * 1000;
-    for (std::size_t c = 0; c < h.sessions.size(); ++c) {
-      if (!h.sessions[c]) continue;
-      LIBSSH2_SESSION* s = h.sessions[c]->raw();
-      int next = kKeepaliveSeconds;
-      libssh2_keepalive_send(s, &next);
-      timeoutMs = std::min(timeoutMs, std::max(1, next) * 1000);
-      int dirs = libssh2_session_block_directions(s);
-      short events = 0;
-      if (dirs & LIBSSH2_SESSION_BLOCK_INBOUND) events |= POLLIN;
-      if (dirs & LIBSSH2_SESSION_BLOCK_OUTBOUND) events |= POLLOUT;
-      fds.push_back({h.sessions[c]->socket(), static_cast<short>(events ? events : POLLIN), 0});
-      owner.push_back(c);
-    }
-    int n = ::poll(fds.data(), fds.size(), timeoutMs);
-    if (n < 0 && errno != EINTR) {
-      log::logger("launcher")->error("remote ranks: poll failed: {}", std::strerror(errno));
-      for (std::size_t c = 0; c < h.sessions.size(); ++c)
-        loseConnection(c, "hvdrun cannot watch its ssh connections: poll failed");
-      break;
-    }
-    for (std::size_t i = 1; n > 0 && i < fds.size(); ++i)
-      if ((fds[i].revents & (POLLERR | POLLHUP)) && !(fds[i].revents & POLLIN))
-        loseConnection(owner[i], h.sessions[owner[i]]->where() +
-                                     "ssh connection lost while rank was running");
+    if (!round.progressed && !round.pending) waitForActivity();
   }
   // Closing the connections ends the lifeline of every rank still running there.
-  for (auto& s : h.sessions)
+  for (auto& s : sessions)
     if (s) libssh2_session_set_blocking(s->raw(), 1);
-  h.sessions.clear();
+  sessions.clear();
 }
 
 }  // namespace hvd::launcher::ssh

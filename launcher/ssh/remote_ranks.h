@@ -59,7 +59,6 @@ class RemoteRanks {
 
  private:
   struct Host;
-  void runHost(Host& host);
   void report(int rank, ExitStatus status);
 
   std::vector<std::unique_ptr<Host>> hosts_;
