@@ -138,19 +138,19 @@ ssh::PreflightReport checkRemoteHosts(
 // The address the rendezvous listens on: loopback for a one-machine job; otherwise this
 // machine's address on the chosen interface, else the one it reached the first remote host from.
 std::string rendezvousAddress(const HostPlan& plan, const std::vector<ssh::SshTarget>& targets,
-                              const std::map<std::string, std::string>& localAddressByHost,
+                              const std::map<std::string, ssh::ReadyHost>& ready,
                               const std::map<std::string, std::string>& interfaces) {
   if (targets.empty()) return "127.0.0.1";
   std::string thisHost = plan.local.empty() ? "" : *plan.local.begin();
   std::string iface = interfaceFor(interfaces, thisHost);
   if (!iface.empty()) return net::addressOfInterface(iface, thisHost.empty() ? "(hvdrun's)" : thisHost);
-  std::string chosen = localAddressByHost.at(targets.front().alias);
+  std::string chosen = ready.at(targets.front().alias).localAddress;
   for (const auto& t : targets)
-    if (localAddressByHost.at(t.alias) != chosen)
+    if (ready.at(t.alias).localAddress != chosen)
       log::logger("launcher")->warn(
           "this machine reaches {} from {} but {} from {}; the rendezvous listens on {} only "
           "(choose with --network-interface)",
-          targets.front().alias, chosen, t.alias, localAddressByHost.at(t.alias), chosen);
+          targets.front().alias, chosen, t.alias, ready.at(t.alias).localAddress, chosen);
   if (net::isLoopback(chosen))
     throw InvalidArgument("a multi-host job cannot use the loopback address " + chosen +
                           "; choose an interface with --network-interface");
@@ -180,9 +180,7 @@ int launch(const LaunchOptions& options) {
   auto targets = remoteTargets(options, plan, placements, base);
   ssh::PreflightReport checked;
   if (!targets.empty()) checked = checkRemoteHosts(targets, placements, options, base, cwd, interfaces);
-  std::map<std::string, std::string> localAddressByHost;
-  for (const auto& [alias, ready] : checked.ready) localAddressByHost[alias] = ready.localAddress;
-  std::string bindAddress = rendezvousAddress(plan, targets, localAddressByHost, interfaces);
+  std::string bindAddress = rendezvousAddress(plan, targets, checked.ready, interfaces);
 
   JobIdentity job;
   job.secret = auth::randomHex(32);
@@ -194,7 +192,7 @@ int launch(const LaunchOptions& options) {
             describeHosts(hosts), job.rendezvousAddr, job.rendezvousPort);
   for (const auto& t : targets)
     log->info("host {}: ssh {}:{} as {}, reached from {}; ranks use {}", t.alias, t.address,
-              t.port, t.user, localAddressByHost.at(t.alias),
+              t.port, t.user, checked.ready.at(t.alias).localAddress,
               interfaceFor(interfaces, t.alias).empty()
                   ? std::string("the address that reaches the rendezvous")
                   : "interface " + interfaceFor(interfaces, t.alias));

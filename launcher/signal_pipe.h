@@ -1,6 +1,6 @@
 // Signals delivered to an event loop as bytes on a pipe (the self-pipe trick): the handler only
 // write(2)s the signal number, and the loop polls fd() and calls next(). A handler can reach only
-// a global, so one SignalPipe may exist per process at a time (hvdrun's job, or a relay).
+// a global, so one SignalPipe may exist per process at a time (hvdrun's job).
 #pragma once
 
 #include <initializer_list>

@@ -76,8 +76,10 @@ std::string shellQuote(const std::string& s) {
   return out + "'";
 }
 
-// Reads one framed() script from stdin and runs it in this shell. `head -c` may read past its
-// count on a pipe, which is safe because nothing follows a frame until the script has answered.
+// Reads one framed() script from stdin and runs it in this shell. GNU head -c reads no more
+// than its count. A head that read further could only swallow what follows a frame: nothing
+// follows the check script until it has answered, and a lifeline command right behind the run
+// script would land after its `exit` and be lost (the later `kill` still arrives).
 constexpr const char* kReadFrame = "IFS= read -r n && s=$(head -c \"$n\") && eval \"$s\"";
 
 std::string bootstrapCommand() {

@@ -200,22 +200,6 @@ void RemoteRanks::report(int rank, ExitStatus status) {
   (void)!::write(wakeWrite_, "e", 1);
 }
 
-namespace {
-
-// Sends the rank its run script; blocking, bounded by the session's timeout.
-void startRank(SshSession& session, LIBSSH2_CHANNEL* channel, const std::string& script) {
-  std::string input = framed(script);
-  for (std::size_t sent = 0; sent < input.size();) {
-    ssize_t n = libssh2_channel_write(channel, input.data() + sent, input.size() - sent);
-    if (n < 0)
-      throw SshError(SshFailure::Protocol,
-                     session.where() + "cannot start the rank: " + session.lastError());
-    sent += static_cast<std::size_t>(n);
-  }
-}
-
-}  // namespace
-
 void RemoteRanks::Host::finish(RankChannel& r, ExitStatus status, const std::string& why) {
   if (!why.empty()) {
     std::string line = "hvdrun: " + why + "\n";
@@ -365,7 +349,7 @@ void RemoteRanks::Host::run() {
     if (quitting()) break;
     if (r.phase == Phase::Done) continue;  // its connection was lost
     try {
-      startRank(*sessions[r.connection], r.channel, r.spec.script);
+      sessions[r.connection]->writeAll(r.channel, framed(r.spec.script), "the rank");
     } catch (const Error& e) {
       loseConnection(r.connection, e.what());
     }

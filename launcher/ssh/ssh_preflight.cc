@@ -24,17 +24,14 @@ LIBSSH2_CHANNEL* startCheck(SshSession& session, const std::string& script) {
     throw SshError(SshFailure::Protocol,
                    session.where() + "cannot open a channel (" + session.lastError() +
                        "); sshd's MaxSessions must allow " + std::to_string(kRanksPerConnection));
-  std::string input = framed(script);
-  bool ok = libssh2_channel_exec(channel, bootstrapCommand().c_str()) == 0;
-  for (std::size_t sent = 0; ok && sent < input.size();) {
-    ssize_t n = libssh2_channel_write(channel, input.data() + sent, input.size() - sent);
-    ok = n >= 0;
-    if (ok) sent += static_cast<std::size_t>(n);
-  }
-  if (!ok) {
-    std::string why = session.lastError();
+  try {
+    if (libssh2_channel_exec(channel, bootstrapCommand().c_str()) != 0)
+      throw SshError(SshFailure::Protocol,
+                     session.where() + "cannot start the check: " + session.lastError());
+    session.writeAll(channel, framed(script), "the check");
+  } catch (const SshError&) {
     libssh2_channel_free(channel);
-    throw SshError(SshFailure::Protocol, session.where() + "cannot start the check: " + why);
+    throw;
   }
   return channel;
 }

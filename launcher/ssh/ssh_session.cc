@@ -184,6 +184,16 @@ SshSession::~SshSession() {
 
 std::string SshSession::where() const { return target_.describe() + ": "; }
 
+void SshSession::writeAll(LIBSSH2_CHANNEL* channel, const std::string& data,
+                          const std::string& what) {
+  for (std::size_t sent = 0; sent < data.size();) {
+    ssize_t n = libssh2_channel_write(channel, data.data() + sent, data.size() - sent);
+    if (n < 0)
+      throw SshError(SshFailure::Protocol, where() + "cannot start " + what + ": " + lastError());
+    sent += static_cast<std::size_t>(n);
+  }
+}
+
 std::string SshSession::lastError() const {
   char* msg = nullptr;
   int len = 0;

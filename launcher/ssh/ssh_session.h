@@ -77,6 +77,9 @@ class SshSession {
   std::string where() const;
   // libssh2's message for the session's last failure.
   std::string lastError() const;
+  // Writes all of `data` to the channel's stdin (blocking, bounded by the session's timeout).
+  // Throws SshError naming `what` ("the check", "the rank").
+  void writeAll(LIBSSH2_CHANNEL* channel, const std::string& data, const std::string& what);
 
  private:
   SshSession(SshTarget target, int fd, LIBSSH2_SESSION* session)
