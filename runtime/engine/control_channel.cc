@@ -84,20 +84,23 @@ std::vector<std::pair<int, std::string>> ControlChannel::receive() {
 }
 
 void ControlChannel::waitForActivity(collectives::Deadline deadline) {
+  if (wakePending_.exchange(false)) return;
   if (auto* progress = comm_->progress()) {
     progress->progressUntil(deadline);
     return;
   }
   std::unique_lock<std::mutex> lock(mutex_);
-  cv_.wait_until(lock, deadline, [&] { return woken_; });
-  woken_ = false;
+  cv_.wait_until(lock, deadline, [&] { return wakePending_.exchange(false); });
 }
 
 void ControlChannel::wake() {
-  if (auto* progress = comm_->progress()) return progress->wake();
+  if (auto* progress = comm_->progress()) {
+    wakePending_ = true;
+    return progress->wake();
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    woken_ = true;
+    wakePending_ = true;
   }
   cv_.notify_one();
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -30,7 +31,8 @@ class ControlChannel {
   // Messages that have arrived, in order per peer, without blocking. Throws IoError naming the
   // peer when a link broke (the peer's process exited or was killed).
   std::vector<std::pair<int, std::string>> receive();
-  // Returns when a message may have arrived, wake() was called, or at the deadline.
+  // Returns when a message may have arrived, wake() was called since the last return, or at
+  // the deadline.
   void waitForActivity(collectives::Deadline deadline);
   void wake();
  private:
@@ -51,10 +53,13 @@ class ControlChannel {
 
   std::unique_ptr<collectives::Comm> comm_;
   std::vector<Inbound> inbound_;
+  // Set by wake() before it interrupts the transport's wait. The transport's wake-up alone can
+  // be lost: receive() polls the transport, which runs (and so swallows) a wake-up posted
+  // between the engine's last look at its queue and its next wait.
+  std::atomic<bool> wakePending_{false};
   // Single rank: wake-ups go through a condition variable instead of the transport.
   std::mutex mutex_;
   std::condition_variable cv_;
-  bool woken_ = false;
 };
 
 }  // namespace hvd::runtime
