@@ -8,7 +8,7 @@ using namespace hvd::collectives;
 
 std::unique_ptr<DirectCollectives> DirectCollectives::create(const Config& config,
                                                              rendezvous::Store* store) {
-  World world = connectWorld(config, store, false);
+  World world = connectWorld(config, store, WorldUse::Direct);
   return std::unique_ptr<DirectCollectives>(new DirectCollectives(config, std::move(world)));
 }
 

@@ -16,6 +16,7 @@ EngineOptions engineOptions(const Config& c) {
   o.executor.ringThresholdBytes = c.ringThresholdBytes;
   o.cacheCapacity = c.cacheCapacity;
   o.opTimeout = c.opTimeout;
+  o.spinTime = c.spinTime;
   o.timelinePath = c.timelinePath;
   return o;
 }
@@ -29,7 +30,7 @@ Runtime::Runtime(Config config, World world)
 Runtime::~Runtime() { engine_.reset(); }
 
 std::unique_ptr<Runtime> Runtime::create(const Config& config, rendezvous::Store* store) {
-  World world = connectWorld(config, store, true);
+  World world = connectWorld(config, store, WorldUse::Engine);
   std::unique_ptr<Runtime> rt(new Runtime(config, std::move(world)));
   for (std::size_t i = 0; i < config.processSets.size(); ++i) {
     Operation add;

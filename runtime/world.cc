@@ -21,11 +21,11 @@ std::unique_ptr<Comm> singleRank(const Config& config) {
 
 std::unique_ptr<Comm> connectScope(const Config& config, rendezvous::Store& store,
                                    const std::string& bindAddress, int64_t epoch,
-                                   const std::string& scope) {
+                                   const std::string& scope, std::chrono::microseconds spin) {
   rendezvous::PrefixStore scoped(
       detail::concat("job/", config.jobId, "/epoch/", epoch, "/", scope), store);
   auto device = collectives::tcp::TcpDevice::create(bindAddress, config.secret,
-                                                    config.socketBufferBytes);
+                                                    config.socketBufferBytes, spin);
   auto comm = device->connectAll(config.topology.rank, config.topology.size, scoped,
                                  config.startTimeout, config.opTimeout);
   log::logger("runtime")->info("{}: tcp on {}", scope, device->listenAddress());
@@ -56,7 +56,8 @@ void serveRendezvousOnce(const Config& config) {
 
 }  // namespace
 
-World connectWorld(const Config& config, rendezvous::Store* store, bool withControl) {
+World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use) {
+  bool withControl = use == WorldUse::Engine;
   const Topology& t = config.topology;
   log::configure({config.logLevel, config.logSubsystems,
                   detail::concat(t.hostname, ":", getpid(), " [rank ", t.rank, "/", t.size, "]")});
@@ -83,8 +84,11 @@ World connectWorld(const Config& config, rendezvous::Store* store, bool withCont
   // and shutdown are collective, so all ranks count the same.
   int64_t epoch =
       store->add(detail::concat("job/", config.jobId, "/inits/", t.rank), 1) - 1;
-  world.data = connectScope(config, *store, bindAddress, epoch, "global");
-  if (withControl) world.control = connectScope(config, *store, bindAddress, epoch, "control");
+  world.data = connectScope(config, *store, bindAddress, epoch, "global",
+                            withControl ? config.spinTime : std::chrono::microseconds(0));
+  // The engine loop does its own polling of the control links (Engine::loop).
+  if (withControl)
+    world.control = connectScope(config, *store, bindAddress, epoch, "control", {});
   return world;
 }
 

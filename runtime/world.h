@@ -17,9 +17,19 @@ struct World {
   std::unique_ptr<collectives::Comm> control;  // null unless asked for
 };
 
+enum class WorldUse {
+  // The engine's: a control communicator too, and the data links poll for
+  // config.spinTime before sleeping (the negotiation starts a collective on the ranks at
+  // different moments, so a rank often waits briefly for a peer).
+  Engine,
+  // Collectives called directly: data links only, no spin (the ranks enter together, and a
+  // spin measured no faster there).
+  Direct,
+};
+
 // Sets up logging, joins the rendezvous (the launcher's server from the Config, or `store` for
 // in-process tests) and connects every peer. Throws InvalidArgument for a bad configuration,
 // TimeoutError naming the missing ranks, IoError for an unreachable server.
-World connectWorld(const Config& config, rendezvous::Store* store, bool withControl);
+World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use);
 
 }  // namespace hvd::runtime

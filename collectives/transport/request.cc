@@ -10,7 +10,7 @@ void Request::wait(Deadline deadline) {
     if (Clock::now() >= deadline)
       throw TimeoutError(state_->description() + ": timed out (the peer stopped or is too slow; "
                                                "HVD_OP_TIMEOUT sets the limit)");
-    engine_->progressUntil(deadline);
+    engine_->progressUntil(deadline, state_->bytes <= kLatencyBoundBytes);
   }
   if (state_->error) std::rethrow_exception(state_->error);
 }

@@ -86,7 +86,7 @@ std::vector<std::pair<int, std::string>> ControlChannel::receive() {
 void ControlChannel::waitForActivity(collectives::Deadline deadline) {
   if (wakePending_.exchange(false)) return;
   if (auto* progress = comm_->progress()) {
-    progress->progressUntil(deadline);
+    progress->progressUntil(deadline, false);
     return;
   }
   std::unique_lock<std::mutex> lock(mutex_);

@@ -326,11 +326,18 @@ collectives::Deadline Engine::nextWake() const {
 void Engine::loop() {
   pthread_setname_np(pthread_self(), "hvd-engine");
   try {
+    Clock::time_point spinUntil{};
     while (!finished_ && !abort_) {
       bool busy = takeSubmissions();
       busy |= readControl();
       if (coordinator_ && !finished_) busy |= coordinate();
-      if (!busy && !finished_) control_->waitForActivity(nextWake());
+      if (busy) {
+        if (options_.spinTime.count() > 0) spinUntil = Clock::now() + options_.spinTime;
+        continue;
+      }
+      if (finished_) break;
+      if (Clock::now() < spinUntil) std::this_thread::yield();
+      else control_->waitForActivity(nextWake());
     }
   } catch (const std::exception&) {
     failEverything(std::current_exception());

@@ -5,8 +5,9 @@
 // Each loop of the engine thread: take new submissions and tell the coordinator (rank 0 hands
 // them to its Coordinator directly; others send a RequestList); read control messages; on rank
 // 0, dispatch what is ready to every rank; run the responses in order. With nothing to do it
-// sleeps in the control link's poll until a message, a submission (wake) or the next deadline
-// (cycle time, stall check), so a lone operation starts at once and an idle job costs no CPU.
+// keeps polling for the spin time (HVD_SPIN_MICROSECONDS) after its last activity, then sleeps
+// in the control link's poll until a message, a submission (wake) or the next deadline (cycle
+// time, stall check), so a lone operation starts at once and an idle job costs no CPU.
 //
 // Failure: an error that breaks the communicator (a peer died, a stall past its limit, a broken
 // invariant) is fatal: every pending and later operation fails with that root cause, and rank 0
@@ -41,6 +42,10 @@ struct EngineOptions {
   ExecutorOptions executor;
   std::size_t cacheCapacity = 1024;
   std::chrono::milliseconds opTimeout{300000};
+  // After activity, the loop keeps polling this long before it sleeps: the next submission or
+  // the coordinator's reply usually follows within microseconds, and catching it by polling
+  // saves a kernel wake-up of the engine thread.
+  std::chrono::microseconds spinTime{0};
   std::string timelinePath;  // rank 0 writes it; empty: none
 };
 

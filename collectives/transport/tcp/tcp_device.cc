@@ -26,14 +26,15 @@ std::pair<std::string, uint16_t> splitAddress(const std::string& address) {
 }  // namespace
 
 std::shared_ptr<TcpDevice> TcpDevice::create(const std::string& bindAddress, std::string secret,
-                                             std::size_t socketBufferBytes) {
+                                             std::size_t socketBufferBytes,
+                                             std::chrono::microseconds spin) {
   return std::shared_ptr<TcpDevice>(
-      new TcpDevice(bindAddress, std::move(secret), socketBufferBytes));
+      new TcpDevice(bindAddress, std::move(secret), socketBufferBytes, spin));
 }
 
 TcpDevice::TcpDevice(const std::string& bindAddress, std::string secret,
-                     std::size_t socketBufferBytes)
-    : secret_(std::move(secret)), socketBufferBytes_(socketBufferBytes) {
+                     std::size_t socketBufferBytes, std::chrono::microseconds spin)
+    : secret_(std::move(secret)), socketBufferBytes_(socketBufferBytes), spin_(spin) {
   error_code ec;
   auto address = asio::ip::make_address(bindAddress, ec);
   if (ec) throw InvalidArgument("tcp: cannot bind '" + bindAddress + "': not an IP address");
@@ -51,8 +52,15 @@ std::string TcpDevice::listenAddress() const {
   return ep.address().to_string() + ":" + std::to_string(ep.port());
 }
 
-void TcpDevice::progressUntil(Deadline deadline) {
+void TcpDevice::progressUntil(Deadline deadline, bool latencyBound) {
   if (io_.stopped()) io_.restart();
+  if (latencyBound && spin_.count() > 0) {
+    auto until = std::min(deadline, Clock::now() + spin_);
+    do {
+      if (io_.poll_one() > 0) return;
+      std::this_thread::yield();
+    } while (Clock::now() < until);
+  }
   io_.run_one_until(deadline);
 }
 
@@ -152,10 +160,10 @@ std::shared_ptr<Connection> TcpDevice::acceptOne(
   while (!done) {
     if (Clock::now() >= deadline) {
       acceptor_.cancel();
-      while (!done) progressUntil(Clock::now() + std::chrono::seconds(1));
+      while (!done) progressUntil(Clock::now() + std::chrono::seconds(1), false);
       throw TimeoutError("accept timed out");
     }
-    progressUntil(deadline);
+    progressUntil(deadline, false);
   }
   if (result) throw IoError(detail::concat("rank ", rank, "/", size, ": accept: ", result.message()));
   socket.set_option(tcp::no_delay(true));
