@@ -363,3 +363,26 @@ TEST_CASE("allgather, broadcast, alltoall, reducescatter, grouped allreduce and 
   });
   for (const auto& o : outcomes) REQUIRE(o == "");
 }
+
+// The spin only changes how a waiting thread waits; every setting must give the same results,
+// for messages under the spin's size limit and for ring-sized ones above it.
+TEST_CASE("the engine gives the same results with the spin off, default and long") {
+  const int n = 3;
+  for (const char* spin : {"0", "30", "5000"}) {
+    auto outcomes = runRuntimes(n, [&](Runtime& rt, int rank) -> std::string {
+      for (int step = 0; step < 20; ++step) {
+        std::vector<float> small(1, static_cast<float>(rank + step));
+        std::vector<float> large(300000, static_cast<float>(rank));
+        auto a = rt.engine().enqueue(allreduceOf("small", small));
+        auto b = rt.engine().enqueue(allreduceOf("large", large));
+        a->wait(std::chrono::seconds(10));
+        b->wait(std::chrono::seconds(10));
+        if (small[0] != static_cast<float>(3 + 3 * step)) return "small: " + std::to_string(small[0]);
+        for (float x : large)
+          if (x != 3.0f) return "large: " + std::to_string(x);
+      }
+      return "";
+    }, {{"HVD_SPIN_MICROSECONDS", spin}});
+    for (const auto& o : outcomes) REQUIRE(o == "");
+  }
+}
