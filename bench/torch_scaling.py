@@ -4,7 +4,9 @@ DistributedDataParallel over gloo, measured in one run on this machine.
 Trains the MNIST example's CNN (examples/pytorch_mnist.py: 1.2 M parameters, 4.8 MB of
 gradients per step) on random 28x28 input, batch 128 per rank, one thread per rank. Reports
 samples/s for one process and for N ranks of each peer, and the scaling efficiency
-(N-rank samples/s / (N x one-process samples/s)). Rounds alternate the configurations, and
+(N-rank samples/s / (N x one-process samples/s)), and the same for a "lockstep" run that trains
+without gradient traffic but meets at a barrier every step: the ceiling for any synchronous
+library on this machine. Rounds alternate the configurations, and
 medians are reported, because the machine is shared and noisy.
 
     python bench/torch_scaling.py --ranks 2 --rounds 3 --json bench/results/torch_scaling.json
@@ -21,6 +23,10 @@ import sys
 import time
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
+# "lockstep" trains without exchanging gradients but meets at a barrier every step: the
+# efficiency no synchronous data-parallel library can beat on this machine (unequal cores,
+# per-step jitter: each step lasts as long as the slower rank's).
+KINDS = ("single", "hvd", "ddp", "lockstep")
 BUILD = pathlib.Path(os.environ.get("HVD_BUILD_DIR", REPO / "build"))
 
 
@@ -32,7 +38,7 @@ def load_net():
     return module.Net
 
 
-def train(model, optimizer, steps, warmup, batch):
+def train(model, optimizer, steps, warmup, batch, after_step=None):
     import torch
     import torch.nn.functional as F
     g = torch.Generator().manual_seed(0)
@@ -45,6 +51,8 @@ def train(model, optimizer, steps, warmup, batch):
         optimizer.zero_grad()
         F.nll_loss(model(data), target).backward()
         optimizer.step()
+        if after_step:
+            after_step()
     return time.perf_counter() - start
 
 
@@ -57,6 +65,16 @@ def worker(args):
         size, rank = 1, 0
         optimizer = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
         elapsed = train(net, optimizer, args.steps, args.warmup, args.batch)
+    elif args.worker == "lockstep":
+        # The ceiling any synchronous data-parallel library can reach here: the ranks train
+        # alone (no gradient traffic) but meet once per step, as synchronous SGD makes them.
+        import hvd.torch as hvd
+        hvd.init()
+        size, rank = hvd.size(), hvd.rank()
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+        hvd.barrier()
+        elapsed = train(net, optimizer, args.steps, args.warmup, args.batch, hvd.barrier)
+        elapsed = hvd.allreduce(torch.tensor(elapsed), op=hvd.Max).item()
     elif args.worker == "hvd":
         import hvd.torch as hvd
         hvd.init()
@@ -99,7 +117,7 @@ def run_config(kind, args):
     env = dict(os.environ)
     if kind == "single":
         procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)]
-    elif kind == "hvd":
+    elif kind in ("hvd", "lockstep"):
         procs = [subprocess.Popen([str(BUILD / "apps" / "hvdrun"), "-np", str(args.ranks),
                                    *cmd], stdout=subprocess.PIPE, text=True, env=env)]
     else:
@@ -125,7 +143,8 @@ def run_config(kind, args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--worker", choices=["single", "hvd", "ddp"], help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=["single", "hvd", "ddp", "lockstep"],
+                        help=argparse.SUPPRESS)
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=20)
@@ -139,21 +158,24 @@ def main():
 
     rounds = []
     for i in range(args.rounds):
-        row = {kind: run_config(kind, args) for kind in ("single", "hvd", "ddp")}
+        row = {kind: run_config(kind, args) for kind in KINDS}
         rounds.append(row)
         print(f"round {i + 1}: " + ", ".join(
             f"{k} {v['samples_per_s']:.1f} samples/s" for k, v in row.items()), flush=True)
     median = {k: statistics.median(r[k]["samples_per_s"] for r in rounds)
-              for k in ("single", "hvd", "ddp")}
-    efficiency = {k: median[k] / (args.ranks * median["single"]) for k in ("hvd", "ddp")}
+              for k in KINDS}
+    efficiency = {k: median[k] / (args.ranks * median["single"]) for k in KINDS[1:]}
     per_round = [{k: r[k]["samples_per_s"] / (args.ranks * r["single"]["samples_per_s"])
-                  for k in ("hvd", "ddp")} for r in rounds]
+                  for k in KINDS[1:]} for r in rounds]
     print(f"\n| peer | ranks | samples/s (median of {args.rounds}) | scaling efficiency |")
     print("|---|---|---|---|")
     print(f"| one process | 1 | {median['single']:.1f} | - |")
-    for k, label in (("hvd", "hvd DistributedOptimizer"), ("ddp", "torch DDP (gloo)")):
+    for k, label in (("hvd", "hvd DistributedOptimizer"), ("ddp", "torch DDP (gloo)"),
+                     ("lockstep", "lockstep: no gradients, one barrier per step (ceiling)")):
         print(f"| {label} | {args.ranks} | {median[k]:.1f} | {100 * efficiency[k]:.1f}% |")
     print(f"\nhvd / DDP throughput: {median['hvd'] / median['ddp']:.3f}x")
+    print(f"hvd / lockstep throughput (share of the ceiling): "
+          f"{median['hvd'] / median['lockstep']:.3f}")
     if args.json:
         pathlib.Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         with open(args.json, "w") as f:
