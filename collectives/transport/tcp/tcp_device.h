@@ -3,9 +3,8 @@
 // rank, each link authenticated with the job secret (common/auth.h); a connection that fails
 // the handshake is logged and dropped, and the device keeps accepting.
 // Thread model: there is no I/O thread. The thread that waits on a Request runs the io_context
-// (progressUntil), so a waiting rank sleeps in epoll (after the optional bounded spin) instead of
-// spinning, and a small message
-// costs no thread hand-off.
+// (progressUntil), so a waiting rank sleeps in epoll instead of spinning (apart from an optional
+// bounded spin for small messages), and a small message costs no thread hand-off.
 #pragma once
 
 #include <boost/asio.hpp>
