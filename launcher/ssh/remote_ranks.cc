@@ -229,13 +229,16 @@ bool RemoteRanks::Host::quitting() {
 }
 
 void RemoteRanks::Host::applyRequests() {
+  // Drain the wake-up bytes before taking the requests: a request queued after the take then
+  // leaves its byte in the pipe for the next poll. The other order could swallow that byte and
+  // leave the request waiting for the keepalive timeout.
+  char buf[64];
+  while (::read(controlRead, buf, sizeof buf) > 0) {
+  }
   std::vector<std::pair<int, int>> fresh;
   {
     std::lock_guard<std::mutex> lock(mutex);
     fresh.swap(requests);
-  }
-  char buf[64];
-  while (::read(controlRead, buf, sizeof buf) > 0) {
   }
   for (auto [rank, sig] : fresh)
     for (auto& r : ranks)

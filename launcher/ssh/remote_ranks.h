@@ -3,9 +3,9 @@
 // its checks done and waiting for its run script (remote_command.h); starting a rank is sending
 // that script. Each rank's stdout and stderr arrive on a socket pair whose read ends the job
 // polls like a local worker's pipes; ranks that ended are queued and announced on wakeFd().
-// Stopping a rank ends its lifeline, and the remote script stops the rank's process group
-// (SIGTERM, grace, SIGKILL). If hvdrun dies, the kernel closes the connections and sshd ends the
-// lifelines the same way.
+// Signalling a rank writes a command on its lifeline: `term` makes the remote script send SIGTERM
+// to the rank's process group, `kill` SIGKILL at once. If hvdrun dies, the kernel closes the
+// connections, the lifelines end, and the script stops the group (SIGTERM, grace, SIGKILL).
 // Thread model: the public members are called from the job's thread; each libssh2 session
 // belongs to its host's thread alone.
 #pragma once
