@@ -1,7 +1,12 @@
 #include "collectives/transport/tcp/tcp_connection.h"
 
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <cerrno>
 #include <cstdio>
 
+#include "collectives/transport/tcp/tcp_device.h"
 #include "common/error.h"
 
 namespace hvd::collectives::tcp {
@@ -26,12 +31,32 @@ std::string hexTag(Tag tag) {
   std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(tag));
   return buf;
 }
+
+// What is left of a message (header, then payload) after `done` bytes: one or two pieces.
+struct Pieces {
+  std::array<iovec, 2> iov{};
+  int count = 0;
+};
+Pieces remaining(void* header, std::size_t headerBytes, std::byte* payload, std::size_t length,
+                 std::size_t done) {
+  Pieces p;
+  if (done < headerBytes)
+    p.iov[p.count++] = {static_cast<char*>(header) + done, headerBytes - done};
+  std::size_t intoPayload = done > headerBytes ? done - headerBytes : 0;
+  if (length > intoPayload) p.iov[p.count++] = {payload + intoPayload, length - intoPayload};
+  return p;
+}
+
+bool wouldBlock(int e) { return e == EAGAIN || e == EWOULDBLOCK || e == EINTR; }
+
+error_code systemError(int e) { return error_code(e, asio::error::get_system_category()); }
+
 }  // namespace
 
-TcpConnection::TcpConnection(asio::ip::tcp::socket socket, ProgressEngine& engine, int selfRank,
+TcpConnection::TcpConnection(asio::ip::tcp::socket socket, TcpDevice& device, int selfRank,
                              int size, int peerRank)
     : socket_(std::move(socket)),
-      engine_(engine),
+      device_(device),
       selfRank_(selfRank),
       size_(size),
       peerRank_(peerRank) {
@@ -39,6 +64,10 @@ TcpConnection::TcpConnection(asio::ip::tcp::socket socket, ProgressEngine& engin
   auto ep = socket_.remote_endpoint(ec);
   peerAddress_ = ec ? "unknown" : ep.address().to_string() + ":" + std::to_string(ep.port());
 }
+
+// A connection still waiting on a direct receive here was never closed; after close() (or once
+// the device's io_context is being torn down) nothing touches the device.
+TcpConnection::~TcpConnection() { setDirect(false); }
 
 std::shared_ptr<RequestState> TcpConnection::makeState(const char* verb, Tag tag,
                                                        std::size_t bytes) const {
@@ -50,76 +79,145 @@ std::shared_ptr<RequestState> TcpConnection::makeState(const char* verb, Tag tag
   return state;
 }
 
+Request TcpConnection::failed(const char* verb, std::size_t bytes, Tag tag) const {
+  auto state = makeState(verb, tag, bytes);
+  state->done = true;
+  state->error = broken_;
+  return Request(state, &device_);
+}
+
 std::string TcpConnection::describe(const RequestState& r) const {
   return detail::concat("rank ", selfRank_, "/", size_, ": ", r.verb, " rank ", peerRank_, " (",
                         peerAddress_, ") tag=", hexTag(r.tag), " ", r.bytes, " bytes");
 }
 
 Request TcpConnection::isend(ConstBytes data, Tag tag) {
-  return post(sends_, "send to", const_cast<std::byte*>(data.data()), data.size(), tag);
+  if (broken_) return failed("send to", data.size(), tag);
+  Op op{{tag, data.size()}, const_cast<std::byte*>(data.data()), nullptr};
+  if (!writing_ && sends_.empty() && data.size() <= kLatencyBoundBytes) {
+    // The socket buffer nearly always takes a small message whole: then there is nothing to
+    // wait for, and no state to allocate.
+    Pieces p = remaining(&op.header, sizeof(Header), op.data, data.size(), 0);
+    msghdr message{};
+    message.msg_iov = p.iov.data();
+    message.msg_iovlen = p.count;
+    ssize_t sent = ::sendmsg(socket_.native_handle(), &message, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (sent == static_cast<ssize_t>(sizeof(Header) + data.size())) return Request();
+    int error = sent < 0 ? errno : 0;
+    op.done = sent > 0 ? static_cast<std::size_t>(sent) : 0;
+    if (error && !wouldBlock(error)) {
+      op.state = makeState("send to", tag, data.size());
+      sends_.push_back(op);
+      failAll(ioError(op, systemError(error), 0));
+      return Request(op.state, &device_);
+    }
+  }
+  op.state = makeState("send to", tag, data.size());
+  sends_.push_back(op);
+  if (!writing_) startAsioWrite();
+  return Request(op.state, &device_);
 }
 
 Request TcpConnection::irecv(MutableBytes data, Tag tag) {
-  return post(recvs_, "recv from", data.data(), data.size(), tag);
+  if (broken_) return failed("recv from", data.size(), tag);
+  auto state = makeState("recv from", tag, data.size());
+  recvs_.push_back({{tag, data.size()}, data.data(), state});
+  if (!reading_ && !direct_) startRead();
+  return Request(state, &device_);
 }
 
-Request TcpConnection::post(std::deque<Op>& queue, const char* verb, std::byte* data,
-                            std::size_t bytes, Tag tag) {
-  auto state = makeState(verb, tag, bytes);
-  if (broken_) {
-    state->done = true;
-    state->error = broken_;
-    return Request(state, &engine_);
-  }
-  queue.push_back({{tag, bytes}, data, state});
-  if (&queue == &sends_ && !writing_) startWrite();
-  if (&queue == &recvs_ && !reading_) startRead();
-  return Request(state, &engine_);
+void TcpConnection::startRead() {
+  if (recvs_.front().header.length <= kLatencyBoundBytes) setDirect(true);
+  else startAsioRead();
 }
 
-void TcpConnection::startWrite() {
+void TcpConnection::setDirect(bool direct) {
+  if (direct == direct_) return;
+  direct_ = direct;
+  if (direct) device_.watch(this);
+  else device_.unwatch(this);
+}
+
+void TcpConnection::startAsioWrite() {
   writing_ = true;
+  device_.asioStarted();
   Op& op = sends_.front();
-  std::array<asio::const_buffer, 2> buffers = {asio::buffer(&op.header, sizeof(Header)),
-                                               asio::buffer(op.data, op.header.length)};
+  Pieces p = remaining(&op.header, sizeof(Header), op.data, op.header.length, op.done);
+  std::array<asio::const_buffer, 2> buffers = {
+      asio::buffer(p.iov[0].iov_base, p.count > 0 ? p.iov[0].iov_len : 0),
+      asio::buffer(p.iov[1].iov_base, p.count > 1 ? p.iov[1].iov_len : 0)};
   auto self = shared_from_this();
-  TransferRemaining all{sizeof(Header) + op.header.length};
+  TransferRemaining all{sizeof(Header) + op.header.length - op.done};
   asio::async_write(socket_, buffers, all, [this, self](const error_code& ec, std::size_t got) {
     writing_ = false;
+    device_.asioFinished();
     if (broken_) return;
-    if (ec) return failAll(ioError(sends_.front(), ec, got));
-    finish(sends_);
-    if (!sends_.empty() && !broken_) startWrite();
+    Op& op = sends_.front();
+    op.done += got;
+    if (ec) return failAll(ioError(op, ec, op.done));
+    op.state->done = true;
+    sends_.pop_front();
+    if (!sends_.empty()) startAsioWrite();
   });
 }
 
 // The receiver knows the exact size it expects, so header and payload arrive with one readv
 // straight into the caller's buffer; the header is checked afterwards. (A peer that sent a
 // different size has broken the stream either way: the check then names both sides.)
-void TcpConnection::startRead() {
+void TcpConnection::startAsioRead() {
   reading_ = true;
+  device_.asioStarted();
   Op& op = recvs_.front();
-  std::array<asio::mutable_buffer, 2> buffers = {asio::buffer(&incoming_, sizeof(Header)),
-                                                 asio::buffer(op.data, op.header.length)};
+  Pieces p = remaining(&incoming_, sizeof(Header), op.data, op.header.length, op.done);
+  std::array<asio::mutable_buffer, 2> buffers = {
+      asio::buffer(p.iov[0].iov_base, p.count > 0 ? p.iov[0].iov_len : 0),
+      asio::buffer(p.iov[1].iov_base, p.count > 1 ? p.iov[1].iov_len : 0)};
   auto self = shared_from_this();
-  TransferRemaining all{sizeof(Header) + op.header.length};
+  TransferRemaining all{sizeof(Header) + op.header.length - op.done};
   asio::async_read(socket_, buffers, all, [this, self](const error_code& ec, std::size_t got) {
     reading_ = false;
+    device_.asioFinished();
     if (broken_) return;
-    if (ec) return failAll(ioError(recvs_.front(), ec, got));
-    Op& done = recvs_.front();
-    if (incoming_.tag != done.header.tag || incoming_.length != done.header.length)
-      return failAll(std::make_exception_ptr(InternalError(detail::concat(
-          done.state->description(), ": peer sent tag=", hexTag(incoming_.tag), " ",
-          incoming_.length, " bytes instead: the ranks are running different collectives"))));
-    finish(recvs_);
-    if (!recvs_.empty()) startRead();
+    Op& op = recvs_.front();
+    op.done += got;
+    if (ec) return failAll(ioError(op, ec, op.done));
+    completeRead();
   });
 }
 
-void TcpConnection::finish(std::deque<Op>& queue) {
-  queue.front().state->done = true;
-  queue.pop_front();
+void TcpConnection::startDirectReadInAsio() {
+  if (!direct_) return;
+  setDirect(false);
+  startAsioRead();
+}
+
+void TcpConnection::readDirect() {
+  if (!direct_) return;
+  Op& op = recvs_.front();
+  Pieces p = remaining(&incoming_, sizeof(Header), op.data, op.header.length, op.done);
+  msghdr message{};
+  message.msg_iov = p.iov.data();
+  message.msg_iovlen = p.count;
+  ssize_t got = ::recvmsg(socket_.native_handle(), &message, MSG_DONTWAIT);
+  if (got > 0) {
+    op.done += static_cast<std::size_t>(got);
+    if (op.done < sizeof(Header) + op.header.length) return;
+    setDirect(false);
+    return completeRead();
+  }
+  if (got == 0) return failAll(ioError(op, asio::error::eof, op.done));
+  if (!wouldBlock(errno)) failAll(ioError(op, systemError(errno), op.done));
+}
+
+void TcpConnection::completeRead() {
+  Op& done = recvs_.front();
+  if (incoming_.tag != done.header.tag || incoming_.length != done.header.length)
+    return failAll(std::make_exception_ptr(InternalError(detail::concat(
+        done.state->description(), ": peer sent tag=", hexTag(incoming_.tag), " ",
+        incoming_.length, " bytes instead: the ranks are running different collectives"))));
+  done.state->done = true;
+  recvs_.pop_front();
+  if (!recvs_.empty()) startRead();
 }
 
 std::exception_ptr TcpConnection::ioError(const Op& op, const error_code& ec,
@@ -133,6 +231,7 @@ std::exception_ptr TcpConnection::ioError(const Op& op, const error_code& ec,
 
 void TcpConnection::failAll(std::exception_ptr error) {
   if (!broken_) broken_ = error;
+  setDirect(false);
   for (auto* queue : {&sends_, &recvs_}) {
     for (auto& op : *queue) {
       op.state->done = true;
@@ -147,7 +246,9 @@ void TcpConnection::failAll(std::exception_ptr error) {
 void TcpConnection::close() {
   error_code ignored;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-  socket_.close(ignored);
+  failAll(std::make_exception_ptr(IoError(detail::concat(
+      "rank ", selfRank_, "/", size_, ": link to rank ", peerRank_, " (", peerAddress_,
+      ") was closed locally"))));
 }
 
 }  // namespace hvd::collectives::tcp

@@ -1,5 +1,12 @@
 #include "collectives/transport/tcp/tcp_device.h"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
 #include <set>
 
 #include "collectives/transport/tcp/tcp_connection.h"
@@ -45,6 +52,9 @@ TcpDevice::TcpDevice(const std::string& bindAddress, std::string secret,
   acceptor_.bind(endpoint, ec);
   if (ec) throw IoError("tcp: cannot bind " + bindAddress + ": " + ec.message());
   acceptor_.listen(asio::socket_base::max_listen_connections);
+  wakeFd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wakeFd_ < 0) throw IoError(std::string("tcp: eventfd: ") + std::strerror(errno));
+  wakeDescriptor_.assign(wakeFd_);  // closes it with the device
 }
 
 std::string TcpDevice::listenAddress() const {
@@ -54,8 +64,15 @@ std::string TcpDevice::listenAddress() const {
 
 void TcpDevice::progressUntil(Deadline deadline, bool latencyBound) {
   if (io_.stopped()) io_.restart();
-  if (latencyBound && spin_.count() > 0) {
-    auto until = std::min(deadline, Clock::now() + spin_);
+  auto spin = latencyBound ? spin_ : std::chrono::microseconds(0);
+  if (!direct_.empty()) {
+    if (asioOperations_ == 0) return pollDirect(deadline, spin);
+    // Asio has work in flight that this wait must drive as well: hand it the direct receives.
+    for (auto* c : std::vector<TcpConnection*>(direct_)) c->startDirectReadInAsio();
+  }
+  armWake();
+  if (spin.count() > 0) {
+    auto until = std::min(deadline, Clock::now() + spin);
     do {
       if (io_.poll_one() > 0) return;
       std::this_thread::yield();
@@ -64,14 +81,68 @@ void TcpDevice::progressUntil(Deadline deadline, bool latencyBound) {
   io_.run_one_until(deadline);
 }
 
+void TcpDevice::pollDirect(Deadline deadline, std::chrono::microseconds spin) {
+  pollFds_.assign(1, pollfd{wakeFd_, POLLIN, 0});
+  polled_.assign(direct_.begin(), direct_.end());
+  for (auto* c : polled_) pollFds_.push_back(pollfd{c->nativeHandle(), POLLIN, 0});
+  int ready = 0;
+  if (spin.count() > 0) {
+    auto until = std::min(deadline, Clock::now() + spin);
+    while ((ready = ::poll(pollFds_.data(), pollFds_.size(), 0)) == 0 && Clock::now() < until)
+      std::this_thread::yield();
+  }
+  if (ready == 0) {
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    int timeout = static_cast<int>(std::clamp<decltype(left)>(left, 0, INT_MAX));
+    ready = ::poll(pollFds_.data(), pollFds_.size(), timeout);
+  }
+  if (ready < 0) {
+    if (errno == EINTR) return;
+    throw IoError(std::string("tcp: poll: ") + std::strerror(errno));
+  }
+  if (pollFds_[0].revents) drainWake();
+  // Reading completes receives, which may start the next ones and change direct_; polled_ is
+  // this wait's own copy.
+  for (std::size_t i = 0; i < polled_.size(); ++i)
+    if (pollFds_[i + 1].revents) polled_[i]->readDirect();
+}
+
 void TcpDevice::poll() {
   if (io_.stopped()) io_.restart();
+  if (!direct_.empty()) {
+    if (asioOperations_ == 0) pollDirect(Clock::now(), {});
+    else
+      for (auto* c : std::vector<TcpConnection*>(direct_)) c->startDirectReadInAsio();
+  }
   io_.poll();
 }
 
-// Posting a no-op makes run_one_until return once it has run it; a post made while no thread is
-// inside run_one waits in the queue, so no wake-up is lost.
-void TcpDevice::wake() { boost::asio::post(io_, [] {}); }
+void TcpDevice::watch(TcpConnection* connection) { direct_.push_back(connection); }
+
+void TcpDevice::unwatch(TcpConnection* connection) {
+  auto it = std::find(direct_.begin(), direct_.end(), connection);
+  if (it != direct_.end()) direct_.erase(it);
+}
+
+// The eventfd's count stays set until a wait drains it, so a wake() made while no thread is
+// waiting ends the next wait: no wake-up is lost. Asio's wait reads it through a speculative
+// read (an async_wait could miss a count that was already there).
+void TcpDevice::wake() {
+  uint64_t one = 1;
+  [[maybe_unused]] auto written = ::write(wakeFd_, &one, sizeof one);
+}
+
+void TcpDevice::armWake() {
+  if (wakeArmed_) return;
+  wakeArmed_ = true;
+  wakeDescriptor_.async_read_some(asio::buffer(&wakeCount_, sizeof wakeCount_),
+                                  [this](const error_code&, std::size_t) { wakeArmed_ = false; });
+}
+
+void TcpDevice::drainWake() {
+  uint64_t count = 0;
+  [[maybe_unused]] auto got = ::read(wakeFd_, &count, sizeof count);
+}
 
 std::unique_ptr<Comm> TcpDevice::connectAll(int rank, int size, rendezvous::Store& store,
                                             std::chrono::milliseconds connectTimeout,

@@ -3,18 +3,26 @@
 // rank, each link authenticated with the job secret (common/auth.h); a connection that fails
 // the handshake is logged and dropped, and the device keeps accepting.
 // Thread model: there is no I/O thread. The thread that waits on a Request runs the io_context
-// (progressUntil), so a waiting rank sleeps in epoll instead of spinning (apart from an optional
-// bounded spin for small messages), and a small message costs no thread hand-off.
+// (progressUntil), so a waiting rank sleeps in the kernel instead of spinning (apart from an
+// optional bounded spin for small messages), and a small message costs no thread hand-off.
+// A wait whose only pending operations are direct receives (see TcpConnection) sleeps in
+// poll() on their sockets and reads them itself; any other wait runs Asio, with the direct
+// receives handed to it first. wake() writes an eventfd that both kinds of wait watch.
 #pragma once
+
+#include <poll.h>
 
 #include <boost/asio.hpp>
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "collectives/transport/device.h"
 
 namespace hvd::collectives::tcp {
+
+class TcpConnection;
 
 class TcpDevice : public Device,
                   public ProgressEngine,
@@ -37,9 +45,22 @@ class TcpDevice : public Device,
   void wake() override;
   std::string listenAddress() const;  // "ip:port"
 
+  // For TcpConnection: a connection whose front receive is direct registers here while it is,
+  // and counts the Asio operations it has in flight.
+  void watch(TcpConnection* connection);
+  void unwatch(TcpConnection* connection);
+  void asioStarted() { ++asioOperations_; }
+  void asioFinished() { --asioOperations_; }
+
  private:
   TcpDevice(const std::string& bindAddress, std::string secret, std::size_t socketBufferBytes,
             std::chrono::microseconds spin);
+  // Polls the direct receives' sockets (and the wake-up) until one is ready, `spin` has
+  // passed with none ready (when `spin` is non-zero the poll does not sleep), or the deadline;
+  // then reads the ready ones.
+  void pollDirect(Deadline deadline, std::chrono::microseconds spin);
+  void armWake();
+  void drainWake();
   std::shared_ptr<Connection> connectTo(int rank, int size, int peer, const std::string& address,
                                         Deadline deadline);
   // Accepts one authenticated peer with a rank in (rank, size) not yet in `accepted`; returns
@@ -53,6 +74,14 @@ class TcpDevice : public Device,
   std::string secret_;
   std::size_t socketBufferBytes_;
   std::chrono::microseconds spin_;
+  int wakeFd_ = -1;  // eventfd; wake() adds to it
+  boost::asio::posix::stream_descriptor wakeDescriptor_{io_};
+  uint64_t wakeCount_ = 0;
+  bool wakeArmed_ = false;  // an Asio read of the eventfd is in flight
+  std::vector<TcpConnection*> direct_;
+  std::vector<pollfd> pollFds_;
+  std::vector<TcpConnection*> polled_;
+  int asioOperations_ = 0;
 };
 
 }  // namespace hvd::collectives::tcp
