@@ -49,8 +49,9 @@ const std::vector<ParamSpec>& allParams() {
        "SO_SNDBUF/SO_RCVBUF of worker links (capped by net.core.[rw]mem_max); 0 keeps the "
        "kernel's autotuning."},
       {"HVD_SPIN_MICROSECONDS", "", ParamType::Int, "30", 0, 100000, false,
-       "Microseconds the engine keeps polling its links after its last activity, and a "
-       "collective the engine runs polls before it sleeps on a peer: a message arriving within "
+       "Microseconds the engine keeps polling its links after its last activity, a "
+       "collective the engine runs polls before it sleeps on a peer, and a wait on an "
+       "operation's handle polls before it sleeps: a message or result arriving within "
        "it costs no kernel wake-up (5-20 us each). Costs up to that much CPU per wait; 0 "
        "always sleeps at once. Collectives called directly (not through the engine) never "
        "spin."},

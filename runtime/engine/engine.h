@@ -44,7 +44,7 @@ struct EngineOptions {
   std::chrono::milliseconds opTimeout{300000};
   // After activity, the loop keeps polling this long before it sleeps: the next submission or
   // the coordinator's reply usually follows within microseconds, and catching it by polling
-  // saves a kernel wake-up of the engine thread.
+  // saves a kernel wake-up of the engine thread. Handles' wait() polls as long.
   std::chrono::microseconds spinTime{0};
   std::string timelinePath;  // rank 0 writes it; empty: none
 };

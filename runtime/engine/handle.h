@@ -2,6 +2,7 @@
 // a result or an error; any thread may poll or wait on it.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
@@ -31,7 +32,10 @@ struct OpResult {
 
 class OpHandle {
  public:
-  explicit OpHandle(std::string description) : description_(std::move(description)) {}
+  // `spin`: how long wait() polls (yielding the core between polls) before it sleeps. A result
+  // that arrives within it costs the waiter no kernel wake-up, and the engine no futex call.
+  explicit OpHandle(std::string description, std::chrono::microseconds spin = {})
+      : description_(std::move(description)), spin_(spin) {}
   const std::string& description() const { return description_; }
 
   bool poll() const;
@@ -45,9 +49,10 @@ class OpHandle {
 
  private:
   std::string description_;
+  std::chrono::microseconds spin_;
   mutable std::mutex mutex_;
   std::condition_variable done_;
-  bool finished_ = false;
+  std::atomic<bool> finished_{false};  // written under mutex_; read without it by the spin
   OpResult result_;
   std::exception_ptr error_;
 };

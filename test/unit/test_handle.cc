@@ -1,0 +1,46 @@
+// OpHandle: a result posted by another thread reaches a waiter whether it comes within the
+// waiter's spin or after it (when the waiter sleeps); errors are rethrown; a result that never
+// comes is a TimeoutError naming the operation.
+#include <catch2/catch.hpp>
+
+#include <thread>
+
+#include "common/error.h"
+#include "runtime/engine/handle.h"
+
+using namespace hvd;
+using namespace hvd::runtime;
+using namespace std::chrono_literals;
+
+TEST_CASE("a handle's result reaches its waiter during the spin and after it") {
+  for (auto delay : {0us, 20us, 5000us}) {
+    for (auto spin : {0us, 200us}) {
+      OpHandle handle("allreduce \"x\"", spin);
+      std::thread engine([&] {
+        std::this_thread::sleep_for(delay);
+        OpResult r;
+        r.value = 7;
+        handle.complete(std::move(r));
+      });
+      CHECK(handle.wait(5000ms).value == 7);
+      CHECK(handle.poll());
+      engine.join();
+    }
+  }
+}
+
+TEST_CASE("a handle rethrows the operation's error") {
+  OpHandle handle("broadcast \"w\"", 50us);
+  std::thread engine(
+      [&] { handle.fail(std::make_exception_ptr(IoError("rank 1 exited with code 3"))); });
+  CHECK_THROWS_WITH(handle.wait(5000ms), "rank 1 exited with code 3");
+  engine.join();
+}
+
+TEST_CASE("a wait on a handle that never completes times out naming the operation") {
+  OpHandle handle("allgather \"y\"", 100us);
+  auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH(handle.wait(50ms), Catch::Contains("allgather \"y\": not complete after"));
+  CHECK(std::chrono::steady_clock::now() - start >= 50ms);
+  CHECK_FALSE(handle.poll());
+}
