@@ -21,11 +21,12 @@ std::unique_ptr<Comm> singleRank(const Config& config) {
 
 std::unique_ptr<Comm> connectScope(const Config& config, rendezvous::Store& store,
                                    const std::string& bindAddress, int64_t epoch,
-                                   const std::string& scope, std::chrono::microseconds spin) {
+                                   const std::string& scope, std::chrono::microseconds spin,
+                                   collectives::tcp::WaitMode waits) {
   rendezvous::PrefixStore scoped(
       detail::concat("job/", config.jobId, "/epoch/", epoch, "/", scope), store);
   auto device = collectives::tcp::TcpDevice::create(bindAddress, config.secret,
-                                                    config.socketBufferBytes, spin);
+                                                    config.socketBufferBytes, spin, waits);
   auto comm = device->connectAll(config.topology.rank, config.topology.size, scoped,
                                  config.startTimeout, config.opTimeout);
   log::logger("runtime")->info("{}: tcp on {}", scope, device->listenAddress());
@@ -84,11 +85,15 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use)
   // and shutdown are collective, so all ranks count the same.
   int64_t epoch =
       store->add(detail::concat("job/", config.jobId, "/inits/", t.rank), 1) - 1;
+  // Only the engine's control links are woken by other threads (a submission); the data links
+  // may sleep in a blocking receive.
   world.data = connectScope(config, *store, bindAddress, epoch, "global",
-                            withControl ? config.spinTime : std::chrono::microseconds(0));
+                            withControl ? config.spinTime : std::chrono::microseconds(0),
+                            collectives::tcp::WaitMode::Blocking);
   // The engine loop does its own polling of the control links (Engine::loop).
   if (withControl)
-    world.control = connectScope(config, *store, bindAddress, epoch, "control", {});
+    world.control = connectScope(config, *store, bindAddress, epoch, "control", {},
+                                 collectives::tcp::WaitMode::Interruptible);
   return world;
 }
 

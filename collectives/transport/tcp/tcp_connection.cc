@@ -1,6 +1,7 @@
 #include "collectives/transport/tcp/tcp_connection.h"
 
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 
 #include <cerrno>
@@ -54,12 +55,19 @@ error_code systemError(int e) { return error_code(e, asio::error::get_system_cat
 }  // namespace
 
 TcpConnection::TcpConnection(asio::ip::tcp::socket socket, TcpDevice& device, int selfRank,
-                             int size, int peerRank)
+                             int size, int peerRank, bool blockingReceives)
     : socket_(std::move(socket)),
       device_(device),
       selfRank_(selfRank),
       size_(size),
-      peerRank_(peerRank) {
+      peerRank_(peerRank),
+      blockingReceives_(blockingReceives) {
+  if (blockingReceives_) {
+    timeval slice{0, static_cast<suseconds_t>(
+                         std::chrono::microseconds(kBlockingSlice).count())};
+    if (::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &slice, sizeof slice) != 0)
+      blockingReceives_ = false;
+  }
   error_code ec;
   auto ep = socket_.remote_endpoint(ec);
   peerAddress_ = ec ? "unknown" : ep.address().to_string() + ":" + std::to_string(ep.port());
@@ -140,6 +148,7 @@ void TcpConnection::setDirect(bool direct) {
 
 void TcpConnection::startAsioWrite() {
   writing_ = true;
+  socketBlocking_ = false;  // Asio makes the socket non-blocking before its first system call
   device_.asioStarted();
   Op& op = sends_.front();
   Pieces p = remaining(&op.header, sizeof(Header), op.data, op.header.length, op.done);
@@ -166,6 +175,7 @@ void TcpConnection::startAsioWrite() {
 // different size has broken the stream either way: the check then names both sides.)
 void TcpConnection::startAsioRead() {
   reading_ = true;
+  socketBlocking_ = false;
   device_.asioStarted();
   Op& op = recvs_.front();
   Pieces p = remaining(&incoming_, sizeof(Header), op.data, op.header.length, op.done);
@@ -191,14 +201,22 @@ void TcpConnection::startDirectReadInAsio() {
   startAsioRead();
 }
 
-void TcpConnection::readDirect() {
+void TcpConnection::readDirect(bool block) {
   if (!direct_) return;
+  block = block && blockingReceives_;
+  if (block && !socketBlocking_) {
+    // Through Asio, so that its next operation on the socket makes it non-blocking again.
+    error_code ec;
+    socket_.native_non_blocking(false, ec);
+    if (ec) block = false;
+    else socketBlocking_ = true;
+  }
   Op& op = recvs_.front();
   Pieces p = remaining(&incoming_, sizeof(Header), op.data, op.header.length, op.done);
   msghdr message{};
   message.msg_iov = p.iov.data();
   message.msg_iovlen = p.count;
-  ssize_t got = ::recvmsg(socket_.native_handle(), &message, MSG_DONTWAIT);
+  ssize_t got = ::recvmsg(socket_.native_handle(), &message, block ? MSG_WAITALL : MSG_DONTWAIT);
   if (got > 0) {
     op.done += static_cast<std::size_t>(got);
     if (op.done < sizeof(Header) + op.header.length) return;

@@ -32,8 +32,9 @@ class TcpConnection : public Connection,
  public:
   // The device must outlive the connection (the Comm that holds both closes and drops the
   // connections first).
+  // `blockingReceives`: readDirect(true) may be used (it sets a receive timeout on the socket).
   TcpConnection(boost::asio::ip::tcp::socket socket, TcpDevice& device, int selfRank, int size,
-                int peerRank);
+                int peerRank, bool blockingReceives);
   ~TcpConnection() override;
 
   int peerRank() const override { return peerRank_; }
@@ -45,9 +46,13 @@ class TcpConnection : public Connection,
 
   // For TcpDevice. The socket a direct receive waits on.
   int nativeHandle() { return socket_.native_handle(); }
-  // Reads what the socket holds for the direct receive, without blocking; completes it (and
-  // any following small receives the data covers) or fails the connection.
-  void readDirect();
+  // Reads the direct receive's bytes: what the socket holds, or with `block` (only while no
+  // Asio operation of this device is in flight: it makes the socket blocking) until the whole
+  // message, kBlockingSlice or a signal. Completes the receive or fails the connection.
+  void readDirect(bool block);
+  // A blocking read returns after this much time without the whole message, so its wait can
+  // look at its deadline and at wake-ups.
+  static constexpr std::chrono::milliseconds kBlockingSlice{50};
   // Hands the direct receive to Asio, for a wait that must also run Asio's operations.
   void startDirectReadInAsio();
 
@@ -88,6 +93,8 @@ class TcpConnection : public Connection,
   bool writing_ = false;    // an Asio write is in flight
   bool reading_ = false;    // an Asio read is in flight
   bool direct_ = false;     // the front receive waits for the device's poll
+  bool blockingReceives_;
+  bool socketBlocking_ = false;  // readDirect(true) cleared O_NONBLOCK; Asio sets it again
   Header incoming_{};
   std::exception_ptr broken_;
 };

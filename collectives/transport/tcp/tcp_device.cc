@@ -34,14 +34,18 @@ std::pair<std::string, uint16_t> splitAddress(const std::string& address) {
 
 std::shared_ptr<TcpDevice> TcpDevice::create(const std::string& bindAddress, std::string secret,
                                              std::size_t socketBufferBytes,
-                                             std::chrono::microseconds spin) {
+                                             std::chrono::microseconds spin, WaitMode waits) {
   return std::shared_ptr<TcpDevice>(
-      new TcpDevice(bindAddress, std::move(secret), socketBufferBytes, spin));
+      new TcpDevice(bindAddress, std::move(secret), socketBufferBytes, spin, waits));
 }
 
 TcpDevice::TcpDevice(const std::string& bindAddress, std::string secret,
-                     std::size_t socketBufferBytes, std::chrono::microseconds spin)
-    : secret_(std::move(secret)), socketBufferBytes_(socketBufferBytes), spin_(spin) {
+                     std::size_t socketBufferBytes, std::chrono::microseconds spin,
+                     WaitMode waits)
+    : secret_(std::move(secret)),
+      socketBufferBytes_(socketBufferBytes),
+      spin_(spin),
+      waits_(waits) {
   error_code ec;
   auto address = asio::ip::make_address(bindAddress, ec);
   if (ec) throw InvalidArgument("tcp: cannot bind '" + bindAddress + "': not an IP address");
@@ -91,6 +95,11 @@ void TcpDevice::pollDirect(Deadline deadline, std::chrono::microseconds spin) {
     while ((ready = ::poll(pollFds_.data(), pollFds_.size(), 0)) == 0 && Clock::now() < until)
       std::this_thread::yield();
   }
+  if (ready == 0 && waits_ == WaitMode::Blocking && polled_.size() == 1 &&
+      Clock::now() < deadline) {
+    if (wakeRequested_) return drainWake();
+    return polled_[0]->readDirect(true);
+  }
   if (ready == 0) {
     auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
     int timeout = static_cast<int>(std::clamp<decltype(left)>(left, 0, INT_MAX));
@@ -104,7 +113,7 @@ void TcpDevice::pollDirect(Deadline deadline, std::chrono::microseconds spin) {
   // Reading completes receives, which may start the next ones and change direct_; polled_ is
   // this wait's own copy.
   for (std::size_t i = 0; i < polled_.size(); ++i)
-    if (pollFds_[i + 1].revents) polled_[i]->readDirect();
+    if (pollFds_[i + 1].revents) polled_[i]->readDirect(false);
 }
 
 void TcpDevice::poll() {
@@ -128,6 +137,7 @@ void TcpDevice::unwatch(TcpConnection* connection) {
 // waiting ends the next wait: no wake-up is lost. Asio's wait reads it through a speculative
 // read (an async_wait could miss a count that was already there).
 void TcpDevice::wake() {
+  wakeRequested_ = true;
   uint64_t one = 1;
   [[maybe_unused]] auto written = ::write(wakeFd_, &one, sizeof one);
 }
@@ -140,6 +150,7 @@ void TcpDevice::armWake() {
 }
 
 void TcpDevice::drainWake() {
+  wakeRequested_ = false;
   uint64_t count = 0;
   [[maybe_unused]] auto got = ::read(wakeFd_, &count, sizeof count);
 }
@@ -215,7 +226,8 @@ std::shared_ptr<Connection> TcpDevice::connectTo(int rank, int size, int peer,
   io::authenticateAsConnector(socket, secret_, kAuthContext, deadline, what);
   uint32_t ownRank = static_cast<uint32_t>(rank);
   io::writeAll(socket, {asio::buffer(&ownRank, sizeof ownRank)}, deadline, what);
-  return std::make_shared<TcpConnection>(std::move(socket), *this, rank, size, peer);
+  return std::make_shared<TcpConnection>(std::move(socket), *this, rank, size, peer,
+                                         waits_ == WaitMode::Blocking);
 }
 
 std::shared_ptr<Connection> TcpDevice::acceptOne(
@@ -252,7 +264,7 @@ std::shared_ptr<Connection> TcpDevice::acceptOne(
       throw IoError(detail::concat(what, ": claims rank ", peer,
                                    ", which is not an expected peer"));
     return std::make_shared<TcpConnection>(std::move(socket), *this, rank, size,
-                                           static_cast<int>(peer));
+                                           static_cast<int>(peer), waits_ == WaitMode::Blocking);
   } catch (const Error& e) {
     log::logger("tcp")->warn("rejected {}", e.what());
     return nullptr;

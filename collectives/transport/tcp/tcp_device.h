@@ -14,6 +14,7 @@
 
 #include <boost/asio.hpp>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,17 @@
 namespace hvd::collectives::tcp {
 
 class TcpConnection;
+
+// How a wait with a single small receive pending sleeps once any spin is over.
+enum class WaitMode {
+  // In poll() on the socket and the wake-up eventfd: wake() ends the wait at once.
+  Interruptible,
+  // In a blocking recvmsg on the socket (the kernel then copies the message as it wakes the
+  // thread: one system call instead of poll plus recvmsg, about 1 us less per message on a
+  // VM). wake() is then seen only when the receive's 50 ms slice ends, so this is for devices
+  // no other thread wakes (data links); waits on several sockets still use poll().
+  Blocking,
+};
 
 class TcpDevice : public Device,
                   public ProgressEngine,
@@ -35,7 +47,8 @@ class TcpDevice : public Device,
   // runnable thread between polls) before it sleeps in epoll.
   static std::shared_ptr<TcpDevice> create(const std::string& bindAddress, std::string secret,
                                            std::size_t socketBufferBytes = 0,
-                                           std::chrono::microseconds spin = {});
+                                           std::chrono::microseconds spin = {},
+                                           WaitMode waits = WaitMode::Interruptible);
 
   std::unique_ptr<Comm> connectAll(int rank, int size, rendezvous::Store& store,
                                    std::chrono::milliseconds connectTimeout,
@@ -54,7 +67,7 @@ class TcpDevice : public Device,
 
  private:
   TcpDevice(const std::string& bindAddress, std::string secret, std::size_t socketBufferBytes,
-            std::chrono::microseconds spin);
+            std::chrono::microseconds spin, WaitMode waits);
   // Polls the direct receives' sockets (and the wake-up) until one is ready, `spin` has
   // passed with none ready (when `spin` is non-zero the poll does not sleep), or the deadline;
   // then reads the ready ones.
@@ -74,6 +87,8 @@ class TcpDevice : public Device,
   std::string secret_;
   std::size_t socketBufferBytes_;
   std::chrono::microseconds spin_;
+  WaitMode waits_;
+  std::atomic<bool> wakeRequested_{false};  // set by wake(), cleared when a wait consumes it
   int wakeFd_ = -1;  // eventfd; wake() adds to it
   boost::asio::posix::stream_descriptor wakeDescriptor_{io_};
   uint64_t wakeCount_ = 0;
