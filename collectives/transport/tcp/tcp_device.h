@@ -6,7 +6,8 @@
 // (progressUntil), so a waiting rank sleeps in the kernel instead of spinning (apart from an
 // optional bounded spin for small messages), and a small message costs no thread hand-off.
 // A wait whose only pending operations are direct receives (see TcpConnection) sleeps in
-// poll() on their sockets and reads them itself; any other wait runs Asio, with the direct
+// poll() on their sockets, or in a blocking recvmsg when there is one and the device is
+// WaitMode::Blocking, and reads them itself; any other wait runs Asio, with the direct
 // receives handed to it first. wake() writes an eventfd that both kinds of wait watch.
 #pragma once
 
