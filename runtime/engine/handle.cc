@@ -1,19 +1,18 @@
 #include "runtime/engine/handle.h"
 
-#include <thread>
+#include <algorithm>
 
 #include "common/error.h"
+#include "common/spin.h"
 
 namespace hvd::runtime {
 
 bool OpHandle::poll() const { return finished_.load(std::memory_order_acquire); }
 
 OpResult& OpHandle::wait(std::chrono::milliseconds timeout) {
-  if (spin_.count() > 0) {
-    auto until = std::chrono::steady_clock::now() + std::min<std::chrono::microseconds>(spin_, timeout);
-    while (!finished_.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < until)
-      std::this_thread::yield();
-  }
+  if (spin_.count() > 0)
+    spinUntil(std::chrono::steady_clock::now() + std::min<std::chrono::microseconds>(spin_, timeout),
+              [&] { return finished_.load(std::memory_order_acquire); });
   std::unique_lock<std::mutex> lock(mutex_);
   if (!done_.wait_for(lock, timeout, [&] { return finished_.load(std::memory_order_relaxed); }))
     throw TimeoutError(detail::concat(description_, ": not complete after ",

@@ -48,6 +48,13 @@ Pieces remaining(void* header, std::size_t headerBytes, std::byte* payload, std:
   return p;
 }
 
+// The same pieces as Asio buffers (a missing second piece becomes an empty buffer).
+template <typename Buffer>
+std::array<Buffer, 2> asioBuffers(const Pieces& p) {
+  return {Buffer(p.iov[0].iov_base, p.count > 0 ? p.iov[0].iov_len : 0),
+          Buffer(p.iov[1].iov_base, p.count > 1 ? p.iov[1].iov_len : 0)};
+}
+
 bool wouldBlock(int e) { return e == EAGAIN || e == EWOULDBLOCK || e == EINTR; }
 
 error_code systemError(int e) { return error_code(e, asio::error::get_system_category()); }
@@ -102,6 +109,7 @@ std::string TcpConnection::describe(const RequestState& r) const {
 Request TcpConnection::isend(ConstBytes data, Tag tag) {
   if (broken_) return failed("send to", data.size(), tag);
   Op op{{tag, data.size()}, const_cast<std::byte*>(data.data()), nullptr};
+  int error = 0;
   if (!writing_ && sends_.empty() && data.size() <= kLatencyBoundBytes) {
     // The socket buffer nearly always takes a small message whole: then there is nothing to
     // wait for, and no state to allocate.
@@ -111,18 +119,13 @@ Request TcpConnection::isend(ConstBytes data, Tag tag) {
     message.msg_iovlen = p.count;
     ssize_t sent = ::sendmsg(socket_.native_handle(), &message, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (sent == static_cast<ssize_t>(sizeof(Header) + data.size())) return Request();
-    int error = sent < 0 ? errno : 0;
-    op.done = sent > 0 ? static_cast<std::size_t>(sent) : 0;
-    if (error && !wouldBlock(error)) {
-      op.state = makeState("send to", tag, data.size());
-      sends_.push_back(op);
-      failAll(ioError(op, systemError(error), 0));
-      return Request(op.state, &device_);
-    }
+    if (sent > 0) op.done = static_cast<std::size_t>(sent);
+    if (sent < 0 && !wouldBlock(errno)) error = errno;
   }
   op.state = makeState("send to", tag, data.size());
   sends_.push_back(op);
-  if (!writing_) startAsioWrite();
+  if (error) failAll(ioError(op, systemError(error), 0));
+  else if (!writing_) startAsioWrite();
   return Request(op.state, &device_);
 }
 
@@ -148,13 +151,10 @@ void TcpConnection::setDirect(bool direct) {
 
 void TcpConnection::startAsioWrite() {
   writing_ = true;
-  socketBlocking_ = false;  // Asio makes the socket non-blocking before its first system call
   device_.asioStarted();
   Op& op = sends_.front();
-  Pieces p = remaining(&op.header, sizeof(Header), op.data, op.header.length, op.done);
-  std::array<asio::const_buffer, 2> buffers = {
-      asio::buffer(p.iov[0].iov_base, p.count > 0 ? p.iov[0].iov_len : 0),
-      asio::buffer(p.iov[1].iov_base, p.count > 1 ? p.iov[1].iov_len : 0)};
+  auto buffers = asioBuffers<asio::const_buffer>(
+      remaining(&op.header, sizeof(Header), op.data, op.header.length, op.done));
   auto self = shared_from_this();
   TransferRemaining all{sizeof(Header) + op.header.length - op.done};
   asio::async_write(socket_, buffers, all, [this, self](const error_code& ec, std::size_t got) {
@@ -175,13 +175,10 @@ void TcpConnection::startAsioWrite() {
 // different size has broken the stream either way: the check then names both sides.)
 void TcpConnection::startAsioRead() {
   reading_ = true;
-  socketBlocking_ = false;
   device_.asioStarted();
   Op& op = recvs_.front();
-  Pieces p = remaining(&incoming_, sizeof(Header), op.data, op.header.length, op.done);
-  std::array<asio::mutable_buffer, 2> buffers = {
-      asio::buffer(p.iov[0].iov_base, p.count > 0 ? p.iov[0].iov_len : 0),
-      asio::buffer(p.iov[1].iov_base, p.count > 1 ? p.iov[1].iov_len : 0)};
+  auto buffers = asioBuffers<asio::mutable_buffer>(
+      remaining(&incoming_, sizeof(Header), op.data, op.header.length, op.done));
   auto self = shared_from_this();
   TransferRemaining all{sizeof(Header) + op.header.length - op.done};
   asio::async_read(socket_, buffers, all, [this, self](const error_code& ec, std::size_t got) {
@@ -204,12 +201,11 @@ void TcpConnection::startDirectReadInAsio() {
 void TcpConnection::readDirect(bool block) {
   if (!direct_) return;
   block = block && blockingReceives_;
-  if (block && !socketBlocking_) {
+  if (block && socket_.native_non_blocking()) {
     // Through Asio, so that its next operation on the socket makes it non-blocking again.
     error_code ec;
     socket_.native_non_blocking(false, ec);
     if (ec) block = false;
-    else socketBlocking_ = true;
   }
   Op& op = recvs_.front();
   Pieces p = remaining(&incoming_, sizeof(Header), op.data, op.header.length, op.done);

@@ -94,7 +94,6 @@ class TcpConnection : public Connection,
   bool reading_ = false;    // an Asio read is in flight
   bool direct_ = false;     // the front receive waits for the device's poll
   bool blockingReceives_;
-  bool socketBlocking_ = false;  // readDirect(true) cleared O_NONBLOCK; Asio sets it again
   Header incoming_{};
   std::exception_ptr broken_;
 };

@@ -12,6 +12,7 @@
 #include "collectives/transport/tcp/tcp_connection.h"
 #include "common/asio_io.h"
 #include "common/format.h"
+#include "common/spin.h"
 #include "common/logging.h"
 
 namespace hvd::collectives::tcp {
@@ -71,17 +72,12 @@ void TcpDevice::progressUntil(Deadline deadline, bool latencyBound) {
   auto spin = latencyBound ? spin_ : std::chrono::microseconds(0);
   if (!direct_.empty()) {
     if (asioOperations_ == 0) return pollDirect(deadline, spin);
-    // Asio has work in flight that this wait must drive as well: hand it the direct receives.
-    for (auto* c : std::vector<TcpConnection*>(direct_)) c->startDirectReadInAsio();
+    handDirectReadsToAsio();
   }
   armWake();
-  if (spin.count() > 0) {
-    auto until = std::min(deadline, Clock::now() + spin);
-    do {
-      if (io_.poll_one() > 0) return;
-      std::this_thread::yield();
-    } while (Clock::now() < until);
-  }
+  if (spin.count() > 0 &&
+      spinUntil(std::min(deadline, Clock::now() + spin), [&] { return io_.poll_one() > 0; }))
+    return;
   io_.run_one_until(deadline);
 }
 
@@ -90,11 +86,11 @@ void TcpDevice::pollDirect(Deadline deadline, std::chrono::microseconds spin) {
   polled_.assign(direct_.begin(), direct_.end());
   for (auto* c : polled_) pollFds_.push_back(pollfd{c->nativeHandle(), POLLIN, 0});
   int ready = 0;
-  if (spin.count() > 0) {
-    auto until = std::min(deadline, Clock::now() + spin);
-    while ((ready = ::poll(pollFds_.data(), pollFds_.size(), 0)) == 0 && Clock::now() < until)
-      std::this_thread::yield();
-  }
+  if (spin.count() > 0)
+    spinUntil(std::min(deadline, Clock::now() + spin), [&] {
+      ready = ::poll(pollFds_.data(), pollFds_.size(), 0);
+      return ready != 0;
+    });
   if (ready == 0 && waits_ == WaitMode::Blocking && polled_.size() == 1 &&
       Clock::now() < deadline) {
     if (wakeRequested_) return drainWake();
@@ -120,10 +116,15 @@ void TcpDevice::poll() {
   if (io_.stopped()) io_.restart();
   if (!direct_.empty()) {
     if (asioOperations_ == 0) pollDirect(Clock::now(), {});
-    else
-      for (auto* c : std::vector<TcpConnection*>(direct_)) c->startDirectReadInAsio();
+    else handDirectReadsToAsio();
   }
   io_.poll();
+}
+
+// For a wait that must run Asio's operations too: one run_one then drives everything.
+void TcpDevice::handDirectReadsToAsio() {
+  // startDirectReadInAsio unwatches, so iterate over a copy.
+  for (auto* c : std::vector<TcpConnection*>(direct_)) c->startDirectReadInAsio();
 }
 
 void TcpDevice::watch(TcpConnection* connection) { direct_.push_back(connection); }

@@ -73,6 +73,7 @@ class TcpDevice : public Device,
   // passed with none ready (when `spin` is non-zero the poll does not sleep), or the deadline;
   // then reads the ready ones.
   void pollDirect(Deadline deadline, std::chrono::microseconds spin);
+  void handDirectReadsToAsio();
   void armWake();
   void drainWake();
   std::shared_ptr<Connection> connectTo(int rank, int size, int peer, const std::string& address,
