@@ -1,5 +1,5 @@
 // Runs N ranks as threads in this process, each with its own TCP device on 127.0.0.1 and one
-// shared InMemoryStore (Gloo's BaseTest::spawn). The first exception of any rank is rethrown on
+// shared InMemoryStore (Gloo's BaseTest::spawn). runRanks rethrows the first rank's exception on
 // the calling thread. Catch2 assertions are not thread-safe: rank functions check with
 // HVD_ENFORCE or return results, and the test REQUIREs on the main thread.
 #pragma once
@@ -7,6 +7,7 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -18,28 +19,65 @@ namespace hvd::test {
 
 inline constexpr std::chrono::seconds kTestTimeout{5};
 
-inline void runRanks(int n, const std::function<void(collectives::Comm&)>& fn,
-                     const std::string& secret = "test-secret") {
+struct RankOptions {
+  std::string secret = "test-secret";
+  collectives::tcp::WaitMode waits = collectives::tcp::WaitMode::Interruptible;
+  std::chrono::milliseconds opTimeout = kTestTimeout;
+};
+
+struct RankErrors {
+  std::vector<std::exception_ptr> byRank;  // null where the rank returned
+  std::exception_ptr first;                // the earliest, usually the root cause
+  const std::exception_ptr& operator[](int rank) const { return byRank[rank]; }
+};
+
+// Runs fn on every rank and collects the ranks' exceptions, without a closing barrier: for
+// tests where ranks fail or leave on purpose.
+inline RankErrors runEachRank(int n, const std::function<void(collectives::Comm&)>& fn,
+                              const RankOptions& options = {}) {
   rendezvous::InMemoryStore store;
+  RankErrors errors{std::vector<std::exception_ptr>(n), nullptr};
   std::mutex mutex;
-  std::exception_ptr first;
   std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
+  for (int r = 0; r < n; ++r)
     threads.emplace_back([&, r] {
       try {
-        auto device = collectives::tcp::TcpDevice::create("127.0.0.1", secret);
-        auto comm = device->connectAll(r, n, store, kTestTimeout, kTestTimeout);
+        auto device = collectives::tcp::TcpDevice::create("127.0.0.1", options.secret, 0, {},
+                                                          options.waits);
+        auto comm = device->connectAll(r, n, store, kTestTimeout, options.opTimeout);
         fn(*comm);
-        // Close only after every rank is done, so no rank sees a peer vanish mid-operation.
-        collectives::barrier(*comm);
       } catch (...) {
         std::lock_guard<std::mutex> lock(mutex);
-        if (!first) first = std::current_exception();
+        errors.byRank[r] = std::current_exception();
+        if (!errors.first) errors.first = errors.byRank[r];
       }
     });
-  }
   for (auto& t : threads) t.join();
-  if (first) std::rethrow_exception(first);
+  return errors;
+}
+
+// Every rank must succeed: rethrows the first rank's error. Ranks close only after all are done
+// (a closing barrier), so no rank sees a peer vanish mid-operation.
+inline void runRanks(int n, const std::function<void(collectives::Comm&)>& fn,
+                     const RankOptions& options = {}) {
+  auto errors = runEachRank(
+      n,
+      [&](collectives::Comm& comm) {
+        fn(comm);
+        collectives::barrier(comm);
+      },
+      options);
+  if (errors.first) std::rethrow_exception(errors.first);
+}
+
+// The message of a rank's exception ("" for none).
+inline std::string messageOf(std::exception_ptr e) {
+  try {
+    if (e) std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  }
+  return "";
 }
 
 }  // namespace hvd::test

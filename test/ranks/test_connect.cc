@@ -9,6 +9,7 @@
 
 using namespace hvd;
 using namespace hvd::collectives;
+using test::messageOf;
 namespace asio = boost::asio;
 
 namespace {
@@ -24,15 +25,6 @@ std::exception_ptr runRank(int rank, int n, rendezvous::Store& store, const std:
   } catch (...) {
     return std::current_exception();
   }
-}
-
-std::string messageOf(std::exception_ptr e) {
-  try {
-    if (e) std::rethrow_exception(e);
-  } catch (const std::exception& x) {
-    return x.what();
-  }
-  return "";
 }
 
 }  // namespace

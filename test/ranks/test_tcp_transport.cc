@@ -1,55 +1,18 @@
-// The TCP transport at the message level, with both wait modes: order and content when small (direct) and large
-// (Asio) messages mix on one link, sends the socket cannot take at once, waits that must drive
-// both kinds, and the errors a broken stream, a dead peer and a silent peer give.
+// The TCP transport at the message level, in both wait modes: order and content when small
+// (direct) and large (Asio) messages mix on one link, sends the socket cannot take at once, waits
+// that must drive both kinds, and the errors a broken stream, a dead peer and a silent peer give.
 #include <catch2/catch.hpp>
 
 #include <numeric>
 
-#include "collectives/rendezvous/in_memory_store.h"
-#include "collectives/transport/tcp/tcp_device.h"
 #include "test/ranks/run_ranks.h"
 
 using namespace hvd;
 using namespace hvd::collectives;
+using test::messageOf;
+using test::RankOptions;
 
 namespace {
-
-// Runs n ranks as threads, each with its own device, without the closing barrier of runRanks:
-// here ranks fail or leave on purpose. Returns each rank's exception (null when it returned).
-std::vector<std::exception_ptr> runEach(int n, const std::function<void(Comm&)>& fn,
-                                        tcp::WaitMode waits,
-                                        std::chrono::milliseconds timeout = test::kTestTimeout) {
-  rendezvous::InMemoryStore store;
-  std::vector<std::exception_ptr> errors(n);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        auto device = tcp::TcpDevice::create("127.0.0.1", "s", 0, {}, waits);
-        auto comm = device->connectAll(r, n, store, test::kTestTimeout, timeout);
-        fn(*comm);
-      } catch (...) {
-        errors[r] = std::current_exception();
-      }
-    });
-  for (auto& t : threads) t.join();
-  return errors;
-}
-
-// Like runEach, but every rank must succeed: rethrows the first rank's error.
-void runAll(int n, const std::function<void(Comm&)>& fn, tcp::WaitMode waits) {
-  for (auto& e : runEach(n, fn, waits))
-    if (e) std::rethrow_exception(e);
-}
-
-std::string messageOf(std::exception_ptr e) {
-  try {
-    if (e) std::rethrow_exception(e);
-  } catch (const std::exception& x) {
-    return x.what();
-  }
-  return "";
-}
 
 // Message i's bytes: a pattern that differs per message, per sender and per position.
 std::vector<uint8_t> pattern(int sender, int i, std::size_t bytes) {
@@ -71,7 +34,7 @@ TEST_CASE("small and large messages mixed on one link arrive in order and whole"
   const std::vector<std::size_t> sizes = {4,       0,     kLatencyBoundBytes, 3 << 20,
                                           1000,    kLatencyBoundBytes + 1,     17,
                                           1 << 20, 65535, 0,                   8};
-  runAll(2, [&](Comm& comm) {
+  test::runRanks(2, [&](Comm& comm) {
     int peer = 1 - comm.rank();
     std::vector<std::vector<uint8_t>> out, in;
     std::vector<Request> requests;
@@ -87,7 +50,7 @@ TEST_CASE("small and large messages mixed on one link arrive in order and whole"
     for (std::size_t i = 0; i < sizes.size(); ++i)
       HVD_ENFORCE(in[i] == pattern(peer, static_cast<int>(i), sizes[i]), "message ", i, " (",
                   sizes[i], " bytes) arrived wrong");
-  }, waits);
+  }, RankOptions{"s", waits});
 }
 
 TEST_CASE("small sends the socket cannot take at once finish when the peer reads") {
@@ -96,7 +59,7 @@ TEST_CASE("small sends the socket cannot take at once finish when the peer reads
   // full (or take part of a message) and must be finished by the transport; the receiver starts
   // late, and its reads of each message may come in pieces.
   const int count = 400;
-  runAll(2, [&](Comm& comm) {
+  test::runRanks(2, [&](Comm& comm) {
     std::vector<std::vector<uint8_t>> buffers;
     std::vector<Request> requests;
     if (comm.rank() == 0) {
@@ -113,14 +76,14 @@ TEST_CASE("small sends the socket cannot take at once finish when the peer reads
     if (comm.rank() == 1)
       for (int i = 0; i < count; ++i)
         HVD_ENFORCE(buffers[i] == pattern(0, i, kLatencyBoundBytes), "message ", i, " wrong");
-  }, waits);
+  }, RankOptions{"s", waits});
 }
 
 TEST_CASE("a wait on a small receive also drives a large send on another link") {
   auto waits = GENERATE(tcp::WaitMode::Interruptible, tcp::WaitMode::Blocking);
   // Rank 0's wait for rank 2's 4 bytes must keep its 8 MiB send to rank 1 moving: rank 2 sends
   // only after rank 1 has received everything.
-  runAll(3, [](Comm& comm) {
+  test::runRanks(3, [](Comm& comm) {
     const std::size_t big = 8 << 20;
     std::vector<uint8_t> payload(big), small(4);
     if (comm.rank() == 0) {
@@ -141,16 +104,16 @@ TEST_CASE("a wait on a small receive also drives a large send on another link") 
       small = pattern(2, 2, 4);
       comm.peer(0).isend(bytesOf(small), 2).wait(comm.deadline());
     }
-  }, waits);
+  }, RankOptions{"s", waits});
 }
 
 TEST_CASE("a message of another size or tag fails the receive naming both") {
   auto waits = GENERATE(tcp::WaitMode::Interruptible, tcp::WaitMode::Blocking);
-  auto errors = runEach(2, [](Comm& comm) {
+  auto errors = test::runEachRank(2, [](Comm& comm) {
     std::vector<uint8_t> v(comm.rank() == 0 ? 8 : 4);
     if (comm.rank() == 0) comm.peer(1).isend(bytesOf(v), 7).wait(comm.deadline());
     else comm.peer(0).irecv(bytesOf(v), 7).wait(comm.deadline());
-  }, waits);
+  }, RankOptions{"s", waits});
   CHECK(messageOf(errors[0]) == "");
   CHECK_THAT(messageOf(errors[1]),
              Catch::Contains("rank 1/2: recv from rank 0") && Catch::Contains("tag=0x7 4 bytes") &&
@@ -159,11 +122,11 @@ TEST_CASE("a message of another size or tag fails the receive naming both") {
 
 TEST_CASE("a small receive from a peer that left fails naming the peer") {
   auto waits = GENERATE(tcp::WaitMode::Interruptible, tcp::WaitMode::Blocking);
-  auto errors = runEach(2, [](Comm& comm) {
+  auto errors = test::runEachRank(2, [](Comm& comm) {
     if (comm.rank() == 0) return;  // leaves, closing its links
     std::vector<uint8_t> v(4);
     comm.peer(0).irecv(bytesOf(v), 1).wait(comm.deadline());
-  }, waits);
+  }, RankOptions{"s", waits});
   CHECK(messageOf(errors[0]) == "");
   CHECK_THAT(messageOf(errors[1]), Catch::Contains("rank 1/2: recv from rank 0") &&
                                        Catch::Contains("closed by peer"));
@@ -172,7 +135,7 @@ TEST_CASE("a small receive from a peer that left fails naming the peer") {
 TEST_CASE("a small receive from a silent peer times out naming it") {
   auto waits = GENERATE(tcp::WaitMode::Interruptible, tcp::WaitMode::Blocking);
   auto start = Clock::now();
-  auto errors = runEach(
+  auto errors = test::runEachRank(
       2,
       [](Comm& comm) {
         std::vector<uint8_t> v(4);
@@ -181,7 +144,7 @@ TEST_CASE("a small receive from a silent peer times out naming it") {
         if (comm.rank() == 0) comm.peer(1).irecv(bytesOf(v), 9).wait(comm.deadline());
         else std::this_thread::sleep_for(std::chrono::milliseconds(1000));
       },
-      waits, std::chrono::milliseconds(300));
+      RankOptions{"s", waits, std::chrono::milliseconds(300)});
   CHECK(Clock::now() - start < std::chrono::seconds(3));
   CHECK_THAT(messageOf(errors[0]), Catch::Contains("rank 0/2: recv from rank 1") &&
                                        Catch::Contains("tag=0x9 4 bytes") &&
@@ -190,7 +153,7 @@ TEST_CASE("a small receive from a silent peer times out naming it") {
 
 TEST_CASE("wake() from another thread ends a wait on a small receive") {
   auto waits = GENERATE(tcp::WaitMode::Interruptible, tcp::WaitMode::Blocking);
-  runAll(2, [](Comm& comm) {
+  test::runRanks(2, [](Comm& comm) {
     std::vector<uint8_t> v(4);
     if (comm.rank() == 1) {
       // Rank 1 sends only after rank 0 has been woken out of its wait; the wait returns
@@ -213,5 +176,5 @@ TEST_CASE("wake() from another thread ends a wait on a small receive") {
     std::vector<uint8_t> go(1, 1);
     comm.peer(1).isend(bytesOf(go), 2).wait(comm.deadline());
     recv.wait(comm.deadline());
-  }, waits);
+  }, RankOptions{"s", waits});
 }
