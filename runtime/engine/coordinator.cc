@@ -1,7 +1,6 @@
 #include "runtime/engine/coordinator.h"
 
 #include <algorithm>
-#include <sstream>
 
 #include "common/error.h"
 #include "common/format.h"
@@ -23,19 +22,6 @@ double secondsBetween(SteadyTime a, SteadyTime b) {
 // Adding and removing a process set involves every rank, whatever set the request names.
 bool involvesEveryRank(OpType t) {
   return t == OpType::AddProcessSet || t == OpType::RemoveProcessSet;
-}
-
-// Allreduces that may share one fusion buffer share this key; empty: never fused.
-std::string fusionKey(const OpRequest& r) {
-  if (r.type != OpType::Allreduce || r.tensors.empty()) return "";
-  for (const auto& t : r.tensors)
-    if (t.bytes() >= kFuseBelowBytes) return "";
-  for (const auto& t : r.tensors)
-    if (t.dtype != r.tensors[0].dtype) return "";
-  std::ostringstream k;
-  k << static_cast<int>(r.tensors[0].dtype) << '/' << static_cast<int>(r.reduceOp) << '/'
-    << r.prescale << '/' << r.postscale << '/' << r.device.index << '/' << r.processSet;
-  return k.str();
 }
 
 }  // namespace
@@ -210,14 +196,14 @@ void Coordinator::applyProcessSetChange(Response& r, const OpRequest& request) {
 }
 
 void Coordinator::fuseInto(std::vector<Response>& out, std::vector<std::size_t>& openBytes,
-                           std::vector<std::string>& openKeys, Response response,
+                           std::vector<std::optional<FusionKey>>& openKeys, Response response,
                            const OpRequest& request) {
-  std::string key = response.kind == ResponseKind::Execute && response.forJoined.empty() &&
-                            options_.fusionThresholdBytes > 0
-                        ? fusionKey(request)
-                        : "";
+  std::optional<FusionKey> key;
+  if (response.kind == ResponseKind::Execute && response.forJoined.empty() &&
+      options_.fusionThresholdBytes > 0)
+    key = fusionKey(request);
   std::size_t bytes = request.totalBytes();
-  if (!key.empty())
+  if (key)
     for (std::size_t i = 0; i < out.size(); ++i)
       if (openKeys[i] == key && openBytes[i] + bytes <= options_.fusionThresholdBytes) {
         out[i].names.push_back(response.names[0]);
@@ -238,12 +224,12 @@ ResponseList Coordinator::dispatch(SteadyTime now) {
       now < *firstReadyAt_ + options_.cycleTime)
     return list;
   std::vector<std::size_t> openBytes;
-  std::vector<std::string> openKeys;
+  std::vector<std::optional<FusionKey>> openKeys;
   for (const auto& name : readyOrder_) {
     auto it = pending_.find(name);
     Pending& p = it->second;
-    OpRequest request = p.byRank.begin()->second;
     Response r = decide(name, p);
+    OpRequest request = std::move(p.byRank.begin()->second);
     applyProcessSetChange(r, request);
     if (r.kind == ResponseKind::Execute) r.cacheIds = {cache_.recordExecuted(request, list.seq)};
     pending_.erase(it);

@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "runtime/engine/fusion.h"
 #include "runtime/engine/messages.h"
 #include "runtime/engine/response_cache.h"
 
@@ -80,7 +81,8 @@ class Coordinator {
   Response decide(const std::string& name, Pending& p);
   std::string stallReport(const Pending& p, SteadyTime now) const;
   void fuseInto(std::vector<Response>& out, std::vector<std::size_t>& openBytes,
-                std::vector<std::string>& openKeys, Response response, const OpRequest& request);
+                std::vector<std::optional<FusionKey>>& openKeys, Response response,
+                const OpRequest& request);
   void applyProcessSetChange(Response& response, const OpRequest& request);
 
   CoordinatorOptions options_;

@@ -260,11 +260,11 @@ void Engine::execute(const Response& r) {
   }
   collectives_ = executor_.counters().collectives;
   fusedTensors_ = executor_.counters().fusedTensors;
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    if (!ops[i]) continue;
-    if (i < r.cacheIds.size()) workerCache_.learn(ops[i]->negotiated, r.cacheIds[i]);
-    finishOp(*ops[i], nullptr);
-  }
+  // Callers wait on these handles; learning cache ids can wait for them.
+  for (LocalOp* op : ops)
+    if (op) finishOp(*op, nullptr);
+  for (std::size_t i = 0; i < ops.size() && i < r.cacheIds.size(); ++i)
+    if (ops[i]) workerCache_.learn(ops[i]->negotiated, r.cacheIds[i]);
 }
 
 void Engine::finishOp(LocalOp& op, std::exception_ptr error) {

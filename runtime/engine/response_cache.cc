@@ -55,6 +55,7 @@ uint64_t WorkerCache::idFor(const OpRequest& request) const {
 void WorkerCache::learn(const OpRequest& request, uint64_t id) {
   if (id == 0) return;
   auto it = byName_.find(request.key());
+  if (it != byName_.end() && it->second.first == id) return;  // steady state: already known
   if (it != byName_.end()) nameOf_.erase(it->second.first);
   byName_[request.key()] = {id, request};
   nameOf_[id] = request.key();

@@ -81,6 +81,31 @@ TEST_CASE("fusion groups compatible allreduces up to the threshold") {
   CHECK(list.responses[2].names == std::vector<std::string>{"d"});
 }
 
+TEST_CASE("allreduces fuse only when dtype, op, scale factors, device and process set agree") {
+  OpRequest base = allreduce("a", 256);
+  REQUIRE(fusionKey(base));
+  CHECK(fusionKey(base) == fusionKey(allreduce("b", 1000)));
+  auto differs = [&](auto change) {
+    OpRequest r = base;
+    change(r);
+    return fusionKey(r) != fusionKey(base);
+  };
+  CHECK(differs([](OpRequest& r) { r.tensors[0].dtype = DType::Float16; }));
+  CHECK(differs([](OpRequest& r) { r.reduceOp = hvd::collectives::ReduceOp::Max; }));
+  CHECK(differs([](OpRequest& r) { r.prescale = 0.5; }));
+  CHECK(differs([](OpRequest& r) { r.postscale = 2.0; }));
+  CHECK(differs([](OpRequest& r) { r.device.index = 0; }));
+  CHECK(differs([](OpRequest& r) { r.processSet = 1; }));
+  // Never fused: large tensors, mixed dtypes in one grouped request, other operations.
+  CHECK_FALSE(fusionKey(allreduce("big", kFuseBelowBytes / 4)));
+  OpRequest mixed = base;
+  mixed.tensors.push_back({DType::Float64, {4}});
+  CHECK_FALSE(fusionKey(mixed));
+  OpRequest broadcast = base;
+  broadcast.type = OpType::Broadcast;
+  CHECK_FALSE(fusionKey(broadcast));
+}
+
 TEST_CASE("a cycle time holds ready work until the cycle has passed") {
   auto o = options(1, 1 << 20);
   o.cycleTime = std::chrono::milliseconds(2);
@@ -145,8 +170,15 @@ TEST_CASE("the response cache gives ids, replaces changed requests and resolves 
   worker.learn(allreduce("a", 8), a2);
   CHECK(worker.idFor(allreduce("a", 8)) == a2);
   CHECK(worker.idFor(allreduce("a", 4)) == 0);
+  worker.learn(allreduce("a", 8), a2);  // learning a known id again changes nothing
+  CHECK(worker.idFor(allreduce("a", 8)) == a2);
   worker.forget(a2);
   CHECK(worker.idFor(allreduce("a", 8)) == 0);
+  worker.learn(allreduce("a", 4), c);  // a changed request under a known name replaces it
+  worker.learn(allreduce("a", 8), a2);
+  CHECK(worker.idFor(allreduce("a", 4)) == 0);
+  worker.forget(c);  // the replaced id no longer names anything
+  CHECK(worker.idFor(allreduce("a", 8)) == a2);
 }
 
 TEST_CASE("control messages survive encoding, and a truncated one is an error") {
