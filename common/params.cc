@@ -1,5 +1,6 @@
 #include "common/params.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 
@@ -55,6 +56,12 @@ const std::vector<ParamSpec>& allParams() {
        "it costs no kernel wake-up (5-20 us each). Costs up to that much CPU per wait; 0 "
        "always sleeps at once. Collectives called directly (not through the engine) never "
        "spin."},
+      {"HVD_BIND_TO", "", ParamType::String, "core", 0, 0, false,
+       "core: a worker started by hvdrun binds itself (all its threads) to its local rank's "
+       "share of the CPUs it may use, as mpirun --bind-to core does, when its host has at "
+       "least as many of them as local ranks; none: no binding (same as hvdrun --bind-to). "
+       "Ranks started by srun or mpirun keep the binding their launcher chose.",
+       {"core", "none"}},
       {"HVD_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD", ParamType::Int, "134217728", 0,
        int64_t{1} << 40, false,
        "Bytes of ready allreduce tensors packed into one fusion buffer and reduced as one; 0 "
@@ -91,6 +98,14 @@ const std::vector<ParamSpec>& allParams() {
   };
   return kParams;
 }
+
+namespace {
+std::string joined(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : ", ") + w;
+  return out;
+}
+}  // namespace
 
 const ParamSpec& spec(const std::string& name) {
   for (const auto& p : allParams())
@@ -149,6 +164,9 @@ ParamValues ParamValues::fromMap(const std::map<std::string, std::string>& env) 
       v.text = it->second;
       v.source = Source::Environment;
     }
+    if (!p.choices.empty() &&
+        std::find(p.choices.begin(), p.choices.end(), v.text) == p.choices.end())
+      throw InvalidArgument(from + "='" + v.text + "': expected one of " + joined(p.choices));
     if (p.type == ParamType::Int) v.number = parseInt(v.text, p.min, p.max, from);
     if (p.type == ParamType::Double)
       v.real = parseDouble(v.text, static_cast<double>(p.min), static_cast<double>(p.max), from);
@@ -193,6 +211,7 @@ std::string describeAll(const ParamValues& current) {
     out += detail::concat("    ", isInt ? "integer" : isNumber ? "number" : "string", ", default ",
                           p.defaultValue.empty() ? "unset" : p.defaultValue);
     if (isNumber) out += detail::concat(", range [", p.min, ", ", p.max, "]");
+    if (!p.choices.empty()) out += ", one of " + joined(p.choices);
     out += ", now " + value + "\n    " + p.description + "\n";
   }
   return out;

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hvd::params {
@@ -15,6 +16,13 @@ namespace hvd::params {
 enum class ParamType { Int, Double, String };
 
 struct ParamSpec {
+  ParamSpec(std::string name, std::string horovodAlias, ParamType type, std::string defaultValue,
+            int64_t min, int64_t max, bool secret, std::string description,
+            std::vector<std::string> choices = {})
+      : name(std::move(name)), horovodAlias(std::move(horovodAlias)), type(type),
+        defaultValue(std::move(defaultValue)), min(min), max(max), secret(secret),
+        description(std::move(description)), choices(std::move(choices)) {}
+
   std::string name;           // HVD_...
   std::string horovodAlias;   // HOROVOD_... accepted as well, or empty
   ParamType type;
@@ -23,6 +31,7 @@ struct ParamSpec {
   int64_t max = INT64_MAX;    // for Int and Double
   bool secret = false;        // never printed
   std::string description;
+  std::vector<std::string> choices;  // for String: the accepted values; empty: any text
 };
 
 const std::vector<ParamSpec>& allParams();

@@ -110,6 +110,7 @@ std::map<std::string, std::string> runtimeParams(const RuntimeFlags& flags) {
   if (flags.stallShutdownSeconds)
     out["HVD_STALL_SHUTDOWN_TIME_SECONDS"] = std::to_string(*flags.stallShutdownSeconds);
   if (flags.noStallCheck) out["HVD_STALL_CHECK_DISABLE"] = "1";
+  if (flags.bindTo) out["HVD_BIND_TO"] = *flags.bindTo;
   // Range and format checks, with the variable named, before any worker starts.
   for (const auto& [name, value] : out) {
     const auto& spec = params::spec(name);

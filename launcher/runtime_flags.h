@@ -18,6 +18,7 @@ struct RuntimeFlags {
   std::optional<long long> stallWarningSeconds;   // --stall-check-warning-time-seconds
   std::optional<long long> stallShutdownSeconds;  // --stall-check-shutdown-time-seconds
   bool noStallCheck = false;                 // --no-stall-check
+  std::optional<std::string> bindTo;         // --bind-to core|none
   std::string configFile;                    // --config-file
 };
 

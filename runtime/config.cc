@@ -104,6 +104,7 @@ Config Config::fromParams(const params::ParamValues& v) {
         " is shorter than HVD_STALL_CHECK_TIME_SECONDS=", c.stallWarning.count(),
         ": the job would fail before the stall is reported"));
   c.processSets = parseProcessSets(v.getString("HVD_PROCESS_SETS"), t.size);
+  c.cpuBinding = cpuBindingFrom(v.getString("HVD_BIND_TO"));
   c.logLevel = v.getString("HVD_LOG_LEVEL");
   c.logSubsystems = v.getString("HVD_LOG_SUBSYS");
   return c;

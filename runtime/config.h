@@ -8,6 +8,7 @@
 
 #include "common/params.h"
 #include "common/topology.h"
+#include "runtime/cpu_binding.h"
 
 namespace hvd::runtime {
 
@@ -34,6 +35,7 @@ struct Config {
   std::chrono::seconds stallWarning{0};
   std::chrono::seconds stallShutdown{0};
   std::vector<std::vector<int32_t>> processSets;  // static sets, created at init
+  CpuBinding cpuBinding = CpuBinding::Core;
   std::string logLevel;
   std::string logSubsystems;
 

@@ -8,6 +8,7 @@
 #include "collectives/transport/tcp/tcp_device.h"
 #include "common/logging.h"
 #include "common/network.h"
+#include "runtime/cpu_binding.h"
 
 namespace hvd::runtime {
 namespace {
@@ -55,6 +56,24 @@ void serveRendezvousOnce(const Config& config) {
                                config.rendezvousPort, config.externalLauncher);
 }
 
+void bindToLocalShare(const Topology& t) {
+  auto logger = log::logger("runtime");
+  try {
+    std::vector<int> allowed = allowedCpus();
+    std::vector<int> mine = cpuSliceFor(allowed, t.localRank, t.localSize);
+    if (mine.empty()) {
+      logger->debug("not binding to CPUs: {} local ranks share the {} CPUs {}", t.localSize,
+                    allowed.size(), cpuListText(allowed));
+      return;
+    }
+    bindProcessTo(mine);
+    logger->info("bound to CPUs {} (local rank {} of {}; HVD_BIND_TO=none turns this off)",
+                 cpuListText(mine), t.localRank, t.localSize);
+  } catch (const Error& e) {
+    logger->warn("running unbound: {}", e.what());
+  }
+}
+
 }  // namespace
 
 World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use) {
@@ -71,6 +90,10 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use)
   std::string bindAddress = "127.0.0.1";
   if (!store && config.servesRendezvous) serveRendezvousOnce(config);
   if (!store) {
+    // One process per rank (not ranks sharing a process in tests): bind before the engine's
+    // and the transport's threads start, so they inherit it.
+    if (config.externalLauncher.empty() && config.cpuBinding == CpuBinding::Core)
+      bindToLocalShare(t);
     auto client = std::make_unique<rendezvous::TcpStoreClient>(
         config.rendezvousAddr, config.rendezvousPort, config.secret, config.startTimeout);
     // The address this worker reached the launcher from is one its peers can reach it on too.

@@ -25,7 +25,7 @@ std::vector<std::string> normaliseArgs(int argc, char** argv) {
       "--output-filename", "-x", "--log-level", "--fusion-threshold-mb", "--cycle-time-ms",
       "--cache-capacity", "--timeline-filename", "--stall-check-warning-time-seconds",
       "--stall-check-shutdown-time-seconds", "--config-file", "--ssh-port",
-      "--ssh-identity-file", "--ssh-connect-timeout", "--network-interface"};
+      "--ssh-identity-file", "--ssh-connect-timeout", "--network-interface", "--bind-to"};
   std::vector<std::string> args(argv, argv + argc);
   for (std::size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -106,6 +106,11 @@ int main(int argc, char** argv) {
                      "(HVD_STALL_SHUTDOWN_TIME_SECONDS)");
   tuning->add_flag("--no-stall-check", rf.noStallCheck,
                    "Turn the stall inspector off (HVD_STALL_CHECK_DISABLE=1)");
+  tuning->add_option("--bind-to", rf.bindTo,
+                     "core: bind each worker to its local rank's share of the host's CPUs when "
+                     "there are at least as many CPUs as local ranks (default); none: do not "
+                     "bind (HVD_BIND_TO)")
+      ->check(CLI::IsMember({"core", "none"}));
   tuning->add_option("--config-file", rf.configFile,
                      "JSON file with Horovod's config sections (params, timeline, stall_check, "
                      "logging); flags override it");

@@ -4,6 +4,8 @@
 //   broadcast ROOT      broadcast from ROOT, check, print "rank R ok"
 //   loop                allreduce until stopped (prints "rank R looping" once)
 //   reinit ROUNDS       allreduce, shut down and initialise again, ROUNDS times
+//   affinity            start a thread, initialise, allreduce, then print "rank R cpus LIST"
+//                       with each distinct CPU list of the process's threads (/proc/self/task)
 #include <hvd/hvd.h>
 
 #include <cmath>
@@ -11,6 +13,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dirent.h>
+#include <fstream>
+#include <set>
+#include <thread>
+#include <condition_variable>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -93,11 +101,60 @@ int loop() {
   }
 }
 
+// The Cpus_allowed_list of every thread of this process, deduplicated.
+std::set<std::string> threadCpuLists() {
+  std::set<std::string> lists;
+  DIR* dir = opendir("/proc/self/task");
+  if (!dir) return lists;
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream status(std::string("/proc/self/task/") + e->d_name + "/status");
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("Cpus_allowed_list:", 0) == 0)
+        lists.insert(line.substr(line.find_first_not_of(" \t", 18)));
+  }
+  closedir(dir);
+  return lists;
+}
+
+// A thread started before hvd_init (as a framework's pool would be) must be bound as well.
+int affinity() {
+  std::mutex m;
+  std::condition_variable cv;
+  bool stop = false;
+  std::thread early([&] {
+    std::unique_lock<std::mutex> lock(m);
+    cv.wait(lock, [&] { return stop; });
+  });
+  hvd_status s = hvd_init();
+  int rc = s == HVD_SUCCESS ? allreduce(64) : fail("hvd_init()", s);
+  if (rc == 0) {
+    int rank;
+    CALL(hvd_rank(&rank));
+    std::string line = "rank " + std::to_string(rank) + " cpus";
+    for (const auto& list : threadCpuLists()) line += " " + list;
+    std::printf("%s\n", line.c_str());
+  }
+  {
+    std::lock_guard<std::mutex> lock(m);
+    stop = true;
+  }
+  cv.notify_all();
+  early.join();
+  return rc;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "env") return printEnv();
+  if (mode == "affinity") {
+    int rc = affinity();
+    if (rc == 0) CALL(hvd_barrier());
+    CALL(hvd_shutdown());
+    return rc;
+  }
   CALL(hvd_init());
   int rc = 2;
   if (mode == "allreduce" && argc > 2) rc = allreduce(std::strtoul(argv[2], nullptr, 10));
@@ -110,7 +167,8 @@ int main(int argc, char** argv) {
       CALL(hvd_init());
     }
   }
-  else std::fprintf(stderr, "usage: e2e_worker env | allreduce COUNT | broadcast ROOT\n");
+  else std::fprintf(stderr, "usage: e2e_worker env | allreduce COUNT | broadcast ROOT | loop | "
+                    "reinit ROUNDS | affinity\n");
   if (rc == 0) CALL(hvd_barrier());
   CALL(hvd_shutdown());
   return rc;

@@ -1,4 +1,5 @@
 """hvdrun starts real ranks that agree on collectives and see their placement."""
+import os
 import re
 
 import pytest
@@ -136,3 +137,68 @@ def test_host_entries_with_user_ipv6_and_default_slots():
                    WORKER, "allreduce", 1000)
     assert r.returncode == 0, r.stderr
     assert r.stdout.count(" ok") == 3
+
+
+def _cpu_lists(stdout, np):
+    """rank -> the set of distinct CPU lists its threads have, from the worker's 'affinity' mode."""
+    lists = {}
+    for rank in range(np):
+        m = re.search(rf"\[{rank}\]<stdout>:rank {rank} cpus (.+)", stdout)
+        assert m, stdout
+        lists[rank] = set(m.group(1).split())
+    return lists
+
+
+def _expand(cpu_list):
+    cpus = set()
+    for part in cpu_list.split(","):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def test_workers_bind_to_their_share_of_the_cpus_with_every_thread():
+    allowed = os.sched_getaffinity(0)
+    np = 2
+    if len(allowed) < np:
+        pytest.skip("needs at least 2 CPUs")
+    env = {k: v for k, v in os.environ.items() if k != "HVD_BIND_TO"}  # the default: core
+    r = run_hvdrun("-np", np, WORKER, "affinity", env=env)
+    assert r.returncode == 0, r.stderr
+    lists = _cpu_lists(r.stdout, np)
+    # One list per process: the thread started before hvd_init and the engine's threads too.
+    assert all(len(v) == 1 for v in lists.values()), lists
+    shares = [_expand(next(iter(lists[rank]))) for rank in range(np)]
+    assert shares[0] and shares[1] and not shares[0] & shares[1], shares
+    assert shares[0] | shares[1] == allowed
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_binding_can_be_turned_off(how):
+    allowed = os.sched_getaffinity(0)
+    args = ["--bind-to", "none"] if how == "flag" else []
+    env = dict(os.environ, HVD_BIND_TO="none") if how == "env" else None
+    r = run_hvdrun(*args, "-np", 2, WORKER, "affinity", env=env)
+    assert r.returncode == 0, r.stderr
+    for cpu_lists in _cpu_lists(r.stdout, 2).values():
+        assert {frozenset(_expand(c)) for c in cpu_lists} == {frozenset(allowed)}
+
+
+def test_more_ranks_than_cpus_stay_unbound():
+    allowed = os.sched_getaffinity(0)
+    np = len(allowed) + 1
+    r = run_hvdrun("-np", np, WORKER, "affinity", timeout=120)
+    assert r.returncode == 0, r.stderr
+    for cpu_lists in _cpu_lists(r.stdout, np).values():
+        assert {frozenset(_expand(c)) for c in cpu_lists} == {frozenset(allowed)}
+
+
+def test_an_unknown_binding_is_refused_before_any_worker_starts():
+    r = run_hvdrun("--bind-to", "socket", "-np", 2, WORKER, "affinity")
+    assert r.returncode != 0
+    assert "--bind-to" in r.stderr and "socket" in r.stderr
+    assert "cpus" not in r.stdout
+    r = run_hvdrun("-np", 2, WORKER, "affinity", env=dict(os.environ, HVD_BIND_TO="socket"))
+    assert r.returncode != 0
+    assert "HVD_BIND_TO='socket': expected one of core, none" in r.stderr
+    assert "cpus" not in r.stdout

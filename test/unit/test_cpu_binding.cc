@@ -1,0 +1,62 @@
+// How a host's CPUs are shared among its local ranks, and the registry's check of HVD_BIND_TO.
+// Binding a real process is tested end to end (test/e2e/test_hvdrun_runs.py).
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include "common/error.h"
+#include "common/params.h"
+#include "runtime/config.h"
+#include "runtime/cpu_binding.h"
+
+using namespace hvd::runtime;
+
+TEST_CASE("local ranks get contiguous, disjoint slices that cover the CPUs") {
+  std::vector<int> cpus = {0, 1, 2, 3, 8, 9, 10};  // an affinity mask need not be contiguous
+  for (int localSize = 1; localSize <= 7; ++localSize) {
+    std::vector<int> covered;
+    std::size_t smallest = cpus.size(), largest = 0;
+    for (int r = 0; r < localSize; ++r) {
+      auto slice = cpuSliceFor(cpus, r, localSize);
+      REQUIRE_FALSE(slice.empty());
+      smallest = std::min(smallest, slice.size());
+      largest = std::max(largest, slice.size());
+      covered.insert(covered.end(), slice.begin(), slice.end());
+    }
+    CHECK(covered == cpus);  // in order, each CPU once
+    CHECK(largest - smallest <= 1);
+  }
+  CHECK(cpuSliceFor({0, 1}, 0, 2) == std::vector<int>{0});
+  CHECK(cpuSliceFor({0, 1}, 1, 2) == std::vector<int>{1});
+  CHECK(cpuSliceFor({0, 1, 2, 3}, 1, 2) == std::vector<int>{2, 3});
+}
+
+TEST_CASE("more local ranks than CPUs, or a rank outside the host, get no slice") {
+  CHECK(cpuSliceFor({0, 1}, 0, 3).empty());
+  CHECK(cpuSliceFor({}, 0, 1).empty());
+  CHECK(cpuSliceFor({0, 1}, 2, 2).empty());
+  CHECK(cpuSliceFor({0, 1}, -1, 2).empty());
+}
+
+TEST_CASE("CPU lists print as /proc and taskset write them") {
+  CHECK(cpuListText({0}) == "0");
+  CHECK(cpuListText({0, 1, 2, 3, 8, 10, 11}) == "0-3,8,10-11");
+  CHECK(cpuListText({}).empty());
+}
+
+TEST_CASE("this process may run on at least one CPU, and binding to all of them succeeds") {
+  auto allowed = allowedCpus();
+  REQUIRE_FALSE(allowed.empty());
+  bindProcessTo(allowed);  // a no-op on the set it already has
+  CHECK(allowedCpus() == allowed);
+}
+
+TEST_CASE("HVD_BIND_TO takes core or none; anything else is refused naming the variable") {
+  using hvd::params::ParamValues;
+  CHECK(Config::fromParams(ParamValues::fromMap({})).cpuBinding == CpuBinding::Core);
+  CHECK(Config::fromParams(ParamValues::fromMap({{"HVD_BIND_TO", "none"}})).cpuBinding ==
+        CpuBinding::None);
+  CHECK_THROWS_WITH(ParamValues::fromMap({{"HVD_BIND_TO", "socket"}}),
+                    Catch::Contains("HVD_BIND_TO='socket'") &&
+                        Catch::Contains("expected one of core, none"));
+}
