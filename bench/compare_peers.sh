@@ -36,13 +36,10 @@ raw=$out/compare_peers_raw.jsonl
 : >"$raw"
 small=(-b 4 -e 65536 -f 4 -w 100 -n 1000)
 large=(-b 262144 -e "$max" -f 4 -w 5 -n "$iters")
-for round in $(seq 1 "$rounds"); do
-  echo "compare_peers: round $round/$rounds" >&2
-  for sweep in small large; do
-    declare -n args=$sweep
-    "$build/apps/hvdrun" -np "$np" "$build/apps/hvd-bench" "${args[@]}" -c 0 \
-        --json "$out/hvd_round$round.json" >/dev/null
-    python3 - "$out/hvd_round$round.json" >>"$raw" <<'PY'
+run_hvd() {
+  "$build/apps/hvdrun" -np "$np" "$build/apps/hvd-bench" "$@" -c 0 --json "$out/hvd_round$round.json" \
+      >/dev/null
+  python3 - "$out/hvd_round$round.json" >>"$raw" <<'PY'
 import json, sys
 report = json.load(open(sys.argv[1]))
 for row in report["rows"]:
@@ -50,12 +47,28 @@ for row in report["rows"]:
     print(json.dumps({"tool": "hvd", "ranks": report["ranks"], "size": row["size"],
                       "time_us": oop["time_us"], "busbw_gbps": oop["busbw_gbps"]}))
 PY
-    timeout 900 mpirun --oversubscribe -np "$np" --mca btl tcp,self --mca btl_tcp_if_include lo \
-        --mca pml ob1 "$peers/mpi_allreduce" "${args[@]}" >>"$raw"
-    store=$(mktemp -d)
-    "$build/apps/hvdrun" -np "$np" "$peers/gloo_allreduce" "$store" "${args[@]}" \
-        | sed 's/^\[0\]<stdout>://' >>"$raw"
-    rm -rf "$store"
+}
+run_mpi() {
+  timeout 900 mpirun --oversubscribe -np "$np" --mca btl tcp,self --mca btl_tcp_if_include lo \
+      --mca pml ob1 "$peers/mpi_allreduce" "$@" >>"$raw"
+}
+run_gloo() {
+  local store
+  store=$(mktemp -d)
+  "$build/apps/hvdrun" -np "$np" "$peers/gloo_allreduce" "$store" "$@" \
+      | sed 's/^\[0\]<stdout>://' >>"$raw"
+  rm -rf "$store"
+}
+# The tools take turns going first (round r starts with tool r mod 3), so none of them always
+# runs right after the same neighbour: on a shared machine, what ran just before matters.
+tools=(run_hvd run_mpi run_gloo)
+for round in $(seq 1 "$rounds"); do
+  echo "compare_peers: round $round/$rounds" >&2
+  for sweep in small large; do
+    declare -n args=$sweep
+    for k in 0 1 2; do
+      "${tools[$(( (round - 1 + k) % 3 ))]}" "${args[@]}"
+    done
     unset -n args
   done
 done
