@@ -109,7 +109,7 @@ void broadcast(Comm& comm, const Tensor& tensor, int root, const BroadcastOption
   broadcast(comm, tensor.data, tensor.bytes(), root, options);
 }
 
-Tensor allgather(Comm& comm, const Tensor& input, const Allocate& allocate) {
+GatherPlan planAllgather(Comm& comm, const Tensor& input) {
   checkTensor("allgather", input);
   if (input.shape.empty()) throw InvalidArgument("allgather: cannot concatenate scalars (shape [])");
   auto shapes = exchangeShapes(comm, input);
@@ -125,28 +125,35 @@ Tensor allgather(Comm& comm, const Tensor& input, const Allocate& allocate) {
                                          " have a different dtype or trailing dimensions than "
                                          "rank 0 (this rank: ", dtypeName(input.dtype),
                                          shapeText(input.shape), ")"));
-  Tensor out{nullptr, input.dtype, input.shape};
-  out.shape[0] = 0;
+  GatherPlan plan{input.shape, {}};
+  plan.shape[0] = 0;
+  for (const auto& s : shapes) {
+    plan.shape[0] += s[2];
+    plan.rows.push_back(s[2]);
+  }
+  return plan;
+}
+
+Tensor allgather(Comm& comm, const Tensor& input, const Allocate& allocate) {
+  GatherPlan plan = planAllgather(comm, input);
+  Tensor out{nullptr, input.dtype, plan.shape};
   std::vector<std::size_t> blockBytes;
   std::size_t rowBytes = input.rowElements() * dtypeSize(input.dtype);
-  for (const auto& s : shapes) {
-    out.shape[0] += s[2];
-    blockBytes.push_back(static_cast<std::size_t>(s[2]) * rowBytes);
-  }
+  for (int64_t rows : plan.rows) blockBytes.push_back(static_cast<std::size_t>(rows) * rowBytes);
   out.data = allocate(out.shape);
   if (out.numElements() > 0) allgatherv(comm, input.data, out.data, blockBytes);
   return out;
 }
 
-AlltoallResult alltoall(Comm& comm, const Tensor& input, const std::vector<int64_t>& splits,
-                        const Allocate& allocate) {
+AlltoallPlan planAlltoall(Comm& comm, const Tensor& input, const std::vector<int64_t>& splits) {
   checkTensor("alltoall", input);
   int n = comm.size();
-  std::vector<int64_t> send = alltoallSplits("alltoall", input, splits, n);
+  AlltoallPlan plan;
+  plan.sendRows = alltoallSplits("alltoall", input, splits, n);
   // Tell each peer how many rows of which width and dtype to expect.
   std::vector<int64_t> meta(3 * n), theirs(3 * n);
   for (int j = 0; j < n; ++j) {
-    meta[3 * j] = send[j];
+    meta[3 * j] = plan.sendRows[j];
     meta[3 * j + 1] = static_cast<int64_t>(input.rowElements());
     meta[3 * j + 2] = static_cast<int64_t>(input.dtype);
   }
@@ -159,16 +166,26 @@ AlltoallResult alltoall(Comm& comm, const Tensor& input, const std::vector<int64
     throw InvalidArgument(detail::concat("alltoall: ranks ", rankSet(disagree),
                                          " send rows of a different width or dtype than this "
                                          "rank's ", dtypeName(input.dtype), shapeText(input.shape)));
+  plan.shape = input.shape;
+  plan.shape[0] = 0;
+  for (int j = 0; j < n; ++j) {
+    plan.recvRows.push_back(theirs[3 * j]);
+    plan.shape[0] += theirs[3 * j];
+  }
+  return plan;
+}
+
+AlltoallResult alltoall(Comm& comm, const Tensor& input, const std::vector<int64_t>& splits,
+                        const Allocate& allocate) {
+  AlltoallPlan plan = planAlltoall(comm, input, splits);
   AlltoallResult result;
-  result.output = {nullptr, input.dtype, input.shape};
-  result.output.shape[0] = 0;
+  result.output = {nullptr, input.dtype, plan.shape};
+  result.receivedSplits = plan.recvRows;
   std::size_t rowBytes = input.rowElements() * dtypeSize(input.dtype);
   std::vector<std::size_t> sendBytes, recvBytes;
-  for (int j = 0; j < n; ++j) {
-    result.receivedSplits.push_back(theirs[3 * j]);
-    result.output.shape[0] += theirs[3 * j];
-    sendBytes.push_back(static_cast<std::size_t>(send[j]) * rowBytes);
-    recvBytes.push_back(static_cast<std::size_t>(theirs[3 * j]) * rowBytes);
+  for (int j = 0; j < comm.size(); ++j) {
+    sendBytes.push_back(static_cast<std::size_t>(plan.sendRows[j]) * rowBytes);
+    recvBytes.push_back(static_cast<std::size_t>(plan.recvRows[j]) * rowBytes);
   }
   result.output.data = allocate(result.output.shape);
   alltoallv(comm, input.data, sendBytes, result.output.data, recvBytes);

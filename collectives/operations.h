@@ -47,6 +47,20 @@ void broadcast(Comm& comm, const Tensor& tensor, int root, const BroadcastOption
 // other dimensions and the dtype must agree (InvalidArgument naming the ranks otherwise).
 Tensor allgather(Comm& comm, const Tensor& input, const Allocate& allocate);
 
+// The metadata steps of allgather and alltoall, shared with the GPU backends: every rank's
+// rows, exchanged over `comm` and checked for agreement (InvalidArgument naming the ranks).
+struct GatherPlan {
+  std::vector<int64_t> shape;  // the concatenated output
+  std::vector<int64_t> rows;   // first-dimension rows from each rank
+};
+GatherPlan planAllgather(Comm& comm, const Tensor& input);
+
+struct AlltoallPlan {
+  std::vector<int64_t> sendRows, recvRows;  // per peer
+  std::vector<int64_t> shape;               // the received output
+};
+AlltoallPlan planAlltoall(Comm& comm, const Tensor& input, const std::vector<int64_t>& splits);
+
 struct AlltoallResult {
   Tensor output;
   std::vector<int64_t> receivedSplits;  // rows received from each rank

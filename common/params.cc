@@ -62,6 +62,11 @@ const std::vector<ParamSpec>& allParams() {
        "least as many of them as local ranks; none: no binding (same as hvdrun --bind-to). "
        "Ranks started by srun or mpirun keep the binding their launcher chose.",
        {"core", "none"}},
+      {"HVD_GPU_BACKEND", "", ParamType::String, "nccl", 0, 0, false,
+       "How collectives on GPU tensors travel. nccl: GPU to GPU through NCCL when every rank "
+       "of the communicator has a GPU of its own, else through host memory with one warning "
+       "saying why; staged: always through host memory and the TCP algorithms.",
+       {"nccl", "staged"}},
       {"HVD_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD", ParamType::Int, "134217728", 0,
        int64_t{1} << 40, false,
        "Bytes of ready allreduce tensors packed into one fusion buffer and reduced as one; 0 "

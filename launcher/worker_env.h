@@ -3,6 +3,7 @@
 // in the child's environment (never argv, never logged).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>

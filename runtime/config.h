@@ -36,6 +36,7 @@ struct Config {
   std::chrono::seconds stallShutdown{0};
   std::vector<std::vector<int32_t>> processSets;  // static sets, created at init
   CpuBinding cpuBinding = CpuBinding::Core;
+  bool gpuUseNccl = true;  // HVD_GPU_BACKEND=nccl
   std::string logLevel;
   std::string logSubsystems;
 

@@ -14,6 +14,9 @@ EngineOptions engineOptions(const Config& c) {
   o.executor.fusionThresholdBytes = c.fusionThresholdBytes;
   o.executor.segmentBytes = c.segmentBytes;
   o.executor.ringThresholdBytes = c.ringThresholdBytes;
+  o.executor.opTimeout = c.opTimeout;
+  o.executor.gpuUseNccl = c.gpuUseNccl;
+  o.executor.hostname = c.topology.hostname;
   o.cacheCapacity = c.cacheCapacity;
   o.opTimeout = c.opTimeout;
   o.spinTime = c.spinTime;

@@ -274,7 +274,7 @@ def stop_timeline():
 
 
 # Build queries, as Horovod names them. hvd's host collectives are its own TCP algorithms, not
-# MPI or Gloo; the NCCL backend is not part of this build.
+# MPI or Gloo; GPU tensors go through NCCL when the build has it (hvd._core.build_info()).
 def mpi_built() -> bool:
     return False
 
@@ -296,7 +296,12 @@ def gloo_enabled() -> bool:
 
 
 def nccl_built() -> int:
-    return 0
+    """NCCL's version code (e.g. 22809 for 2.28.9) when built with NCCL, else 0."""
+    info = _core.build_info()
+    if not info["nccl"]:
+        return 0
+    major, minor, patch = info["nccl_version"].split()[1].split(".")
+    return int(major) * 10000 + int(minor) * 100 + int(patch)
 
 
 def ddl_built() -> bool:
@@ -308,7 +313,7 @@ def ccl_built() -> bool:
 
 
 def cuda_built() -> bool:
-    return False
+    return bool(_core.build_info()["cuda"])
 
 
 def rocm_built() -> bool:

@@ -31,6 +31,11 @@ class ArrayAdapter:
         """The object handed to the core (must support DLPack)."""
         return x
 
+    def stream_of(self, x) -> int:
+        """The CUDA stream (cudaStream_t as an int) the array's pending work is queued on; the
+        collective waits for it. 0 for host arrays (and the legacy default stream)."""
+        return 0
+
     def contiguous(self, x):
         raise NotImplementedError
 
@@ -73,6 +78,9 @@ class Collectives:
         return _handles.register(core_handle, finish, self.a.outputs_as_numpy)
 
     # -- argument helpers --------------------------------------------------------------------
+    def _stream(self, tensors) -> int:
+        return self.a.stream_of(tensors[0]) if tensors else 0
+
     def _check(self, x, what: str):
         if not self.a.is_array(x):
             raise ValueError(f"{what}: expected a {self.a.name}, got {type(x).__name__}")
@@ -133,7 +141,8 @@ class Collectives:
         h = _core.enqueue(_ALLREDUCE, name or "", [self.a.exported(t) for t in inputs],
                           self._exported_outputs(outputs, inplace), reduce_op=op,
                           prescale=float(prescale_factor), postscale=float(postscale_factor),
-                          process_set=_basics.process_set_id(process_set))
+                          process_set=_basics.process_set_id(process_set),
+                          stream=self._stream(inputs))
         return self._register(h, lambda *_: list(outputs) if grouped else outputs[0])
 
     # -- allgather ---------------------------------------------------------------------------
@@ -149,7 +158,8 @@ class Collectives:
             self._check(t, what)
         inputs = [self.a.contiguous(t) for t in tensors]
         h = _core.enqueue(_ALLGATHER, name or "", [self.a.exported(t) for t in inputs], [],
-                          process_set=_basics.process_set_id(process_set))
+                          process_set=_basics.process_set_id(process_set),
+                          stream=self._stream(inputs))
 
         def finish(outs, *_):
             results = [self.a.from_buffer(b) for b in outs]
@@ -164,7 +174,8 @@ class Collectives:
         inputs, outputs = self._targets([tensor], inplace, what)
         h = _core.enqueue(_BROADCAST, name or "", [self.a.exported(inputs[0])],
                           self._exported_outputs(outputs, inplace), root=int(root_rank),
-                          process_set=_basics.process_set_id(process_set))
+                          process_set=_basics.process_set_id(process_set),
+                          stream=self._stream(inputs))
         return self._register(h, lambda *_: outputs[0])
 
     # -- alltoall ----------------------------------------------------------------------------
@@ -176,7 +187,8 @@ class Collectives:
         inp = self.a.contiguous(tensor)
         split_list = [] if splits is None else [int(s) for s in _as_int_list(splits, what)]
         h = _core.enqueue(_ALLTOALL, name or "", [self.a.exported(inp)], [], splits=split_list,
-                          process_set=_basics.process_set_id(process_set))
+                          process_set=_basics.process_set_id(process_set),
+                          stream=self._stream([inp]))
 
         def finish(outs, received, _):
             out = self.a.from_buffer(outs[0])
@@ -209,7 +221,8 @@ class Collectives:
         inputs = [self.a.scaled(t, prescale_factor) if prescale_factor != 1.0
                   else self.a.contiguous(t) for t in tensors]
         h = _core.enqueue(_REDUCESCATTER, name or "", [self.a.exported(t) for t in inputs], [],
-                          reduce_op=op, process_set=_basics.process_set_id(process_set))
+                          reduce_op=op, process_set=_basics.process_set_id(process_set),
+                          stream=self._stream(inputs))
 
         def finish(outs, *_):
             results = [self.a.from_buffer(b) for b in outs]

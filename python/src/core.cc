@@ -19,6 +19,7 @@
 
 #include "common/error.h"
 #include "common/format.h"
+#include "runtime/engine/gpu_executor.h"
 #include "runtime/runtime.h"
 
 namespace nb = nanobind;
@@ -96,13 +97,17 @@ nb::dlpack::dtype toDlpack(DType t) {
   throw InternalError("unknown dtype");
 }
 
+DeviceId deviceOf(int type, int id, const std::string& label) {
+  if (type == nb::device::cpu::value) return DeviceId{};
+  if (type == nb::device::cuda::value) return DeviceId{id};
+  throw InvalidArgument(detail::concat(label, ": tensor is on DLPack device type ", type, " id ",
+                                       id, "; hvd takes host (CPU) and CUDA tensors"));
+}
+
 // Converts one array, checking what the engine cannot see: memory layout and device.
 template <typename Array>
-Tensor toTensor(const Array& a, const std::string& label) {
-  if (a.device_type() != nb::device::cpu::value)
-    throw InvalidArgument(detail::concat(
-        label, ": tensor is on device type ", a.device_type(), " id ", a.device_id(),
-        "; this build of hvd reduces host memory only (move it to the CPU first)"));
+Tensor toTensor(const Array& a, const std::string& label, DeviceId& device) {
+  device = deviceOf(a.device_type(), a.device_id(), label);
   Tensor t;
   t.dtype = toDType(a.dtype(), label);
   t.shape.resize(a.ndim());
@@ -129,6 +134,7 @@ Tensor toTensor(const Array& a, const std::string& label) {
 // it alive.
 struct Buffer {
   OutputArray array;
+  DeviceId device;
 };
 
 // A Python-side handle: the engine's handle plus the arrays it reads and writes, kept alive
@@ -214,10 +220,13 @@ class PyHandle {
     }
     nb::capsule owner(buffer, [](void* p) noexcept { delete static_cast<OwnedBuffer*>(p); });
     std::vector<size_t> shape(t.shape.begin(), t.shape.end());
+    DeviceId device = buffer->device;
     OutputArray array(buffer->bytes.get(), shape.size(), shape.data(), owner, nullptr,
-                      toDlpack(t.dtype), nb::device::cpu::value, 0);
-    if (asNumpy) return nb::cast(nb::ndarray<nb::numpy>(array));
-    return nb::cast(Buffer{std::move(array)});
+                      toDlpack(t.dtype),
+                      device.isCpu() ? nb::device::cpu::value : nb::device::cuda::value,
+                      device.isCpu() ? 0 : device.index);
+    if (asNumpy && device.isCpu()) return nb::cast(nb::ndarray<nb::numpy>(array));
+    return nb::cast(Buffer{std::move(array), device});
   }
 
   Handle handle_;
@@ -230,7 +239,8 @@ class PyHandle {
 PyHandle enqueue(int type, const std::string& name, const std::vector<InputArray>& inputs,
                  const std::vector<OutputArray>& outputs, int reduceOp, int root,
                  double prescale, double postscale, int processSet,
-                 const std::vector<int64_t>& splits, const std::vector<int32_t>& setRanks) {
+                 const std::vector<int64_t>& splits, const std::vector<int32_t>& setRanks,
+                 uintptr_t stream) {
   auto rt = current();
   if (type < 0 || type > static_cast<int>(OpType::RemoveProcessSet))
     throw InvalidArgument(detail::concat("invalid operation type ", type));
@@ -246,15 +256,32 @@ PyHandle enqueue(int type, const std::string& name, const std::vector<InputArray
   op.processSet = processSet;
   op.splits = splits;
   op.setRanks = setRanks;
+  // Every tensor of one operation lives on one device: the first one's.
+  auto sameDevice = [&](DeviceId d, const std::string& label) {
+    if (op.inputs.empty() && op.outputs.empty()) op.device = d;
+    else if (!(d == op.device))
+      throw InvalidArgument(detail::concat(label, ": tensor on ", d.describe(),
+                                           ", but the operation's first tensor is on ",
+                                           op.device.describe()));
+  };
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    op.inputs.push_back(toTensor(inputs[i], tensorLabel(op.type, name, i, inputs.size())));
+    std::string label = tensorLabel(op.type, name, i, inputs.size());
+    DeviceId d;
+    Tensor t = toTensor(inputs[i], label, d);
+    sameDevice(d, label);
+    op.inputs.push_back(t);
   }
   if (!outputs.empty() && outputs.size() != inputs.size())
     throw InvalidArgument(detail::concat(tensorLabel(op.type, name, 0, 1), ": ", outputs.size(),
                                          " outputs for ", inputs.size(), " inputs"));
   for (std::size_t i = 0; i < outputs.size(); ++i) {
-    op.outputs.push_back(toTensor(outputs[i], tensorLabel(op.type, name, i, outputs.size())));
+    std::string label = tensorLabel(op.type, name, i, outputs.size()) + " output";
+    DeviceId d;
+    Tensor t = toTensor(outputs[i], label, d);
+    sameDevice(d, label);
+    op.outputs.push_back(t);
   }
+  op.stream = reinterpret_cast<void*>(stream);
   Handle h = rt->engine().enqueue(std::move(op));
   return PyHandle(std::move(h), inputs, outputs, rt->config().opTimeout);
 }
@@ -309,7 +336,10 @@ NB_MODULE(_core, m) {
   nb::class_<Buffer>(m, "Buffer")
       .def("__dlpack__", [](Buffer& b, nb::args, nb::kwargs) { return nb::cast(b.array); })
       .def("__dlpack_device__",
-           [](Buffer&) { return nb::make_tuple(int(nb::device::cpu::value), 0); })
+           [](Buffer& b) {
+             if (b.device.isCpu()) return nb::make_tuple(int(nb::device::cpu::value), 0);
+             return nb::make_tuple(int(nb::device::cuda::value), b.device.index);
+           })
       .def_prop_ro("shape", [](Buffer& b) {
         std::vector<int64_t> shape(b.array.shape_ptr(), b.array.shape_ptr() + b.array.ndim());
         return shape;
@@ -342,7 +372,20 @@ NB_MODULE(_core, m) {
   m.def("enqueue", &enqueue, nb::arg("type"), nb::arg("name"), nb::arg("inputs"),
         nb::arg("outputs"), nb::arg("reduce_op") = 0, nb::arg("root") = 0,
         nb::arg("prescale") = 1.0, nb::arg("postscale") = 1.0, nb::arg("process_set") = 0,
-        nb::arg("splits") = std::vector<int64_t>{}, nb::arg("set_ranks") = std::vector<int32_t>{});
+        nb::arg("splits") = std::vector<int64_t>{}, nb::arg("set_ranks") = std::vector<int32_t>{},
+        nb::arg("stream") = 0,
+        "Enqueues an operation; `stream` is the cudaStream_t (as an int) that produced CUDA "
+        "tensors (0: the legacy default stream).");
+  m.def("build_info", [] {
+    GpuBuild b = gpuBuild();
+    nb::dict d;
+    d["cuda"] = b.cuda;
+    d["nccl"] = b.nccl;
+    d["cuda_version"] = b.cudaVersion;
+    d["nccl_version"] = b.ncclVersion;
+    d["cuda_devices"] = b.devices;
+    return d;
+  }, "What this build supports (CUDA, NCCL and their versions) and the CUDA devices it sees.");
 
   m.def("process_set_ranks",
         [](int id) { return current()->engine().processSet(id); }, nb::arg("id"));

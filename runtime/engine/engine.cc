@@ -84,6 +84,7 @@ Handle Engine::enqueue(Operation op) {
   if (op.name.empty()) op.name = autoName(op.type);
   auto local = std::make_unique<LocalOp>();
   local->request = describeOperation(op, setSize);
+  if (!op.device.isCpu()) local->ready = markReady(op.device, op.stream, local->request.describe());
   if (inFlight_.count(local->request.key()))
     throw InvalidArgument(detail::concat(local->request.describe(), ": an operation named \"",
                                          op.name, "\" is already in flight on rank ", rank_,
@@ -227,6 +228,8 @@ void Engine::execute(const Response& r) {
         std::vector<int> sorted(ranks.begin(), ranks.end());
         processSets_[r.value] = {ranks, member ? data_->subset(sorted) : nullptr};
       } else {
+        auto it = processSets_.find(r.value);
+        if (it != processSets_.end() && it->second.comm) executor_.forget(it->second.comm.get());
         processSets_.erase(r.value);
       }
     }

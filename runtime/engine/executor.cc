@@ -12,6 +12,20 @@ using Clock = std::chrono::steady_clock;
 
 void Executor::run(const Response& response, const std::vector<LocalOp*>& ops,
                    collectives::Comm& comm) {
+  DeviceId device;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i]) device = ops[i]->request.device;
+    else if (i < response.forJoined.size()) device = response.forJoined[i].device;
+    if (ops[i]) break;
+  }
+  if (!device.isCpu()) {
+    if (!gpu_)
+      gpu_ = makeGpuExecutor({options_.fusionThresholdBytes, options_.segmentBytes,
+                              options_.ringThresholdBytes, options_.opTimeout,
+                              options_.gpuUseNccl, options_.hostname},
+                             timeline_);
+    return gpu_->run(response, ops, comm, device, counters_);
+  }
   if (response.type == OpType::Allreduce) return allreduce(response, ops, comm);
   for (LocalOp* op : ops) {
     HVD_ENFORCE(op != nullptr, "only allreduce runs with joined ranks");
@@ -102,8 +116,9 @@ collectives::Allocate Executor::allocatorFor(LocalOp& op) {
   if (op.op.allocate) return op.op.allocate;
   return [&op](const std::vector<int64_t>& shape) -> void* {
     TensorMeta meta{op.request.tensors[0].dtype, shape};
-    OwnedBuffer buffer{std::make_unique<std::byte[]>(std::max<std::size_t>(meta.bytes(), 1)),
-                       meta.bytes()};
+    OwnedBuffer buffer{std::shared_ptr<std::byte>(new std::byte[std::max<std::size_t>(meta.bytes(), 1)],
+                                                  std::default_delete<std::byte[]>()),
+                       meta.bytes(), DeviceId{}};
     void* data = buffer.bytes.get();
     op.result.owned.push_back(std::move(buffer));
     return data;

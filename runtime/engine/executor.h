@@ -10,6 +10,7 @@
 #include "collectives/algorithms/broadcast.h"
 #include "collectives/transport/comm.h"
 #include "runtime/engine/fusion.h"
+#include "runtime/engine/gpu_executor.h"
 #include "runtime/engine/local_op.h"
 #include "runtime/engine/messages.h"
 #include "runtime/engine/timeline.h"
@@ -20,6 +21,9 @@ struct ExecutorOptions {
   std::size_t fusionThresholdBytes = 0;  // 0: every tensor alone
   std::size_t segmentBytes = 512 * 1024;
   std::size_t ringThresholdBytes = 128 * 1024;
+  std::chrono::milliseconds opTimeout{300000};  // bounds the wait for GPU work
+  bool gpuUseNccl = true;
+  std::string hostname;
 };
 
 struct ExecutorCounters {
@@ -37,6 +41,10 @@ class Executor {
   // hvd::Errors when the communicator broke.
   void run(const Response& response, const std::vector<LocalOp*>& ops, collectives::Comm& comm);
   const ExecutorCounters& counters() const { return counters_; }
+  // `comm` is going away (a process set was removed).
+  void forget(const collectives::Comm* comm) {
+    if (gpu_) gpu_->forget(comm);
+  }
 
  private:
   struct Slot {  // one tensor of a fused allreduce
@@ -55,6 +63,7 @@ class Executor {
   ExecutorOptions options_;
   Timeline& timeline_;
   ExecutorCounters counters_;
+  std::unique_ptr<GpuExecutor> gpu_;  // created with the first GPU operation
   std::vector<std::byte> fusionBuffer_;
 };
 

@@ -12,14 +12,17 @@
 #include <vector>
 
 #include "collectives/operations.h"
+#include "runtime/engine/operation.h"
 
 namespace hvd::runtime {
 
 // An output the engine allocated itself (when the caller passed no Allocate): it lives as long
-// as the result that holds it.
+// as the result that holds it. Host memory, or device memory (freed with cudaFree) for an
+// operation on a GPU.
 struct OwnedBuffer {
-  std::unique_ptr<std::byte[]> bytes;
+  std::shared_ptr<std::byte> bytes;
   std::size_t size = 0;
+  DeviceId device;
 };
 
 struct OpResult {

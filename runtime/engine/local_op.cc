@@ -29,9 +29,8 @@ OpRequest describeOperation(const Operation& op, int setSize) {
     throw InvalidArgument(what + ": no tensors given");
   if (!takesTensors(op.type) && !op.inputs.empty())
     throw InvalidArgument(what + ": takes no tensors");
-  if (!op.device.isCpu())
-    throw InvalidArgument(detail::concat(what, ": tensor on ", op.device.describe(),
-                                         ": this build of hvd has no GPU support"));
+  if (!op.device.isCpu() && !takesTensors(op.type))
+    throw InvalidArgument(detail::concat(what, ": takes no device (", op.device.describe(), ")"));
   for (std::size_t i = 0; i < op.inputs.size(); ++i) {
     std::string tensorWhat = op.inputs.size() > 1 ? detail::concat(what, " tensor ", i) : what;
     collectives::checkTensor(tensorWhat, op.inputs[i]);

@@ -26,6 +26,9 @@ struct Operation {
   double postscale = 1.0;
   int32_t processSet = 0;
   DeviceId device;
+  // GPU tensors: the cudaStream_t the caller produced them on (null: the legacy default
+  // stream). The collective waits for the work queued on it before submission.
+  void* stream = nullptr;
   std::vector<int64_t> splits;    // alltoall: rows for each rank; empty means equal
   std::vector<int32_t> setRanks;  // add_process_set: its ranks; remove_process_set: {id}
   // Allocates allgather/alltoall/reducescatter outputs, on the engine thread; when empty the
@@ -39,6 +42,7 @@ struct LocalOp {
   OpRequest negotiated;  // request.negotiated(), what the coordinator and the cache see
   Handle handle;
   OpResult result;
+  std::shared_ptr<void> ready;  // GPU tensors: where the caller's stream was (gpu_executor.h)
   std::chrono::steady_clock::time_point submittedAt;
 };
 

@@ -5,7 +5,8 @@
     opt = hvd.DistributedOptimizer(opt, named_parameters=model.named_parameters())
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
 
-Tensors live in host memory in this build (cuda_built() is False).
+Tensors live in host memory or on a CUDA device; CUDA tensors go GPU to GPU through NCCL when
+every rank has a GPU of its own, else through host memory (cuda_built(), nccl_built()).
 """
 from hvd._basics import *  # noqa: F401,F403
 from hvd._basics import __all__ as _basics_all

@@ -1,4 +1,4 @@
-"""hvd's collectives on PyTorch tensors (host memory), with Horovod's names and signatures, and
+"""hvd's collectives on PyTorch tensors (host memory, or CUDA memory through NCCL), with Horovod's names and signatures, and
 autograd support for allreduce, grouped_allreduce, allgather, broadcast, alltoall and
 reducescatter.
 
@@ -31,6 +31,12 @@ class _TorchAdapter(ArrayAdapter):
                              "DistributedOptimizer(sparse_as_dense=True) or .to_dense()")
         return x.detach()
 
+    def stream_of(self, x):
+        # The collective waits for the work queued so far on the tensor's current stream.
+        if x.is_cuda:
+            return torch.cuda.current_stream(x.device).cuda_stream
+        return 0
+
     def contiguous(self, x):
         return x.detach().contiguous()
 
@@ -56,7 +62,7 @@ class _TorchAdapter(ArrayAdapter):
         return torch.from_numpy(_np.frombuffer(bytearray(data), dtype=_np.uint8))
 
     def to_bytes(self, x):
-        return x.numpy().tobytes()
+        return x.cpu().numpy().tobytes()
 
 
 _c = Collectives(_TorchAdapter())

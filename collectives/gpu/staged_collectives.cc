@@ -1,0 +1,91 @@
+#include "collectives/gpu/staged_collectives.h"
+
+#include "common/error.h"
+
+namespace hvd::collectives::gpu {
+
+std::vector<int64_t> scatterRows(int64_t rows, int size) {
+  std::vector<int64_t> out(size, rows / size);
+  for (int r = 0; r < rows % size; ++r) ++out[r];
+  return out;
+}
+
+Tensor StagedCollectives::toHost(const Tensor& t, PinnedBuffer& buffer, cudaStream_t stream) {
+  Tensor h{buffer.reserve(std::max<std::size_t>(t.bytes(), 1)), t.dtype, t.shape};
+  if (t.bytes() > 0) {
+    HVD_CUDA_CHECK(cudaMemcpyAsync(h.data, t.data, t.bytes(), cudaMemcpyDeviceToHost, stream),
+                   "host staging: copy to host");
+    HVD_CUDA_CHECK(cudaStreamSynchronize(stream), "host staging: copy to host");
+  }
+  return h;
+}
+
+void StagedCollectives::toDevice(const Tensor& h, void* device, cudaStream_t stream) {
+  if (h.bytes() == 0) return;
+  HVD_CUDA_CHECK(cudaMemcpyAsync(device, h.data, h.bytes(), cudaMemcpyHostToDevice, stream),
+                 "host staging: copy to the GPU");
+  // The pinned buffer is reused by the next operation: the copy must be done with it first.
+  HVD_CUDA_CHECK(cudaStreamSynchronize(stream), "host staging: copy to the GPU");
+}
+
+void StagedCollectives::allreduce(const Tensor& input, const Tensor& output, ReduceOp op,
+                                  const AllreduceOptions& options, cudaStream_t stream) {
+  Tensor h = toHost(input, in_, stream);
+  collectives::allreduce(host_, h, h, op, options);
+  toDevice(h, output.data, stream);
+}
+
+void StagedCollectives::broadcast(const Tensor& tensor, int root, cudaStream_t stream) {
+  Tensor h = host_.rank() == root ? toHost(tensor, in_, stream)
+                                  : Tensor{in_.reserve(std::max<std::size_t>(tensor.bytes(), 1)),
+                                           tensor.dtype, tensor.shape};
+  collectives::broadcast(host_, h, root);
+  if (host_.rank() != root) toDevice(h, tensor.data, stream);
+}
+
+Tensor StagedCollectives::allgather(const Tensor& input, const Allocate& allocate,
+                                    cudaStream_t stream) {
+  Tensor h = toHost(input, in_, stream);
+  Tensor out = collectives::allgather(host_, h, [&](const std::vector<int64_t>& shape) -> void* {
+    Tensor sized{nullptr, input.dtype, shape};
+    return out_.reserve(std::max<std::size_t>(sized.bytes(), 1));
+  });
+  Tensor device{allocate(out.shape), out.dtype, out.shape};
+  toDevice(out, device.data, stream);
+  return device;
+}
+
+AlltoallResult StagedCollectives::alltoall(const Tensor& input,
+                                           const std::vector<int64_t>& splits,
+                                           const Allocate& allocate, cudaStream_t stream) {
+  Tensor h = toHost(input, in_, stream);
+  AlltoallResult r = collectives::alltoall(
+      host_, h, splits, [&](const std::vector<int64_t>& shape) -> void* {
+        Tensor sized{nullptr, input.dtype, shape};
+        return out_.reserve(std::max<std::size_t>(sized.bytes(), 1));
+      });
+  Tensor device{allocate(r.output.shape), r.output.dtype, r.output.shape};
+  toDevice(r.output, device.data, stream);
+  r.output = device;
+  return r;
+}
+
+Tensor StagedCollectives::reducescatter(const Tensor& input, ReduceOp op,
+                                        const Allocate& allocate, cudaStream_t stream) {
+  Tensor h = toHost(input, in_, stream);
+  Tensor out = collectives::reducescatter(
+      host_, h, op, [&](const std::vector<int64_t>& shape) -> void* {
+        Tensor sized{nullptr, input.dtype, shape};
+        return out_.reserve(std::max<std::size_t>(sized.bytes(), 1));
+      });
+  Tensor device{allocate(out.shape), out.dtype, out.shape};
+  toDevice(out, device.data, stream);
+  return device;
+}
+
+void StagedCollectives::synchronize(cudaStream_t stream, Deadline deadline,
+                                    const std::string& what) {
+  gpu::synchronize(stream, deadline, what);
+}
+
+}  // namespace hvd::collectives::gpu
