@@ -8,6 +8,9 @@
 
 #include "bench/hvd_bench/collective_bench.h"
 #include "bench/hvd_bench/engine_bench.h"
+#ifdef HVD_BENCH_GPU
+#include "bench/hvd_bench/gpu_bench.h"
+#endif
 #include "bench/hvd_bench/report.h"
 #include "common/error.h"
 #include "common/params.h"
@@ -58,6 +61,11 @@ int main(int argc, char** argv) {
   app.add_option("--steps", eo.steps, "--engine: timed steps per list")->check(CLI::Range(1, 100000));
   app.add_option("--latency-iters", eo.latencyIterations, "--engine: timed 4-byte allreduces")
       ->check(CLI::Range(10, 10000000));
+  bool gpuMode = false;
+  app.add_flag("--gpu", gpuMode,
+               "Instead of a sweep, time GPU allreduces (-b to -e, -f, -w, -n): NCCL against a "
+               "device copy and the fusion copy kernel (one rank), the engine on GPU against host "
+               "buffers (any ranks); CUDA builds only");
   bool startup = false;
   app.add_flag("--startup", startup,
                "Instead of a sweep, initialise as hvd_init does, pass a barrier, and print "
@@ -81,6 +89,24 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
       rt->shutdown();  // collective: no rank leaves while another still talks to it
       return 0;
+    }
+    if (gpuMode) {
+#ifdef HVD_BENCH_GPU
+      hvd::bench::GpuBenchOptions g;
+      if (app.count("--minbytes")) g.minBytes = o.minBytes;
+      if (app.count("--maxbytes")) g.maxBytes = o.maxBytes;
+      if (app.count("--stepfactor")) g.stepFactor = o.stepFactor;
+      g.warmup = o.warmup;
+      g.iterations = o.iterations;
+      auto result = hvd::bench::runGpuBench(config, g);
+      if (config.topology.rank == 0) {
+        hvd::bench::printGpuReport(std::cout, result);
+        if (!json.empty()) hvd::bench::writeGpuJson(json, result);
+      }
+      return 0;
+#else
+      throw hvd::InvalidArgument("--gpu: this build of hvd has no GPU support");
+#endif
     }
     if (engine) {
       auto result = hvd::bench::runEngineBench(config, eo);
