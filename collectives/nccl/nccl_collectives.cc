@@ -1,5 +1,7 @@
 #include "collectives/nccl/nccl_collectives.h"
 
+#include "collectives/nccl/nccl_library.h"
+
 #include <algorithm>
 #include <functional>
 #include <thread>
@@ -13,6 +15,8 @@
 
 namespace hvd::collectives::nccl {
 namespace {
+
+const NcclLibrary& lib() { return ncclLibrary(); }
 
 ncclDataType_t ncclType(DType t) {
   switch (t) {
@@ -53,16 +57,18 @@ bool allEqual(const std::vector<int64_t>& v) {
 // A call inside a group only queues; its result is final at ncclGroupEnd.
 void queued(ncclResult_t r, const char* call) {
   if (r != ncclSuccess && r != ncclInProgress)
-    throw Error(detail::concat(call, ": ", ncclGetErrorString(r)));
+    throw Error(detail::concat(call, ": ", lib().getErrorString(r)));
 }
 
 }  // namespace
 
-std::string ncclVersionText() {
+std::string ncclVersionText(bool loadLibrary) {
+  std::string text = detail::concat("NCCL ", NCCL_MAJOR, ".", NCCL_MINOR, ".", NCCL_PATCH);
+  if (!loadLibrary) return text + " (headers)";
   int runtime = 0;
-  ncclGetVersion(&runtime);
-  return detail::concat("NCCL ", NCCL_MAJOR, ".", NCCL_MINOR, ".", NCCL_PATCH, " (library ",
-                        runtime / 10000, ".", runtime / 100 % 100, ".", runtime % 100, ")");
+  lib().getVersion(&runtime);
+  return detail::concat(text, " (library ", runtime / 10000, ".", runtime / 100 % 100, ".",
+                        runtime % 100, " from ", lib().path, ")");
 }
 
 bool reducible(DType dtype) { return dtype != DType::Int16; }
@@ -73,47 +79,47 @@ NcclCollectives::NcclCollectives(Comm& host, int device, std::chrono::millisecon
   gpu::DeviceGuard guard(device_);
   ncclUniqueId id{};
   if (host_.rank() == 0) {
-    ncclResult_t r = ncclGetUniqueId(&id);
+    ncclResult_t r = lib().getUniqueId(&id);
     if (r != ncclSuccess) fail(r, "ncclGetUniqueId", "creating the NCCL communicator");
   }
   collectives::broadcast(host_, &id, sizeof id, 0);
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
-  finish(ncclCommInitRankConfig(&comm_, host_.size(), id, host_.rank(), &config),
+  finish(lib().commInitRankConfig(&comm_, host_.size(), id, host_.rank(), &config),
          "ncclCommInitRankConfig", "joining the NCCL communicator");
   log::logger("nccl")->info("rank {}/{}: NCCL communicator on cuda:{} ({})", host_.rank(),
-                            host_.size(), device_, ncclVersionText());
+                            host_.size(), device_, ncclVersionText(true));
 }
 
 NcclCollectives::~NcclCollectives() {
   if (!comm_) return;
   if (!aborted_) {
     // Finalize flushes NCCL's pending work; bounded, so a broken peer cannot hang shutdown.
-    ncclResult_t r = ncclCommFinalize(comm_);
+    ncclResult_t r = lib().commFinalize(comm_);
     auto deadline = Clock::now() + std::chrono::seconds(10);
     ncclResult_t state = r;
     while (r == ncclSuccess || r == ncclInProgress) {
-      if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess || state != ncclInProgress) break;
+      if (lib().commGetAsyncError(comm_, &state) != ncclSuccess || state != ncclInProgress) break;
       if (Clock::now() > deadline) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     if (state != ncclSuccess) abort();
   }
-  if (!aborted_) ncclCommDestroy(comm_);
+  if (!aborted_) lib().commDestroy(comm_);
 }
 
 void NcclCollectives::abort() {
   if (comm_ && !aborted_) {
-    ncclCommAbort(comm_);
+    lib().commAbort(comm_);
     aborted_ = true;
   }
 }
 
 void NcclCollectives::fail(ncclResult_t result, const char* call, const std::string& what) {
-  const char* last = comm_ ? ncclGetLastError(comm_) : ncclGetLastError(nullptr);
+  const char* last = comm_ ? lib().getLastError(comm_) : lib().getLastError(nullptr);
   std::string message = detail::concat(
       "rank ", host_.rank(), "/", host_.size(), " on ", hostname_, " (cuda:", device_, "): ",
-      what, ": ", call, " failed: ", ncclGetErrorString(result),
+      what, ": ", call, " failed: ", lib().getErrorString(result),
       last && *last ? detail::concat(" (", last, ")") : std::string(),
       "; NCCL_DEBUG=INFO shows NCCL's own log");
   abort();
@@ -123,7 +129,7 @@ void NcclCollectives::fail(ncclResult_t result, const char* call, const std::str
 
 void NcclCollectives::checkAsync(const std::string& what) {
   ncclResult_t state = ncclSuccess;
-  ncclResult_t r = ncclCommGetAsyncError(comm_, &state);
+  ncclResult_t r = lib().commGetAsyncError(comm_, &state);
   if (r != ncclSuccess) fail(r, "ncclCommGetAsyncError", what);
   if (state != ncclSuccess && state != ncclInProgress) fail(state, "asynchronous error", what);
 }
@@ -133,7 +139,7 @@ void NcclCollectives::finish(ncclResult_t result, const char* call, const std::s
   auto deadline = Clock::now() + timeout_;
   for (int polls = 0;; ++polls) {
     ncclResult_t state = ncclSuccess;
-    ncclResult_t r = ncclCommGetAsyncError(comm_, &state);
+    ncclResult_t r = lib().commGetAsyncError(comm_, &state);
     if (r != ncclSuccess) fail(r, "ncclCommGetAsyncError", what);
     if (state == ncclSuccess) return;
     if (state != ncclInProgress) fail(state, call, what);
@@ -172,7 +178,7 @@ void NcclCollectives::allreduce(const Tensor& input, const Tensor& output, Reduc
     gpu::scaleOnDevice(output.data, n, input.dtype, options.prescale, stream);
     source = output.data;
   }
-  finish(ncclAllReduce(source, output.data, n, ncclType(input.dtype), ncclOp(op, input.dtype),
+  finish(lib().allReduce(source, output.data, n, ncclType(input.dtype), ncclOp(op, input.dtype),
                        comm_, stream),
          "ncclAllReduce", "allreduce");
   if (op == ReduceOp::Average && host_.size() > 1)
@@ -185,7 +191,7 @@ void NcclCollectives::broadcast(const Tensor& tensor, int root, cudaStream_t str
   checkTensor("broadcast", tensor);
   checkRoot("broadcast", root, host_.size());
   if (tensor.bytes() == 0) return;
-  finish(ncclBroadcast(tensor.data, tensor.data, tensor.bytes(), ncclUint8, root, comm_, stream),
+  finish(lib().broadcast(tensor.data, tensor.data, tensor.bytes(), ncclUint8, root, comm_, stream),
          "ncclBroadcast", "broadcast");
 }
 
@@ -196,22 +202,22 @@ Tensor NcclCollectives::allgather(const Tensor& input, const Allocate& allocate,
   std::size_t rowBytes = input.rowElements() * dtypeSize(input.dtype);
   if (out.bytes() == 0) return out;
   if (allEqual(plan.rows)) {
-    finish(ncclAllGather(input.data, out.data, plan.rows[0] * rowBytes, ncclUint8, comm_, stream),
+    finish(lib().allGather(input.data, out.data, plan.rows[0] * rowBytes, ncclUint8, comm_, stream),
            "ncclAllGather", "allgather");
     return out;
   }
   // Different first dimensions: each rank broadcasts its block into its place.
-  queued(ncclGroupStart(), "ncclGroupStart");
+  queued(lib().groupStart(), "ncclGroupStart");
   std::size_t offset = 0;
   for (int r = 0; r < host_.size(); ++r) {
     std::size_t bytes = plan.rows[r] * rowBytes;
     if (bytes > 0)
-      queued(ncclBroadcast(r == host_.rank() ? input.data : at(out.data, offset),
+      queued(lib().broadcast(r == host_.rank() ? input.data : at(out.data, offset),
                            at(out.data, offset), bytes, ncclUint8, r, comm_, stream),
              "ncclBroadcast");
     offset += bytes;
   }
-  finish(ncclGroupEnd(), "ncclGroupEnd", "allgather (different first dimensions)");
+  finish(lib().groupEnd(), "ncclGroupEnd", "allgather (different first dimensions)");
   return out;
 }
 
@@ -222,7 +228,7 @@ AlltoallResult NcclCollectives::alltoall(const Tensor& input, const std::vector<
   std::size_t rowBytes = input.rowElements() * dtypeSize(input.dtype);
   int me = host_.rank();
   std::size_t sendOffset = 0, recvOffset = 0;
-  queued(ncclGroupStart(), "ncclGroupStart");
+  queued(lib().groupStart(), "ncclGroupStart");
   for (int j = 0; j < host_.size(); ++j) {
     std::size_t sendBytes = plan.sendRows[j] * rowBytes, recvBytes = plan.recvRows[j] * rowBytes;
     if (j == me && sendBytes > 0) {
@@ -231,17 +237,17 @@ AlltoallResult NcclCollectives::alltoall(const Tensor& input, const std::vector<
                      "alltoall: this rank's own rows");
     } else if (j != me) {
       if (sendBytes > 0)
-        queued(ncclSend(at(input.data, sendOffset), sendBytes, ncclUint8, j, comm_, stream),
+        queued(lib().send(at(input.data, sendOffset), sendBytes, ncclUint8, j, comm_, stream),
                "ncclSend");
       if (recvBytes > 0)
-        queued(ncclRecv(at(result.output.data, recvOffset), recvBytes, ncclUint8, j, comm_,
+        queued(lib().recv(at(result.output.data, recvOffset), recvBytes, ncclUint8, j, comm_,
                         stream),
                "ncclRecv");
     }
     sendOffset += sendBytes;
     recvOffset += recvBytes;
   }
-  finish(ncclGroupEnd(), "ncclGroupEnd", "alltoall");
+  finish(lib().groupEnd(), "ncclGroupEnd", "alltoall");
   return result;
 }
 
@@ -261,22 +267,22 @@ Tensor NcclCollectives::reducescatter(const Tensor& input, ReduceOp op, const Al
   auto type = ncclType(input.dtype);
   auto redOp = ncclOp(op, input.dtype);
   if (allEqual(rows)) {
-    finish(ncclReduceScatter(input.data, out.data, rows[0] * rowElements, type, redOp, comm_,
+    finish(lib().reduceScatter(input.data, out.data, rows[0] * rowElements, type, redOp, comm_,
                              stream),
            "ncclReduceScatter", "reducescatter");
   } else {
     // Uneven parts: part r is reduced to rank r.
-    queued(ncclGroupStart(), "ncclGroupStart");
+    queued(lib().groupStart(), "ncclGroupStart");
     std::size_t offset = 0, elementSize = dtypeSize(input.dtype);
     for (int r = 0; r < n; ++r) {
       std::size_t count = rows[r] * rowElements;
       if (count > 0)
-        queued(ncclReduce(at(input.data, offset * elementSize), r == me ? out.data : nullptr,
+        queued(lib().reduce(at(input.data, offset * elementSize), r == me ? out.data : nullptr,
                           count, type, redOp, r, comm_, stream),
                "ncclReduce");
       offset += count;
     }
-    finish(ncclGroupEnd(), "ncclGroupEnd", "reducescatter (uneven parts)");
+    finish(lib().groupEnd(), "ncclGroupEnd", "reducescatter (uneven parts)");
   }
   if (op == ReduceOp::Average && n > 1)
     gpu::divideOnDevice(out.data, out.numElements(), input.dtype, n, stream);

@@ -25,8 +25,9 @@
 
 namespace hvd::collectives::nccl {
 
-// "NCCL 2.28.9 (library 2.28.3)": the headers built against and the library loaded.
-std::string ncclVersionText();
+// "NCCL 2.28.9 (headers)", or with `loadLibrary` "NCCL 2.28.9 (library 2.28.3 from PATH)": the
+// headers built against and the library in use (loading it: nccl_library.h).
+std::string ncclVersionText(bool loadLibrary);
 
 // Whether the NCCL backend can run an operation of this dtype (int16 reductions cannot).
 bool reducible(DType dtype);

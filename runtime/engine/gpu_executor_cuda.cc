@@ -306,7 +306,7 @@ GpuBuild gpuBuild() {
   b.cuda = true;
   b.nccl = true;
   b.cudaVersion = gpu::cudaVersionText();
-  b.ncclVersion = collectives::nccl::ncclVersionText();
+  b.ncclVersion = collectives::nccl::ncclVersionText(false);
   if (cudaGetDeviceCount(&b.devices) != cudaSuccess) {
     cudaGetLastError();
     b.devices = 0;

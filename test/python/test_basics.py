@@ -19,8 +19,16 @@ def test_topology_matches_launcher():
 
 
 def test_build_queries_are_honest():
-    assert hvd.mpi_built() is False and hvd.gloo_built() is False
-    assert not hvd.nccl_built() and hvd.cuda_built() is False and hvd.rocm_built() is False
+    assert hvd.mpi_built() is False and hvd.gloo_built() is False and hvd.rocm_built() is False
+    info = hvd._core.build_info()
+    # cuda_built and nccl_built say what this build has: CUDA and NCCL come together.
+    assert hvd.cuda_built() is info["cuda"] and info["cuda"] == info["nccl"]
+    if info["nccl"]:
+        version = info["nccl_version"].split()[1]
+        major, minor, patch = (int(x) for x in version.split("."))
+        assert hvd.nccl_built() == major * 10000 + minor * 100 + patch
+    else:
+        assert hvd.nccl_built() == 0 and info["cuda_version"] == ""
 
 
 def test_init_twice_is_a_no_op_and_reinit_after_shutdown_works():
