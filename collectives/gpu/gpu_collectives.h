@@ -42,8 +42,4 @@ class GpuCollectives {
   virtual void synchronize(cudaStream_t stream, Deadline deadline, const std::string& what) = 0;
 };
 
-// The rows of a reducescatter's parts: as even as possible, the first parts one row larger
-// (the host reducescatter's split).
-std::vector<int64_t> scatterRows(int64_t rows, int size);
-
 }  // namespace hvd::collectives::gpu

@@ -4,12 +4,6 @@
 
 namespace hvd::collectives::gpu {
 
-std::vector<int64_t> scatterRows(int64_t rows, int size) {
-  std::vector<int64_t> out(size, rows / size);
-  for (int r = 0; r < rows % size; ++r) ++out[r];
-  return out;
-}
-
 Tensor StagedCollectives::toHost(const Tensor& t, PinnedBuffer& buffer, cudaStream_t stream) {
   Tensor h{buffer.reserve(std::max<std::size_t>(t.bytes(), 1)), t.dtype, t.shape};
   if (t.bytes() > 0) {
@@ -26,6 +20,20 @@ void StagedCollectives::toDevice(const Tensor& h, void* device, cudaStream_t str
                  "host staging: copy to the GPU");
   // The pinned buffer is reused by the next operation: the copy must be done with it first.
   HVD_CUDA_CHECK(cudaStreamSynchronize(stream), "host staging: copy to the GPU");
+}
+
+Allocate StagedCollectives::stagedOutput(DType dtype) {
+  return [this, dtype](const std::vector<int64_t>& shape) -> void* {
+    Tensor sized{nullptr, dtype, shape};
+    return out_.reserve(std::max<std::size_t>(sized.bytes(), 1));
+  };
+}
+
+Tensor StagedCollectives::onDevice(const Tensor& host, const Allocate& allocate,
+                                   cudaStream_t stream) {
+  Tensor device{allocate(host.shape), host.dtype, host.shape};
+  toDevice(host, device.data, stream);
+  return device;
 }
 
 void StagedCollectives::allreduce(const Tensor& input, const Tensor& output, ReduceOp op,
@@ -46,13 +54,8 @@ void StagedCollectives::broadcast(const Tensor& tensor, int root, cudaStream_t s
 Tensor StagedCollectives::allgather(const Tensor& input, const Allocate& allocate,
                                     cudaStream_t stream) {
   Tensor h = toHost(input, in_, stream);
-  Tensor out = collectives::allgather(host_, h, [&](const std::vector<int64_t>& shape) -> void* {
-    Tensor sized{nullptr, input.dtype, shape};
-    return out_.reserve(std::max<std::size_t>(sized.bytes(), 1));
-  });
-  Tensor device{allocate(out.shape), out.dtype, out.shape};
-  toDevice(out, device.data, stream);
-  return device;
+  Tensor out = collectives::allgather(host_, h, stagedOutput(input.dtype));
+  return onDevice(out, allocate, stream);
 }
 
 AlltoallResult StagedCollectives::alltoall(const Tensor& input,
@@ -60,13 +63,8 @@ AlltoallResult StagedCollectives::alltoall(const Tensor& input,
                                            const Allocate& allocate, cudaStream_t stream) {
   Tensor h = toHost(input, in_, stream);
   AlltoallResult r = collectives::alltoall(
-      host_, h, splits, [&](const std::vector<int64_t>& shape) -> void* {
-        Tensor sized{nullptr, input.dtype, shape};
-        return out_.reserve(std::max<std::size_t>(sized.bytes(), 1));
-      });
-  Tensor device{allocate(r.output.shape), r.output.dtype, r.output.shape};
-  toDevice(r.output, device.data, stream);
-  r.output = device;
+      host_, h, splits, stagedOutput(input.dtype));
+  r.output = onDevice(r.output, allocate, stream);
   return r;
 }
 
@@ -74,13 +72,8 @@ Tensor StagedCollectives::reducescatter(const Tensor& input, ReduceOp op,
                                         const Allocate& allocate, cudaStream_t stream) {
   Tensor h = toHost(input, in_, stream);
   Tensor out = collectives::reducescatter(
-      host_, h, op, [&](const std::vector<int64_t>& shape) -> void* {
-        Tensor sized{nullptr, input.dtype, shape};
-        return out_.reserve(std::max<std::size_t>(sized.bytes(), 1));
-      });
-  Tensor device{allocate(out.shape), out.dtype, out.shape};
-  toDevice(out, device.data, stream);
-  return device;
+      host_, h, op, stagedOutput(input.dtype));
+  return onDevice(out, allocate, stream);
 }
 
 void StagedCollectives::synchronize(cudaStream_t stream, Deadline deadline,

@@ -29,6 +29,10 @@ class StagedCollectives : public GpuCollectives {
   // Copies `t` to the staging buffer and waits for the copy; returns the host tensor.
   Tensor toHost(const Tensor& t, PinnedBuffer& buffer, cudaStream_t stream);
   void toDevice(const Tensor& host, void* device, cudaStream_t stream);
+  // The host collectives' output allocator: the second staging buffer.
+  Allocate stagedOutput(DType dtype);
+  // A host result copied into device memory from `allocate`.
+  Tensor onDevice(const Tensor& host, const Allocate& allocate, cudaStream_t stream);
 
   Comm& host_;
   int device_;

@@ -8,6 +8,7 @@
 
 #include "collectives/algorithms/broadcast.h"
 #include "collectives/algorithms/reduce.h"
+#include "collectives/algorithms/ring.h"
 #include "collectives/gpu/cuda_api.h"
 #include "collectives/gpu/kernels.h"
 #include "common/error.h"
@@ -50,7 +51,8 @@ ncclRedOp_t ncclOp(ReduceOp op, DType t) {
 
 std::byte* at(void* base, std::size_t offset) { return static_cast<std::byte*>(base) + offset; }
 
-bool allEqual(const std::vector<int64_t>& v) {
+template <typename T>
+bool allEqual(const std::vector<T>& v) {
   return std::adjacent_find(v.begin(), v.end(), std::not_equal_to<>()) == v.end();
 }
 
@@ -258,9 +260,11 @@ Tensor NcclCollectives::reducescatter(const Tensor& input, ReduceOp op, const Al
   checkReducible(input.dtype, op);
   HVD_ENFORCE(reducible(input.dtype), "int16 reductions go through host staging");
   int n = host_.size(), me = host_.rank();
-  std::vector<int64_t> rows = gpu::scatterRows(input.shape[0], n);
+  // The host reducescatter's split: as even as possible, the first parts one row larger.
+  const std::vector<std::size_t> rows =
+      evenBlocks(static_cast<std::size_t>(input.shape[0]), n).counts;
   Tensor out{nullptr, input.dtype, input.shape};
-  out.shape[0] = rows[me];
+  out.shape[0] = static_cast<int64_t>(rows[me]);
   out.data = allocate(out.shape);
   std::size_t rowElements = input.rowElements();
   if (input.numElements() == 0) return out;

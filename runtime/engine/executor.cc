@@ -12,11 +12,13 @@ using Clock = std::chrono::steady_clock;
 
 void Executor::run(const Response& response, const std::vector<LocalOp*>& ops,
                    collectives::Comm& comm) {
+  // Every operation of a response is on one device (the fusion key includes it).
   DeviceId device;
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    if (ops[i]) device = ops[i]->request.device;
-    else if (i < response.forJoined.size()) device = response.forJoined[i].device;
-    if (ops[i]) break;
+    if (ops[i] || i < response.forJoined.size()) {
+      device = ops[i] ? ops[i]->request.device : response.forJoined[i].device;
+      break;
+    }
   }
   if (!device.isCpu()) {
     if (!gpu_)
@@ -33,38 +35,44 @@ void Executor::run(const Response& response, const std::vector<LocalOp*>& ops,
   }
 }
 
-void Executor::allreduce(const Response& response, const std::vector<LocalOp*>& ops,
-                         collectives::Comm& comm) {
-  std::vector<Slot> slots;
-  const OpRequest* params = nullptr;
-  std::vector<std::vector<std::byte>> joinedZeros;  // outlives the chunks below
+AllreduceSlots allreduceSlots(const Response& response, const std::vector<LocalOp*>& ops,
+                              const std::function<void*(const TensorMeta&)>& zeros) {
+  AllreduceSlots all;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     if (LocalOp* op = ops[i]) {
-      params = &op->request;
+      all.params = &op->request;
       for (std::size_t t = 0; t < op->op.inputs.size(); ++t) {
         const Tensor& in = op->op.inputs[t];
         void* out = op->op.outputs.empty() ? in.data : op->op.outputs[t].data;
-        slots.push_back({in.data, out, op->request.tensors[t], op->request.name});
+        all.slots.push_back({in.data, out, op->request.tensors[t], op->request.name});
       }
     } else {
       // This rank joined: it adds zeros of the same shape and discards the result.
       const OpRequest& shape = response.forJoined.at(i);
-      params = &shape;
+      all.params = &shape;
       for (const auto& meta : shape.tensors) {
-        joinedZeros.emplace_back(meta.bytes());
-        void* zeros = joinedZeros.back().data();
-        slots.push_back({zeros, zeros, meta, shape.name});
+        void* z = zeros(meta);
+        all.slots.push_back({z, z, meta, shape.name});
       }
     }
   }
-  HVD_ENFORCE(params != nullptr, "allreduce response without operations");
+  HVD_ENFORCE(all.params != nullptr, "allreduce response without operations");
+  return all;
+}
+
+void Executor::allreduce(const Response& response, const std::vector<LocalOp*>& ops,
+                         collectives::Comm& comm) {
+  std::vector<std::vector<std::byte>> joinedZeros;  // outlives the chunks below
+  auto [slots, params] = allreduceSlots(response, ops, [&](const TensorMeta& meta) -> void* {
+    return joinedZeros.emplace_back(meta.bytes()).data();
+  });
   std::vector<TensorMeta> metas;
   for (const auto& s : slots) metas.push_back(s.meta);
   for (const auto& chunk : planFusion(metas, options_.fusionThresholdBytes))
     allreduceChunk(slots, chunk, *params, comm);
 }
 
-void Executor::allreduceChunk(const std::vector<Slot>& slots,
+void Executor::allreduceChunk(const std::vector<AllreduceSlot>& slots,
                               const std::vector<std::size_t>& chunk, const OpRequest& params,
                               collectives::Comm& comm) {
   collectives::AllreduceOptions options{options_.segmentBytes, options_.ringThresholdBytes,
@@ -79,7 +87,7 @@ void Executor::allreduceChunk(const std::vector<Slot>& slots,
   auto t0 = Clock::now();
   ++counters_.collectives;
   if (chunk.size() == 1) {
-    const Slot& s = slots[chunk[0]];
+    const AllreduceSlot& s = slots[chunk[0]];
     Tensor in{const_cast<void*>(s.input), s.meta.dtype, s.meta.shape};
     Tensor out{s.output, s.meta.dtype, s.meta.shape};
     collectives::allreduce(comm, in, out, params.reduceOp, options);

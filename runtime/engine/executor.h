@@ -4,6 +4,7 @@
 // Thread model: the engine thread only.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "collectives/algorithms/allreduce.h"
@@ -31,6 +32,24 @@ struct ExecutorCounters {
   uint64_t fusedTensors = 0;   // tensors that went through the fusion buffer
 };
 
+// One tensor of an allreduce response, as the fusion planner and the collectives see it.
+struct AllreduceSlot {
+  const void* input;
+  void* output;
+  TensorMeta meta;
+  std::string name;
+};
+
+// The tensors of an allreduce response in order, and the request whose op and scale factors
+// they share. ops[i] null means this rank joined: its tensors are zeros, shaped as
+// response.forJoined[i], from `zeros` (host or device memory, kept alive by the caller).
+struct AllreduceSlots {
+  std::vector<AllreduceSlot> slots;
+  const OpRequest* params = nullptr;
+};
+AllreduceSlots allreduceSlots(const Response& response, const std::vector<LocalOp*>& ops,
+                              const std::function<void*(const TensorMeta&)>& zeros);
+
 class Executor {
  public:
   Executor(ExecutorOptions options, Timeline& timeline) : options_(options), timeline_(timeline) {}
@@ -47,15 +66,9 @@ class Executor {
   }
 
  private:
-  struct Slot {  // one tensor of a fused allreduce
-    const void* input;
-    void* output;
-    TensorMeta meta;
-    std::string name;
-  };
   void allreduce(const Response& response, const std::vector<LocalOp*>& ops,
                  collectives::Comm& comm);
-  void allreduceChunk(const std::vector<Slot>& slots, const std::vector<std::size_t>& chunk,
+  void allreduceChunk(const std::vector<AllreduceSlot>& slots, const std::vector<std::size_t>& chunk,
                       const OpRequest& params, collectives::Comm& comm);
   void runOne(LocalOp& op, collectives::Comm& comm);
   collectives::Allocate allocatorFor(LocalOp& op);

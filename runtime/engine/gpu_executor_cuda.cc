@@ -25,6 +25,21 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kFusionAlign = 16;  // keeps the batched copy on 16-byte words
 
+// Timeline phase names say which backend ran: NCCL_ALLREDUCE, STAGED_allgather, ...
+std::string phaseName(const gpu::GpuCollectives& backend, const std::string& op) {
+  return (std::string(backend.name()) == "nccl" ? "NCCL_" : "STAGED_") + op;
+}
+
+// CUDA devices this process sees; 0 when the driver reports none (or an error).
+int visibleDevices() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    count = 0;
+  }
+  return count;
+}
+
 std::size_t aligned(std::size_t bytes) { return (bytes + kFusionAlign - 1) / kFusionAlign * kFusionAlign; }
 
 // What each rank says about itself when a communicator's first GPU operation picks a backend.
@@ -52,12 +67,6 @@ class CudaExecutor : public GpuExecutor {
     std::unique_ptr<gpu::Stream> stream;
     std::unique_ptr<gpu::DeviceBuffer> fusion;
   };
-  struct Slot {
-    const void* input;
-    void* output;
-    TensorMeta meta;
-    std::string name;
-  };
 
   DeviceState& deviceState(int device);
   Backends& backends(collectives::Comm& comm, int device);
@@ -68,13 +77,13 @@ class CudaExecutor : public GpuExecutor {
   void allreduce(const Response& response, const std::vector<LocalOp*>& ops,
                  Backends& backends, DeviceState& state, int device,
                  ExecutorCounters& counters);
-  void allreduceChunk(const std::vector<Slot>& slots, const std::vector<std::size_t>& chunk,
+  void allreduceChunk(const std::vector<AllreduceSlot>& slots, const std::vector<std::size_t>& chunk,
                       const OpRequest& params, Backends& backends, DeviceState& state,
                       ExecutorCounters& counters);
   void runOne(LocalOp& op, Backends& backends, cudaStream_t stream, int device);
   // Marks a phase in the timeline; when it is on, waits for the phase's GPU work first, so the
   // phases show what the GPU spent (the timeline costs that overlap).
-  void phase(const std::vector<Slot>& slots, const std::vector<std::size_t>& chunk,
+  void phase(const std::vector<AllreduceSlot>& slots, const std::vector<std::size_t>& chunk,
              const std::string& name, Clock::time_point begin, gpu::GpuCollectives& backend,
              cudaStream_t stream);
 
@@ -164,37 +173,19 @@ void CudaExecutor::run(const Response& response, const std::vector<LocalOp*>& op
 void CudaExecutor::allreduce(const Response& response, const std::vector<LocalOp*>& ops,
                              Backends& backends, DeviceState& state, int device,
                              ExecutorCounters& counters) {
-  std::vector<Slot> slots;
-  const OpRequest* params = nullptr;
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    if (LocalOp* op = ops[i]) {
-      params = &op->request;
-      for (std::size_t t = 0; t < op->op.inputs.size(); ++t) {
-        const Tensor& in = op->op.inputs[t];
-        void* out = op->op.outputs.empty() ? in.data : op->op.outputs[t].data;
-        slots.push_back({in.data, out, op->request.tensors[t], op->request.name});
-      }
-    } else {
-      // This rank joined: it adds zeros of the same shape and discards the result.
-      const OpRequest& shape = response.forJoined.at(i);
-      params = &shape;
-      for (const auto& meta : shape.tensors) {
-        auto zeros = gpu::allocateOnDevice(device, meta.bytes());
-        HVD_CUDA_CHECK(cudaMemsetAsync(zeros.get(), 0, meta.bytes(), state.stream->get()),
-                       "join: zeros for " + shape.describe());
-        slots.push_back({zeros.get(), zeros.get(), meta, shape.name});
-        joinedZeros_.push_back(std::move(zeros));
-      }
-    }
-  }
-  HVD_ENFORCE(params != nullptr, "allreduce response without operations");
+  auto [slots, params] = allreduceSlots(response, ops, [&](const TensorMeta& meta) -> void* {
+    auto zeros = gpu::allocateOnDevice(device, meta.bytes());
+    HVD_CUDA_CHECK(cudaMemsetAsync(zeros.get(), 0, meta.bytes(), state.stream->get()),
+                   "join: zeros for an allreduce");
+    return joinedZeros_.emplace_back(std::move(zeros)).get();
+  });
   std::vector<TensorMeta> metas;
   for (const auto& s : slots) metas.push_back(s.meta);
   for (const auto& chunk : planFusion(metas, options_.fusionThresholdBytes))
     allreduceChunk(slots, chunk, *params, backends, state, counters);
 }
 
-void CudaExecutor::phase(const std::vector<Slot>& slots, const std::vector<std::size_t>& chunk,
+void CudaExecutor::phase(const std::vector<AllreduceSlot>& slots, const std::vector<std::size_t>& chunk,
                          const std::string& name, Clock::time_point begin,
                          gpu::GpuCollectives& backend, cudaStream_t stream) {
   if (!timeline_.active()) return;
@@ -205,7 +196,7 @@ void CudaExecutor::phase(const std::vector<Slot>& slots, const std::vector<std::
   timeline_.record(events);
 }
 
-void CudaExecutor::allreduceChunk(const std::vector<Slot>& slots,
+void CudaExecutor::allreduceChunk(const std::vector<AllreduceSlot>& slots,
                                   const std::vector<std::size_t>& chunk, const OpRequest& params,
                                   Backends& backends, DeviceState& state,
                                   ExecutorCounters& counters) {
@@ -214,12 +205,11 @@ void CudaExecutor::allreduceChunk(const std::vector<Slot>& slots,
   cudaStream_t stream = state.stream->get();
   DType dtype = slots[chunk[0]].meta.dtype;
   gpu::GpuCollectives& backend = backendFor(backends, dtype, true);
-  std::string collective = detail::concat(backend.name() == std::string("nccl") ? "NCCL_" : "STAGED_",
-                                          chunk.size() > 1 ? "ALLREDUCE (fused)" : "ALLREDUCE");
+  std::string collective = phaseName(backend, chunk.size() > 1 ? "ALLREDUCE (fused)" : "ALLREDUCE");
   ++counters.collectives;
   auto t0 = Clock::now();
   if (chunk.size() == 1) {
-    const Slot& s = slots[chunk[0]];
+    const AllreduceSlot& s = slots[chunk[0]];
     Tensor in{const_cast<void*>(s.input), s.meta.dtype, s.meta.shape};
     Tensor out{s.output, s.meta.dtype, s.meta.shape};
     backend.allreduce(in, out, params.reduceOp, options, stream);
@@ -293,9 +283,8 @@ void CudaExecutor::runOne(LocalOp& op, Backends& backends, cudaStream_t stream, 
   }
   if (timeline_.active()) {
     backend.synchronize(stream, Clock::now() + options_.opTimeout, op.request.describe());
-    std::string name = detail::concat(backend.name() == std::string("nccl") ? "NCCL_" : "STAGED_",
-                                      opTypeName(op.op.type));
-    timeline_.record({{op.request.name, name, t0, Clock::now(), op.request.totalBytes()}});
+    timeline_.record({{op.request.name, phaseName(backend, opTypeName(op.op.type)), t0,
+                       Clock::now(), op.request.totalBytes()}});
   }
 }
 
@@ -307,19 +296,12 @@ GpuBuild gpuBuild() {
   b.nccl = true;
   b.cudaVersion = gpu::cudaVersionText();
   b.ncclVersion = collectives::nccl::ncclVersionText(false);
-  if (cudaGetDeviceCount(&b.devices) != cudaSuccess) {
-    cudaGetLastError();
-    b.devices = 0;
-  }
+  b.devices = visibleDevices();
   return b;
 }
 
 std::shared_ptr<void> markReady(DeviceId device, void* stream, const std::string& what) {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    cudaGetLastError();
-    count = 0;
-  }
+  int count = visibleDevices();
   if (device.index < 0 || device.index >= count)
     throw InvalidArgument(detail::concat(what, ": tensor on ", device.describe(), ", but this "
                                          "process sees ", count, " CUDA device(s)"));
