@@ -70,6 +70,9 @@ void readConfigFile(const std::string& path, std::map<std::string, std::string>&
       else if (where == "params.cache_capacity")
         out["HVD_CACHE_CAPACITY"] =
             std::to_string(f.value(body, section, key, T::number_integer).get<long long>());
+      else if (where == "params.hierarchical_allreduce")
+        out["HVD_HIERARCHICAL_ALLREDUCE"] =
+            f.value(body, section, key, T::boolean).get<bool>() ? "1" : "0";
       else if (where == "timeline.filename")
         out["HVD_TIMELINE"] = f.value(body, section, key, T::string).get<std::string>();
       else if (where == "stall_check.enabled")
@@ -88,7 +91,8 @@ void readConfigFile(const std::string& path, std::map<std::string, std::string>&
         throw InvalidArgument(
             path + ": " + where +
             " is not supported by hvd (supported: params.fusion_threshold_mb, "
-            "params.cycle_time_ms, params.cache_capacity, timeline.filename, "
+            "params.cycle_time_ms, params.cache_capacity, params.hierarchical_allreduce, "
+            "timeline.filename, "
             "stall_check.enabled, stall_check.warning_time_seconds, "
             "stall_check.shutdown_time_seconds, logging.level)");
     }
@@ -111,6 +115,7 @@ std::map<std::string, std::string> runtimeParams(const RuntimeFlags& flags) {
     out["HVD_STALL_SHUTDOWN_TIME_SECONDS"] = std::to_string(*flags.stallShutdownSeconds);
   if (flags.noStallCheck) out["HVD_STALL_CHECK_DISABLE"] = "1";
   if (flags.bindTo) out["HVD_BIND_TO"] = *flags.bindTo;
+  if (flags.hierarchicalAllreduce) out["HVD_HIERARCHICAL_ALLREDUCE"] = "1";
   // Range and format checks, with the variable named, before any worker starts.
   for (const auto& [name, value] : out) {
     const auto& spec = params::spec(name);

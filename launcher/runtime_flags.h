@@ -19,6 +19,7 @@ struct RuntimeFlags {
   std::optional<long long> stallShutdownSeconds;  // --stall-check-shutdown-time-seconds
   bool noStallCheck = false;                 // --no-stall-check
   std::optional<std::string> bindTo;         // --bind-to core|none
+  bool hierarchicalAllreduce = false;        // --hierarchical-allreduce
   std::string configFile;                    // --config-file
 };
 

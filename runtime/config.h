@@ -37,6 +37,7 @@ struct Config {
   std::vector<std::vector<int32_t>> processSets;  // static sets, created at init
   CpuBinding cpuBinding = CpuBinding::Core;
   bool gpuUseNccl = true;  // HVD_GPU_BACKEND=nccl
+  bool hierarchicalAllreduce = false;  // HVD_HIERARCHICAL_ALLREDUCE=1
   std::string logLevel;
   std::string logSubsystems;
 

@@ -16,6 +16,7 @@ EngineOptions engineOptions(const Config& c) {
   o.executor.ringThresholdBytes = c.ringThresholdBytes;
   o.executor.opTimeout = c.opTimeout;
   o.executor.gpuUseNccl = c.gpuUseNccl;
+  o.executor.gpuHierarchicalAllreduce = c.hierarchicalAllreduce;
   o.executor.hostname = c.topology.hostname;
   o.cacheCapacity = c.cacheCapacity;
   o.opTimeout = c.opTimeout;

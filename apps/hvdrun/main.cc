@@ -8,7 +8,9 @@
 #include "common/error.h"
 #include "common/logging.h"
 #include "common/params.h"
+#include "launcher/check_build.h"
 #include "launcher/launcher.h"
+#include "launcher/python_path.h"
 #include "launcher/runtime_flags.h"
 
 #ifndef HVD_VERSION
@@ -111,12 +113,20 @@ int main(int argc, char** argv) {
                      "there are at least as many CPUs as local ranks (default); none: do not "
                      "bind (HVD_BIND_TO)")
       ->check(CLI::IsMember({"core", "none"}));
+  tuning->add_flag("--hierarchical-allreduce", rf.hierarchicalAllreduce,
+                   "Allreduce GPU tensors through NCCL within each host and TCP across hosts "
+                   "(HVD_HIERARCHICAL_ALLREDUCE=1)");
   tuning->add_option("--config-file", rf.configFile,
                      "JSON file with Horovod's config sections (params, timeline, stall_check, "
                      "logging); flags override it");
   bool printConfig = false;
   app.add_flag("--print-config", printConfig,
                "List every HVD_* parameter with its default, range and current value, then exit");
+  bool checkBuild = false;
+  app.add_flag("--check-build", checkBuild,
+               "Show what this build supports (CUDA, NCCL), what this machine offers it (driver, "
+               "devices, NCCL library) and what the workers' python3 finds (hvd, PyTorch, "
+               "NumPy), then exit; status 1 when python3 cannot import hvd");
   app.prefix_command();  // everything from the command on belongs to the command
   app.footer("Usage: hvdrun -np N [-H host:slots,...] [options] command [args...]");
 
@@ -141,6 +151,13 @@ int main(int argc, char** argv) {
     if (printConfig) {
       std::fputs(hvd::params::describeAll(values).c_str(), stdout);
       return 0;
+    }
+    if (checkBuild) {
+      hvd::launcher::addPythonPath(env, hvd::launcher::findPythonPackage("/proc/self/exe"),
+                                   o.horovodCompat);
+      auto report = hvd::launcher::checkBuild({HVD_VERSION, env});
+      std::fputs(report.text.c_str(), stdout);
+      return report.pythonUsable ? 0 : 1;
     }
   } catch (const hvd::InvalidArgument& e) {
     std::fprintf(stderr, "hvdrun: error: %s\n", e.what());

@@ -67,10 +67,14 @@ void queued(ncclResult_t r, const char* call) {
 std::string ncclVersionText(bool loadLibrary) {
   std::string text = detail::concat("NCCL ", NCCL_MAJOR, ".", NCCL_MINOR, ".", NCCL_PATCH);
   if (!loadLibrary) return text + " (headers)";
+  return detail::concat(text, " (library ", ncclLibraryText(), ")");
+}
+
+std::string ncclLibraryText() {
   int runtime = 0;
   lib().getVersion(&runtime);
-  return detail::concat(text, " (library ", runtime / 10000, ".", runtime / 100 % 100, ".",
-                        runtime % 100, " from ", lib().path, ")");
+  return detail::concat(runtime / 10000, ".", runtime / 100 % 100, ".", runtime % 100, " from ",
+                        lib().path);
 }
 
 bool reducible(DType dtype) { return dtype != DType::Int16; }

@@ -28,6 +28,9 @@ namespace hvd::collectives::nccl {
 // "NCCL 2.28.9 (headers)", or with `loadLibrary` "NCCL 2.28.9 (library 2.28.3 from PATH)": the
 // headers built against and the library in use (loading it: nccl_library.h).
 std::string ncclVersionText(bool loadLibrary);
+// "2.28.3 from libnccl.so.2": the library in use, loaded if it was not; throws hvd::Error saying
+// why it cannot be loaded.
+std::string ncclLibraryText();
 
 // Whether the NCCL backend can run an operation of this dtype (int16 reductions cannot).
 bool reducible(DType dtype);

@@ -19,6 +19,7 @@
 
 #include "common/error.h"
 #include "common/format.h"
+#include "collectives/gpu/gpu_build.h"
 #include "runtime/engine/gpu_executor.h"
 #include "runtime/runtime.h"
 
@@ -377,13 +378,13 @@ NB_MODULE(_core, m) {
         "Enqueues an operation; `stream` is the cudaStream_t (as an int) that produced CUDA "
         "tensors (0: the legacy default stream).");
   m.def("build_info", [] {
-    GpuBuild b = gpuBuild();
+    auto b = collectives::gpu::gpuBuild(false);
     nb::dict d;
     d["cuda"] = b.cuda;
     d["nccl"] = b.nccl;
     d["cuda_version"] = b.cudaVersion;
     d["nccl_version"] = b.ncclVersion;
-    d["cuda_devices"] = b.devices;
+    d["cuda_devices"] = static_cast<int>(b.devices.size());
     return d;
   }, "What this build supports (CUDA, NCCL and their versions) and the CUDA devices it sees.");
 

@@ -24,7 +24,8 @@ void Executor::run(const Response& response, const std::vector<LocalOp*>& ops,
     if (!gpu_)
       gpu_ = makeGpuExecutor({options_.fusionThresholdBytes, options_.segmentBytes,
                               options_.ringThresholdBytes, options_.opTimeout,
-                              options_.gpuUseNccl, options_.hostname},
+                              options_.gpuUseNccl, options_.gpuHierarchicalAllreduce,
+                              options_.hostname},
                              timeline_);
     return gpu_->run(response, ops, comm, device, counters_);
   }

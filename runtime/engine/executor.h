@@ -24,6 +24,7 @@ struct ExecutorOptions {
   std::size_t ringThresholdBytes = 128 * 1024;
   std::chrono::milliseconds opTimeout{300000};  // bounds the wait for GPU work
   bool gpuUseNccl = true;
+  bool gpuHierarchicalAllreduce = false;
   std::string hostname;
 };
 

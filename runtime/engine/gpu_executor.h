@@ -27,16 +27,6 @@
 
 namespace hvd::runtime {
 
-struct GpuBuild {
-  bool cuda = false;
-  bool nccl = false;
-  std::string cudaVersion;  // "CUDA 13.0 (driver supports 13.0)", empty without CUDA
-  std::string ncclVersion;  // "NCCL 2.28.9 (library 2.28.3)", empty without NCCL
-  int devices = 0;          // CUDA devices this process sees
-};
-// What this build supports and what the machine offers; never throws.
-GpuBuild gpuBuild();
-
 // Records where `stream` (a cudaStream_t; null: the legacy default stream) is on `device`.
 // Throws InvalidArgument naming the device when this build has no CUDA or the device does not
 // exist.
@@ -48,6 +38,7 @@ struct GpuExecutorOptions {
   std::size_t ringThresholdBytes = 128 * 1024;
   std::chrono::milliseconds opTimeout{300000};
   bool useNccl = true;
+  bool hierarchicalAllreduce = false;  // HVD_HIERARCHICAL_ALLREDUCE
   std::string hostname;
 };
 

@@ -1,11 +1,13 @@
 // The GPU half of a CUDA build (see gpu_executor.h).
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <set>
 
 #include "collectives/gpu/cuda_api.h"
+#include "collectives/gpu/hierarchical_collectives.h"
 #include "collectives/gpu/kernels.h"
 #include "collectives/gpu/staged_collectives.h"
 #include "collectives/nccl/nccl_collectives.h"
@@ -25,9 +27,13 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kFusionAlign = 16;  // keeps the batched copy on 16-byte words
 
-// Timeline phase names say which backend ran: NCCL_ALLREDUCE, STAGED_allgather, ...
+// Timeline phase names say which backend ran: NCCL_ALLREDUCE, HIERARCHICAL_ALLREDUCE,
+// STAGED_allgather, ...
 std::string phaseName(const gpu::GpuCollectives& backend, const std::string& op) {
-  return (std::string(backend.name()) == "nccl" ? "NCCL_" : "STAGED_") + op;
+  std::string name = backend.name();
+  if (name == "hierarchical")  // only allreduce is hierarchical; the rest is flat NCCL
+    return (op.rfind("ALLREDUCE", 0) == 0 ? "HIERARCHICAL_" : "NCCL_") + op;
+  return (name == "nccl" ? "NCCL_" : "STAGED_") + op;
 }
 
 // CUDA devices this process sees; 0 when the driver reports none (or an error).
@@ -69,6 +75,11 @@ class CudaExecutor : public GpuExecutor {
   };
 
   DeviceState& deviceState(int device);
+  std::unique_ptr<gpu::GpuCollectives> nccl(collectives::Comm& comm, int device);
+  // NCCL within each host and TCP across hosts for allreduce, flat NCCL for the rest; null
+  // (after saying why) when there is one host or the hosts have different numbers of ranks.
+  std::unique_ptr<gpu::GpuCollectives> hierarchical(collectives::Comm& comm, int device,
+                                                    const std::vector<GpuIdentity>& identities);
   Backends& backends(collectives::Comm& comm, int device);
   gpu::GpuCollectives& backendFor(Backends& b, DType dtype, bool reduces) {
     if (b.nccl && (!reduces || collectives::nccl::reducible(dtype))) return *b.nccl;
@@ -130,13 +141,62 @@ CudaExecutor::Backends& CudaExecutor::backends(collectives::Comm& comm, int devi
   Backends b;
   b.staged = std::make_unique<gpu::StagedCollectives>(comm, device);
   if (reason.empty()) {
-    b.nccl = std::make_unique<collectives::nccl::NcclCollectives>(comm, device, options_.opTimeout,
-                                                                  options_.hostname);
+    b.nccl = options_.hierarchicalAllreduce ? hierarchical(comm, device, all) : nullptr;
+    if (!b.nccl) b.nccl = nccl(comm, device);
   } else if (comm.rank() == 0) {
     log::logger("nccl")->warn("GPU tensors travel through host memory (host staging), not "
                               "NCCL: {}", reason);
   }
   return backends_.emplace(key, std::move(b)).first->second;
+}
+
+std::unique_ptr<gpu::GpuCollectives> CudaExecutor::nccl(collectives::Comm& comm, int device) {
+  return std::make_unique<collectives::nccl::NcclCollectives>(comm, device, options_.opTimeout,
+                                                              options_.hostname);
+}
+
+std::unique_ptr<gpu::GpuCollectives> CudaExecutor::hierarchical(
+    collectives::Comm& comm, int device, const std::vector<GpuIdentity>& identities) {
+  // Hosts in the order of their first rank; each host's ranks in rank order.
+  std::vector<std::string> hostOrder;
+  std::map<std::string, std::vector<int>> ranksOf;
+  for (int r = 0; r < comm.size(); ++r) {
+    auto& ranks = ranksOf[identities[r].host];
+    if (ranks.empty()) hostOrder.push_back(identities[r].host);
+    ranks.push_back(r);
+  }
+  std::string layout;
+  bool even = true;
+  for (const auto& host : hostOrder) {
+    layout += detail::concat(layout.empty() ? "" : ", ", host, ": ", ranksOf[host].size());
+    even = even && ranksOf[host].size() == ranksOf[hostOrder[0]].size();
+  }
+  auto logger = log::logger("nccl");
+  if (hostOrder.size() == 1 || !even) {
+    if (comm.rank() == 0) {
+      if (hostOrder.size() == 1)
+        logger->info("HVD_HIERARCHICAL_ALLREDUCE: all {} ranks are on host {}; the flat NCCL "
+                     "allreduce is already within one host", comm.size(), hostOrder[0]);
+      else
+        logger->warn("HVD_HIERARCHICAL_ALLREDUCE needs as many ranks on every host (ranks per "
+                     "host: {}); allreduce runs flat through NCCL", layout);
+    }
+    return nullptr;
+  }
+  const std::vector<int>& mine = ranksOf[identities[comm.rank()].host];
+  std::size_t index = std::find(mine.begin(), mine.end(), comm.rank()) - mine.begin();
+  std::vector<int> cross;
+  for (const auto& host : hostOrder) cross.push_back(ranksOf[host][index]);
+  std::sort(cross.begin(), cross.end());
+  auto localComm = comm.subset(mine);
+  auto crossComm = comm.subset(cross);
+  auto local = nccl(*localComm, device);
+  if (comm.rank() == 0)
+    logger->info("hierarchical allreduce: NCCL within each of {} hosts of {} rank(s), host "
+                 "memory and TCP across them", hostOrder.size(), mine.size());
+  return std::make_unique<gpu::HierarchicalCollectives>(std::move(localComm), std::move(crossComm),
+                                                        std::move(local), nccl(comm, device),
+                                                        device, comm.size());
 }
 
 void CudaExecutor::forget(const collectives::Comm* comm) {
@@ -289,16 +349,6 @@ void CudaExecutor::runOne(LocalOp& op, Backends& backends, cudaStream_t stream, 
 }
 
 }  // namespace
-
-GpuBuild gpuBuild() {
-  GpuBuild b;
-  b.cuda = true;
-  b.nccl = true;
-  b.cudaVersion = gpu::cudaVersionText();
-  b.ncclVersion = collectives::nccl::ncclVersionText(false);
-  b.devices = visibleDevices();
-  return b;
-}
 
 std::shared_ptr<void> markReady(DeviceId device, void* stream, const std::string& what) {
   int count = visibleDevices();

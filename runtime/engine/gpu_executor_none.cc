@@ -12,8 +12,6 @@ namespace {
 
 }  // namespace
 
-GpuBuild gpuBuild() { return {}; }
-
 std::shared_ptr<void> markReady(DeviceId device, void*, const std::string& what) {
   refuse(what + ": tensor on " + device.describe());
 }

@@ -1,0 +1,187 @@
+#include "launcher/check_build.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "collectives/gpu/gpu_build.h"
+#include "common/error.h"
+#include "launcher/local_spawner.h"
+
+namespace hvd::launcher {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+// Run by the workers' Python: imports hvd (that is the check) but only looks up the frameworks'
+// installed versions, since importing torch alone takes seconds.
+constexpr const char* kProbe = R"PY(
+import json, sys
+from importlib import metadata
+out = {"python": sys.version.split()[0], "executable": sys.executable}
+try:
+    import hvd
+    from hvd import _core
+    out["hvd"] = {"version": hvd.__version__, "path": hvd.__path__[0],
+                  "build": _core.build_info()}
+except BaseException as e:
+    out["hvd_error"] = "%s: %s" % (type(e).__name__, e)
+for name in ("torch", "numpy", "horovod"):
+    try:
+        out[name] = metadata.version(name)
+    except Exception:
+        out[name] = None
+print(json.dumps(out))
+)PY";
+
+struct ProbeResult {
+  std::string out, err;
+  int status = -1;  // exit status, -1 when it did not exit by itself
+  std::string problem;  // why it could not run to the end
+};
+
+ProbeResult runProbe(const CheckBuildOptions& o) {
+  ProbeResult r;
+  std::string executable;
+  try {
+    executable = resolveExecutable(o.python, o.env);
+  } catch (const InvalidArgument& e) {
+    r.problem = e.what();
+    return r;
+  }
+  LocalWorker w = spawnLocal(executable, {o.python, "-c", kProbe}, o.env);
+  auto deadline = Clock::now() + o.pythonTimeout;
+  pollfd fds[2] = {{w.stdoutFd, POLLIN, 0}, {w.stderrFd, POLLIN, 0}};
+  std::string* sinks[2] = {&r.out, &r.err};
+  int open = 2;
+  while (open > 0 && Clock::now() < deadline) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (::poll(fds, 2, static_cast<int>(std::max<int64_t>(left.count(), 1))) < 0 && errno != EINTR)
+      break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      char buf[4096];
+      ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+      if (n > 0) {
+        sinks[i]->append(buf, static_cast<std::size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open;
+      }
+    }
+  }
+  for (auto& f : fds)
+    if (f.fd >= 0) ::close(f.fd);
+  int status = 0;
+  pid_t done = 0;
+  while ((done = ::waitpid(w.pid, &status, WNOHANG)) == 0 && Clock::now() < deadline)
+    ::usleep(10000);
+  if (done == 0) {
+    ::kill(-w.pid, SIGKILL);  // its own process group (local_spawner.h)
+    ::waitpid(w.pid, &status, 0);
+    r.problem = detail::concat(o.python, " did not finish within ", o.pythonTimeout.count(), " s");
+    return r;
+  }
+  if (WIFEXITED(status)) r.status = WEXITSTATUS(status);
+  else r.problem = detail::concat(o.python, " was killed by signal ", WTERMSIG(status));
+  return r;
+}
+
+std::string mark(bool ok) { return ok ? "    [X] " : "    [ ] "; }
+
+std::string lastLine(const std::string& text) {
+  std::string s = text;
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  auto nl = s.rfind('\n');
+  return nl == std::string::npos ? s : s.substr(nl + 1);
+}
+
+void describeGpu(std::ostringstream& out) {
+  auto b = collectives::gpu::gpuBuild(true);
+  out << "\nBuilt with:\n" << mark(true) << "TCP transport (host memory tensors)\n";
+  if (!b.cuda) {
+    out << mark(false) << "CUDA (built without the CUDA toolkit: GPU tensors are refused)\n"
+        << mark(false) << "NCCL\n";
+    return;
+  }
+  out << mark(true) << "CUDA " << b.cudaToolkit << "\n"
+      << mark(true) << b.ncclVersion << "\n";
+  out << "\nFound on this machine:\n";
+  out << mark(!b.cudaDriver.empty()) << "CUDA driver"
+      << (b.cudaDriver.empty() ? " (none: GPU tensors cannot be used here)"
+                               : " supporting CUDA " + b.cudaDriver)
+      << "\n";
+  if (b.devices.empty()) out << mark(false) << "CUDA devices: " << b.deviceProblem << "\n";
+  for (const auto& d : b.devices) out << mark(true) << d << "\n";
+  if (b.ncclProblem.empty())
+    out << mark(true) << "NCCL library " << b.ncclLibrary << "\n";
+  else
+    out << mark(false) << "NCCL library: " << b.ncclProblem << "\n";
+}
+
+bool describePython(std::ostringstream& out, const CheckBuildOptions& o) {
+  ProbeResult r = runProbe(o);
+  json facts;
+  if (r.problem.empty() && r.status == 0) {
+    try {
+      facts = json::parse(lastLine(r.out));
+    } catch (const json::exception&) {
+      r.problem = detail::concat(o.python, " printed no report: ", lastLine(r.out + r.err));
+    }
+  } else if (r.problem.empty()) {
+    r.problem = detail::concat(o.python, " exited with status ", r.status, ": ",
+                               lastLine(r.err));
+  }
+  if (!r.problem.empty()) {
+    out << "\nPython (" << o.python << "):\n" << mark(false) << r.problem << "\n";
+    return false;
+  }
+  out << "\nPython (" << o.python << " = " << facts["executable"].get<std::string>() << ", "
+      << facts["python"].get<std::string>() << "):\n";
+  bool usable = facts.contains("hvd");
+  if (usable) {
+    const json& h = facts["hvd"];
+    const json& build = h["build"];
+    out << mark(true) << "hvd " << h["version"].get<std::string>() << " from "
+        << h["path"].get<std::string>()
+        << (build["cuda"].get<bool>() ? " (built with CUDA and NCCL)" : " (built without GPU support)")
+        << "\n";
+    if (build["cuda"].get<bool>() != collectives::gpu::gpuBuild(false).cuda)
+      out << "        warning: this package and hvdrun come from different builds (one has "
+             "CUDA, the other not)\n";
+  } else {
+    out << mark(false) << "hvd cannot be imported: " << facts["hvd_error"].get<std::string>()
+        << "\n        (run scripts/build.sh, or pip install . from the repository)\n";
+  }
+  const std::pair<const char*, const char*> frameworks[] = {
+      {"torch", "PyTorch (hvd.torch)"}, {"numpy", "NumPy (hvd.numpy)"}};
+  for (const auto& [key, label] : frameworks) {
+    bool found = facts[key].is_string();
+    out << mark(found) << label << (found ? " " + facts[key].get<std::string>() : ": not installed")
+        << "\n";
+  }
+  if (facts["horovod"].is_string())
+    out << "        note: Horovod " << facts["horovod"].get<std::string>()
+        << " is installed; `import horovod` uses it unless hvdrun runs with --horovod-compat\n";
+  return usable;
+}
+
+}  // namespace
+
+CheckBuildReport checkBuild(const CheckBuildOptions& options) {
+  std::ostringstream out;
+  out << "hvd " << options.version << "\n";
+  describeGpu(out);
+  CheckBuildReport report;
+  report.pythonUsable = describePython(out, options);
+  report.text = out.str();
+  return report;
+}
+
+}  // namespace hvd::launcher

@@ -1,0 +1,51 @@
+"""hvdrun --check-build: the build's and the machine's GPU facts, and what the workers' python3
+finds, with status 1 when that python3 cannot import hvd."""
+import os
+import sys
+from importlib import metadata
+
+from conftest import BUILD, run_hvdrun
+
+
+def path_with(folder):
+    return dict(os.environ, PATH=f"{folder}:{os.environ.get('PATH', '')}")
+
+
+def test_reports_the_build_the_devices_and_the_python_side(tmp_path):
+    # The workers' python3 is the first on PATH: make it this interpreter's (a virtualenv's
+    # bin folder has python3 beside python).
+    bindir = os.path.dirname(sys.executable)
+    assert os.path.exists(os.path.join(bindir, "python3"))
+    r = run_hvdrun("--check-build", env=path_with(bindir))
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout
+    assert out.startswith("hvd ")
+    assert "[X] TCP transport (host memory tensors)" in out
+    # Either a CUDA build, with what the machine has, or a build without it, said so.
+    if "[X] CUDA " in out:
+        assert "[X] NCCL " in out and "CUDA driver" in out and "NCCL library" in out
+    else:
+        assert "[ ] CUDA (built without the CUDA toolkit" in out
+    assert f"[X] hvd 0.1.0 from {BUILD / 'python' / 'hvd'}" in out, out
+    for dist, label in (("torch", "PyTorch (hvd.torch)"), ("numpy", "NumPy (hvd.numpy)")):
+        try:
+            assert f"[X] {label} {metadata.version(dist)}" in out, out
+        except metadata.PackageNotFoundError:
+            assert f"[ ] {label}: not installed" in out, out
+
+
+def test_a_python_that_cannot_import_hvd_fails_the_check_with_its_error(tmp_path):
+    fake = tmp_path / "python3"
+    fake.write_text("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'hvd'\" >&2\nexit 1\n")
+    fake.chmod(0o755)
+    r = run_hvdrun("--check-build", env=path_with(tmp_path))
+    assert r.returncode == 1
+    assert ("[ ] python3 exited with status 1: ModuleNotFoundError: No module named 'hvd'"
+            in r.stdout), r.stdout
+    assert "[X] TCP transport" in r.stdout  # the build's part is still reported
+
+
+def test_no_python_on_path_is_named(tmp_path):
+    r = run_hvdrun("--check-build", env=dict(os.environ, PATH=str(tmp_path)))
+    assert r.returncode == 1
+    assert "python3: command not found" in r.stdout, r.stdout
