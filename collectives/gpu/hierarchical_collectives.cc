@@ -27,6 +27,10 @@ HierarchicalCollectives::~HierarchicalCollectives() {
 
 void HierarchicalCollectives::allreduce(const Tensor& input, const Tensor& output, ReduceOp op,
                                         const AllreduceOptions& options, cudaStream_t stream) {
+  if (op != ReduceOp::Sum && op != ReduceOp::Average) {
+    flat_->allreduce(input, output, op, options, stream);
+    return;
+  }
   checkSameElements("allreduce", input, output);
   checkReducible(input.dtype, op);
   std::size_t n = input.numElements();

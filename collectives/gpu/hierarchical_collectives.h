@@ -5,7 +5,8 @@
 //   2. allreduce of part i with the ranks of local index i on the other hosts (`cross`, through
 //      host memory and the TCP algorithms);
 //   3. allgather of the parts among the ranks of the host (`local`).
-// Every other operation runs on `flat`, the backend over the whole communicator.
+// Sum and Average (what gradients use) run in stages; Min, Max, Product and every other
+// operation run on `flat`, the backend over the whole communicator.
 //
 // Each host must have as many ranks (the caller checks; a different layout runs flat). Average,
 // prescale and postscale apply once, to the whole world's result, as the flat allreduce does;

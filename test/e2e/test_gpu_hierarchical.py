@@ -15,7 +15,7 @@ from conftest import BUILD, run_hvdrun
 
 def _cuda_ready():
     probe = ("import torch, hvd; "
-             "print(int(torch.cuda.is_available() and hvd.cuda_built() and hvd.nccl_built()))")
+             "print(int(torch.cuda.is_available() and hvd.cuda_built() and bool(hvd.nccl_built())))")
     env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
     try:
         r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
@@ -27,6 +27,10 @@ def _cuda_ready():
 
 pytestmark = pytest.mark.skipif(not _cuda_ready(),
                                 reason="needs a CUDA device, torch and hvd built with NCCL")
+
+# Each rank alone on a host of its own, as far as hvd and NCCL can tell.
+FAKE_HOST = ("export HVD_HOSTNAME=fakehost$HVD_RANK NCCL_HOSTID=fakehost$HVD_RANK HVD_LOCAL_RANK=0 "
+             "HVD_LOCAL_SIZE=1 HVD_CROSS_RANK=$HVD_RANK HVD_CROSS_SIZE=$HVD_SIZE;")
 
 WORKER = r"""
 import os, sys, torch
@@ -73,8 +77,7 @@ def run_on_fake_hosts(tmp_path, np, *flags):
     timeline = tmp_path / "timeline.json"
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
-    wrapper = ('export HVD_HOSTNAME=fakehost$HVD_RANK NCCL_HOSTID=fakehost$HVD_RANK; '
-               f'exec {sys.executable} {script}')
+    wrapper = (f'{FAKE_HOST} exec {sys.executable} {script}')
     r = run_hvdrun("-np", np, *flags, "--timeline-filename", timeline, "--log-level", "info",
                    "-x", "NCCL_SOCKET_IFNAME=lo", "-x", "HVD_OP_TIMEOUT=60",
                    "sh", "-c", wrapper, timeout=300)

@@ -106,10 +106,12 @@ TEST_CASE("hierarchical allreduce: local reduce-scatter, cross allreduce, local 
       for (bool inPlace : {true, false}) {
         if (p.empty()) p = runCase<float>(h, {ReduceOp::Sum, count, inPlace}, DType::Float32, me, stream.get());
         if (p.empty()) p = runCase<float>(h, {ReduceOp::Average, count, inPlace, 2.0, 0.5}, DType::Float32, me, stream.get());
-        if (p.empty()) p = runCase<int32_t>(h, {ReduceOp::Max, count, inPlace}, DType::Int32, me, stream.get());
+        if (p.empty()) p = runCase<int32_t>(h, {ReduceOp::Sum, count, inPlace, 3.0}, DType::Int32, me, stream.get());
       }
     }
     if (p.empty()) p = runCase<int32_t>(h, {ReduceOp::Average, 1001, false}, DType::Int32, me, stream.get());
+    // Min, Max and Product run flat.
+    if (p.empty()) p = runCase<int32_t>(h, {ReduceOp::Max, 1001, true}, DType::Int32, me, stream.get());
     if (p.empty()) p = runCase<double>(h, {ReduceOp::Product, 17, true}, DType::Float64, me, stream.get());
     if (p.empty()) p = runCase<int64_t>(h, {ReduceOp::Min, 5000, false, 3.0, 1.0}, DType::Int64, me, stream.get());
     // Other operations run flat, over all six ranks.
