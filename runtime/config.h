@@ -23,6 +23,10 @@ struct Config {
   std::string networkInterface;  // empty: the address that reaches the rendezvous
   std::chrono::milliseconds startTimeout{};
   std::chrono::milliseconds opTimeout{};
+  // How long a caller waits on a handle: twice the op timeout. The engine fails a hung
+  // operation within the op timeout of its last progress, with the specific reason (the peer,
+  // the NCCL call); this limit is only the safety net behind it, and must not fire first.
+  std::chrono::milliseconds handleWaitLimit() const { return 2 * opTimeout; }
   std::size_t ringThresholdBytes = 0;
   std::size_t segmentBytes = 0;
   std::size_t socketBufferBytes = 0;

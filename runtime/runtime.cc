@@ -50,7 +50,7 @@ void Runtime::shutdown() { engine_->shutdown(); }
 
 OpResult Runtime::run(Operation op) {
   Handle h = engine_->enqueue(std::move(op));
-  return std::move(h->wait(config_.opTimeout));
+  return std::move(h->wait(config_.handleWaitLimit()));
 }
 
 void Runtime::allreduce(const Tensor& input, const Tensor& output, ReduceOp op, double prescale,

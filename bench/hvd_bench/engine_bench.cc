@@ -63,7 +63,7 @@ StepRun runSteps(runtime::Runtime& rt, const std::vector<std::size_t>& sizes,
       op.inputs = {Tensor{grads[k].data(), DType::Float32, {static_cast<int64_t>(grads[k].size())}}};
       handles.push_back(rt.engine().enqueue(std::move(op)));
     }
-    for (auto& h : handles) h->wait(rt.config().opTimeout);
+    for (auto& h : handles) h->wait(rt.config().handleWaitLimit());
     if (step >= o.warmupSteps) run.stepMs.push_back(msSince(t0));
   }
   auto after = rt.engine().stats();

@@ -103,7 +103,7 @@ double engineMedianUs(runtime::Runtime& rt, void* data, std::size_t bytes, runti
     op.inputs = {{data, DType::Float32, {static_cast<int64_t>(bytes / 4)}}};
     op.device = device;
     auto t0 = Clock::now();
-    rt.engine().enqueue(std::move(op))->wait(rt.config().opTimeout);
+    rt.engine().enqueue(std::move(op))->wait(rt.config().handleWaitLimit());
     auto t1 = Clock::now();
     if (i >= o.warmup) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
   }

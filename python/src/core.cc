@@ -284,7 +284,7 @@ PyHandle enqueue(int type, const std::string& name, const std::vector<InputArray
   }
   op.stream = reinterpret_cast<void*>(stream);
   Handle h = rt->engine().enqueue(std::move(op));
-  return PyHandle(std::move(h), inputs, outputs, rt->config().opTimeout);
+  return PyHandle(std::move(h), inputs, outputs, rt->config().handleWaitLimit());
 }
 
 void init(std::optional<std::vector<std::vector<int32_t>>> processSets) {

@@ -17,7 +17,8 @@ OpResult& OpHandle::wait(std::chrono::milliseconds timeout) {
   if (!done_.wait_for(lock, timeout, [&] { return finished_.load(std::memory_order_relaxed); }))
     throw TimeoutError(detail::concat(description_, ": not complete after ",
                                       timeout.count() / 1000.0,
-                                      " s (HVD_OP_TIMEOUT sets the limit)"));
+                                      " s (the engine did not report a failure either; "
+                                      "HVD_OP_TIMEOUT sets the limit)"));
   if (error_) std::rethrow_exception(error_);
   return result_;
 }

@@ -1,4 +1,5 @@
 """Shared helpers for the end-to-end tests: they run the built hvdrun on real processes."""
+import functools
 import os
 import pathlib
 import subprocess
@@ -22,6 +23,27 @@ def run_hvdrun(*args, timeout=60, **kwargs):
 def python_worker(code):
     """A command line that runs `code` in a fresh Python interpreter."""
     return [sys.executable, "-c", code]
+
+
+@functools.lru_cache(maxsize=None)
+def cuda_ready():
+    """True when torch sees a CUDA device and the built hvd has CUDA and NCCL."""
+    probe = ("import torch, hvd; "
+             "print(int(torch.cuda.is_available() and hvd.cuda_built() and bool(hvd.nccl_built())))")
+    env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
+    try:
+        r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                           timeout=120, env=env)
+    except subprocess.TimeoutExpired:
+        return False
+    return r.stdout.strip() == "1"
+
+
+# A shell prefix that puts each rank alone on a host of its own, as far as hvd and NCCL can tell
+# (HVD_HOSTNAME for hvd, NCCL_HOSTID for NCCL): ranks sharing one GPU then form NCCL
+# communicators across "hosts" (NCCL's socket transport; pass -x NCCL_SOCKET_IFNAME=lo).
+FAKE_HOST = ("export HVD_HOSTNAME=fakehost$HVD_RANK NCCL_HOSTID=fakehost$HVD_RANK HVD_LOCAL_RANK=0 "
+             "HVD_LOCAL_SIZE=1 HVD_CROSS_RANK=$HVD_RANK HVD_CROSS_SIZE=$HVD_SIZE;")
 
 
 def process_gone(pid):

@@ -4,33 +4,15 @@ hosts of one rank (NCCL within each, TCP across) and NCCL accepts the shared GPU
 communicator the other operations use (over its socket transport on loopback). Skipped, with the
 reason, where there is no CUDA device or hvd was built without CUDA."""
 import json
-import os
-import subprocess
 import sys
 
 import pytest
 
-from conftest import BUILD, run_hvdrun
+from conftest import FAKE_HOST, cuda_ready, run_hvdrun
 
 
-def _cuda_ready():
-    probe = ("import torch, hvd; "
-             "print(int(torch.cuda.is_available() and hvd.cuda_built() and bool(hvd.nccl_built())))")
-    env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
-    try:
-        r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                           timeout=120, env=env)
-    except subprocess.TimeoutExpired:
-        return False
-    return r.stdout.strip() == "1"
-
-
-pytestmark = pytest.mark.skipif(not _cuda_ready(),
+pytestmark = pytest.mark.skipif(not cuda_ready(),
                                 reason="needs a CUDA device, torch and hvd built with NCCL")
-
-# Each rank alone on a host of its own, as far as hvd and NCCL can tell.
-FAKE_HOST = ("export HVD_HOSTNAME=fakehost$HVD_RANK NCCL_HOSTID=fakehost$HVD_RANK HVD_LOCAL_RANK=0 "
-             "HVD_LOCAL_SIZE=1 HVD_CROSS_RANK=$HVD_RANK HVD_CROSS_SIZE=$HVD_SIZE;")
 
 WORKER = r"""
 import os, sys, torch
