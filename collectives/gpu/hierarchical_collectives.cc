@@ -53,6 +53,10 @@ void HierarchicalCollectives::allreduce(const Tensor& input, const Tensor& outpu
   // the allgather collects every part into its place.
   local_->reducescatter(whole, stageOp, [&](const std::vector<int64_t>&) { return part.data; },
                         stream);
+  // With the local backend's own checks (NCCL's errors, its abort on a hang) before the cross
+  // stage copies the part to the host.
+  local_->synchronize(stream, crossComm_->deadline(),
+                      "hierarchical allreduce: reduce-scatter within the host");
   AllreduceOptions crossOptions = options;
   crossOptions.prescale = crossOptions.postscale = 1.0;
   cross_.allreduce(part, part, stageOp, crossOptions, stream);

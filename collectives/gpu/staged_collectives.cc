@@ -9,7 +9,9 @@ Tensor StagedCollectives::toHost(const Tensor& t, PinnedBuffer& buffer, cudaStre
   if (t.bytes() > 0) {
     HVD_CUDA_CHECK(cudaMemcpyAsync(h.data, t.data, t.bytes(), cudaMemcpyDeviceToHost, stream),
                    "host staging: copy to host");
-    HVD_CUDA_CHECK(cudaStreamSynchronize(stream), "host staging: copy to host");
+    // Bounded: the stream may hold work that waits on a peer (the caller's, or NCCL's in a
+    // hierarchical allreduce).
+    gpu::synchronize(stream, host_.deadline(), "host staging: copy to host");
   }
   return h;
 }
@@ -19,7 +21,7 @@ void StagedCollectives::toDevice(const Tensor& h, void* device, cudaStream_t str
   HVD_CUDA_CHECK(cudaMemcpyAsync(device, h.data, h.bytes(), cudaMemcpyHostToDevice, stream),
                  "host staging: copy to the GPU");
   // The pinned buffer is reused by the next operation: the copy must be done with it first.
-  HVD_CUDA_CHECK(cudaStreamSynchronize(stream), "host staging: copy to the GPU");
+  gpu::synchronize(stream, host_.deadline(), "host staging: copy to the GPU");
 }
 
 Allocate StagedCollectives::stagedOutput(DType dtype) {

@@ -59,7 +59,11 @@ std::string runCase(gpu::GpuCollectives& h, const Case& c, DType dtype, int rank
   for (std::size_t i = 0; i < c.count; ++i) host[i] = static_cast<T>(rank + 1 + i % 7);
   auto in = gpu::allocateOnDevice(0, std::max<std::size_t>(c.count * sizeof(T), 1));
   auto out = gpu::allocateOnDevice(0, std::max<std::size_t>(c.count * sizeof(T), 1));
-  if (c.count) cudaMemcpy(in.get(), host.data(), c.count * sizeof(T), cudaMemcpyHostToDevice);
+  // On the stream the collective runs on: a cudaMemcpy from pageable memory may return before
+  // its DMA lands, and the legacy stream does not order hvd's non-blocking one.
+  if (c.count)
+    HVD_ENFORCE(cudaMemcpyAsync(in.get(), host.data(), c.count * sizeof(T), cudaMemcpyHostToDevice,
+                                stream) == cudaSuccess);
   Tensor input{in.get(), dtype, {static_cast<int64_t>(c.count)}};
   Tensor output{c.inPlace ? in.get() : out.get(), dtype, {static_cast<int64_t>(c.count)}};
   AllreduceOptions options{64 * 1024, 16 * 1024, c.prescale, c.postscale};
@@ -117,7 +121,8 @@ TEST_CASE("hierarchical allreduce: local reduce-scatter, cross allreduce, local 
     // Other operations run flat, over all six ranks.
     auto b = gpu::allocateOnDevice(0, 4 * sizeof(float));
     std::vector<float> mine(4, 1.0f * me);
-    cudaMemcpy(b.get(), mine.data(), sizeof(float) * 4, cudaMemcpyHostToDevice);
+    HVD_ENFORCE(cudaMemcpyAsync(b.get(), mine.data(), sizeof(float) * 4, cudaMemcpyHostToDevice,
+                                stream.get()) == cudaSuccess);
     h.broadcast({b.get(), DType::Float32, {4}}, 4, stream.get());
     h.synchronize(stream.get(), Clock::now() + std::chrono::seconds(20), "broadcast");
     if (p.empty() && readBack<float>(b.get(), 4) != std::vector<float>(4, 4.0f))
