@@ -110,6 +110,10 @@ def free_port():
         return s.getsockname()[1]
 
 
+class RunFailed(Exception):
+    """A configuration's processes did not end with one result line."""
+
+
 def run_config(kind, args):
     """Runs one configuration to completion; returns rank 0's JSON record."""
     cmd = [sys.executable, __file__, "--worker", kind, "--steps", str(args.steps),
@@ -131,13 +135,17 @@ def run_config(kind, args):
     for p in procs:
         out, _ = p.communicate(timeout=args.timeout)
         if p.returncode != 0:
-            raise SystemExit(f"{kind}: exited with {p.returncode}")
+            for q in procs:  # the others may wait for the failed one
+                if q.poll() is None:
+                    q.kill()
+                    q.wait()
+            raise RunFailed(f"{kind}: exited with {p.returncode}")
         for line in out.splitlines():
             text = line.split(":", 1)[1] if line.startswith("[") else line
             if text.startswith("{"):
                 records.append(json.loads(text))
     if len(records) != 1:
-        raise SystemExit(f"{kind}: expected one result line, got {records}")
+        raise RunFailed(f"{kind}: expected one result line, got {records}")
     return records[0]
 
 
@@ -156,9 +164,23 @@ def main():
     if args.worker:
         return worker(args)
 
-    rounds = []
+    rounds, failures = [], []
+
+    def measured(kind, round_number):
+        # A crash of a run (torch's gloo has aborted at exit now and then) costs one retry, and
+        # is recorded; a second one ends the benchmark.
+        try:
+            return run_config(kind, args)
+        except RunFailed as e:
+            failures.append(f"round {round_number}: {e}")
+            print(f"round {round_number}: {e}; running it again", flush=True)
+            try:
+                return run_config(kind, args)
+            except RunFailed as again:
+                raise SystemExit(f"round {round_number}: {again} (twice)")
+
     for i in range(args.rounds):
-        row = {kind: run_config(kind, args) for kind in KINDS}
+        row = {kind: measured(kind, i + 1) for kind in KINDS}
         rounds.append(row)
         print(f"round {i + 1}: " + ", ".join(
             f"{k} {v['samples_per_s']:.1f} samples/s" for k, v in row.items()), flush=True)
@@ -183,7 +205,8 @@ def main():
                        "batch_per_rank": args.batch, "ranks": args.ranks, "steps": args.steps,
                        "warmup": args.warmup, "threads_per_rank": 1, "rounds": rounds,
                        "median_samples_per_s": median, "median_efficiency": efficiency,
-                       "efficiency_per_round": per_round}, f, indent=2)
+                       "efficiency_per_round": per_round, "failed_runs": failures}, f,
+                      indent=2)
 
 
 if __name__ == "__main__":
