@@ -125,51 +125,52 @@ void describeGpu(std::ostringstream& out) {
     out << mark(false) << "NCCL library: " << b.ncclProblem << "\n";
 }
 
-bool describePython(std::ostringstream& out, const CheckBuildOptions& o) {
-  ProbeResult r = runProbe(o);
-  json facts;
-  if (r.problem.empty() && r.status == 0) {
-    try {
-      facts = json::parse(lastLine(r.out));
-    } catch (const json::exception&) {
-      r.problem = detail::concat(o.python, " printed no report: ", lastLine(r.out + r.err));
-    }
-  } else if (r.problem.empty()) {
-    r.problem = detail::concat(o.python, " exited with status ", r.status, ": ",
-                               lastLine(r.err));
-  }
-  if (!r.problem.empty()) {
-    out << "\nPython (" << o.python << "):\n" << mark(false) << r.problem << "\n";
-    return false;
-  }
-  out << "\nPython (" << o.python << " = " << facts["executable"].get<std::string>() << ", "
-      << facts["python"].get<std::string>() << "):\n";
+// What the probe reported; json::exception when the report lacks a field.
+bool describeFacts(std::ostringstream& out, const CheckBuildOptions& o, const json& facts) {
+  out << "\nPython (" << o.python << " = " << facts.at("executable").get<std::string>() << ", "
+      << facts.at("python").get<std::string>() << "):\n";
   bool usable = facts.contains("hvd");
   if (usable) {
-    const json& h = facts["hvd"];
-    const json& build = h["build"];
-    out << mark(true) << "hvd " << h["version"].get<std::string>() << " from "
-        << h["path"].get<std::string>()
-        << (build["cuda"].get<bool>() ? " (built with CUDA and NCCL)" : " (built without GPU support)")
-        << "\n";
-    if (build["cuda"].get<bool>() != collectives::gpu::gpuBuild(false).cuda)
+    const json& h = facts.at("hvd");
+    bool cuda = h.at("build").at("cuda").get<bool>();
+    out << mark(true) << "hvd " << h.at("version").get<std::string>() << " from "
+        << h.at("path").get<std::string>()
+        << (cuda ? " (built with CUDA and NCCL)" : " (built without GPU support)") << "\n";
+    if (cuda != collectives::gpu::gpuBuild(false).cuda)
       out << "        warning: this package and hvdrun come from different builds (one has "
              "CUDA, the other not)\n";
   } else {
-    out << mark(false) << "hvd cannot be imported: " << facts["hvd_error"].get<std::string>()
+    out << mark(false) << "hvd cannot be imported: " << facts.at("hvd_error").get<std::string>()
         << "\n        (run scripts/build.sh, or pip install . from the repository)\n";
   }
   const std::pair<const char*, const char*> frameworks[] = {
       {"torch", "PyTorch (hvd.torch)"}, {"numpy", "NumPy (hvd.numpy)"}};
   for (const auto& [key, label] : frameworks) {
-    bool found = facts[key].is_string();
-    out << mark(found) << label << (found ? " " + facts[key].get<std::string>() : ": not installed")
+    bool found = facts.at(key).is_string();
+    out << mark(found) << label
+        << (found ? " " + facts.at(key).get<std::string>() : std::string(": not installed"))
         << "\n";
   }
-  if (facts["horovod"].is_string())
-    out << "        note: Horovod " << facts["horovod"].get<std::string>()
+  if (facts.at("horovod").is_string())
+    out << "        note: Horovod " << facts.at("horovod").get<std::string>()
         << " is installed; `import horovod` uses it unless hvdrun runs with --horovod-compat\n";
   return usable;
+}
+
+bool describePython(std::ostringstream& out, const CheckBuildOptions& o) {
+  ProbeResult r = runProbe(o);
+  if (r.problem.empty() && r.status != 0)
+    r.problem = detail::concat(o.python, " exited with status ", r.status, ": ", lastLine(r.err));
+  if (r.problem.empty()) {
+    try {
+      return describeFacts(out, o, json::parse(lastLine(r.out)));
+    } catch (const json::exception& e) {
+      r.problem = detail::concat(o.python, "'s report could not be read (", e.what(), "): ",
+                                 lastLine(r.out + r.err));
+    }
+  }
+  out << "\nPython (" << o.python << "):\n" << mark(false) << r.problem << "\n";
+  return false;
 }
 
 }  // namespace

@@ -45,6 +45,15 @@ def test_a_python_that_cannot_import_hvd_fails_the_check_with_its_error(tmp_path
     assert "[X] TCP transport" in r.stdout  # the build's part is still reported
 
 
+def test_a_python_whose_report_is_unreadable_is_named_not_a_crash(tmp_path):
+    fake = tmp_path / "python3"
+    fake.write_text("#!/bin/sh\necho '{\"python\": \"3.99\"}'\n")
+    fake.chmod(0o755)
+    r = run_hvdrun("--check-build", env=path_with(tmp_path))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "[ ] python3's report could not be read" in r.stdout, r.stdout
+
+
 def test_no_python_on_path_is_named(tmp_path):
     r = run_hvdrun("--check-build", env=dict(os.environ, PATH=str(tmp_path)))
     assert r.returncode == 1
