@@ -154,6 +154,27 @@ def test_fp16_compression_casts_on_the_gpu_and_restores_the_dtype():
     assert all(torch.equal(gathered[0], gathered[k]) for k in range(n))
 
 
+def test_sync_batch_norm_on_cuda_matches_batch_norm_over_the_whole_batch():
+    n, r = hvd.size(), hvd.rank()
+    parts = [ranked((4, 3, 5, 5), 300 + k) for k in range(n)]
+    weights = torch.linspace(-1, 1, 4 * 3 * 5 * 5).view(4, 3, 5, 5)
+    sbn = hvd.SyncBatchNorm(3).to(device())
+    x = parts[r].to(device()).requires_grad_()
+    out = sbn(x)
+    assert out.device == x.device
+    (out * weights.to(device())).sum().backward()
+    # One BatchNorm over every rank's batch; the loss sums every rank's part.
+    ref_bn = torch.nn.BatchNorm2d(3)
+    whole = torch.cat(parts).requires_grad_()
+    ref = ref_bn(whole)
+    (ref * weights.repeat(n, 1, 1, 1)).sum().backward()
+    mine = slice(4 * r, 4 * (r + 1))
+    assert torch.allclose(out.detach().cpu(), ref[mine].detach(), atol=1e-4)
+    assert torch.allclose(x.grad.cpu(), whole.grad[mine], atol=1e-4)
+    assert torch.allclose(sbn.running_mean.cpu(), ref_bn.running_mean, atol=1e-5)
+    assert torch.allclose(sbn.running_var.cpu(), ref_bn.running_var, atol=1e-4)
+
+
 def test_timeline_shows_the_gpu_phases(tmp_path):
     path = os.path.join(os.environ.get("HVD_TEST_TMP", str(tmp_path)), "cuda_timeline.json")
     path = hvd.broadcast_object(path, root_rank=0, name="cuda.timeline.path")

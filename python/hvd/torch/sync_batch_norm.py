@@ -28,7 +28,7 @@ class SyncBatchNorm(_BatchNorm):
         channels = input.shape[1]
         dims = [0] + list(range(2, input.dim()))
         shape = [1, channels] + [1] * (input.dim() - 2)
-        count = torch.tensor([input.numel() // channels], dtype=input.dtype)
+        count = torch.tensor([input.numel() // channels], dtype=input.dtype, device=input.device)
         # Two passes (mean, then centred squares) for the same accuracy as a local BatchNorm.
         totals = allreduce(torch.cat([input.sum(dims), count]), op=Sum,
                            process_set=self.process_set)
