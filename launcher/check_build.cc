@@ -102,8 +102,7 @@ std::string lastLine(const std::string& text) {
   return nl == std::string::npos ? s : s.substr(nl + 1);
 }
 
-void describeGpu(std::ostringstream& out) {
-  auto b = collectives::gpu::gpuBuild(true);
+void describeGpu(std::ostringstream& out, const collectives::gpu::GpuBuild& b) {
   out << "\nBuilt with:\n" << mark(true) << "TCP transport (host memory tensors)\n";
   if (!b.cuda) {
     out << mark(false) << "CUDA (built without the CUDA toolkit: GPU tensors are refused)\n"
@@ -126,7 +125,9 @@ void describeGpu(std::ostringstream& out) {
 }
 
 // What the probe reported; json::exception when the report lacks a field.
-bool describeFacts(std::ostringstream& out, const CheckBuildOptions& o, const json& facts) {
+// `hvdrunCuda`: whether hvdrun's own build has CUDA, to catch a package from another build.
+bool describeFacts(std::ostringstream& out, const CheckBuildOptions& o, bool hvdrunCuda,
+                   const json& facts) {
   out << "\nPython (" << o.python << " = " << facts.at("executable").get<std::string>() << ", "
       << facts.at("python").get<std::string>() << "):\n";
   bool usable = facts.contains("hvd");
@@ -136,7 +137,7 @@ bool describeFacts(std::ostringstream& out, const CheckBuildOptions& o, const js
     out << mark(true) << "hvd " << h.at("version").get<std::string>() << " from "
         << h.at("path").get<std::string>()
         << (cuda ? " (built with CUDA and NCCL)" : " (built without GPU support)") << "\n";
-    if (cuda != collectives::gpu::gpuBuild(false).cuda)
+    if (cuda != hvdrunCuda)
       out << "        warning: this package and hvdrun come from different builds (one has "
              "CUDA, the other not)\n";
   } else {
@@ -157,13 +158,13 @@ bool describeFacts(std::ostringstream& out, const CheckBuildOptions& o, const js
   return usable;
 }
 
-bool describePython(std::ostringstream& out, const CheckBuildOptions& o) {
+bool describePython(std::ostringstream& out, const CheckBuildOptions& o, bool hvdrunCuda) {
   ProbeResult r = runProbe(o);
   if (r.problem.empty() && r.status != 0)
     r.problem = detail::concat(o.python, " exited with status ", r.status, ": ", lastLine(r.err));
   if (r.problem.empty()) {
     try {
-      return describeFacts(out, o, json::parse(lastLine(r.out)));
+      return describeFacts(out, o, hvdrunCuda, json::parse(lastLine(r.out)));
     } catch (const json::exception& e) {
       r.problem = detail::concat(o.python, "'s report could not be read (", e.what(), "): ",
                                  lastLine(r.out + r.err));
@@ -178,9 +179,10 @@ bool describePython(std::ostringstream& out, const CheckBuildOptions& o) {
 CheckBuildReport checkBuild(const CheckBuildOptions& options) {
   std::ostringstream out;
   out << "hvd " << options.version << "\n";
-  describeGpu(out);
+  auto gpu = collectives::gpu::gpuBuild(true);
+  describeGpu(out, gpu);
   CheckBuildReport report;
-  report.pythonUsable = describePython(out, options);
+  report.pythonUsable = describePython(out, options, gpu.cuda);
   report.text = out.str();
   return report;
 }

@@ -19,4 +19,21 @@ const char* reduceOpName(ReduceOp op);
 DType parseDType(const std::string& name);
 ReduceOp parseReduceOp(const std::string& name);
 
+// Calls fn(static_cast<T*>(data)) for the dtypes with a native C++ arithmetic type and returns
+// true; returns false for float16, bfloat16 and bool, which the caller handles. Host code only
+// (the GPU kernels' launchers use it to pick a kernel instantiation).
+template <typename Fn>
+bool withNativeType(void* data, DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::UInt8: fn(static_cast<uint8_t*>(data)); return true;
+    case DType::Int8: fn(static_cast<int8_t*>(data)); return true;
+    case DType::Int16: fn(static_cast<int16_t*>(data)); return true;
+    case DType::Int32: fn(static_cast<int32_t*>(data)); return true;
+    case DType::Int64: fn(static_cast<int64_t*>(data)); return true;
+    case DType::Float32: fn(static_cast<float*>(data)); return true;
+    case DType::Float64: fn(static_cast<double*>(data)); return true;
+    default: return false;
+  }
+}
+
 }  // namespace hvd::collectives

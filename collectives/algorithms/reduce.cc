@@ -148,26 +148,6 @@ void reduce(void* dst, const void* a, const void* b, std::size_t n, DType dtype,
   }
 }
 
-namespace {
-
-// Calls fn(static_cast<T*>(data)) for the dtypes with a native C++ type; returns false for
-// float16, bfloat16 and bool, which the caller handles.
-template <typename Fn>
-bool withNativeType(void* data, DType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DType::UInt8: fn(static_cast<uint8_t*>(data)); return true;
-    case DType::Int8: fn(static_cast<int8_t*>(data)); return true;
-    case DType::Int16: fn(static_cast<int16_t*>(data)); return true;
-    case DType::Int32: fn(static_cast<int32_t*>(data)); return true;
-    case DType::Int64: fn(static_cast<int64_t*>(data)); return true;
-    case DType::Float32: fn(static_cast<float*>(data)); return true;
-    case DType::Float64: fn(static_cast<double*>(data)); return true;
-    default: return false;
-  }
-}
-
-}  // namespace
-
 void scale(void* data, std::size_t n, DType dtype, double factor) {
   if (withNativeType(data, dtype, [&](auto* p) { scaleTyped(p, n, factor); })) return;
   if (dtype == DType::Bool) throw InvalidArgument("cannot scale a bool tensor");

@@ -19,7 +19,8 @@ namespace hvd::collectives::gpu {
 void checkCuda(cudaError_t status, const char* call, const std::string& what);
 #define HVD_CUDA_CHECK(call, what) ::hvd::collectives::gpu::checkCuda((call), #call, (what))
 
-// "CUDA 13.0 (driver 13.0)": what the build was compiled against and what the driver offers.
+// "CUDA 13.0 (driver supports 13.0)": the toolkit built with and the newest CUDA the driver
+// offers.
 std::string cudaVersionText();
 // "0000:19:00.0", the device's PCI address: two ranks with the same one share the GPU.
 std::string pciBusId(int device);

@@ -14,6 +14,7 @@ GpuBuild gpuBuild(bool loadNccl) {
   b.cudaVersion = cudaVersionText();
   b.cudaToolkit = detail::concat(CUDART_VERSION / 1000, ".", CUDART_VERSION % 1000 / 10);
   b.ncclVersion = nccl::ncclVersionText(false);
+  b.ncclVersionCode = NCCL_MAJOR * 10000 + NCCL_MINOR * 100 + NCCL_PATCH;
   int driver = 0;
   if (cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0)
     b.cudaDriver = detail::concat(driver / 1000, ".", driver % 1000 / 10);

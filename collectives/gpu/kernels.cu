@@ -76,21 +76,6 @@ void checkLaunch(const char* kernel) {
   checkCuda(cudaGetLastError(), kernel, "kernel launch");
 }
 
-// Calls f(T*) with data typed by dtype for the types with a native C++ arithmetic type.
-template <typename F>
-bool withNativeType(void* data, DType dtype, F f) {
-  switch (dtype) {
-    case DType::UInt8: f(static_cast<uint8_t*>(data)); return true;
-    case DType::Int8: f(static_cast<int8_t*>(data)); return true;
-    case DType::Int16: f(static_cast<int16_t*>(data)); return true;
-    case DType::Int32: f(static_cast<int32_t*>(data)); return true;
-    case DType::Int64: f(static_cast<int64_t*>(data)); return true;
-    case DType::Float32: f(static_cast<float*>(data)); return true;
-    case DType::Float64: f(static_cast<double*>(data)); return true;
-    default: return false;
-  }
-}
-
 }  // namespace
 
 void batchedCopy(const std::vector<CopyJob>& jobs, cudaStream_t stream) {

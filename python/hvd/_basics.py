@@ -297,11 +297,7 @@ def gloo_enabled() -> bool:
 
 def nccl_built() -> int:
     """NCCL's version code (e.g. 22809 for 2.28.9) when built with NCCL, else 0."""
-    info = _core.build_info()
-    if not info["nccl"]:
-        return 0
-    major, minor, patch = info["nccl_version"].split()[1].split(".")
-    return int(major) * 10000 + int(minor) * 100 + int(patch)
+    return _core.build_info()["nccl_version_code"]
 
 
 def ddl_built() -> bool:

@@ -20,7 +20,6 @@
 #include "common/error.h"
 #include "common/format.h"
 #include "collectives/gpu/gpu_build.h"
-#include "runtime/engine/gpu_executor.h"
 #include "runtime/runtime.h"
 
 namespace nb = nanobind;
@@ -258,30 +257,25 @@ PyHandle enqueue(int type, const std::string& name, const std::vector<InputArray
   op.splits = splits;
   op.setRanks = setRanks;
   // Every tensor of one operation lives on one device: the first one's.
-  auto sameDevice = [&](DeviceId d, const std::string& label) {
-    if (op.inputs.empty() && op.outputs.empty()) op.device = d;
-    else if (!(d == op.device))
-      throw InvalidArgument(detail::concat(label, ": tensor on ", d.describe(),
-                                           ", but the operation's first tensor is on ",
-                                           op.device.describe()));
+  auto add = [&](const auto& arrays, std::vector<Tensor>& into, const char* suffix) {
+    for (std::size_t i = 0; i < arrays.size(); ++i) {
+      std::string label = tensorLabel(op.type, name, i, arrays.size()) + suffix;
+      DeviceId d;
+      Tensor t = toTensor(arrays[i], label, d);
+      if (op.inputs.empty() && op.outputs.empty())
+        op.device = d;
+      else if (!(d == op.device))
+        throw InvalidArgument(detail::concat(label, ": tensor on ", d.describe(),
+                                             ", but the operation's first tensor is on ",
+                                             op.device.describe()));
+      into.push_back(t);
+    }
   };
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    std::string label = tensorLabel(op.type, name, i, inputs.size());
-    DeviceId d;
-    Tensor t = toTensor(inputs[i], label, d);
-    sameDevice(d, label);
-    op.inputs.push_back(t);
-  }
+  add(inputs, op.inputs, "");
   if (!outputs.empty() && outputs.size() != inputs.size())
     throw InvalidArgument(detail::concat(tensorLabel(op.type, name, 0, 1), ": ", outputs.size(),
                                          " outputs for ", inputs.size(), " inputs"));
-  for (std::size_t i = 0; i < outputs.size(); ++i) {
-    std::string label = tensorLabel(op.type, name, i, outputs.size()) + " output";
-    DeviceId d;
-    Tensor t = toTensor(outputs[i], label, d);
-    sameDevice(d, label);
-    op.outputs.push_back(t);
-  }
+  add(outputs, op.outputs, " output");
   op.stream = reinterpret_cast<void*>(stream);
   Handle h = rt->engine().enqueue(std::move(op));
   return PyHandle(std::move(h), inputs, outputs, rt->config().handleWaitLimit());
@@ -384,6 +378,7 @@ NB_MODULE(_core, m) {
     d["nccl"] = b.nccl;
     d["cuda_version"] = b.cudaVersion;
     d["nccl_version"] = b.ncclVersion;
+    d["nccl_version_code"] = b.ncclVersionCode;
     d["cuda_devices"] = static_cast<int>(b.devices.size());
     return d;
   }, "What this build supports (CUDA, NCCL and their versions) and the CUDA devices it sees.");

@@ -21,12 +21,7 @@ void Executor::run(const Response& response, const std::vector<LocalOp*>& ops,
     }
   }
   if (!device.isCpu()) {
-    if (!gpu_)
-      gpu_ = makeGpuExecutor({options_.fusionThresholdBytes, options_.segmentBytes,
-                              options_.ringThresholdBytes, options_.opTimeout,
-                              options_.gpuUseNccl, options_.gpuHierarchicalAllreduce,
-                              options_.hostname},
-                             timeline_);
+    if (!gpu_) gpu_ = makeGpuExecutor(options_, timeline_);
     return gpu_->run(response, ops, comm, device, counters_);
   }
   if (response.type == OpType::Allreduce) return allreduce(response, ops, comm);

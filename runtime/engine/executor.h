@@ -10,6 +10,7 @@
 #include "collectives/algorithms/allreduce.h"
 #include "collectives/algorithms/broadcast.h"
 #include "collectives/transport/comm.h"
+#include "runtime/engine/executor_options.h"
 #include "runtime/engine/fusion.h"
 #include "runtime/engine/gpu_executor.h"
 #include "runtime/engine/local_op.h"
@@ -17,16 +18,6 @@
 #include "runtime/engine/timeline.h"
 
 namespace hvd::runtime {
-
-struct ExecutorOptions {
-  std::size_t fusionThresholdBytes = 0;  // 0: every tensor alone
-  std::size_t segmentBytes = 512 * 1024;
-  std::size_t ringThresholdBytes = 128 * 1024;
-  std::chrono::milliseconds opTimeout{300000};  // bounds the wait for GPU work
-  bool gpuUseNccl = true;
-  bool gpuHierarchicalAllreduce = false;
-  std::string hostname;
-};
 
 struct ExecutorCounters {
   uint64_t collectives = 0;    // collective calls made

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "collectives/transport/comm.h"
+#include "runtime/engine/executor_options.h"
 #include "runtime/engine/local_op.h"
 #include "runtime/engine/messages.h"
 #include "runtime/engine/timeline.h"
@@ -33,16 +34,6 @@ namespace hvd::runtime {
 // Throws InvalidArgument naming the device when this build has no CUDA or the device does not
 // exist.
 std::shared_ptr<void> markReady(DeviceId device, void* stream, const std::string& what);
-
-struct GpuExecutorOptions {
-  std::size_t fusionThresholdBytes = 0;
-  std::size_t segmentBytes = 512 * 1024;
-  std::size_t ringThresholdBytes = 128 * 1024;
-  std::chrono::milliseconds opTimeout{300000};
-  bool useNccl = true;
-  bool hierarchicalAllreduce = false;  // HVD_HIERARCHICAL_ALLREDUCE
-  std::string hostname;
-};
 
 struct ExecutorCounters;
 
@@ -57,7 +48,7 @@ class GpuExecutor {
 };
 
 // Throws InvalidArgument when this build has no GPU support.
-std::unique_ptr<GpuExecutor> makeGpuExecutor(const GpuExecutorOptions& options,
+std::unique_ptr<GpuExecutor> makeGpuExecutor(const ExecutorOptions& options,
                                              Timeline& timeline);
 
 }  // namespace hvd::runtime

@@ -57,7 +57,7 @@ struct GpuIdentity {
 
 class CudaExecutor : public GpuExecutor {
  public:
-  CudaExecutor(GpuExecutorOptions options, Timeline& timeline)
+  CudaExecutor(ExecutorOptions options, Timeline& timeline)
       : options_(std::move(options)), timeline_(timeline) {}
 
   void run(const Response& response, const std::vector<LocalOp*>& ops, collectives::Comm& comm,
@@ -98,7 +98,7 @@ class CudaExecutor : public GpuExecutor {
              const std::string& name, Clock::time_point begin, gpu::GpuCollectives& backend,
              cudaStream_t stream);
 
-  GpuExecutorOptions options_;
+  ExecutorOptions options_;
   Timeline& timeline_;
   std::map<int, DeviceState> devices_;
   std::map<std::pair<const collectives::Comm*, int>, Backends> backends_;
@@ -124,7 +124,7 @@ CudaExecutor::Backends& CudaExecutor::backends(collectives::Comm& comm, int devi
   std::strncpy(mine.host, options_.hostname.c_str(), sizeof mine.host - 1);
   std::string bus = gpu::pciBusId(device);
   std::strncpy(mine.pciBus, bus.c_str(), sizeof mine.pciBus - 1);
-  mine.wantsNccl = options_.useNccl ? 1 : 0;
+  mine.wantsNccl = options_.gpuUseNccl ? 1 : 0;
   std::vector<GpuIdentity> all(comm.size());
   Tensor in{&mine, collectives::DType::UInt8, {static_cast<int64_t>(sizeof mine)}};
   collectives::allgather(comm, in, [&](const std::vector<int64_t>&) -> void* { return all.data(); });
@@ -141,7 +141,7 @@ CudaExecutor::Backends& CudaExecutor::backends(collectives::Comm& comm, int devi
   Backends b;
   b.staged = std::make_unique<gpu::StagedCollectives>(comm, device);
   if (reason.empty()) {
-    b.nccl = options_.hierarchicalAllreduce ? hierarchical(comm, device, all) : nullptr;
+    b.nccl = options_.gpuHierarchicalAllreduce ? hierarchical(comm, device, all) : nullptr;
     if (!b.nccl) b.nccl = nccl(comm, device);
   } else if (comm.rank() == 0) {
     log::logger("nccl")->warn("GPU tensors travel through host memory (host staging), not "
@@ -361,7 +361,7 @@ std::shared_ptr<void> markReady(DeviceId device, void* stream, const std::string
   return event;
 }
 
-std::unique_ptr<GpuExecutor> makeGpuExecutor(const GpuExecutorOptions& options,
+std::unique_ptr<GpuExecutor> makeGpuExecutor(const ExecutorOptions& options,
                                              Timeline& timeline) {
   return std::make_unique<CudaExecutor>(options, timeline);
 }

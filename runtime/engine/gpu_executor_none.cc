@@ -16,7 +16,7 @@ std::shared_ptr<void> markReady(DeviceId device, void*, const std::string& what)
   refuse(what + ": tensor on " + device.describe());
 }
 
-std::unique_ptr<GpuExecutor> makeGpuExecutor(const GpuExecutorOptions&, Timeline&) {
+std::unique_ptr<GpuExecutor> makeGpuExecutor(const ExecutorOptions&, Timeline&) {
   refuse("GPU operation");
 }
 

@@ -1,6 +1,6 @@
-"""hvd's collectives on PyTorch tensors (host memory, or CUDA memory through NCCL), with Horovod's names and signatures, and
-autograd support for allreduce, grouped_allreduce, allgather, broadcast, alltoall and
-reducescatter.
+"""hvd's collectives on PyTorch tensors (host memory, or CUDA memory through NCCL), with
+Horovod's names and signatures, and autograd support for allreduce, grouped_allreduce,
+allgather, broadcast, alltoall and reducescatter.
 
 Gradients are the exact gradients of the sum of every rank's loss: allreduce's backward is an
 allreduce of the gradient with the same op and scale factors; allgather's sums the gradient over

@@ -1,0 +1,21 @@
+// What the executor (host and GPU halves) needs from the configuration; runtime.cc fills it
+// from Config.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+namespace hvd::runtime {
+
+struct ExecutorOptions {
+  std::size_t fusionThresholdBytes = 0;  // 0: every tensor alone
+  std::size_t segmentBytes = 512 * 1024;
+  std::size_t ringThresholdBytes = 128 * 1024;
+  std::chrono::milliseconds opTimeout{300000};  // bounds the wait for GPU work
+  bool gpuUseNccl = true;                 // HVD_GPU_BACKEND=nccl
+  bool gpuHierarchicalAllreduce = false;  // HVD_HIERARCHICAL_ALLREDUCE
+  std::string hostname;                   // named in NCCL errors; groups ranks into hosts
+};
+
+}  // namespace hvd::runtime
