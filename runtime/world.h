@@ -18,12 +18,10 @@ struct World {
 };
 
 enum class WorldUse {
-  // The engine's: a control communicator too, and the data links poll for
-  // config.spinTime before sleeping (the negotiation starts a collective on the ranks at
-  // different moments, so a rank often waits briefly for a peer).
+  // The engine's: a control communicator too. In both uses the data links poll for
+  // config.spinTime before sleeping on a small message.
   Engine,
-  // Collectives called directly: data links only, no spin (the ranks enter together, and a
-  // spin measured no faster there).
+  // Collectives called directly: data links only.
   Direct,
 };
 
