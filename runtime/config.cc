@@ -89,6 +89,7 @@ Config Config::fromParams(const params::ParamValues& v) {
   c.segmentBytes = static_cast<std::size_t>(v.getInt("HVD_SEGMENT_BYTES"));
   c.socketBufferBytes = static_cast<std::size_t>(v.getInt("HVD_SOCKET_BUFFER_BYTES"));
   c.spinTime = std::chrono::microseconds(v.getInt("HVD_SPIN_MICROSECONDS"));
+  c.directSpinTime = std::chrono::microseconds(v.getInt("HVD_DIRECT_SPIN_MICROSECONDS"));
   c.fusionThresholdBytes = static_cast<std::size_t>(v.getInt("HVD_FUSION_THRESHOLD"));
   c.cycleTime = std::chrono::microseconds(
       static_cast<int64_t>(v.getDouble("HVD_CYCLE_TIME") * 1000.0));

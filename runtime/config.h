@@ -31,6 +31,7 @@ struct Config {
   std::size_t segmentBytes = 0;
   std::size_t socketBufferBytes = 0;
   std::chrono::microseconds spinTime{0};
+  std::chrono::microseconds directSpinTime{0};
   std::size_t fusionThresholdBytes = 0;
   std::chrono::microseconds cycleTime{0};
   std::size_t cacheCapacity = 0;

@@ -22,12 +22,12 @@ std::unique_ptr<Comm> singleRank(const Config& config) {
 
 std::unique_ptr<Comm> connectScope(const Config& config, rendezvous::Store& store,
                                    const std::string& bindAddress, int64_t epoch,
-                                   const std::string& scope, std::chrono::microseconds spin,
-                                   collectives::tcp::WaitMode waits) {
+                                   const std::string& scope,
+                                   collectives::tcp::WaitPolicy waits) {
   rendezvous::PrefixStore scoped(
       detail::concat("job/", config.jobId, "/epoch/", epoch, "/", scope), store);
   auto device = collectives::tcp::TcpDevice::create(bindAddress, config.secret,
-                                                    config.socketBufferBytes, spin, waits);
+                                                    config.socketBufferBytes, waits);
   auto comm = device->connectAll(config.topology.rank, config.topology.size, scoped,
                                  config.startTimeout, config.opTimeout);
   log::logger("runtime")->info("{}: tcp on {}", scope, device->listenAddress());
@@ -110,14 +110,17 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use)
       store->add(detail::concat("job/", config.jobId, "/inits/", t.rank), 1) - 1;
   // Only the engine's control links are woken by other threads (a submission); the data links
   // may sleep in a blocking receive. Their waits on small messages spin first, called directly
-  // too: on a VM whose idle vCPU halts, the blocking receive's wake-up has measured 7 us on one
+  // too: on a VM whose idle vCPUs halt, the blocking receive's wake-up has measured 7 us on one
   // day and 30-170 us on another, while a 30 us spin measured 8-12 us on both.
-  world.data = connectScope(config, *store, bindAddress, epoch, "global", config.spinTime,
-                            collectives::tcp::WaitMode::Blocking);
+  collectives::tcp::WaitPolicy data{config.spinTime,
+                                    withControl ? std::chrono::microseconds(0)
+                                                : config.directSpinTime,
+                                    collectives::tcp::WaitMode::Blocking};
+  world.data = connectScope(config, *store, bindAddress, epoch, "global", data);
   // The engine loop does its own polling of the control links (Engine::loop).
   if (withControl)
-    world.control = connectScope(config, *store, bindAddress, epoch, "control", {},
-                                 collectives::tcp::WaitMode::Interruptible);
+    world.control = connectScope(config, *store, bindAddress, epoch, "control",
+                                 {.mode = collectives::tcp::WaitMode::Interruptible});
   return world;
 }
 

@@ -21,7 +21,8 @@ enum class WorldUse {
   // The engine's: a control communicator too. In both uses the data links poll for
   // config.spinTime before sleeping on a small message.
   Engine,
-  // Collectives called directly: data links only.
+  // Collectives called directly: data links only, which also poll for config.directSpinTime
+  // before sleeping on a large transfer (the caller is blocked in the collective anyway).
   Direct,
 };
 

@@ -21,7 +21,7 @@ inline constexpr std::chrono::seconds kTestTimeout{5};
 
 struct RankOptions {
   std::string secret = "test-secret";
-  collectives::tcp::WaitMode waits = collectives::tcp::WaitMode::Interruptible;
+  collectives::tcp::WaitPolicy waits;
   std::chrono::milliseconds opTimeout = kTestTimeout;
 };
 
@@ -42,8 +42,8 @@ inline RankErrors runEachRank(int n, const std::function<void(collectives::Comm&
   for (int r = 0; r < n; ++r)
     threads.emplace_back([&, r] {
       try {
-        auto device = collectives::tcp::TcpDevice::create("127.0.0.1", options.secret, 0, {},
-                                                          options.waits);
+        auto device =
+            collectives::tcp::TcpDevice::create("127.0.0.1", options.secret, 0, options.waits);
         auto comm = device->connectAll(r, n, store, kTestTimeout, options.opTimeout);
         fn(*comm);
       } catch (...) {

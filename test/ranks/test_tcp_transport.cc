@@ -1,6 +1,7 @@
-// The TCP transport at the message level, in both wait modes: order and content when small
-// (direct) and large (Asio) messages mix on one link, sends the socket cannot take at once, waits
-// that must drive both kinds, and the errors a broken stream, a dead peer and a silent peer give.
+// The TCP transport at the message level, in both wait modes and with polling waits: order and
+// content when small (direct) and large (Asio) messages mix on one link, sends the socket cannot
+// take at once, waits that must drive both kinds, and the errors a broken stream, a dead peer
+// and a silent peer give.
 #include <catch2/catch.hpp>
 
 #include <numeric>
@@ -13,6 +14,16 @@ using test::messageOf;
 using test::RankOptions;
 
 namespace {
+
+using namespace std::chrono_literals;
+
+// Sleeping waits of both kinds, and the polling a data link's waits do (for small messages, and
+// for large ones when collectives are called directly).
+const std::vector<tcp::WaitPolicy> kPolicies = {
+    {.mode = tcp::WaitMode::Interruptible},
+    {.mode = tcp::WaitMode::Blocking},
+    {.smallSpin = 30us, .largeSpin = 2000us, .mode = tcp::WaitMode::Blocking},
+};
 
 // Message i's bytes: a pattern that differs per message, per sender and per position.
 std::vector<uint8_t> pattern(int sender, int i, std::size_t bytes) {
@@ -28,7 +39,7 @@ MutableBytes bytesOf(std::vector<uint8_t>& v) {
 }  // namespace
 
 TEST_CASE("small and large messages mixed on one link arrive in order and whole") {
-  auto waits = GENERATE(tcp::WaitMode::Interruptible, tcp::WaitMode::Blocking);
+  auto waits = GENERATE(from_range(kPolicies));
   // Sizes around the direct path's limit, empty ones, and megabytes, in both directions at once;
   // every request is posted before any wait, and the waits run in reverse order.
   const std::vector<std::size_t> sizes = {4,       0,     kLatencyBoundBytes, 3 << 20,
@@ -54,7 +65,7 @@ TEST_CASE("small and large messages mixed on one link arrive in order and whole"
 }
 
 TEST_CASE("small sends the socket cannot take at once finish when the peer reads") {
-  auto waits = GENERATE(tcp::WaitMode::Interruptible, tcp::WaitMode::Blocking);
+  auto waits = GENERATE(from_range(kPolicies));
   // 400 messages of 64 KiB (25 MiB) overflow the socket buffers, so later sends find the socket
   // full (or take part of a message) and must be finished by the transport; the receiver starts
   // late, and its reads of each message may come in pieces.
@@ -80,7 +91,7 @@ TEST_CASE("small sends the socket cannot take at once finish when the peer reads
 }
 
 TEST_CASE("a wait on a small receive also drives a large send on another link") {
-  auto waits = GENERATE(tcp::WaitMode::Interruptible, tcp::WaitMode::Blocking);
+  auto waits = GENERATE(from_range(kPolicies));
   // Rank 0's wait for rank 2's 4 bytes must keep its 8 MiB send to rank 1 moving: rank 2 sends
   // only after rank 1 has received everything.
   test::runRanks(3, [](Comm& comm) {
@@ -108,7 +119,7 @@ TEST_CASE("a wait on a small receive also drives a large send on another link") 
 }
 
 TEST_CASE("a message of another size or tag fails the receive naming both") {
-  auto waits = GENERATE(tcp::WaitMode::Interruptible, tcp::WaitMode::Blocking);
+  auto waits = GENERATE(from_range(kPolicies));
   auto errors = test::runEachRank(2, [](Comm& comm) {
     std::vector<uint8_t> v(comm.rank() == 0 ? 8 : 4);
     if (comm.rank() == 0) comm.peer(1).isend(bytesOf(v), 7).wait(comm.deadline());
@@ -121,7 +132,7 @@ TEST_CASE("a message of another size or tag fails the receive naming both") {
 }
 
 TEST_CASE("a small receive from a peer that left fails naming the peer") {
-  auto waits = GENERATE(tcp::WaitMode::Interruptible, tcp::WaitMode::Blocking);
+  auto waits = GENERATE(from_range(kPolicies));
   auto errors = test::runEachRank(2, [](Comm& comm) {
     if (comm.rank() == 0) return;  // leaves, closing its links
     std::vector<uint8_t> v(4);
@@ -133,7 +144,7 @@ TEST_CASE("a small receive from a peer that left fails naming the peer") {
 }
 
 TEST_CASE("a small receive from a silent peer times out naming it") {
-  auto waits = GENERATE(tcp::WaitMode::Interruptible, tcp::WaitMode::Blocking);
+  auto waits = GENERATE(from_range(kPolicies));
   auto start = Clock::now();
   auto errors = test::runEachRank(
       2,
@@ -152,7 +163,7 @@ TEST_CASE("a small receive from a silent peer times out naming it") {
 }
 
 TEST_CASE("wake() from another thread ends a wait on a small receive") {
-  auto waits = GENERATE(tcp::WaitMode::Interruptible, tcp::WaitMode::Blocking);
+  auto waits = GENERATE(from_range(kPolicies));
   test::runRanks(2, [](Comm& comm) {
     std::vector<uint8_t> v(4);
     if (comm.rank() == 1) {

@@ -35,18 +35,14 @@ std::pair<std::string, uint16_t> splitAddress(const std::string& address) {
 
 std::shared_ptr<TcpDevice> TcpDevice::create(const std::string& bindAddress, std::string secret,
                                              std::size_t socketBufferBytes,
-                                             std::chrono::microseconds spin, WaitMode waits) {
+                                             WaitPolicy waits) {
   return std::shared_ptr<TcpDevice>(
-      new TcpDevice(bindAddress, std::move(secret), socketBufferBytes, spin, waits));
+      new TcpDevice(bindAddress, std::move(secret), socketBufferBytes, waits));
 }
 
 TcpDevice::TcpDevice(const std::string& bindAddress, std::string secret,
-                     std::size_t socketBufferBytes, std::chrono::microseconds spin,
-                     WaitMode waits)
-    : secret_(std::move(secret)),
-      socketBufferBytes_(socketBufferBytes),
-      spin_(spin),
-      waits_(waits) {
+                     std::size_t socketBufferBytes, WaitPolicy waits)
+    : secret_(std::move(secret)), socketBufferBytes_(socketBufferBytes), waits_(waits) {
   error_code ec;
   auto address = asio::ip::make_address(bindAddress, ec);
   if (ec) throw InvalidArgument("tcp: cannot bind '" + bindAddress + "': not an IP address");
@@ -69,7 +65,7 @@ std::string TcpDevice::listenAddress() const {
 
 void TcpDevice::progressUntil(Deadline deadline, bool latencyBound) {
   if (io_.stopped()) io_.restart();
-  auto spin = latencyBound ? spin_ : std::chrono::microseconds(0);
+  auto spin = latencyBound ? waits_.smallSpin : waits_.largeSpin;
   if (!direct_.empty()) {
     if (asioOperations_ == 0) return pollDirect(deadline, spin);
     handDirectReadsToAsio();
@@ -91,7 +87,7 @@ void TcpDevice::pollDirect(Deadline deadline, std::chrono::microseconds spin) {
       ready = ::poll(pollFds_.data(), pollFds_.size(), 0);
       return ready != 0;
     });
-  if (ready == 0 && waits_ == WaitMode::Blocking && polled_.size() == 1 &&
+  if (ready == 0 && waits_.mode == WaitMode::Blocking && polled_.size() == 1 &&
       Clock::now() < deadline) {
     if (wakeRequested_) return drainWake();
     return polled_[0]->readDirect(true);
@@ -228,7 +224,7 @@ std::shared_ptr<Connection> TcpDevice::connectTo(int rank, int size, int peer,
   uint32_t ownRank = static_cast<uint32_t>(rank);
   io::writeAll(socket, {asio::buffer(&ownRank, sizeof ownRank)}, deadline, what);
   return std::make_shared<TcpConnection>(std::move(socket), *this, rank, size, peer,
-                                         waits_ == WaitMode::Blocking);
+                                         waits_.mode == WaitMode::Blocking);
 }
 
 std::shared_ptr<Connection> TcpDevice::acceptOne(
@@ -265,7 +261,7 @@ std::shared_ptr<Connection> TcpDevice::acceptOne(
       throw IoError(detail::concat(what, ": claims rank ", peer,
                                    ", which is not an expected peer"));
     return std::make_shared<TcpConnection>(std::move(socket), *this, rank, size,
-                                           static_cast<int>(peer), waits_ == WaitMode::Blocking);
+                                           static_cast<int>(peer), waits_.mode == WaitMode::Blocking);
   } catch (const Error& e) {
     log::logger("tcp")->warn("rejected {}", e.what());
     return nullptr;

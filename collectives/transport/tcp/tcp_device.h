@@ -3,8 +3,8 @@
 // rank, each link authenticated with the job secret (common/auth.h); a connection that fails
 // the handshake is logged and dropped, and the device keeps accepting.
 // Thread model: there is no I/O thread. The thread that waits on a Request runs the io_context
-// (progressUntil), so a waiting rank sleeps in the kernel instead of spinning (apart from an
-// optional bounded spin for small messages), and a small message costs no thread hand-off.
+// (progressUntil), so a waiting rank sleeps in the kernel (after the bounded spin its
+// WaitPolicy gives), and a small message costs no thread hand-off.
 // A wait whose only pending operations are direct receives (see TcpConnection) sleeps in
 // poll() on their sockets, or in a blocking recvmsg when there is one and the device is
 // WaitMode::Blocking, and reads them itself; any other wait runs Asio, with the direct
@@ -37,19 +37,30 @@ enum class WaitMode {
   Blocking,
 };
 
+// How a wait on the device's requests passes the time until its operation completes: polling
+// (yielding the core to any other runnable thread between polls) for up to a spin time, then
+// sleeping in the kernel.
+struct WaitPolicy {
+  // For a wait on a message of at most kLatencyBoundBytes.
+  std::chrono::microseconds smallSpin{0};
+  // For a wait on a larger transfer. A thread that has nothing else to do while a collective
+  // runs gains by polling (on a VM whose idle vCPUs halt, each sleep costs a slow wake-up, and
+  // a large transfer wakes its waiter many times); a thread that shares its core with
+  // computation (the engine's, next to backward) loses by it.
+  std::chrono::microseconds largeSpin{0};
+  WaitMode mode = WaitMode::Interruptible;
+};
+
 class TcpDevice : public Device,
                   public ProgressEngine,
                   public std::enable_shared_from_this<TcpDevice> {
  public:
   // Binds `bindAddress` (e.g. "127.0.0.1") on an ephemeral port. A non-zero socketBufferBytes
   // sets every link's SO_SNDBUF/SO_RCVBUF before it connects: large buffers let one syscall move
-  // megabytes, where the kernel's starting window moves tens of kilobytes. A non-zero `spin`
-  // makes a latency-bound progressUntil poll that long (yielding the core to any other
-  // runnable thread between polls) before it sleeps in epoll.
+  // megabytes, where the kernel's starting window moves tens of kilobytes.
   static std::shared_ptr<TcpDevice> create(const std::string& bindAddress, std::string secret,
                                            std::size_t socketBufferBytes = 0,
-                                           std::chrono::microseconds spin = {},
-                                           WaitMode waits = WaitMode::Interruptible);
+                                           WaitPolicy waits = {});
 
   std::unique_ptr<Comm> connectAll(int rank, int size, rendezvous::Store& store,
                                    std::chrono::milliseconds connectTimeout,
@@ -68,7 +79,7 @@ class TcpDevice : public Device,
 
  private:
   TcpDevice(const std::string& bindAddress, std::string secret, std::size_t socketBufferBytes,
-            std::chrono::microseconds spin, WaitMode waits);
+            WaitPolicy waits);
   // Polls the direct receives' sockets (and the wake-up) until one is ready, `spin` has
   // passed with none ready (when `spin` is non-zero the poll does not sleep), or the deadline;
   // then reads the ready ones.
@@ -88,8 +99,7 @@ class TcpDevice : public Device,
   boost::asio::ip::tcp::acceptor acceptor_{io_};
   std::string secret_;
   std::size_t socketBufferBytes_;
-  std::chrono::microseconds spin_;
-  WaitMode waits_;
+  WaitPolicy waits_;
   std::atomic<bool> wakeRequested_{false};  // set by wake(), cleared when a wait consumes it
   int wakeFd_ = -1;  // eventfd; wake() adds to it
   boost::asio::posix::stream_descriptor wakeDescriptor_{io_};
