@@ -51,16 +51,15 @@ const std::vector<ParamSpec>& allParams() {
        "kernel's autotuning."},
       {"HVD_SPIN_MICROSECONDS", "", ParamType::Int, "30", 0, 100000, false,
        "Microseconds the engine keeps polling its links after its last activity, a "
-       "collective polls for a message of at most 64 KiB before it sleeps on a peer, and a "
-       "wait on an operation's handle polls before it sleeps: a message or result arriving "
-       "within it costs no kernel wake-up (5-170 us each on a VM). Costs up to that much CPU "
-       "per wait; 0 always sleeps at once."},
+       "collective the engine runs polls for a message of at most 64 KiB before it sleeps on "
+       "a peer, and a wait on an operation's handle polls before it sleeps: a message or "
+       "result arriving within it costs no kernel wake-up (5-170 us each on a VM). Costs up "
+       "to that much CPU per wait; 0 always sleeps at once. The engine never polls through "
+       "a larger transfer: that would take CPU from the training step on its core."},
       {"HVD_DIRECT_SPIN_MICROSECONDS", "", ParamType::Int, "2000", 0, 1000000, false,
-       "Microseconds a collective called directly (not through the engine: hvd-bench's "
-       "sweeps, the C API's blocking collectives) polls for a transfer of more than 64 KiB "
-       "before it sleeps. Its caller has nothing else to do meanwhile. The engine's "
-       "collectives never poll for large transfers: there the engine thread would take CPU "
-       "from the training step. 0 always sleeps at once."},
+       "Microseconds a collective called directly, not through the engine (hvd-bench's "
+       "sweeps), polls for each message of any size before it sleeps, as MPI's blocking "
+       "calls do: its caller has nothing else to do meanwhile. 0 always sleeps at once."},
       {"HVD_BIND_TO", "", ParamType::String, "core", 0, 0, false,
        "core: a worker started by hvdrun binds itself (all its threads) to its local rank's "
        "share of the CPUs it may use, as mpirun --bind-to core does, when its host has at "

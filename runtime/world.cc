@@ -109,13 +109,15 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use)
   int64_t epoch =
       store->add(detail::concat("job/", config.jobId, "/inits/", t.rank), 1) - 1;
   // Only the engine's control links are woken by other threads (a submission); the data links
-  // may sleep in a blocking receive. Their waits on small messages spin first, called directly
-  // too: on a VM whose idle vCPUs halt, the blocking receive's wake-up has measured 7 us on one
-  // day and 30-170 us on another, while a 30 us spin measured 8-12 us on both.
-  collectives::tcp::WaitPolicy data{config.spinTime,
-                                    withControl ? std::chrono::microseconds(0)
-                                                : config.directSpinTime,
-                                    collectives::tcp::WaitMode::Blocking};
+  // may sleep in a blocking receive, after polling for a while. A collective called directly
+  // has a caller with nothing else to do, so it polls long, as MPI's blocking calls do: on a
+  // VM whose idle vCPUs halt, a blocking receive's wake-up measured 7 us on one day and
+  // 30-170 us on another. The engine's data links poll for small messages only: polling
+  // through a large transfer would take CPU from the training step sharing the engine's core.
+  collectives::tcp::WaitPolicy data{
+      withControl ? config.spinTime : config.directSpinTime,
+      withControl ? std::chrono::microseconds(0) : config.directSpinTime,
+      collectives::tcp::WaitMode::Blocking};
   world.data = connectScope(config, *store, bindAddress, epoch, "global", data);
   // The engine loop does its own polling of the control links (Engine::loop).
   if (withControl)

@@ -18,11 +18,11 @@ struct World {
 };
 
 enum class WorldUse {
-  // The engine's: a control communicator too. In both uses the data links poll for
-  // config.spinTime before sleeping on a small message.
+  // The engine's: a control communicator too; the data links poll for config.spinTime
+  // before sleeping on a small message, and sleep at once on a large one.
   Engine,
-  // Collectives called directly: data links only, which also poll for config.directSpinTime
-  // before sleeping on a large transfer (the caller is blocked in the collective anyway).
+  // Collectives called directly: data links only, which poll for config.directSpinTime
+  // before sleeping on any message (the caller is blocked in the collective anyway).
   Direct,
 };
 
