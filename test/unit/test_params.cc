@@ -56,3 +56,15 @@ TEST_CASE("the secret parameter is marked so that nothing prints it") {
     CHECK_FALSE(p.description.empty());
   }
 }
+
+TEST_CASE("the engine's and the direct collectives' polling times come from their variables") {
+  auto defaults = Config::fromParams(ParamValues::fromMap({}));
+  CHECK(defaults.spinTime == std::chrono::microseconds(30));
+  CHECK(defaults.directSpinTime == std::chrono::microseconds(2000));
+  auto set = Config::fromParams(ParamValues::fromMap(
+      {{"HVD_SPIN_MICROSECONDS", "0"}, {"HVD_DIRECT_SPIN_MICROSECONDS", "150"}}));
+  CHECK(set.spinTime == std::chrono::microseconds(0));
+  CHECK(set.directSpinTime == std::chrono::microseconds(150));
+  REQUIRE_THROWS_WITH(ParamValues::fromMap({{"HVD_DIRECT_SPIN_MICROSECONDS", "-5"}}),
+                      Catch::Contains("HVD_DIRECT_SPIN_MICROSECONDS"));
+}
