@@ -114,10 +114,9 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use)
   // VM whose idle vCPUs halt, a blocking receive's wake-up measured 7 us on one day and
   // 30-170 us on another. The engine's data links poll for small messages only: polling
   // through a large transfer would take CPU from the training step sharing the engine's core.
-  collectives::tcp::WaitPolicy data{
-      withControl ? config.spinTime : config.directSpinTime,
-      withControl ? std::chrono::microseconds(0) : config.directSpinTime,
-      collectives::tcp::WaitMode::Blocking};
+  collectives::tcp::WaitPolicy data{.mode = collectives::tcp::WaitMode::Blocking};
+  if (withControl) data.smallSpin = config.spinTime;
+  else data.smallSpin = data.largeSpin = config.directSpinTime;
   world.data = connectScope(config, *store, bindAddress, epoch, "global", data);
   // The engine loop does its own polling of the control links (Engine::loop).
   if (withControl)

@@ -24,6 +24,7 @@ using boost::system::error_code;
 namespace {
 
 const std::string kAuthContext = "hvd-tcp";
+constexpr std::chrono::microseconds kNoSpin{0};
 
 std::pair<std::string, uint16_t> splitAddress(const std::string& address) {
   auto colon = address.rfind(':');
@@ -64,8 +65,11 @@ std::string TcpDevice::listenAddress() const {
 }
 
 void TcpDevice::progressUntil(Deadline deadline, bool latencyBound) {
+  progressWithSpin(deadline, latencyBound ? waits_.smallSpin : waits_.largeSpin);
+}
+
+void TcpDevice::progressWithSpin(Deadline deadline, std::chrono::microseconds spin) {
   if (io_.stopped()) io_.restart();
-  auto spin = latencyBound ? waits_.smallSpin : waits_.largeSpin;
   if (!direct_.empty()) {
     if (asioOperations_ == 0) return pollDirect(deadline, spin);
     handDirectReadsToAsio();
@@ -240,10 +244,11 @@ std::shared_ptr<Connection> TcpDevice::acceptOne(
   while (!done) {
     if (Clock::now() >= deadline) {
       acceptor_.cancel();
-      while (!done) progressUntil(Clock::now() + std::chrono::seconds(1), false);
+      while (!done) progressWithSpin(Clock::now() + std::chrono::seconds(1), kNoSpin);
       throw TimeoutError("accept timed out");
     }
-    progressUntil(deadline, false);
+    // Peers connect when they start: nothing to gain by polling for them.
+    progressWithSpin(deadline, kNoSpin);
   }
   if (result) throw IoError(detail::concat("rank ", rank, "/", size, ": accept: ", result.message()));
   socket.set_option(tcp::no_delay(true));

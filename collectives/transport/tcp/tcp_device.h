@@ -43,10 +43,9 @@ enum class WaitMode {
 struct WaitPolicy {
   // For a wait on a message of at most kLatencyBoundBytes.
   std::chrono::microseconds smallSpin{0};
-  // For a wait on a larger transfer. A thread that has nothing else to do while a collective
-  // runs gains by polling (on a VM whose idle vCPUs halt, each sleep costs a slow wake-up, and
-  // a large transfer wakes its waiter many times); a thread that shares its core with
-  // computation (the engine's, next to backward) loses by it.
+  // For a wait on a larger transfer. A waiter with nothing else to do gains by polling (on a
+  // VM whose idle vCPUs halt, each sleep costs a slow wake-up, and a large transfer wakes its
+  // waiter many times); one whose core has other work to run loses by it.
   std::chrono::microseconds largeSpin{0};
   WaitMode mode = WaitMode::Interruptible;
 };
@@ -80,6 +79,8 @@ class TcpDevice : public Device,
  private:
   TcpDevice(const std::string& bindAddress, std::string secret, std::size_t socketBufferBytes,
             WaitPolicy waits);
+  // progressUntil with an explicit spin (progressUntil takes it from the WaitPolicy).
+  void progressWithSpin(Deadline deadline, std::chrono::microseconds spin);
   // Polls the direct receives' sockets (and the wake-up) until one is ready, `spin` has
   // passed with none ready (when `spin` is non-zero the poll does not sleep), or the deadline;
   // then reads the ready ones.
