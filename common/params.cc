@@ -80,6 +80,10 @@ const std::vector<ParamSpec>& allParams() {
        int64_t{1} << 40, false,
        "Bytes of ready allreduce tensors packed into one fusion buffer and reduced as one; 0 "
        "turns fusion off."},
+      {"HVD_INLINE_ALLREDUCE_BYTES", "", ParamType::Int, "256", 0, 65536, false,
+       "Host-memory allreduces of at most this many bytes (a loss, a metric) travel with their "
+       "negotiation request; rank 0 reduces them and sends the result with its reply, so no "
+       "collective runs: two trips between ranks instead of three. 0 turns this off."},
       {"HVD_CYCLE_TIME", "HOROVOD_CYCLE_TIME", ParamType::Double, "0", 0, 10000, false,
        "Milliseconds the coordinator holds ready work to fuse more of it; 0 runs work as soon "
        "as every rank has submitted it."},

@@ -91,6 +91,7 @@ Config Config::fromParams(const params::ParamValues& v) {
   c.spinTime = std::chrono::microseconds(v.getInt("HVD_SPIN_MICROSECONDS"));
   c.directSpinTime = std::chrono::microseconds(v.getInt("HVD_DIRECT_SPIN_MICROSECONDS"));
   c.fusionThresholdBytes = static_cast<std::size_t>(v.getInt("HVD_FUSION_THRESHOLD"));
+  c.inlineAllreduceBytes = static_cast<std::size_t>(v.getInt("HVD_INLINE_ALLREDUCE_BYTES"));
   c.cycleTime = std::chrono::microseconds(
       static_cast<int64_t>(v.getDouble("HVD_CYCLE_TIME") * 1000.0));
   c.cacheCapacity = static_cast<std::size_t>(v.getInt("HVD_CACHE_CAPACITY"));

@@ -33,6 +33,7 @@ struct Config {
   std::chrono::microseconds spinTime{0};
   std::chrono::microseconds directSpinTime{0};
   std::size_t fusionThresholdBytes = 0;
+  std::size_t inlineAllreduceBytes = 0;
   std::chrono::microseconds cycleTime{0};
   std::size_t cacheCapacity = 0;
   std::string timelinePath;

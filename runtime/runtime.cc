@@ -21,6 +21,7 @@ EngineOptions engineOptions(const Config& c) {
   o.cacheCapacity = c.cacheCapacity;
   o.opTimeout = c.opTimeout;
   o.spinTime = c.spinTime;
+  o.inlineAllreduceBytes = c.inlineAllreduceBytes;
   o.timelinePath = c.timelinePath;
   return o;
 }

@@ -396,6 +396,7 @@ NB_MODULE(_core, m) {
     d["cache_misses"] = s.cacheMisses;
     d["collectives"] = s.collectives;
     d["fused_tensors"] = s.fusedTensors;
+    d["inline_allreduces"] = s.inlineAllreduces;
     d["response_lists"] = s.responseLists;
     return d;
   });

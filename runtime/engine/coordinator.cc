@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "common/format.h"
 #include "runtime/engine/fusion.h"
+#include "runtime/engine/inline_allreduce.h"
 
 namespace hvd::runtime {
 namespace {
@@ -61,11 +62,13 @@ void Coordinator::submitList(int rank, const RequestList& list, SteadyTime now) 
     cache_.allRanksHaveSeen(everyone);
   }
   for (const auto& s : list.submissions)
-    submit(rank, s.cacheId ? cache_.resolve(s.cacheId) : s.request, s.cacheId, now);
+    submit(rank, s.cacheId ? cache_.resolve(s.cacheId) : s.request, s.cacheId, now,
+           s.inlineData);
   if (list.shutdown) requestShutdown(rank);
 }
 
-void Coordinator::submit(int rank, const OpRequest& request, uint64_t cacheId, SteadyTime now) {
+void Coordinator::submit(int rank, const OpRequest& request, uint64_t cacheId, SteadyTime now,
+                         std::string inlineData) {
   if (request.type == OpType::Join) {
     joined_.insert(rank);
     lastJoined_ = rank;
@@ -80,6 +83,7 @@ void Coordinator::submit(int rank, const OpRequest& request, uint64_t cacheId, S
   p.byRank[rank] = request;
   p.arrivedAt[rank] = now;
   p.cacheIdByRank[rank] = cacheId;
+  if (!inlineData.empty()) p.inlineByRank[rank] = std::move(inlineData);
   for (int32_t r : processSet(involvesEveryRank(request.type) ? 0 : request.processSet))
     p.expected.insert(r);
   p.expected.insert(rank);
@@ -195,12 +199,29 @@ void Coordinator::applyProcessSetChange(Response& r, const OpRequest& request) {
   }
 }
 
+void Coordinator::reduceIfInline(Response& r, const Pending& p, const OpRequest& request) const {
+  if (r.kind != ResponseKind::Execute || r.type != OpType::Allreduce || !r.forJoined.empty())
+    return;
+  if (p.inlineByRank.size() != p.byRank.size()) return;  // some rank will run the collective
+  std::vector<const std::string*> contributions;
+  for (const auto& [rank, data] : p.inlineByRank) {
+    if (data.size() != request.totalBytes()) return;
+    contributions.push_back(&data);
+  }
+  try {
+    r.inlineResult = reduceInline(request, contributions);
+  } catch (const InvalidArgument& e) {
+    r.kind = ResponseKind::Error;
+    r.message = detail::concat(request.describe(), ": ", e.what());
+  }
+}
+
 void Coordinator::fuseInto(std::vector<Response>& out, std::vector<std::size_t>& openBytes,
                            std::vector<std::optional<FusionKey>>& openKeys, Response response,
                            const OpRequest& request) {
   std::optional<FusionKey> key;
   if (response.kind == ResponseKind::Execute && response.forJoined.empty() &&
-      options_.fusionThresholdBytes > 0)
+      response.inlineResult.empty() && options_.fusionThresholdBytes > 0)
     key = fusionKey(request);
   std::size_t bytes = request.totalBytes();
   if (key)
@@ -231,6 +252,7 @@ ResponseList Coordinator::dispatch(SteadyTime now) {
     Response r = decide(name, p);
     OpRequest request = std::move(p.byRank.begin()->second);
     applyProcessSetChange(r, request);
+    reduceIfInline(r, p, request);
     if (r.kind == ResponseKind::Execute) r.cacheIds = {cache_.recordExecuted(request, list.seq)};
     pending_.erase(it);
     fuseInto(out, openBytes, openKeys, std::move(r), request);

@@ -7,6 +7,8 @@
 //     joined).
 //   - Ranks that disagree (dtype, shape, op, root, scaling, device, process set, ...) get an
 //     Error response naming the tensor and which ranks had which value.
+//   - An allreduce every rank sent with its input bytes (inline_allreduce.h) is reduced here
+//     and its response carries the result; no collective runs for it.
 //   - With a cycle time, ready work is held until the cycle has passed, to fuse more; with
 //     none (the default), dispatch() returns work as soon as it is ready.
 // Thread model: owned by rank 0's engine thread.
@@ -44,8 +46,10 @@ class Coordinator {
 
   // A rank's RequestList: resolves cached ids, records what the rank has seen, submits.
   void submitList(int rank, const RequestList& list, SteadyTime now);
-  // A rank's request (negotiated form). `cacheId` is the id it came under (0 if in full).
-  void submit(int rank, const OpRequest& request, uint64_t cacheId, SteadyTime now);
+  // A rank's request (negotiated form). `cacheId` is the id it came under (0 if in full);
+  // `inlineData` the input bytes of an allreduce small enough to reduce here (else empty).
+  void submit(int rank, const OpRequest& request, uint64_t cacheId, SteadyTime now,
+              std::string inlineData = {});
   void requestShutdown(int rank);
   // Ranks of process set `id` (0 is every rank); empty if it does not exist.
   const std::vector<int32_t>& processSet(int32_t id) const;
@@ -69,6 +73,7 @@ class Coordinator {
     std::map<int, OpRequest> byRank;
     std::map<int, SteadyTime> arrivedAt;
     std::map<int, uint64_t> cacheIdByRank;
+    std::map<int, std::string> inlineByRank;  // ranks that sent their input bytes
     std::set<int> expected;
     SteadyTime firstSeen;
     SteadyTime warnedAt{};
@@ -84,6 +89,9 @@ class Coordinator {
                 std::vector<std::optional<FusionKey>>& openKeys, Response response,
                 const OpRequest& request);
   void applyProcessSetChange(Response& response, const OpRequest& request);
+  // Fills response.inlineResult when every rank sent its input bytes; turns the response into
+  // an Error when the reduction cannot run.
+  void reduceIfInline(Response& response, const Pending& p, const OpRequest& request) const;
 
   CoordinatorOptions options_;
   std::unordered_map<std::string, Pending> pending_;

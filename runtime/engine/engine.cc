@@ -4,6 +4,7 @@
 
 #include "common/format.h"
 #include "common/logging.h"
+#include "runtime/engine/inline_allreduce.h"
 
 namespace hvd::runtime {
 namespace {
@@ -123,6 +124,7 @@ bool Engine::takeSubmissions() {
       s.cacheId = workerCache_.idFor(s.request);
       ++(s.cacheId ? cacheHits_ : cacheMisses_);
     }
+    if (travelsInline(op->request, options_.inlineAllreduceBytes)) s.inlineData = packInputs(*op);
     list.submissions.push_back(std::move(s));
     if (op->op.type == OpType::Join) join_ = std::move(op);
     else waiting_[op->request.key()] = std::move(op);
@@ -254,6 +256,7 @@ void Engine::execute(const Response& r) {
                                 op->request.totalBytes()});
     timeline_.record(events);
   }
+  if (!r.inlineResult.empty()) return completeInline(r, ops);
   try {
     executor_.run(r, ops, *comm);
   } catch (const InvalidArgument&) {
@@ -268,6 +271,20 @@ void Engine::execute(const Response& r) {
     if (op) finishOp(*op, nullptr);
   for (std::size_t i = 0; i < ops.size() && i < r.cacheIds.size(); ++i)
     if (ops[i]) workerCache_.learn(ops[i]->negotiated, r.cacheIds[i]);
+}
+
+void Engine::completeInline(const Response& r, const std::vector<LocalOp*>& ops) {
+  HVD_ENFORCE(ops.size() == 1 && ops[0], "inline allreduce response for ", r.names.size(),
+              " names, of which this rank did not submit some");
+  LocalOp& op = *ops[0];
+  auto t0 = Clock::now();
+  unpackResult(r.inlineResult, op);
+  ++inlineAllreduces_;
+  if (timeline_.active())
+    timeline_.record({{op.request.name, "ALLREDUCE (on the coordinator)", t0, Clock::now(),
+                       op.request.totalBytes()}});
+  finishOp(op, nullptr);
+  if (!r.cacheIds.empty()) workerCache_.learn(op.negotiated, r.cacheIds[0]);
 }
 
 void Engine::finishOp(LocalOp& op, std::exception_ptr error) {
@@ -371,7 +388,8 @@ void Engine::shutdown() {
 }
 
 EngineStats Engine::stats() const {
-  return {submitted_, cacheHits_, cacheMisses_, collectives_, fusedTensors_, responseLists_};
+  return {submitted_,    cacheHits_,     cacheMisses_,      collectives_,
+          fusedTensors_, responseLists_, inlineAllreduces_};
 }
 
 std::optional<std::vector<int32_t>> Engine::processSet(int32_t id) const {

@@ -46,6 +46,9 @@ struct EngineOptions {
   // the coordinator's reply usually follows within microseconds, and catching it by polling
   // saves a kernel wake-up of the engine thread. Handles' wait() polls as long.
   std::chrono::microseconds spinTime{0};
+  // Host-memory allreduces of at most this many bytes travel with their requests and are
+  // reduced by the coordinator (inline_allreduce.h); 0: never.
+  std::size_t inlineAllreduceBytes = 0;
   std::string timelinePath;  // rank 0 writes it; empty: none
 };
 
@@ -56,6 +59,7 @@ struct EngineStats {
   uint64_t collectives = 0;  // collective calls made (a fused allreduce counts once)
   uint64_t fusedTensors = 0;
   uint64_t responseLists = 0;
+  uint64_t inlineAllreduces = 0;  // allreduces the coordinator reduced (no collective ran)
 };
 
 class Engine {
@@ -96,9 +100,9 @@ class Engine {
   void applyResponses(const ResponseList& list);
   void applyResponse(const Response& response);
   void execute(const Response& response);
+  void completeInline(const Response& response, const std::vector<LocalOp*>& ops);
   void failNamed(const Response& response, const std::string& message);
   void finishOp(LocalOp& op, std::exception_ptr error);
-  void submitToCoordinator(int rank, const RequestList& list);
   void failEverything(std::exception_ptr error);
   collectives::Deadline nextWake() const;
   std::string autoName(OpType type);
@@ -113,9 +117,6 @@ class Engine {
   WorkerCache workerCache_;
   // Rank 0 only.
   std::unique_ptr<Coordinator> coordinator_;
-  std::unique_ptr<CoordinatorCache> coordinatorCache_;
-  std::map<int, uint64_t> listsSeenByRank_;
-  uint64_t nextListSeq_ = 1;
 
   // Engine thread.
   std::unordered_map<std::string, std::unique_ptr<LocalOp>> waiting_;  // submitted, not yet run
@@ -136,7 +137,7 @@ class Engine {
   bool threadDone_ = false;
   std::atomic<bool> abort_{false};
   std::atomic<uint64_t> submitted_{0}, cacheHits_{0}, cacheMisses_{0}, responseLists_{0};
-  std::atomic<uint64_t> collectives_{0}, fusedTensors_{0};
+  std::atomic<uint64_t> collectives_{0}, fusedTensors_{0}, inlineAllreduces_{0};
 
   std::thread thread_;
 };

@@ -10,6 +10,7 @@ std::string RequestList::encode() const {
   for (const auto& s : submissions) {
     w.put(s.cacheId);
     if (s.cacheId == 0) s.request.encode(w);
+    w.putString(s.inlineData);
   }
   return w.take();
 }
@@ -24,6 +25,7 @@ RequestList RequestList::decode(const std::string& bytes) {
     Submission s;
     s.cacheId = r.get<uint64_t>();
     if (s.cacheId == 0) s.request = OpRequest::decode(r);
+    s.inlineData = r.getString();
     l.submissions.push_back(std::move(s));
   }
   if (!r.atEnd()) throw InternalError("request list has trailing bytes");
@@ -45,6 +47,7 @@ std::string ResponseList::encode() const {
     w.put(x.value);
     w.put<uint32_t>(static_cast<uint32_t>(x.forJoined.size()));
     for (const auto& j : x.forJoined) j.encode(w);
+    w.putString(x.inlineResult);
   }
   return w.take();
 }
@@ -66,6 +69,7 @@ ResponseList ResponseList::decode(const std::string& bytes) {
     x.value = r.get<int32_t>();
     auto joined = r.get<uint32_t>();
     for (uint32_t k = 0; k < joined; ++k) x.forJoined.push_back(OpRequest::decode(r));
+    x.inlineResult = r.getString();
     l.responses.push_back(std::move(x));
   }
   if (!r.atEnd()) throw InternalError("response list has trailing bytes");

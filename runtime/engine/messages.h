@@ -17,6 +17,9 @@ namespace hvd::runtime {
 struct Submission {
   uint64_t cacheId = 0;  // non-zero: cached, and `request` is unused
   OpRequest request;
+  // A small host-memory allreduce's input bytes (its tensors back to back), so that the
+  // coordinator can reduce it itself (coordinator.h); empty otherwise.
+  std::string inlineData;
 };
 
 struct RequestList {
@@ -46,6 +49,9 @@ struct Response {
   // Execute of an allreduce some ranks did not submit because they joined: those ranks
   // contribute zeros shaped like these requests (parallel to names).
   std::vector<OpRequest> forJoined;
+  // Execute of an allreduce the coordinator reduced from the ranks' inline data: the result
+  // (tensors back to back); ranks copy it out instead of running a collective.
+  std::string inlineResult;
 };
 
 struct ResponseList {

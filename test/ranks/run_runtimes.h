@@ -28,17 +28,19 @@ inline runtime::Config runtimeConfig(int rank, int size,
   return runtime::Config::fromParams(params::ParamValues::fromMap(extra));
 }
 
-// Returns each rank's outcome. With `shutdown`, every rank shuts down collectively at the end.
-inline std::vector<std::string> runRuntimes(int n, const RankFn& fn,
-                                            std::map<std::string, std::string> extra = {},
-                                            bool shutdown = true) {
+using ParamsFor = std::function<std::map<std::string, std::string>(int rank)>;
+
+// Returns each rank's outcome; rank r runs with the parameters paramsFor(r). With `shutdown`,
+// every rank shuts down collectively at the end.
+inline std::vector<std::string> runRuntimesWith(int n, const RankFn& fn, const ParamsFor& paramsFor,
+                                                bool shutdown = true) {
   rendezvous::InMemoryStore store;
   std::vector<std::string> outcome(n);
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r)
     threads.emplace_back([&, r] {
       try {
-        auto rt = runtime::Runtime::create(runtimeConfig(r, n, extra), store);
+        auto rt = runtime::Runtime::create(runtimeConfig(r, n, paramsFor(r)), store);
         outcome[r] = fn(*rt, r);
         if (shutdown) rt->shutdown();
       } catch (const std::exception& e) {
@@ -47,6 +49,13 @@ inline std::vector<std::string> runRuntimes(int n, const RankFn& fn,
     });
   for (auto& t : threads) t.join();
   return outcome;
+}
+
+// Every rank with the same extra parameters.
+inline std::vector<std::string> runRuntimes(int n, const RankFn& fn,
+                                            std::map<std::string, std::string> extra = {},
+                                            bool shutdown = true) {
+  return runRuntimesWith(n, fn, [&](int) { return extra; }, shutdown);
 }
 
 // Catches the error an expression throws and returns its message ("" when it does not throw).

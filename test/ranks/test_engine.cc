@@ -7,6 +7,7 @@
 #include <chrono>
 #include <numeric>
 
+#include "bench/hvd_bench/elements.h"
 #include "run_runtimes.h"
 
 using namespace hvd;
@@ -16,6 +17,7 @@ using hvd::collectives::ReduceOp;
 using hvd::collectives::Tensor;
 using hvd::test::errorOf;
 using hvd::test::runRuntimes;
+using hvd::test::runRuntimesWith;
 using hvd::test::runtimeConfig;
 
 namespace {
@@ -384,5 +386,95 @@ TEST_CASE("the engine gives the same results with the spin off, default and long
       return "";
     }, {{"HVD_SPIN_MICROSECONDS", spin}});
     for (const auto& o : outcomes) REQUIRE(o == "");
+  }
+}
+
+namespace {
+
+// Every dtype and op on 1 and 17 elements (at most 136 bytes, under the default inline limit),
+// in and out of place, then a float32 Sum with scale factors; checks each result against the
+// closed form. Returns what went wrong, or "" and the number of operations run.
+std::string smallAllreduceMatrix(Runtime& rt, int rank, int n, int& operations) {
+  using namespace hvd::bench;
+  const DType types[] = {DType::UInt8,   DType::Int8,     DType::Int16,   DType::Int32,
+                         DType::Int64,   DType::Float16,  DType::BFloat16, DType::Float32,
+                         DType::Float64, DType::Bool};
+  const ReduceOp ops[] = {ReduceOp::Sum, ReduceOp::Average, ReduceOp::Min, ReduceOp::Max,
+                          ReduceOp::Product};
+  operations = 0;
+  for (DType t : types)
+    for (ReduceOp reduceOp : ops) {
+      if (t == DType::Bool && reduceOp == ReduceOp::Average) continue;
+      for (int64_t count : {1, 17})
+        for (bool inPlace : {true, false}) {
+          std::size_t bytes = count * hvd::collectives::dtypeSize(t);
+          std::vector<std::byte> in(bytes), out(bytes);
+          for (int64_t i = 0; i < count; ++i) setElement(in.data(), t, i, fillValue(t, reduceOp, rank, i));
+          Operation op;
+          op.name = detail::concat("m.", dtypeName(t), ".", reduceOpName(reduceOp), ".", count);
+          op.reduceOp = reduceOp;
+          op.inputs = {Tensor{in.data(), t, {count}}};
+          if (!inPlace) op.outputs = {Tensor{out.data(), t, {count}}};
+          rt.run(op);
+          ++operations;
+          const void* result = inPlace ? in.data() : out.data();
+          for (int64_t i = 0; i < count; ++i) {
+            double got = getElement(result, t, i), want = expectedValue(t, reduceOp, n, i);
+            if (!close(got, want, t))
+              return detail::concat(op.name, inPlace ? " in place" : " out of place", ": element ",
+                                    i, " is ", got, ", want ", want);
+          }
+        }
+    }
+  std::vector<float> v{static_cast<float>(rank + 1), 1.0f};
+  Operation scaled = allreduceOf("scaled", v);
+  scaled.prescale = 0.5;
+  scaled.postscale = 4.0;
+  rt.run(scaled);
+  ++operations;
+  float want = 2.0f * n * (n + 1) / 2;
+  if (v[0] != want || v[1] != 2.0f * n)
+    return detail::concat("scaled: ", v[0], ",", v[1], ", want ", want, ",", 2.0f * n);
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("small allreduces reduced by the coordinator: every dtype and op, in and out of place") {
+  const int n = 3;
+  std::vector<EngineStats> stats(n);
+  std::vector<int> operations(n);
+  auto outcomes = runRuntimes(n, [&](Runtime& rt, int rank) -> std::string {
+    std::string why = smallAllreduceMatrix(rt, rank, n, operations[rank]);
+    stats[rank] = rt.engine().stats();
+    return why;
+  });
+  for (int r = 0; r < n; ++r) {
+    INFO("rank " << r);
+    REQUIRE(outcomes[r] == "");
+    // No collective ran: each result came with the coordinator's response.
+    CHECK(stats[r].inlineAllreduces == static_cast<uint64_t>(operations[r]));
+    CHECK(stats[r].collectives == 0);
+  }
+}
+
+TEST_CASE("small allreduces run as collectives when a rank does not send them inline") {
+  const int n = 3;
+  std::vector<EngineStats> stats(n);
+  std::vector<int> operations(n);
+  // Rank 1 has inline allreduces off: the others' inline data cannot be used.
+  auto outcomes = runRuntimesWith(n, [&](Runtime& rt, int rank) -> std::string {
+    std::string why = smallAllreduceMatrix(rt, rank, n, operations[rank]);
+    stats[rank] = rt.engine().stats();
+    return why;
+  }, [](int rank) -> std::map<std::string, std::string> {
+    if (rank == 1) return {{"HVD_INLINE_ALLREDUCE_BYTES", "0"}};
+    return {};
+  });
+  for (int r = 0; r < n; ++r) {
+    INFO("rank " << r);
+    REQUIRE(outcomes[r] == "");
+    CHECK(stats[r].inlineAllreduces == 0);
+    CHECK(stats[r].collectives == static_cast<uint64_t>(operations[r]));
   }
 }

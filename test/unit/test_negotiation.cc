@@ -2,12 +2,14 @@
 // timeline file, driven directly: no sockets, no threads.
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "runtime/engine/coordinator.h"
 #include "runtime/engine/executor.h"
+#include "runtime/engine/inline_allreduce.h"
 #include "runtime/engine/timeline.h"
 
 using namespace hvd::runtime;
@@ -197,6 +199,20 @@ TEST_CASE("control messages survive encoding, and a truncated one is an error") 
   REQUIRE(back.submissions.size() == 2);
   CHECK(back.submissions[0].request == full.request);
   CHECK(back.submissions[1].cacheId == 42);
+  CHECK(back.submissions[1].inlineData.empty());
+  l.submissions[1].inlineData = std::string("\0\1\2\3", 4);
+  CHECK(RequestList::decode(l.encode()).submissions[1].inlineData == l.submissions[1].inlineData);
+  ResponseList responses;
+  responses.seq = 3;
+  Response inlined;
+  inlined.names = {"loss"};
+  inlined.cacheIds = {5};
+  inlined.inlineResult = std::string("\0\0\200?", 4);
+  responses.responses = {inlined};
+  auto r = ResponseList::decode(responses.encode());
+  REQUIRE(r.responses.size() == 1);
+  CHECK(r.responses[0].inlineResult == inlined.inlineResult);
+  CHECK(r.responses[0].names == inlined.names);
   std::string bytes = l.encode();
   bytes.pop_back();
   CHECK_THROWS_WITH(RequestList::decode(bytes), Catch::Contains("truncated"));
@@ -250,4 +266,86 @@ TEST_CASE("operations waiting for a rank that shut down fail at once, naming it"
   list = c.dispatch(t0);
   REQUIRE(list.responses.size() == 1);
   CHECK(list.responses[0].kind == ResponseKind::Execute);
+}
+
+namespace {
+
+std::string floats(std::vector<float> v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+}
+
+std::vector<float> asFloats(const std::string& bytes) {
+  std::vector<float> v(bytes.size() / sizeof(float));
+  std::memcpy(v.data(), bytes.data(), bytes.size());
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("the coordinator reduces allreduces every rank sent inline, with the scale factors") {
+  Coordinator c(options(3, 1 << 20));
+  OpRequest loss = allreduce("loss", 2);
+  loss.prescale = 0.5;
+  loss.postscale = 3.0;
+  OpRequest acc = allreduce("acc", 1);
+  acc.reduceOp = hvd::collectives::ReduceOp::Max;
+  for (int r = 0; r < 3; ++r) {
+    c.submit(r, loss, 0, t0, floats({r + 1.0f, 10.0f * (r + 1)}));
+    c.submit(r, acc, 0, t0, floats({r == 1 ? 7.0f : 1.0f}));
+  }
+  auto list = c.dispatch(t0);
+  // Not fused with each other although their fusion keys could match: no collective runs.
+  REQUIRE(list.responses.size() == 2);
+  CHECK(list.responses[0].kind == ResponseKind::Execute);
+  CHECK(list.responses[0].names == std::vector<std::string>{"loss"});
+  CHECK(asFloats(list.responses[0].inlineResult) == std::vector<float>{9.0f, 90.0f});
+  CHECK(asFloats(list.responses[1].inlineResult) == std::vector<float>{7.0f});
+  CHECK(list.responses[1].cacheIds.size() == 1);
+}
+
+TEST_CASE("an allreduce runs as a collective when a rank sent no inline data or has joined") {
+  Coordinator c(options(3, 1 << 20));
+  c.submit(0, allreduce("a", 1), 0, t0, floats({1}));
+  c.submit(1, allreduce("a", 1), 0, t0);  // this rank's limit is lower
+  c.submit(2, allreduce("a", 1), 0, t0, floats({1}));
+  auto list = c.dispatch(t0);
+  REQUIRE(list.responses.size() == 1);
+  CHECK(list.responses[0].kind == ResponseKind::Execute);
+  CHECK(list.responses[0].inlineResult.empty());
+
+  OpRequest join;
+  join.type = OpType::Join;
+  join.name = "join";
+  c.submit(2, join, 0, t0);
+  c.submit(0, allreduce("b", 1), 0, t0, floats({1}));
+  c.submit(1, allreduce("b", 1), 0, t0, floats({1}));
+  list = c.dispatch(t0);
+  REQUIRE(list.responses.size() == 1);
+  CHECK(list.responses[0].forJoined.size() == 1);
+  CHECK(list.responses[0].inlineResult.empty());
+}
+
+TEST_CASE("an inline allreduce the dtype cannot reduce fails on every rank, naming it") {
+  Coordinator c(options(2));
+  OpRequest flags = allreduce("flags", 4, DType::Bool);
+  flags.prescale = 2.0;
+  c.submit(0, flags, 0, t0, std::string(4, '\1'));
+  c.submit(1, flags, 0, t0, std::string(4, '\0'));
+  auto list = c.dispatch(t0);
+  REQUIRE(list.responses.size() == 1);
+  CHECK(list.responses[0].kind == ResponseKind::Error);
+  CHECK_THAT(list.responses[0].message, Catch::Contains("allreduce \"flags\"") &&
+                                            Catch::Contains("cannot scale a bool tensor"));
+}
+
+TEST_CASE("reduceInline: an integer average divides exactly, toward zero, like the collective") {
+  using hvd::collectives::ReduceOp;
+  OpRequest r = allreduce("x", 3, DType::Int16);
+  r.reduceOp = ReduceOp::Average;
+  std::vector<int16_t> a{10, -7, 3}, b{20, 7, 4};
+  std::string sa(reinterpret_cast<const char*>(a.data()), 6), sb(reinterpret_cast<const char*>(b.data()), 6);
+  std::string out = reduceInline(r, {&sa, &sb});
+  std::vector<int16_t> got(3);
+  std::memcpy(got.data(), out.data(), 6);
+  CHECK(got == std::vector<int16_t>{15, 0, 3});  // integer division toward zero, like the collective
 }
