@@ -1,6 +1,7 @@
 // The background engine: one thread per Runtime that takes the operations callers enqueue,
 // negotiates them with the coordinator (rank 0's engine, see coordinator.h) so that every rank
-// runs them in one order, and runs them (executor.h).
+// runs them in one order, and runs them (executor.h), or copies out the result the coordinator
+// reduced for an allreduce small enough to travel with its request (inline_allreduce.h).
 //
 // Each loop of the engine thread: take new submissions and tell the coordinator (rank 0 hands
 // them to its Coordinator directly; others send a RequestList); read control messages; on rank
