@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <thread>
@@ -24,6 +25,10 @@ namespace {
 // whenever TCP gives up; keepalives make a silent peer count as vanished.
 constexpr unsigned kUserTimeoutMs = 30000;
 constexpr int kKeepaliveSeconds = 10;
+// How long a host has to confirm a kill (the rank's remote script exits once the watcher has
+// killed the group) before hvdrun counts the rank killed anyway.
+constexpr auto kKillConfirmTime = std::chrono::seconds(2);
+using Clock = std::chrono::steady_clock;
 
 enum class Phase { Running, Closing, WaitClosed, Done };
 
@@ -58,6 +63,7 @@ struct RankChannel {
   Phase phase = Phase::Running;
   std::string lifeline;  // commands for the remote watcher not yet written (remote_command.h)
   bool termQueued = false, killWanted = false, reported = false;
+  Clock::time_point killConfirmBy{};  // killWanted: when to stop waiting for the remote exit
 };
 
 }  // namespace
@@ -245,6 +251,7 @@ void RemoteRanks::Host::applyRequests() {
       if (r.spec.placement.rank == rank) {
         if (sig == SIGKILL && !r.killWanted) {
           r.killWanted = true;
+          r.killConfirmBy = Clock::now() + kKillConfirmTime;
           r.lifeline += kLifelineKill;
         } else if (!r.termQueued) {
           r.termQueued = true;
@@ -255,9 +262,17 @@ void RemoteRanks::Host::applyRequests() {
 
 // Moves one rank on as far as it can go without blocking.
 void RemoteRanks::Host::pump(RankChannel& r, Round& round, char* buf, std::size_t size) {
-  // A killed rank counts as ended at once, as a local one would; its channel closes as soon as
-  // the watcher has been told.
-  if (r.killWanted && !r.reported) finish(r, {true, SIGKILL}, "");
+  // A killed rank ends when its remote script exits, which it does once the watcher has read
+  // `kill` and killed the group. Counting it ended as soon as `kill` was queued let hvdrun exit
+  // and close the connection before the command had reached the watcher; the closed lifeline
+  // then only sent SIGTERM, and ranks that ignore it outlived hvdrun by the grace period. A
+  // host that does not confirm in time is given up on (its closed lifeline still stops the
+  // group, with SIGTERM, grace, SIGKILL).
+  if (r.killWanted && !r.reported && Clock::now() >= r.killConfirmBy) {
+    finish(r, {true, SIGKILL},
+           "no exit from the remote host within 2 s of the kill; counted as killed");
+    if (r.phase == Phase::Running) r.phase = Phase::Closing;
+  }
   if (r.phase == Phase::Running) {
     for (int stream : {0, SSH_EXTENDED_DATA_STDERR}) {
       ssize_t n;
@@ -280,8 +295,7 @@ void RemoteRanks::Host::pump(RankChannel& r, Round& round, char* buf, std::size_
         r.lifeline.clear();  // the remote side has closed: the rank is ending anyway
       }
     }
-    if (libssh2_channel_eof(r.channel) || (r.killWanted && r.lifeline.empty()))
-      r.phase = Phase::Closing;
+    if (libssh2_channel_eof(r.channel)) r.phase = Phase::Closing;
   }
   if (r.phase == Phase::Closing && libssh2_channel_close(r.channel) != LIBSSH2_ERROR_EAGAIN)
     r.phase = Phase::WaitClosed;
@@ -321,6 +335,12 @@ void RemoteRanks::Host::waitForActivity() {
   std::vector<pollfd> fds{{controlRead, POLLIN, 0}};
   std::vector<std::size_t> owner{0};
   int timeoutMs = kKeepaliveSeconds * 1000;
+  auto now = Clock::now();
+  for (const auto& r : ranks)
+    if (r.killWanted && !r.reported) {
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(r.killConfirmBy - now).count();
+      timeoutMs = std::min<int>(timeoutMs, static_cast<int>(std::max<int64_t>(left, 0)));
+    }
   for (std::size_t c = 0; c < sessions.size(); ++c) {
     if (!sessions[c]) continue;
     LIBSSH2_SESSION* s = sessions[c]->raw();

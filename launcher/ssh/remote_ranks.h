@@ -53,8 +53,9 @@ class RemoteRanks {
   // Readable when ranks have ended since the last takeEnded().
   int wakeFd() const { return wakeRead_; }
   std::vector<std::pair<int, ExitStatus>> takeEnded();
-  // SIGKILL closes the rank's channel and reports it killed at once; any other signal ends its
-  // lifeline and the rank is reported when its remote script exits.
+  // Writes the command for `sig` on the rank's lifeline (SIGKILL: `kill`, any other: `term`).
+  // The rank is reported when its remote script exits; after SIGKILL, within 2 s even if its
+  // host does not answer.
   void signal(int rank, int sig);
 
  private:
