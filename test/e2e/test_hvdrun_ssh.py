@@ -280,6 +280,49 @@ def test_second_interrupt_kills_remote_ranks_that_ignore_sigterm(hosts):
             proc.wait()
 
 
+def test_a_kill_the_host_never_confirms_is_given_up_on_after_2_s(hosts):
+    """A killed remote rank counts as ended when its remote script exits. Here the scripts are
+    stopped, so they cannot: hvdrun still ends within a few seconds of the second Ctrl-C, says
+    which ranks it gave up on, and the kill itself reached every host."""
+    marker = f"unconfirmed-{os.getpid()}"
+    stubborn = "trap '' TERM; echo READY $HVD_RANK; while :; do sleep 1; done"
+    proc = subprocess.Popen([str(HVDRUN), "--ssh-port", str(SSH_PORT), "--grace-seconds", "60",
+                             "-np", "4", "-H", hosts.hosts(2), "sh", "-c", stubborn, marker],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=hosts.env(), cwd=REPO)
+    stopped = []
+    try:
+        read_until_ready(proc)
+        ranks = [p for p in processes_with(marker)
+                 if pathlib.Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"sh\0-c\0trap")]
+        assert len(ranks) == 4, ranks
+        # Each rank's parent is its remote script, which reports the rank's exit.
+        for pid in ranks:
+            parent = int(pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            os.kill(parent, signal.SIGSTOP)
+            stopped.append(parent)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(1)
+        start = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+        elapsed = time.monotonic() - start
+        assert "second interrupt: killing all ranks now" in err, err
+        assert err.count("no exit from the remote host within 2 s of the kill") == 4, err
+        assert 1.5 < elapsed < 10, f"gave up after {elapsed:.1f} s"
+        wait_for(lambda: all(process_gone(p) for p in ranks), 10,
+                 "the ranks to be killed")
+    finally:
+        for pid in stopped:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_secrets_never_appear_on_any_command_line(hosts):
     marker = f"secret-{os.getpid()}"
     proc = start_job(hosts, marker)
