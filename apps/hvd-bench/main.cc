@@ -58,7 +58,11 @@ int main(int argc, char** argv) {
   app.add_flag("--engine", engine,
                "Instead of a sweep, time 100-tensor steps through the engine with fusion on and "
                "off, and a 4-byte allreduce's latency");
-  app.add_option("--steps", eo.steps, "--engine: timed steps per list")->check(CLI::Range(1, 100000));
+  app.add_option("--steps", eo.steps, "--engine: timed steps per list, configuration and round")->check(CLI::Range(1, 100000));
+  app.add_option("--rounds", eo.rounds,
+                 "--engine: rounds, each timing fusion on and off on fresh runtimes, in "
+                 "alternating order")
+      ->check(CLI::Range(1, 1000));
   app.add_option("--latency-iters", eo.latencyIterations, "--engine: timed 4-byte allreduces")
       ->check(CLI::Range(10, 10000000));
   bool gpuMode = false;

@@ -110,6 +110,7 @@ std::vector<std::size_t> smallTensorSizes() {
 EngineBenchResult runEngineBench(const runtime::Config& config, const EngineBenchOptions& o) {
   EngineBenchResult result;
   result.ranks = config.topology.size;
+  result.rounds = o.rounds;
   result.fusionThresholdBytes = config.fusionThresholdBytes;
   const std::vector<std::pair<std::string, std::vector<std::size_t>>> lists = {
       {"resnet-like", resnetLikeSizes()}, {"small", smallTensorSizes()}};
@@ -120,30 +121,47 @@ EngineBenchResult runEngineBench(const runtime::Config& config, const EngineBenc
     for (auto b : sizes) r.totalBytes += b;
     result.lists.push_back(r);
   }
-  for (bool fused : {true, false}) {
-    runtime::Config c = config;
-    if (!fused) c.fusionThresholdBytes = 0;
-    auto rt = runtime::Runtime::create(c);
-    for (std::size_t i = 0; i < lists.size(); ++i) {
-      StepRun run = runSteps(*rt, lists[i].second, lists[i].first + ".", o);
-      ListResult& r = result.lists[i];
-      (fused ? r.fusedStepMs : r.unfusedStepMs) = median(run.stepMs);
-      (fused ? r.fusedCollectivesPerStep : r.unfusedCollectivesPerStep) = run.collectivesPerStep;
-      if (fused && i == 0 && run.submissions > 0)
-        result.cacheHitRate = static_cast<double>(run.hits) / run.submissions;
-    }
-    if (fused) {
-      auto us = latencies([&](float* x) {
-        Operation op;
-        op.type = OpType::Allreduce;
-        op.name = "latency";
-        op.inputs = {Tensor{x, DType::Float32, {1}}};
-        rt->run(std::move(op));
-      }, o.latencyIterations);
-      result.engineLatencyUs = median(us);
-      result.engineLatencyP90Us = percentile(us, 0.9);
-    }
+  {
+    // An untimed round first: a process's first runtime ran its first steps slower (page
+    // faults, allocator growth, socket buffers), whichever configuration it had.
+    auto rt = runtime::Runtime::create(config);
+    for (const auto& [name, sizes] : lists) runSteps(*rt, sizes, name + ".", o);
     rt->shutdown();
+  }
+  std::vector<std::vector<double>> fusedMs(lists.size()), unfusedMs(lists.size());
+  for (int round = 0; round < o.rounds; ++round) {
+    for (bool fused : {round % 2 == 0, round % 2 != 0}) {
+      runtime::Config c = config;
+      if (!fused) c.fusionThresholdBytes = 0;
+      auto rt = runtime::Runtime::create(c);
+      for (std::size_t i = 0; i < lists.size(); ++i) {
+        StepRun run = runSteps(*rt, lists[i].second, lists[i].first + ".", o);
+        ListResult& r = result.lists[i];
+        auto& all = fused ? fusedMs[i] : unfusedMs[i];
+        all.insert(all.end(), run.stepMs.begin(), run.stepMs.end());
+        (fused ? r.fusedStepMsPerRound : r.unfusedStepMsPerRound).push_back(median(run.stepMs));
+        (fused ? r.fusedCollectivesPerStep : r.unfusedCollectivesPerStep) +=
+            run.collectivesPerStep / o.rounds;
+        if (fused && i == 0 && run.submissions > 0)
+          result.cacheHitRate = static_cast<double>(run.hits) / run.submissions;
+      }
+      if (fused && round == 0) {
+        auto us = latencies([&](float* x) {
+          Operation op;
+          op.type = OpType::Allreduce;
+          op.name = "latency";
+          op.inputs = {Tensor{x, DType::Float32, {1}}};
+          rt->run(std::move(op));
+        }, o.latencyIterations);
+        result.engineLatencyUs = median(us);
+        result.engineLatencyP90Us = percentile(us, 0.9);
+      }
+      rt->shutdown();
+    }
+  }
+  for (std::size_t i = 0; i < lists.size(); ++i) {
+    result.lists[i].fusedStepMs = median(fusedMs[i]);
+    result.lists[i].unfusedStepMs = median(unfusedMs[i]);
   }
   auto direct = runtime::DirectCollectives::create(config);
   result.directLatencyUs = median(latencies([&](float* x) {
@@ -156,7 +174,8 @@ EngineBenchResult runEngineBench(const runtime::Config& config, const EngineBenc
 
 void printEngineReport(std::ostream& out, const EngineBenchResult& r) {
   out << "# hvd-bench --engine: " << r.ranks << " ranks, fusion threshold "
-      << r.fusionThresholdBytes << " bytes\n";
+      << r.fusionThresholdBytes << " bytes, " << r.rounds
+      << " rounds alternating fusion on and off (medians over all rounds' steps)\n";
   out << "#  list         tensors      bytes | fused ms/step  steps/s  colls | unfused ms/step"
          "  steps/s  colls | speed-up\n";
   for (const auto& l : r.lists) {
@@ -175,6 +194,7 @@ void printEngineReport(std::ostream& out, const EngineBenchResult& r) {
 void writeEngineJson(const std::string& path, const EngineBenchResult& r) {
   nlohmann::json j = {{"tool", "hvd-bench --engine"},
                       {"ranks", r.ranks},
+                      {"rounds", r.rounds},
                       {"fusion_threshold_bytes", r.fusionThresholdBytes},
                       {"engine_latency_us_median", r.engineLatencyUs},
                       {"engine_latency_us_p90", r.engineLatencyP90Us},
@@ -190,6 +210,8 @@ void writeEngineJson(const std::string& path, const EngineBenchResult& r) {
                           {"fused_steps_per_s", 1000.0 / l.fusedStepMs},
                           {"unfused_steps_per_s", 1000.0 / l.unfusedStepMs},
                           {"fusion_speedup", l.unfusedStepMs / l.fusedStepMs},
+                          {"fused_step_ms_per_round", l.fusedStepMsPerRound},
+                          {"unfused_step_ms_per_round", l.unfusedStepMsPerRound},
                           {"fused_collectives_per_step", l.fusedCollectivesPerStep},
                           {"unfused_collectives_per_step", l.unfusedCollectivesPerStep}});
   std::ofstream file(path);

@@ -43,3 +43,22 @@ def test_bench_rejects_bad_arguments():
     r = run_hvdrun("-np", 2, BENCH, "-o", "broadcast", "-r", "5")
     assert r.returncode != 0
     assert "-r 5" in r.stderr
+
+
+def test_engine_benchmark_alternates_fusion_on_and_off(tmp_path):
+    out = tmp_path / "engine.json"
+    r = run_hvdrun("-np", 2, BENCH, "--engine", "--steps", "2", "--rounds", "3",
+                   "--latency-iters", "50", "--json", out, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    report = json.loads(out.read_text())
+    assert report["rounds"] == 3
+    assert report["engine_latency_us_median"] > 0 and report["direct_latency_us_median"] > 0
+    assert report["cache_hit_rate"] == 1.0
+    lists = {l["list"]: l for l in report["lists"]}
+    assert set(lists) == {"resnet-like", "small"}
+    for l in lists.values():
+        assert len(l["fused_step_ms_per_round"]) == 3 and len(l["unfused_step_ms_per_round"]) == 3
+        assert l["unfused_collectives_per_step"] == l["tensors"] == 100
+    # The small list (2.4 MiB) fits one fusion buffer when all of a step is ready together;
+    # it never takes as many collectives as tensors.
+    assert lists["small"]["fused_collectives_per_step"] < 100
