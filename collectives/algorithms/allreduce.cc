@@ -84,8 +84,7 @@ void allreduce(Comm& comm, const void* input, void* output, std::size_t count, D
       ringAllreduce(comm, source, data, blocks, dtype, op, segmentBytesFor(bytes, comm.size(), options), tag);
     }
   }
-  if (op == ReduceOp::Average && comm.size() > 1) divide(output, count, dtype, comm.size());
-  if (options.postscale != 1.0) scale(output, count, dtype, options.postscale);
+  finishAllreduce(output, count, dtype, op, comm.size(), options.postscale);
 }
 
 }  // namespace hvd::collectives

@@ -165,4 +165,10 @@ void divide(void* data, std::size_t n, DType dtype, int divisor) {
   scale(data, n, dtype, 1.0 / divisor);  // float16, bfloat16
 }
 
+void finishAllreduce(void* data, std::size_t n, DType dtype, ReduceOp op, int ranks,
+                     double postscale) {
+  if (op == ReduceOp::Average && ranks > 1) divide(data, n, dtype, ranks);
+  if (postscale != 1.0) scale(data, n, dtype, postscale);
+}
+
 }  // namespace hvd::collectives

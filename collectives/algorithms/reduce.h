@@ -19,6 +19,11 @@ void scale(void* data, std::size_t count, DType dtype, double factor);
 // data[i] /= divisor: exact integer division (toward zero) for integer types, so that an
 // Average of integers is what the user computes by hand; true division for floating point.
 void divide(void* data, std::size_t count, DType dtype, int divisor);
+// What every allreduce does to its reduced result: Average divides by the `ranks` that
+// contributed, then the postscale applies. One place, so the collective and the engine's
+// coordinator-side reduction cannot drift apart.
+void finishAllreduce(void* data, std::size_t count, DType dtype, ReduceOp op, int ranks,
+                     double postscale);
 void checkReducible(DType dtype, ReduceOp op);
 
 }  // namespace hvd::collectives

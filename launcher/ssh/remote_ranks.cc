@@ -270,7 +270,8 @@ void RemoteRanks::Host::pump(RankChannel& r, Round& round, char* buf, std::size_
   // group, with SIGTERM, grace, SIGKILL).
   if (r.killWanted && !r.reported && Clock::now() >= r.killConfirmBy) {
     finish(r, {true, SIGKILL},
-           "no exit from the remote host within 2 s of the kill; counted as killed");
+           detail::concat("no exit from the remote host within ", kKillConfirmTime.count(),
+                          " s of the kill; counted as killed"));
     if (r.phase == Phase::Running) r.phase = Phase::Closing;
   }
   if (r.phase == Phase::Running) {

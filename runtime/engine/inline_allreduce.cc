@@ -24,6 +24,9 @@ std::string reduceInline(const OpRequest& request,
                          const std::vector<const std::string*>& contributions) {
   HVD_ENFORCE(!contributions.empty(), request.describe(), ": no contributions to reduce");
   std::string result(request.totalBytes(), '\0');
+  for (const std::string* c : contributions)
+    HVD_ENFORCE(c->size() == result.size(), request.describe(), ": inline data of ", c->size(),
+                " bytes, expected ", result.size());
   std::string scaled;
   std::size_t offset = 0;
   for (const TensorMeta& meta : request.tensors) {
@@ -31,9 +34,6 @@ std::string reduceInline(const OpRequest& request,
     std::size_t count = meta.numElements(), bytes = meta.bytes();
     char* out = result.data() + offset;
     for (std::size_t r = 0; r < contributions.size(); ++r) {
-      HVD_ENFORCE(contributions[r]->size() == result.size(), request.describe(),
-                  ": inline data of ", contributions[r]->size(), " bytes, expected ",
-                  result.size());
       const char* in = contributions[r]->data() + offset;
       const char* operand = in;
       if (request.prescale != 1.0) {
@@ -44,9 +44,8 @@ std::string reduceInline(const OpRequest& request,
       if (r == 0) std::memcpy(out, operand, bytes);
       else collectives::reduceInto(out, operand, count, meta.dtype, request.reduceOp);
     }
-    if (request.reduceOp == ReduceOp::Average && contributions.size() > 1)
-      collectives::divide(out, count, meta.dtype, static_cast<int>(contributions.size()));
-    if (request.postscale != 1.0) collectives::scale(out, count, meta.dtype, request.postscale);
+    collectives::finishAllreduce(out, count, meta.dtype, request.reduceOp,
+                                 static_cast<int>(contributions.size()), request.postscale);
     offset += bytes;
   }
   return result;

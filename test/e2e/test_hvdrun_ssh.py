@@ -254,15 +254,20 @@ def test_stopping_hvdrun_leaves_no_process_on_any_host(hosts, how):
             proc.wait()
 
 
+def start_stubborn_job(hosts, marker):
+    """4 ranks on 2 hosts that ignore SIGTERM and print READY, with a 60 s grace period."""
+    stubborn = "trap '' TERM; echo READY $HVD_RANK; while :; do sleep 1; done"
+    return subprocess.Popen([str(HVDRUN), "--ssh-port", str(SSH_PORT), "--grace-seconds", "60",
+                             "-np", "4", "-H", hosts.hosts(2), "sh", "-c", stubborn, marker],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=hosts.env(), cwd=REPO)
+
+
 def test_second_interrupt_kills_remote_ranks_that_ignore_sigterm(hosts):
     """Ranks ignoring SIGTERM: the first Ctrl-C asks them to stop and they stay; the second
     kills them at once on every host, long before the 60 s grace period."""
     marker = f"stubborn-{os.getpid()}"
-    stubborn = "trap '' TERM; echo READY $HVD_RANK; while :; do sleep 1; done"
-    proc = subprocess.Popen([str(HVDRUN), "--ssh-port", str(SSH_PORT), "--grace-seconds", "60",
-                             "-np", "4", "-H", hosts.hosts(2), "sh", "-c", stubborn, marker],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=hosts.env(), cwd=REPO)
+    proc = start_stubborn_job(hosts, marker)
     try:
         read_until_ready(proc)
         proc.send_signal(signal.SIGINT)
@@ -285,11 +290,7 @@ def test_a_kill_the_host_never_confirms_is_given_up_on_after_2_s(hosts):
     stopped, so they cannot: hvdrun still ends within a few seconds of the second Ctrl-C, says
     which ranks it gave up on, and the kill itself reached every host."""
     marker = f"unconfirmed-{os.getpid()}"
-    stubborn = "trap '' TERM; echo READY $HVD_RANK; while :; do sleep 1; done"
-    proc = subprocess.Popen([str(HVDRUN), "--ssh-port", str(SSH_PORT), "--grace-seconds", "60",
-                             "-np", "4", "-H", hosts.hosts(2), "sh", "-c", stubborn, marker],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=hosts.env(), cwd=REPO)
+    proc = start_stubborn_job(hosts, marker)
     stopped = []
     try:
         read_until_ready(proc)

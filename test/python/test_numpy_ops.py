@@ -1,5 +1,6 @@
 """hvd.numpy against NumPy references. Each rank's input is a closed-form function of its
 rank, so every rank can compute the expected result alone."""
+import os
 import time
 
 import numpy as np
@@ -210,15 +211,13 @@ def test_join_makes_joined_ranks_contribute_zeros():
 def test_small_allreduces_are_reduced_by_the_coordinator_and_large_ones_run_collectives():
     """Up to HVD_INLINE_ALLREDUCE_BYTES (256 by default) the result comes with rank 0's reply
     (no collective); above it, a collective runs. Results are the same either way."""
-    import os
-    from hvd import _core
     if os.environ.get("HVD_INLINE_ALLREDUCE_BYTES", "256") != "256":
         pytest.skip("HVD_INLINE_ALLREDUCE_BYTES is not the default")
-    before = _core.stats()
+    before = hvd._core.stats()
     small = hnp.allreduce(np.full(64, hvd.rank() + 1, np.float32), op=hvd.Sum, name="inline.small")
-    middle = _core.stats()
+    middle = hvd._core.stats()
     large = hnp.allreduce(np.full(65, hvd.rank() + 1, np.float32), op=hvd.Sum, name="inline.large")
-    after = _core.stats()
+    after = hvd._core.stats()
     total = hvd.size() * (hvd.size() + 1) / 2
     np.testing.assert_array_equal(small, np.full(64, total, np.float32))
     np.testing.assert_array_equal(large, np.full(65, total, np.float32))

@@ -438,43 +438,47 @@ std::string smallAllreduceMatrix(Runtime& rt, int rank, int n, int& operations) 
   return "";
 }
 
+// Runs smallAllreduceMatrix on 3 ranks, rank r with paramsFor(r); returns each rank's
+// outcome, its engine counters afterwards and the number of operations it ran.
+struct MatrixRun {
+  std::vector<std::string> outcomes;
+  std::vector<EngineStats> stats;
+  std::vector<int> operations;
+};
+MatrixRun runSmallAllreduceMatrix(const hvd::test::ParamsFor& paramsFor) {
+  const int n = 3;
+  MatrixRun run{{}, std::vector<EngineStats>(n), std::vector<int>(n)};
+  run.outcomes = runRuntimesWith(n, [&](Runtime& rt, int rank) -> std::string {
+    std::string why = smallAllreduceMatrix(rt, rank, n, run.operations[rank]);
+    run.stats[rank] = rt.engine().stats();
+    return why;
+  }, paramsFor);
+  return run;
+}
+
 }  // namespace
 
 TEST_CASE("small allreduces reduced by the coordinator: every dtype and op, in and out of place") {
-  const int n = 3;
-  std::vector<EngineStats> stats(n);
-  std::vector<int> operations(n);
-  auto outcomes = runRuntimes(n, [&](Runtime& rt, int rank) -> std::string {
-    std::string why = smallAllreduceMatrix(rt, rank, n, operations[rank]);
-    stats[rank] = rt.engine().stats();
-    return why;
-  });
-  for (int r = 0; r < n; ++r) {
+  auto run = runSmallAllreduceMatrix([](int) { return std::map<std::string, std::string>{}; });
+  for (int r = 0; r < 3; ++r) {
     INFO("rank " << r);
-    REQUIRE(outcomes[r] == "");
+    REQUIRE(run.outcomes[r] == "");
     // No collective ran: each result came with the coordinator's response.
-    CHECK(stats[r].inlineAllreduces == static_cast<uint64_t>(operations[r]));
-    CHECK(stats[r].collectives == 0);
+    CHECK(run.stats[r].inlineAllreduces == static_cast<uint64_t>(run.operations[r]));
+    CHECK(run.stats[r].collectives == 0);
   }
 }
 
 TEST_CASE("small allreduces run as collectives when a rank does not send them inline") {
-  const int n = 3;
-  std::vector<EngineStats> stats(n);
-  std::vector<int> operations(n);
   // Rank 1 has inline allreduces off: the others' inline data cannot be used.
-  auto outcomes = runRuntimesWith(n, [&](Runtime& rt, int rank) -> std::string {
-    std::string why = smallAllreduceMatrix(rt, rank, n, operations[rank]);
-    stats[rank] = rt.engine().stats();
-    return why;
-  }, [](int rank) -> std::map<std::string, std::string> {
+  auto run = runSmallAllreduceMatrix([](int rank) -> std::map<std::string, std::string> {
     if (rank == 1) return {{"HVD_INLINE_ALLREDUCE_BYTES", "0"}};
     return {};
   });
-  for (int r = 0; r < n; ++r) {
+  for (int r = 0; r < 3; ++r) {
     INFO("rank " << r);
-    REQUIRE(outcomes[r] == "");
-    CHECK(stats[r].inlineAllreduces == 0);
-    CHECK(stats[r].collectives == static_cast<uint64_t>(operations[r]));
+    REQUIRE(run.outcomes[r] == "");
+    CHECK(run.stats[r].inlineAllreduces == 0);
+    CHECK(run.stats[r].collectives == static_cast<uint64_t>(run.operations[r]));
   }
 }
