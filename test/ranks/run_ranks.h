@@ -1,5 +1,5 @@
-// Runs N ranks as threads in this process, each with its own TCP device on 127.0.0.1 and one
-// shared InMemoryStore (Gloo's BaseTest::spawn). runRanks rethrows the first rank's exception on
+// Runs N ranks as threads in this process, each with its own device (TCP on 127.0.0.1, or shared
+// memory) and one shared InMemoryStore (Gloo's BaseTest::spawn). runRanks rethrows the first rank's exception on
 // the calling thread. Catch2 assertions are not thread-safe: rank functions check with
 // HVD_ENFORCE or return results, and the test REQUIREs on the main thread.
 #pragma once
@@ -13,17 +13,30 @@
 
 #include "collectives/algorithms/barrier.h"
 #include "collectives/rendezvous/in_memory_store.h"
+#include "collectives/transport/shm/shm_device.h"
 #include "collectives/transport/tcp/tcp_device.h"
 
 namespace hvd::test {
 
 inline constexpr std::chrono::seconds kTestTimeout{5};
 
+enum class Transport { Tcp, Shm };
+
+inline const char* nameOf(Transport t) { return t == Transport::Tcp ? "tcp" : "shm"; }
+
 struct RankOptions {
   std::string secret = "test-secret";
-  collectives::tcp::WaitPolicy waits;
+  collectives::tcp::WaitPolicy waits;  // spins apply to shm too
   std::chrono::milliseconds opTimeout = kTestTimeout;
+  Transport transport = Transport::Tcp;
+  std::size_t shmRingBytes = 64 * 1024;  // small, so tests wrap rings and fill them
 };
+
+inline RankOptions over(Transport transport) {
+  RankOptions options;
+  options.transport = transport;
+  return options;
+}
 
 struct RankErrors {
   std::vector<std::exception_ptr> byRank;  // null where the rank returned
@@ -42,8 +55,13 @@ inline RankErrors runEachRank(int n, const std::function<void(collectives::Comm&
   for (int r = 0; r < n; ++r)
     threads.emplace_back([&, r] {
       try {
-        auto device =
-            collectives::tcp::TcpDevice::create("127.0.0.1", options.secret, 0, options.waits);
+        std::shared_ptr<collectives::Device> device;
+        if (options.transport == Transport::Tcp)
+          device =
+              collectives::tcp::TcpDevice::create("127.0.0.1", options.secret, 0, options.waits);
+        else
+          device = collectives::shm::ShmDevice::create(
+              {options.shmRingBytes, options.waits.smallSpin, options.waits.largeSpin});
         auto comm = device->connectAll(r, n, store, kTestTimeout, options.opTimeout);
         fn(*comm);
       } catch (...) {

@@ -1,6 +1,6 @@
-// The correctness matrix of the collectives: world size {1, 2, 3, 4, 7} x element count
-// {0, 1, 17, 1000, one segment + 1, a few MiB} x every dtype x every op, in place and out of
-// place, through both allreduce algorithms. Inputs are filled from rank and index so that the
+// The correctness matrix of the collectives: transport {tcp, shm} x world size {1, 2, 3, 4, 7} x
+// element count {0, 1, 17, 1000, one segment + 1, a few MiB} x every dtype x every op, in place
+// and out of place, through both allreduce algorithms. Inputs are filled from rank and index so that the
 // expected result has a closed form. Checks inside the rank threads use HVD_ENFORCE (Catch2 is
 // not thread-safe); runRanks rethrows the first failure on the main thread.
 #include <catch2/catch.hpp>
@@ -65,17 +65,21 @@ void allreduceMatrix(Comm& comm, const AllreduceOptions& options, const char* al
 TEST_CASE("allreduce matrix: every dtype, op and count, in and out of place, both algorithms",
           "[allreduce]") {
   int n = GENERATE(1, 2, 3, 4, 7);
+  Transport transport = GENERATE(Transport::Tcp, Transport::Shm);
+  INFO(nameOf(transport));
   INFO("world size " << n);
   REQUIRE_NOTHROW(runRanks(n, [](Comm& comm) {
     AllreduceOptions ring{kSegmentBytes, 0};
     AllreduceOptions doubling{kSegmentBytes, SIZE_MAX};
     allreduceMatrix(comm, ring, "ring");
     allreduceMatrix(comm, doubling, "recursive doubling");
-  }));
+  }, over(transport)));
 }
 
 TEST_CASE("allreduce applies prescale and postscale factors", "[allreduce]") {
   int n = GENERATE(1, 3, 4);
+  Transport transport = GENERATE(Transport::Tcp, Transport::Shm);
+  INFO(nameOf(transport));
   REQUIRE_NOTHROW(runRanks(n, [n](Comm& comm) {
     for (DType t : {DType::Float32, DType::Float64, DType::Float16, DType::Int32})
       for (std::size_t threshold : {std::size_t{0}, SIZE_MAX}) {
@@ -89,11 +93,13 @@ TEST_CASE("allreduce applies prescale and postscale factors", "[allreduce]") {
                       " is ", getElement(buf.data(), t, i), ", want ", want, " n=", n);
         }
       }
-  }));
+  }, over(transport)));
 }
 
 TEST_CASE("broadcast from every root, tree and pipelined chain", "[broadcast]") {
   int n = GENERATE(1, 2, 3, 4, 7);
+  Transport transport = GENERATE(Transport::Tcp, Transport::Shm);
+  INFO(nameOf(transport));
   REQUIRE_NOTHROW(runRanks(n, [n](Comm& comm) {
     for (BroadcastOptions options : {BroadcastOptions{SIZE_MAX, kSegmentBytes},
                                      BroadcastOptions{0, kSegmentBytes}})
@@ -108,11 +114,13 @@ TEST_CASE("broadcast from every root, tree and pipelined chain", "[broadcast]") 
             HVD_ENFORCE(buf[i] == static_cast<uint8_t>(i * 31 + root), "root ", root, " bytes ",
                         bytes, ": byte ", i, " wrong on rank ", comm.rank());
         }
-  }));
+  }, over(transport)));
 }
 
 TEST_CASE("allgather concatenates first dimensions that differ per rank", "[allgather]") {
   int n = GENERATE(1, 2, 3, 4, 7);
+  Transport transport = GENERATE(Transport::Tcp, Transport::Shm);
+  INFO(nameOf(transport));
   REQUIRE_NOTHROW(runRanks(n, [n](Comm& comm) {
     for (DType t : kAllTypes)
       for (int64_t scale : {0, 1, 7, 5000}) {
@@ -138,11 +146,13 @@ TEST_CASE("allgather concatenates first dimensions that differ per rank", "[allg
                         " element ", i, " wrong on rank ", comm.rank());
           }
       }
-  }));
+  }, over(transport)));
 }
 
 TEST_CASE("alltoall with per-rank splits returns the received splits", "[alltoall]") {
   int n = GENERATE(1, 2, 3, 4, 7);
+  Transport transport = GENERATE(Transport::Tcp, Transport::Shm);
+  INFO(nameOf(transport));
   REQUIRE_NOTHROW(runRanks(n, [n](Comm& comm) {
     int r = comm.rank();
     for (int64_t scale : {0, 1, 3000}) {
@@ -182,11 +192,13 @@ TEST_CASE("alltoall with per-rank splits returns the received splits", "[alltoal
       HVD_ENFORCE_EQ(out[2 * j], j * 100 + 2 * r);
       HVD_ENFORCE_EQ(out[2 * j + 1], j * 100 + 2 * r + 1);
     }
-  }));
+  }, over(transport)));
 }
 
 TEST_CASE("reducescatter gives each rank its reduced part", "[reducescatter]") {
   int n = GENERATE(1, 2, 3, 4, 7);
+  Transport transport = GENERATE(Transport::Tcp, Transport::Shm);
+  INFO(nameOf(transport));
   REQUIRE_NOTHROW(runRanks(n, [n](Comm& comm) {
     for (DType t : {DType::Int32, DType::Float32, DType::Float16, DType::BFloat16, DType::Int64})
       for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Average})
@@ -210,7 +222,7 @@ TEST_CASE("reducescatter gives each rank its reduced part", "[reducescatter]") {
                         " element ", i, ": ", got, " want ", want);
           }
         }
-  }));
+  }, over(transport)));
 }
 
 TEST_CASE("invalid arguments name the bad value") {
@@ -268,6 +280,8 @@ TEST_CASE("invalid arguments name the bad value") {
 
 TEST_CASE("no rank leaves a barrier before every rank has entered it", "[barrier]") {
   int n = GENERATE(2, 3, 5, 7);
+  Transport transport = GENERATE(Transport::Tcp, Transport::Shm);
+  INFO(nameOf(transport));
   std::atomic<int> entered{0};
   std::atomic<int> early{0};
   runRanks(n, [&](Comm& comm) {
@@ -278,6 +292,6 @@ TEST_CASE("no rank leaves a barrier before every rank has entered it", "[barrier
       if (entered.load() < round * n) early++;
       barrier(comm);
     }
-  });
+  }, over(transport));
   REQUIRE(early.load() == 0);
 }

@@ -1,0 +1,210 @@
+#include "collectives/transport/shm/shm_connection.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "collectives/transport/shm/shm_device.h"
+#include "common/error.h"
+
+namespace hvd::collectives::shm {
+namespace {
+
+constexpr std::size_t kHeaderBytes = 16;
+// A writer publishes its progress at least every kChunk bytes, so the reader copies out the
+// start of a large message while the writer is still copying in the rest.
+constexpr std::size_t kChunk = 128 * 1024;
+
+std::string hexTag(Tag tag) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(tag));
+  return buf;
+}
+
+// Copies n bytes into the ring at stream position `at`, wrapping at its end.
+void copyIn(const RingView& ring, uint64_t at, const std::byte* from, std::size_t n) {
+  std::size_t offset = at % ring.bytes;
+  std::size_t first = std::min(n, ring.bytes - offset);
+  std::memcpy(ring.data + offset, from, first);
+  if (n > first) std::memcpy(ring.data, from + first, n - first);
+}
+
+void copyOut(const RingView& ring, uint64_t at, std::byte* to, std::size_t n) {
+  std::size_t offset = at % ring.bytes;
+  std::size_t first = std::min(n, ring.bytes - offset);
+  std::memcpy(to, ring.data + offset, first);
+  if (n > first) std::memcpy(to + first, ring.data, n - first);
+}
+
+}  // namespace
+
+ShmConnection::ShmConnection(ShmDevice& device, int selfRank, int size, int peerRank,
+                             int peerPid, RingView in, RingView out)
+    : device_(device),
+      selfRank_(selfRank),
+      size_(size),
+      peerRank_(peerRank),
+      peerPid_(peerPid),
+      in_(in),
+      out_(out),
+      inTail_(in.ring->tail.load(std::memory_order_relaxed)),
+      outHead_(out.ring->head.load(std::memory_order_relaxed)) {}
+
+ShmConnection::~ShmConnection() { device_.forget(this); }
+
+std::string ShmConnection::peerAddress() const {
+  return detail::concat("shm, pid ", peerPid_);
+}
+
+std::string ShmConnection::describe(const RequestState& request) const {
+  return detail::concat("rank ", selfRank_, "/", size_, ": ", request.verb, " rank ", peerRank_,
+                        " (", peerAddress(), ") tag=", hexTag(request.tag), " ", request.bytes,
+                        " bytes");
+}
+
+std::shared_ptr<RequestState> ShmConnection::makeState(const char* verb, Tag tag,
+                                                       std::size_t bytes) const {
+  auto state = std::make_shared<RequestState>();
+  state->verb = verb;
+  state->tag = tag;
+  state->bytes = bytes;
+  state->describer = this;
+  return state;
+}
+
+std::exception_ptr ShmConnection::error(const Op& op, const std::string& what) const {
+  return std::make_exception_ptr(IoError(op.state->description() + ": " + what));
+}
+
+Request ShmConnection::isend(ConstBytes data, Tag tag) {
+  auto state = makeState("send to", tag, data.size());
+  if (broken_ || closed_) {
+    state->done = true;
+    state->error = broken_ ? broken_ : error(Op{{}, nullptr, state}, "connection closed");
+    return Request(state, &device_);
+  }
+  sends_.push_back(Op{{tag, data.size()}, const_cast<std::byte*>(data.data()), state});
+  // A message that fits goes out now: the peer may be polling for it.
+  if (sends_.size() == 1) pumpSends();
+  return Request(state, &device_);
+}
+
+Request ShmConnection::irecv(MutableBytes data, Tag tag) {
+  auto state = makeState("recv from", tag, data.size());
+  if (broken_ || closed_) {
+    state->done = true;
+    state->error = broken_ ? broken_ : error(Op{{}, nullptr, state}, "connection closed");
+    return Request(state, &device_);
+  }
+  recvs_.push_back(Op{{tag, data.size()}, data.data(), state});
+  return Request(state, &device_);
+}
+
+void ShmConnection::close() {
+  if (closed_) return;
+  closed_ = true;
+  if (!idle())
+    failAll(std::make_exception_ptr(IoError(detail::concat(
+        "rank ", selfRank_, "/", size_, ": connection to rank ", peerRank_, " closed"))));
+}
+
+bool ShmConnection::pump() {
+  if (broken_) return false;
+  bool moved = pumpSends();
+  moved |= pumpReceives();
+  if (!moved && !idle()) moved = failIfPeerClosed();
+  return moved;
+}
+
+bool ShmConnection::pumpSends() {
+  bool moved = false;
+  while (!sends_.empty()) {
+    Op& op = sends_.front();
+    std::size_t total = kHeaderBytes + op.header.length;
+    uint64_t tail = out_.ring->tail.load(std::memory_order_acquire);
+    std::size_t space = out_.bytes - static_cast<std::size_t>(outHead_ - tail);
+    if (space == 0) break;
+    std::size_t n = std::min({space, total - op.done, kChunk});
+    std::size_t written = 0;
+    if (op.done < kHeaderBytes) {
+      std::size_t h = std::min(n, kHeaderBytes - op.done);
+      copyIn(out_, outHead_, reinterpret_cast<const std::byte*>(&op.header) + op.done, h);
+      written = h;
+    }
+    if (written < n) {
+      std::size_t intoPayload = op.done + written - kHeaderBytes;
+      copyIn(out_, outHead_ + written, op.data + intoPayload, n - written);
+    }
+    outHead_ += n;
+    op.done += n;
+    out_.ring->head.store(outHead_, std::memory_order_release);
+    device_.ringDoorbellOf(peerRank_);
+    moved = true;
+    if (op.done == total) {
+      op.state->done = true;
+      sends_.pop_front();
+    }
+  }
+  return moved;
+}
+
+bool ShmConnection::pumpReceives() {
+  bool moved = false;
+  while (!recvs_.empty()) {
+    Op& op = recvs_.front();
+    std::size_t total = kHeaderBytes + op.header.length;
+    uint64_t head = in_.ring->head.load(std::memory_order_acquire);
+    std::size_t available = static_cast<std::size_t>(head - inTail_);
+    if (available == 0) break;
+    std::size_t n = std::min({available, total - op.done, kChunk});
+    std::size_t read = 0;
+    if (op.done < kHeaderBytes) {
+      std::size_t h = std::min(n, kHeaderBytes - op.done);
+      copyOut(in_, inTail_, reinterpret_cast<std::byte*>(&incoming_) + op.done, h);
+      read = h;
+      if (op.done + h == kHeaderBytes &&
+          (incoming_.tag != op.header.tag || incoming_.length != op.header.length)) {
+        failAll(std::make_exception_ptr(InternalError(detail::concat(
+            op.state->description(), ": the peer sent tag=", hexTag(incoming_.tag), " ",
+            incoming_.length, " bytes (the ranks disagree on the algorithm)"))));
+        return true;
+      }
+    }
+    if (read < n) {
+      std::size_t intoPayload = op.done + read - kHeaderBytes;
+      copyOut(in_, inTail_ + read, op.data + intoPayload, n - read);
+    }
+    inTail_ += n;
+    op.done += n;
+    in_.ring->tail.store(inTail_, std::memory_order_release);
+    device_.ringDoorbellOf(peerRank_);
+    moved = true;
+    if (op.done == total) {
+      op.state->done = true;
+      recvs_.pop_front();
+    }
+  }
+  return moved;
+}
+
+bool ShmConnection::failIfPeerClosed() {
+  if (!device_.peerClosed(peerRank_)) return false;
+  // What the peer wrote before closing is still in our ring: a receive it covers completes.
+  if (!recvs_.empty() && in_.ring->head.load(std::memory_order_acquire) != inTail_) return false;
+  const Op& op = recvs_.empty() ? sends_.front() : recvs_.front();
+  failAll(error(op, "the peer closed its connection (it shut down or failed)"));
+  return true;
+}
+
+void ShmConnection::failAll(std::exception_ptr error) {
+  if (!broken_) broken_ = error;
+  for (auto* queue : {&sends_, &recvs_}) {
+    for (auto& op : *queue) {
+      op.state->error = error;
+      op.state->done = true;
+    }
+    queue->clear();
+  }
+}
+
+}  // namespace hvd::collectives::shm

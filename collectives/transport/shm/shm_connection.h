@@ -1,0 +1,85 @@
+// A Connection to a peer on the same host through two shared-memory rings: the peer writes into
+// the ring in this rank's segment and this rank into the one in the peer's. Messages are a
+// 16-byte header {tag, length} then the payload, as on TCP, matched in order against the posted
+// receives (a mismatch is an InternalError). A send is done once its bytes are in the ring, so
+// the caller may reuse its buffer before the peer has read it; a message larger than the ring
+// streams through it in chunks, the reader copying out while the writer copies in.
+// Thread model: every method runs on the thread that owns the Comm (inside the device's
+// progress or the caller's isend/irecv); the rings' counters are the only shared state.
+#pragma once
+
+#include <deque>
+#include <memory>
+
+#include "collectives/transport/connection.h"
+#include "collectives/transport/shm/shm_segment.h"
+
+namespace hvd::collectives::shm {
+
+class ShmDevice;
+
+// The two ends of one direction of a link.
+struct RingView {
+  RingHeader* ring;
+  std::byte* data;
+  std::size_t bytes;
+};
+
+class ShmConnection : public Connection, public RequestDescriber {
+ public:
+  // `in` carries the peer's bytes to this rank, `out` this rank's to the peer. The device must
+  // outlive the connection.
+  ShmConnection(ShmDevice& device, int selfRank, int size, int peerRank, int peerPid,
+                RingView in, RingView out);
+  ~ShmConnection() override;
+
+  int peerRank() const override { return peerRank_; }
+  std::string peerAddress() const override;
+  Request isend(ConstBytes data, Tag tag) override;
+  Request irecv(MutableBytes data, Tag tag) override;
+  void close() override;
+  std::string describe(const RequestState& request) const override;
+
+  // For ShmDevice. Moves what the rings allow; true when any byte moved or any request ended.
+  bool pump();
+  bool idle() const { return sends_.empty() && recvs_.empty(); }
+  // Fails every pending request (and every later one) with `error`.
+  void failAll(std::exception_ptr error);
+
+ private:
+  struct Header {
+    uint64_t tag;
+    uint64_t length;
+  };
+  struct Op {
+    Header header;
+    std::byte* data;
+    std::shared_ptr<RequestState> state;
+    std::size_t done = 0;  // bytes of header and payload moved so far
+  };
+
+  std::shared_ptr<RequestState> makeState(const char* verb, Tag tag, std::size_t bytes) const;
+  bool pumpSends();
+  bool pumpReceives();
+  // The peer closed its end: fail what can no longer complete (a receive whose bytes are not in
+  // the ring, any send).
+  bool failIfPeerClosed();
+  std::exception_ptr error(const Op& op, const std::string& what) const;
+
+  ShmDevice& device_;
+  int selfRank_;
+  int size_;
+  int peerRank_;
+  int peerPid_;
+  RingView in_;
+  RingView out_;
+  uint64_t inTail_;   // our copy of in_.ring->tail (only we write it)
+  uint64_t outHead_;  // our copy of out_.ring->head
+  std::deque<Op> sends_;
+  std::deque<Op> recvs_;
+  Header incoming_{};
+  std::exception_ptr broken_;
+  bool closed_ = false;
+};
+
+}  // namespace hvd::collectives::shm

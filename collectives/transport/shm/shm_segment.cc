@@ -1,0 +1,157 @@
+#include "collectives/transport/shm/shm_segment.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <new>
+#include <random>
+#include <utility>
+
+#include "common/error.h"
+
+namespace hvd::collectives::shm {
+namespace {
+
+constexpr uint64_t kMagic = 0x6876642d73686d31;  // "hvd-shm1"
+constexpr uint32_t kVersion = 1;
+
+std::size_t ringStride(std::size_t ringBytes) { return sizeof(RingHeader) + ringBytes; }
+
+std::string randomName() {
+  std::random_device device;
+  uint64_t bits = (static_cast<uint64_t>(device()) << 32) ^ device();
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(bits));
+  return detail::concat("/hvd-", getpid(), "-", text);
+}
+
+std::string systemError(const std::string& what, int error) {
+  return what + ": " + std::strerror(error);
+}
+
+}  // namespace
+
+std::string pidNamespace() {
+  char target[64] = {};
+  ssize_t n = ::readlink("/proc/self/ns/pid", target, sizeof target - 1);
+  return n > 0 ? std::string(target, static_cast<std::size_t>(n)) : std::string();
+}
+
+std::size_t Segment::bytesFor(int size, std::size_t ringBytes) {
+  static_assert(sizeof(SegmentHeader) % kCacheLine == 0 && sizeof(RingHeader) % kCacheLine == 0);
+  return sizeof(SegmentHeader) + static_cast<std::size_t>(size - 1) * ringStride(ringBytes);
+}
+
+Segment::Segment(std::string name, std::byte* base, std::size_t bytes, int owner,
+                 std::size_t ringBytes, bool owned)
+    : name_(std::move(name)), base_(base), bytes_(bytes), owner_(owner), ringBytes_(ringBytes),
+      linked_(owned) {}
+
+Segment::Segment(Segment&& other) noexcept { *this = std::move(other); }
+
+Segment& Segment::operator=(Segment&& other) noexcept {
+  if (this == &other) return *this;
+  this->~Segment();
+  name_ = std::move(other.name_);
+  base_ = std::exchange(other.base_, nullptr);
+  bytes_ = std::exchange(other.bytes_, 0);
+  owner_ = other.owner_;
+  ringBytes_ = other.ringBytes_;
+  linked_ = std::exchange(other.linked_, false);
+  return *this;
+}
+
+Segment::~Segment() {
+  unlink();
+  if (base_) ::munmap(base_, bytes_);
+  base_ = nullptr;
+}
+
+void Segment::unlink() {
+  if (linked_) ::shm_unlink(name_.c_str());
+  linked_ = false;
+}
+
+RingHeader& Segment::ring(int sender) const {
+  HVD_ENFORCE(sender != owner_, "shm: rank ", owner_, " has no ring from itself");
+  int slot = sender < owner_ ? sender : sender - 1;
+  return *reinterpret_cast<RingHeader*>(base_ + sizeof(SegmentHeader) +
+                                        static_cast<std::size_t>(slot) * ringStride(ringBytes_));
+}
+
+Segment Segment::create(int rank, int size, std::size_t ringBytes) {
+  HVD_ENFORCE(ringBytes % kCacheLine == 0, "shm: ring bytes ", ringBytes,
+              " not a multiple of ", kCacheLine);
+  std::size_t bytes = bytesFor(size, ringBytes);
+  std::string name = randomName();
+  int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, S_IRUSR | S_IWUSR);
+  if (fd < 0) throw IoError(systemError("shm: cannot create " + name, errno));
+  // Reserve the pages now: a tmpfs that runs out later would kill the process with SIGBUS.
+  int error = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  if (error != 0) {
+    ::close(fd);
+    ::shm_unlink(name.c_str());
+    throw IoError(detail::concat("shm: cannot reserve ", bytes >> 20, " MiB in /dev/shm for ",
+                                 size - 1, " rings of ", ringBytes >> 10, " KiB: ",
+                                 std::strerror(error),
+                                 " (free space in /dev/shm, or lower HVD_SHM_BUFFER_BYTES)"));
+  }
+  void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  error = errno;
+  ::close(fd);
+  if (base == MAP_FAILED) {
+    ::shm_unlink(name.c_str());
+    throw IoError(systemError("shm: cannot map " + name, error));
+  }
+  Segment segment(name, static_cast<std::byte*>(base), bytes, rank, ringBytes, true);
+  auto* header = new (base) SegmentHeader{};
+  header->rank = rank;
+  header->size = size;
+  header->pid = static_cast<int32_t>(getpid());
+  header->ringBytes = ringBytes;
+  std::string ns = pidNamespace();
+  std::strncpy(header->pidNamespace, ns.c_str(), sizeof header->pidNamespace - 1);
+  for (int p = 0; p < size; ++p)
+    if (p != rank) new (&segment.ring(p)) RingHeader{};
+  // Peers check the magic last: it says the rest is written.
+  std::atomic_thread_fence(std::memory_order_release);
+  header->magic = kMagic;
+  header->version = kVersion;
+  return segment;
+}
+
+Segment Segment::open(const std::string& name, int expectedRank, int size,
+                      std::size_t ringBytes) {
+  int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
+  if (fd < 0)
+    throw IoError(systemError(detail::concat("shm: cannot open rank ", expectedRank,
+                                             "'s segment ", name),
+                              errno));
+  std::size_t bytes = bytesFor(size, ringBytes);
+  struct stat info {};
+  if (::fstat(fd, &info) != 0 || static_cast<std::size_t>(info.st_size) != bytes) {
+    ::close(fd);
+    throw IoError(detail::concat("shm: rank ", expectedRank, "'s segment ", name, " holds ",
+                                 info.st_size, " bytes, expected ", bytes,
+                                 " (do all ranks use the same HVD_SHM_BUFFER_BYTES?)"));
+  }
+  void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  int error = errno;
+  ::close(fd);
+  if (base == MAP_FAILED) throw IoError(systemError("shm: cannot map " + name, error));
+  Segment segment(name, static_cast<std::byte*>(base), bytes, expectedRank, ringBytes, false);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  const auto& h = segment.header();
+  if (h.magic != kMagic || h.version != kVersion || h.rank != expectedRank || h.size != size ||
+      h.ringBytes != ringBytes)
+    throw IoError(detail::concat("shm: ", name, " is not rank ", expectedRank, "/", size,
+                                 "'s segment of this version (rank ", h.rank, "/", h.size,
+                                 ", version ", h.version, ")"));
+  return segment;
+}
+
+}  // namespace hvd::collectives::shm

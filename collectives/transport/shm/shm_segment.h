@@ -1,0 +1,86 @@
+// One rank's shared-memory segment: a POSIX shm object (/dev/shm) holding the rank's doorbell
+// and one ring per peer for the bytes that peer sends it. The rank creates it, its local peers
+// map it, and the creator unlinks the name once every peer has mapped it, so a crash later
+// leaves nothing in /dev/shm.
+//
+// Layout: SegmentHeader, then for each peer p != owner (in rank order) a RingHeader followed by
+// ringBytes of data. The sender p moves `head`, the owner moves `tail`; both count bytes since
+// the start, so head - tail is what the ring holds. The fields each side writes sit on their own
+// cache lines.
+// Thread model: a Segment object is used by one thread; the shared fields are atomics that other
+// processes change at any time.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace hvd::collectives::shm {
+
+static_assert(std::atomic<uint64_t>::is_always_lock_free &&
+                  std::atomic<uint32_t>::is_always_lock_free,
+              "the shm transport needs address-free (lock-free) atomics");
+
+inline constexpr std::size_t kCacheLine = 64;
+
+struct SegmentHeader {
+  uint64_t magic;
+  uint32_t version;
+  int32_t rank;
+  int32_t size;
+  int32_t pid;
+  uint64_t ringBytes;
+  char pidNamespace[64];  // readlink("/proc/self/ns/pid"): pids compare only within one
+  // Bumped by anyone who changed something the owner may be waiting for (data in its rings,
+  // space in the rings it writes), and by wake(); a sleeping owner waits on it with a futex.
+  alignas(kCacheLine) std::atomic<uint32_t> doorbell;
+  std::atomic<uint32_t> sleepers;  // owner threads about to sleep or asleep on the doorbell
+  alignas(kCacheLine) std::atomic<uint32_t> closed;  // the owner closed its connections
+};
+
+struct RingHeader {
+  alignas(kCacheLine) std::atomic<uint64_t> head;  // bytes written by the sender
+  alignas(kCacheLine) std::atomic<uint64_t> tail;  // bytes consumed by the owner
+};
+
+class Segment {
+ public:
+  // Creates and maps a new segment for `rank` of `size` with rings of ringBytes, reserving its
+  // memory now (so a full /dev/shm is an IoError here, not a SIGBUS mid-transfer).
+  static Segment create(int rank, int size, std::size_t ringBytes);
+  // Maps the segment `name` that rank `expectedRank` of `size` created; checks its header.
+  static Segment open(const std::string& name, int expectedRank, int size,
+                      std::size_t ringBytes);
+  Segment() = default;
+  Segment(Segment&& other) noexcept;
+  Segment& operator=(Segment&& other) noexcept;
+  Segment(const Segment&) = delete;
+  Segment& operator=(const Segment&) = delete;
+  ~Segment();  // unmaps (and unlinks, if this process created it and has not yet)
+
+  const std::string& name() const { return name_; }
+  SegmentHeader& header() const { return *reinterpret_cast<SegmentHeader*>(base_); }
+  // The ring that carries bytes from `sender` to this segment's owner.
+  RingHeader& ring(int sender) const;
+  std::byte* ringData(int sender) const { return reinterpret_cast<std::byte*>(&ring(sender)) + sizeof(RingHeader); }
+  std::size_t ringBytes() const { return ringBytes_; }
+  void unlink();  // removes the name; mappings stay valid
+
+  static std::size_t bytesFor(int size, std::size_t ringBytes);
+
+ private:
+  Segment(std::string name, std::byte* base, std::size_t bytes, int owner, std::size_t ringBytes,
+          bool owned);
+  std::string name_;
+  std::byte* base_ = nullptr;
+  std::size_t bytes_ = 0;
+  int owner_ = 0;
+  std::size_t ringBytes_ = 0;
+  bool linked_ = false;  // this process created the name and has not unlinked it
+};
+
+// This process's pid namespace ("pid:[4026531836]"), or "" when /proc does not say.
+std::string pidNamespace();
+
+}  // namespace hvd::collectives::shm
