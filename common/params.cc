@@ -49,6 +49,16 @@ const std::vector<ParamSpec>& allParams() {
       {"HVD_SOCKET_BUFFER_BYTES", "", ParamType::Int, "4194304", 0, 1 << 30, false,
        "SO_SNDBUF/SO_RCVBUF of worker links (capped by net.core.[rw]mem_max); 0 keeps the "
        "kernel's autotuning."},
+      {"HVD_TRANSPORT", "", ParamType::String, "auto", 0, 0, false,
+       "How ranks' host-memory links travel. auto: shared memory when every rank of the job "
+       "is on one host (falling back to TCP, with a warning naming the rank and reason, when "
+       "any rank cannot use it), else TCP; tcp: always TCP; shm: shared memory, and init "
+       "fails with the reason when it cannot be used (same as hvdrun --transport).",
+       {"auto", "tcp", "shm"}},
+      {"HVD_SHM_BUFFER_BYTES", "", ParamType::Int, "1048576", 4096, 1 << 30, false,
+       "Bytes of each shared-memory ring (one per ordered pair of local ranks, a multiple of "
+       "64): a rank's segment in /dev/shm holds one per local peer, for each of its two "
+       "communicators."},
       {"HVD_SPIN_MICROSECONDS", "", ParamType::Int, "30", 0, 100000, false,
        "Microseconds the engine keeps polling its links after its last activity, a "
        "collective the engine runs polls for a message of at most 64 KiB before it sleeps on "

@@ -115,6 +115,7 @@ std::map<std::string, std::string> runtimeParams(const RuntimeFlags& flags) {
     out["HVD_STALL_SHUTDOWN_TIME_SECONDS"] = std::to_string(*flags.stallShutdownSeconds);
   if (flags.noStallCheck) out["HVD_STALL_CHECK_DISABLE"] = "1";
   if (flags.bindTo) out["HVD_BIND_TO"] = *flags.bindTo;
+  if (flags.transport) out["HVD_TRANSPORT"] = *flags.transport;
   if (flags.hierarchicalAllreduce) out["HVD_HIERARCHICAL_ALLREDUCE"] = "1";
   // Range and format checks, with the variable named, before any worker starts.
   for (const auto& [name, value] : out) {

@@ -19,6 +19,7 @@ struct RuntimeFlags {
   std::optional<long long> stallShutdownSeconds;  // --stall-check-shutdown-time-seconds
   bool noStallCheck = false;                 // --no-stall-check
   std::optional<std::string> bindTo;         // --bind-to core|none
+  std::optional<std::string> transport;      // --transport auto|tcp|shm
   bool hierarchicalAllreduce = false;        // --hierarchical-allreduce
   std::string configFile;                    // --config-file
 };

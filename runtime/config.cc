@@ -88,6 +88,14 @@ Config Config::fromParams(const params::ParamValues& v) {
   c.ringThresholdBytes = static_cast<std::size_t>(v.getInt("HVD_ALLREDUCE_RING_THRESHOLD"));
   c.segmentBytes = static_cast<std::size_t>(v.getInt("HVD_SEGMENT_BYTES"));
   c.socketBufferBytes = static_cast<std::size_t>(v.getInt("HVD_SOCKET_BUFFER_BYTES"));
+  std::string transport = v.getString("HVD_TRANSPORT");
+  c.transport = transport == "tcp"   ? Transport::Tcp
+                : transport == "shm" ? Transport::Shm
+                                     : Transport::Auto;
+  c.shmBufferBytes = static_cast<std::size_t>(v.getInt("HVD_SHM_BUFFER_BYTES"));
+  if (c.shmBufferBytes % 64 != 0)
+    throw InvalidArgument(detail::concat("HVD_SHM_BUFFER_BYTES=", c.shmBufferBytes,
+                                         " is not a multiple of 64"));
   c.spinTime = std::chrono::microseconds(v.getInt("HVD_SPIN_MICROSECONDS"));
   c.directSpinTime = std::chrono::microseconds(v.getInt("HVD_DIRECT_SPIN_MICROSECONDS"));
   c.fusionThresholdBytes = static_cast<std::size_t>(v.getInt("HVD_FUSION_THRESHOLD"));

@@ -14,6 +14,9 @@ namespace hvd::runtime {
 
 using hvd::Topology;
 
+// HVD_TRANSPORT: which transport carries host-memory links.
+enum class Transport { Auto, Tcp, Shm };
+
 struct Config {
   Topology topology;
   std::string rendezvousAddr;  // empty: single-rank job without a launcher
@@ -30,6 +33,8 @@ struct Config {
   std::size_t ringThresholdBytes = 0;
   std::size_t segmentBytes = 0;
   std::size_t socketBufferBytes = 0;
+  Transport transport = Transport::Auto;
+  std::size_t shmBufferBytes = 0;
   std::chrono::microseconds spinTime{0};
   std::chrono::microseconds directSpinTime{0};
   std::size_t fusionThresholdBytes = 0;

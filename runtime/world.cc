@@ -5,6 +5,7 @@
 #include "collectives/rendezvous/prefix_store.h"
 #include "collectives/rendezvous/rendezvous_server.h"
 #include "collectives/rendezvous/tcp_store_client.h"
+#include "collectives/transport/shm/shm_device.h"
 #include "collectives/transport/tcp/tcp_device.h"
 #include "common/logging.h"
 #include "common/network.h"
@@ -20,17 +21,46 @@ std::unique_ptr<Comm> singleRank(const Config& config) {
                                 config.opTimeout, nullptr);
 }
 
+// Shared memory when every rank is on this host and the config allows it. A rank that cannot
+// map the segments makes every rank throw ShmUnavailable (it is decided collectively), and with
+// HVD_TRANSPORT=auto all of them then connect over TCP instead.
+bool useShm(const Config& config) {
+  if (config.transport == Transport::Tcp) return false;
+  const Topology& t = config.topology;
+  if (t.localSize == t.size) return true;
+  if (config.transport == Transport::Shm)
+    throw InvalidArgument(detail::concat(
+        "HVD_TRANSPORT=shm, but the job's ", t.size, " ranks are not all on one host (",
+        t.localSize, " on ", t.hostname, "): shared memory links only ranks of one host"));
+  return false;
+}
+
 std::unique_ptr<Comm> connectScope(const Config& config, rendezvous::Store& store,
                                    const std::string& bindAddress, int64_t epoch,
                                    const std::string& scope,
                                    collectives::tcp::WaitPolicy waits) {
   rendezvous::PrefixStore scoped(
       detail::concat("job/", config.jobId, "/epoch/", epoch, "/", scope), store);
+  const Topology& t = config.topology;
+  auto log = log::logger("runtime");
+  if (useShm(config)) {
+    try {
+      auto device = collectives::shm::ShmDevice::create(
+          {config.shmBufferBytes, waits.smallSpin, waits.largeSpin});
+      auto comm = device->connectAll(t.rank, t.size, scoped, config.startTimeout,
+                                     config.opTimeout);
+      log->info("{}: shared memory with {} local peers, rings of {} KiB", scope, t.size - 1,
+                config.shmBufferBytes >> 10);
+      return comm;
+    } catch (const collectives::shm::ShmUnavailable& e) {
+      if (config.transport == Transport::Shm) throw;
+      log->warn("{} (HVD_TRANSPORT=auto: using TCP)", e.what());
+    }
+  }
   auto device = collectives::tcp::TcpDevice::create(bindAddress, config.secret,
                                                     config.socketBufferBytes, waits);
-  auto comm = device->connectAll(config.topology.rank, config.topology.size, scoped,
-                                 config.startTimeout, config.opTimeout);
-  log::logger("runtime")->info("{}: tcp on {}", scope, device->listenAddress());
+  auto comm = device->connectAll(t.rank, t.size, scoped, config.startTimeout, config.opTimeout);
+  log->info("{}: tcp on {}", scope, device->listenAddress());
   return comm;
 }
 

@@ -27,7 +27,8 @@ std::vector<std::string> normaliseArgs(int argc, char** argv) {
       "--output-filename", "-x", "--log-level", "--fusion-threshold-mb", "--cycle-time-ms",
       "--cache-capacity", "--timeline-filename", "--stall-check-warning-time-seconds",
       "--stall-check-shutdown-time-seconds", "--config-file", "--ssh-port",
-      "--ssh-identity-file", "--ssh-connect-timeout", "--network-interface", "--bind-to"};
+      "--ssh-identity-file", "--ssh-connect-timeout", "--network-interface", "--bind-to",
+      "--transport"};
   std::vector<std::string> args(argv, argv + argc);
   for (std::size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -113,6 +114,10 @@ int main(int argc, char** argv) {
                      "there are at least as many CPUs as local ranks (default); none: do not "
                      "bind (HVD_BIND_TO)")
       ->check(CLI::IsMember({"core", "none"}));
+  tuning->add_option("--transport", rf.transport,
+                     "auto: shared memory between ranks when all are on one host, else TCP "
+                     "(default); tcp: always TCP; shm: shared memory or fail (HVD_TRANSPORT)")
+      ->check(CLI::IsMember({"auto", "tcp", "shm"}));
   tuning->add_flag("--hierarchical-allreduce", rf.hierarchicalAllreduce,
                    "Allreduce GPU tensors through NCCL within each host and TCP across hosts "
                    "(HVD_HIERARCHICAL_ALLREDUCE=1)");

@@ -28,6 +28,14 @@ inline runtime::Config runtimeConfig(int rank, int size,
   return runtime::Config::fromParams(params::ParamValues::fromMap(extra));
 }
 
+// Parameters that place all n ranks on one host and pick their transport ("tcp" or "shm").
+inline std::map<std::string, std::string> oneHost(int n, const std::string& transport,
+                                                  std::map<std::string, std::string> extra = {}) {
+  extra["HVD_LOCAL_SIZE"] = std::to_string(n);
+  extra["HVD_TRANSPORT"] = transport;
+  return extra;
+}
+
 using ParamsFor = std::function<std::map<std::string, std::string>(int rank)>;
 
 // Returns each rank's outcome; rank r runs with the parameters paramsFor(r). With `shutdown`,

@@ -270,13 +270,15 @@ TEST_CASE("a stalled operation is reported with the missing rank and then fails 
 }
 
 TEST_CASE("operations after a peer died fail with the root cause") {
+  std::string transport = GENERATE(as<std::string>{}, "tcp", "shm");
+  INFO(transport);
   auto outcomes = runRuntimes(3, [](Runtime& rt, int rank) -> std::string {
     std::vector<float> v(4, 1.0f);
     rt.run(allreduceOf("warmup", v));
     if (rank == 1) return "gone";  // the Runtime is destroyed without shutdown
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     return errorOf([&] { rt.run(allreduceOf("after.death", v)); });
-  }, {}, false);
+  }, test::oneHost(3, transport), false);
   REQUIRE(outcomes[1] == "gone");
   for (int r : {0, 2}) {
     INFO(outcomes[r]);
@@ -286,6 +288,8 @@ TEST_CASE("operations after a peer died fail with the root cause") {
 }
 
 TEST_CASE("shutdown then create again gives a working runtime and leaves no thread or socket") {
+  std::string transport = GENERATE(as<std::string>{}, "tcp", "shm");
+  INFO(transport);
   int fdsBefore = countEntries("/proc/self/fd");
   int threadsBefore = countEntries("/proc/self/task");
   for (int round = 0; round < 3; ++round) {
@@ -293,7 +297,7 @@ TEST_CASE("shutdown then create again gives a working runtime and leaves no thre
       std::vector<float> v(4, static_cast<float>(rank + round));
       rt.run(allreduceOf("r", v));
       return check(v[0] == static_cast<float>(1 + 2 * round), "wrong sum");
-    });
+    }, test::oneHost(2, transport));
     for (const auto& o : outcomes) REQUIRE(o == "");
   }
   CHECK(countEntries("/proc/self/fd") == fdsBefore);
@@ -302,6 +306,8 @@ TEST_CASE("shutdown then create again gives a working runtime and leaves no thre
 
 TEST_CASE("allgather, broadcast, alltoall, reducescatter, grouped allreduce and barrier through "
           "the engine") {
+  std::string transport = GENERATE(as<std::string>{}, "tcp", "shm");
+  INFO(transport);
   auto outcomes = runRuntimes(3, [](Runtime& rt, int rank) -> std::string {
     std::string out;
     std::vector<int32_t> rows(static_cast<std::size_t>(rank + 1) * 2, rank);
@@ -362,7 +368,7 @@ TEST_CASE("allgather, broadcast, alltoall, reducescatter, grouped allreduce and 
                      std::string::npos, " bad root accepted");
     rt.barrier();
     return out;
-  });
+  }, test::oneHost(3, transport));
   for (const auto& o : outcomes) REQUIRE(o == "");
 }
 

@@ -6,6 +6,7 @@
 #include "collectives/rendezvous/in_memory_store.h"
 #include "hvd/hvd.h"
 #include "runtime/runtime.h"
+#include "test/ranks/run_runtimes.h"
 
 using namespace hvd;
 using namespace hvd::runtime;
@@ -76,4 +77,35 @@ TEST_CASE("the C API reports a malformed environment naming the variable") {
   REQUIRE(hvd_init() == HVD_INVALID_ARGUMENT);
   CHECK_THAT(hvd_last_error(), Catch::Contains("HVD_SIZE='lots'"));
   ::unsetenv("HVD_SIZE");
+}
+
+TEST_CASE("HVD_TRANSPORT=shm refuses a job whose ranks are on several hosts, naming them") {
+  auto outcomes = test::runRuntimes(
+      2, [](Runtime&, int) -> std::string { return "created"; },
+      {{"HVD_TRANSPORT", "shm"}, {"HVD_LOCAL_SIZE", "1"}, {"HVD_START_TIMEOUT", "2"}}, false);
+  for (const auto& o : outcomes)
+    CHECK_THAT(o, Catch::Contains("HVD_TRANSPORT=shm, but the job's 2 ranks are not all on one "
+                                  "host (1 on "));
+}
+
+TEST_CASE("HVD_TRANSPORT=auto falls back to TCP on every rank when one cannot use shm") {
+  // Rank 1's rings have another size, so it cannot map the others' segments.
+  auto outcomes = test::runRuntimesWith(
+      3,
+      [](Runtime& rt, int rank) -> std::string {
+        std::vector<float> v(1000, 1.0f + rank);
+        collectives::Tensor t{v.data(), collectives::DType::Float32, {1000}};
+        rt.allreduce(t, t, collectives::ReduceOp::Sum);
+        return v[999] == 6.0f ? "" : "wrong sum " + std::to_string(v[999]);
+      },
+      [](int rank) {
+        return test::oneHost(3, "auto",
+                             {{"HVD_SHM_BUFFER_BYTES", rank == 1 ? "8192" : "4096"}});
+      });
+  for (const auto& o : outcomes) CHECK(o == "");
+}
+
+TEST_CASE("HVD_SHM_BUFFER_BYTES must be a multiple of 64") {
+  CHECK_THAT(test::errorOf([] { test::runtimeConfig(0, 2, {{"HVD_SHM_BUFFER_BYTES", "5000"}}); }),
+             Catch::Contains("HVD_SHM_BUFFER_BYTES=5000 is not a multiple of 64"));
 }

@@ -133,7 +133,7 @@ std::unique_ptr<Comm> ShmDevice::connectAll(int rank, int size, rendezvous::Stor
     connections_.push_back(c.get());
     connections[p] = std::move(c);
   }
-  log->info("{}: shared memory with {} local peers, rings of {} KiB", self, size - 1,
+  log->debug("{}: shared memory with {} local peers, rings of {} KiB", self, size - 1,
             options_.ringBytes >> 10);
   return std::make_unique<Comm>(rank, size, std::move(connections), opTimeout,
                                 shared_from_this());
