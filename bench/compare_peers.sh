@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Runs, in one run on this machine, the same allreduce sweep (float32 sum, out of place) through
-# hvd-bench, OpenMPI's MPI_Allreduce over TCP (Debian's openmpi, shared memory excluded) and
-# Gloo (Debian's libgloo-dev, gloo::allreduce as torch.distributed calls it), interleaved for
-# ROUNDS rounds; then prints median times per size and hvd's speed ratio against each peer.
+# hvd-bench, OpenMPI's MPI_Allreduce (Debian's openmpi) and Gloo (Debian's libgloo-dev,
+# gloo::allreduce as torch.distributed calls it; TCP only), interleaved for ROUNDS rounds; then
+# prints median times per size and hvd's speed ratio against each peer. TRANSPORT=tcp (the
+# default) runs hvd over TCP and OpenMPI over TCP with shared memory excluded; TRANSPORT=shm runs
+# both over shared memory (hvd --transport shm, OpenMPI's vader BTL), writing compare_peers_shm*.
 # Sizes up to 64 KiB take 100 warm-up and 1000 timed runs (20 runs of a 10 us operation are a
 # 200 us window that one scheduler hiccup on a shared machine spoils); larger sizes take 5 and
 # ITERS. Every tool gets exactly the same arguments.
-#   bench/compare_peers.sh [ROUNDS]        (env: NP=2, MAX=256M, ITERS=20, OUT=bench/results)
+#   bench/compare_peers.sh [ROUNDS]  (env: NP=2, MAX=256M, ITERS=20, OUT=bench/results, TRANSPORT=tcp)
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 rounds=${1:-3}
@@ -14,6 +16,12 @@ np=${NP:-2}
 max=${MAX:-268435456}
 iters=${ITERS:-20}
 out=${OUT:-$repo/bench/results}
+transport=${TRANSPORT:-tcp}
+case $transport in
+  tcp) mpi_btl=tcp,self; mpi_label=openmpi-tcp; name=compare_peers ;;
+  shm) mpi_btl=vader,self; mpi_label=openmpi-shm; name=compare_peers_shm ;;
+  *) echo "compare_peers: TRANSPORT must be tcp or shm, not '$transport'" >&2; exit 2 ;;
+esac
 build=${HVD_BUILD_DIR:-$repo/build}
 peers=$build/bench-peers
 
@@ -32,13 +40,13 @@ mpicxx -O3 -std=c++17 "$repo/bench/peers/mpi_allreduce.cc" -o "$peers/mpi_allred
 g++ -O3 -std=c++17 "$repo/bench/peers/gloo_allreduce.cc" -o "$peers/gloo_allreduce" -lgloo -pthread
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-raw=$out/compare_peers_raw.jsonl
+raw=$out/${name}_raw.jsonl
 : >"$raw"
 small=(-b 4 -e 65536 -f 4 -w 100 -n 1000)
 large=(-b 262144 -e "$max" -f 4 -w 5 -n "$iters")
 run_hvd() {
-  "$build/apps/hvdrun" -np "$np" "$build/apps/hvd-bench" "$@" -c 0 --json "$out/hvd_round$round.json" \
-      >/dev/null
+  "$build/apps/hvdrun" -np "$np" --transport "$transport" "$build/apps/hvd-bench" "$@" -c 0 \
+      --json "$out/hvd_round$round.json" >/dev/null
   python3 - "$out/hvd_round$round.json" >>"$raw" <<'PY'
 import json, sys
 report = json.load(open(sys.argv[1]))
@@ -49,8 +57,8 @@ for row in report["rows"]:
 PY
 }
 run_mpi() {
-  timeout 900 mpirun --oversubscribe -np "$np" --mca btl tcp,self --mca btl_tcp_if_include lo \
-      --mca pml ob1 "$peers/mpi_allreduce" "$@" >>"$raw"
+  timeout 900 mpirun --oversubscribe -np "$np" --mca btl "$mpi_btl" --mca btl_tcp_if_include lo \
+      --mca pml ob1 "$peers/mpi_allreduce" "$@" | sed "s/\"openmpi-tcp\"/\"$mpi_label\"/" >>"$raw"
 }
 run_gloo() {
   local store
@@ -72,4 +80,4 @@ for round in $(seq 1 "$rounds"); do
     unset -n args
   done
 done
-python3 "$repo/bench/summarize_peers.py" "$raw" "$out/compare_peers.json" "$out/compare_peers.md"
+python3 "$repo/bench/summarize_peers.py" "$raw" "$out/$name.json" "$out/$name.md"

@@ -18,7 +18,8 @@ for line in open(raw):
     busbw[(row["tool"], row["size"])].append(row["busbw_gbps"])
 
 sizes = sorted({size for _, size in times})
-tools = ["hvd", "openmpi-tcp", "gloo"]
+mpi = "openmpi-shm" if any(tool == "openmpi-shm" for tool, _ in times) else "openmpi-tcp"
+tools = ["hvd", mpi, "gloo"]
 rows = []
 for size in sizes:
     med = {t: statistics.median(times[(t, size)]) for t in tools if (t, size) in times}
@@ -43,7 +44,8 @@ def human(n):
     return f"{n} B"
 
 
-lines = ["| size | hvd us | OpenMPI-TCP us | Gloo us | hvd busbw GB/s | MPI busbw | Gloo busbw "
+mpi_name = "OpenMPI-shm" if mpi == "openmpi-shm" else "OpenMPI-TCP"
+lines = [f"| size | hvd us | {mpi_name} us | Gloo us | hvd busbw GB/s | MPI busbw | Gloo busbw "
          "| hvd vs best peer | hvd vs Gloo |",
          "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
 for r in rows:
@@ -51,8 +53,8 @@ for r in rows:
     cell = lambda d, t, f: f.format(d[t]) if t in d else "-"
     ratio = lambda x: f"{x:.2f}x" if x else "-"
     lines.append(f"| {human(r['size'])} | {cell(m, 'hvd', '{:.1f}')} | "
-                 f"{cell(m, 'openmpi-tcp', '{:.1f}')} | {cell(m, 'gloo', '{:.1f}')} | "
-                 f"{cell(b, 'hvd', '{:.2f}')} | {cell(b, 'openmpi-tcp', '{:.2f}')} | "
+                 f"{cell(m, mpi, '{:.1f}')} | {cell(m, 'gloo', '{:.1f}')} | "
+                 f"{cell(b, 'hvd', '{:.2f}')} | {cell(b, mpi, '{:.2f}')} | "
                  f"{cell(b, 'gloo', '{:.2f}')} | {ratio(r['ratio_vs_best_peer'])} | "
                  f"{ratio(r['ratio_vs_gloo'])} |")
 open(md_out, "w").write("\n".join(lines) + "\n")

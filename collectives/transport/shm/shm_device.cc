@@ -36,10 +36,12 @@ rendezvous::Bytes bytesOf(const std::string& s) { return rendezvous::Bytes(s.beg
 std::string textOf(const rendezvous::Bytes& b) { return std::string(b.begin(), b.end()); }
 
 // Publishes this rank's `value` under prefix/<rank> and returns every rank's, waiting for them
-// all. A value starting with '!' is a rank's reason for not using shm.
+// all (`awaited` says for what, in a timeout's message). A value starting with '!' is a rank's
+// reason for not using shm.
 std::vector<std::string> exchange(rendezvous::Store& store, const std::string& prefix, int rank,
                                   int size, const std::string& value,
-                                  std::chrono::milliseconds timeout, const std::string& self) {
+                                  std::chrono::milliseconds timeout, const std::string& self,
+                                  const std::string& awaited) {
   store.set(detail::concat(prefix, rank), bytesOf(value));
   std::vector<std::string> keys;
   for (int r = 0; r < size; ++r) keys.push_back(detail::concat(prefix, r));
@@ -49,8 +51,8 @@ std::vector<std::string> exchange(rendezvous::Store& store, const std::string& p
     std::set<int> missing;
     for (const auto& k : e.missingKeys()) missing.insert(std::stoi(k.substr(prefix.size())));
     throw TimeoutError(detail::concat(self, ": timed out after ", timeout.count() / 1000.0,
-                                      " s waiting for ranks ", rankSet(missing),
-                                      " to set up shared memory (did they start?)"));
+                                      " s waiting for ranks ", rankSet(missing), " to ", awaited,
+                                      " (did they start? HVD_START_TIMEOUT sets the limit)"));
   }
   std::vector<std::string> values;
   for (const auto& k : keys) values.push_back(textOf(*store.get(k)));
@@ -106,7 +108,8 @@ std::unique_ptr<Comm> ShmDevice::connectAll(int rank, int size, rendezvous::Stor
   } catch (const IoError& e) {
     created = std::string("!") + e.what();
   }
-  auto names = exchange(store, "shm/", rank, size, created, connectTimeout, self);
+  auto names = exchange(store, "shm/", rank, size, created, connectTimeout, self,
+                        "publish their addresses (shared-memory segments)");
   requireAll(names, self);
 
   peers_.resize(size);
@@ -117,7 +120,9 @@ std::unique_ptr<Comm> ShmDevice::connectAll(int rank, int size, rendezvous::Stor
   } catch (const IoError& e) {
     mapped = std::string("!") + e.what() + " (ranks on different hosts or containers?)";
   }
-  requireAll(exchange(store, "shm-mapped/", rank, size, mapped, connectTimeout, self), self);
+  requireAll(exchange(store, "shm-mapped/", rank, size, mapped, connectTimeout, self,
+                      "map this rank's shared-memory segment"),
+             self);
   own_.unlink();  // every peer has it mapped; the name is no longer needed
 
   rank_ = rank;
