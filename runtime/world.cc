@@ -35,10 +35,14 @@ bool useShm(const Config& config) {
   return false;
 }
 
+// The control links carry negotiation messages of a few hundred bytes (a ring streams anything
+// larger through), so their rings need not be as large as the data links'.
+constexpr std::size_t kControlRingBytes = 64 * 1024;
+
 std::unique_ptr<Comm> connectScope(const Config& config, rendezvous::Store& store,
                                    const std::string& bindAddress, int64_t epoch,
-                                   const std::string& scope,
-                                   collectives::tcp::WaitPolicy waits) {
+                                   const std::string& scope, collectives::tcp::WaitPolicy waits,
+                                   std::size_t shmRingBytes) {
   rendezvous::PrefixStore scoped(
       detail::concat("job/", config.jobId, "/epoch/", epoch, "/", scope), store);
   const Topology& t = config.topology;
@@ -46,11 +50,11 @@ std::unique_ptr<Comm> connectScope(const Config& config, rendezvous::Store& stor
   if (useShm(config)) {
     try {
       auto device = collectives::shm::ShmDevice::create(
-          {config.shmBufferBytes, waits.smallSpin, waits.largeSpin});
+          {shmRingBytes, waits.smallSpin, waits.largeSpin});
       auto comm = device->connectAll(t.rank, t.size, scoped, config.startTimeout,
                                      config.opTimeout);
       log->info("{}: shared memory with {} local peers, rings of {} KiB", scope, t.size - 1,
-                config.shmBufferBytes >> 10);
+                shmRingBytes >> 10);
       return comm;
     } catch (const collectives::shm::ShmUnavailable& e) {
       if (config.transport == Transport::Shm) throw;
@@ -147,11 +151,13 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use)
   collectives::tcp::WaitPolicy data{.mode = collectives::tcp::WaitMode::Blocking};
   if (withControl) data.smallSpin = config.spinTime;
   else data.smallSpin = data.largeSpin = config.directSpinTime;
-  world.data = connectScope(config, *store, bindAddress, epoch, "global", data);
+  world.data =
+      connectScope(config, *store, bindAddress, epoch, "global", data, config.shmBufferBytes);
   // The engine loop does its own polling of the control links (Engine::loop).
   if (withControl)
     world.control = connectScope(config, *store, bindAddress, epoch, "control",
-                                 {.mode = collectives::tcp::WaitMode::Interruptible});
+                                 {.mode = collectives::tcp::WaitMode::Interruptible},
+                                 std::min(config.shmBufferBytes, kControlRingBytes));
   return world;
 }
 
