@@ -26,7 +26,9 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 # "lockstep" trains without exchanging gradients but meets at a barrier every step: the
 # efficiency no synchronous data-parallel library can beat on this machine (unequal cores,
 # per-step jitter: each step lasts as long as the slower rank's).
-KINDS = ("single", "hvd", "ddp", "lockstep")
+# "hvd" runs on hvd's default transport (shared memory between ranks of one host), "hvd-tcp"
+# with --transport tcp.
+KINDS = ("single", "hvd", "hvd-tcp", "ddp", "lockstep")
 BUILD = pathlib.Path(os.environ.get("HVD_BUILD_DIR", REPO / "build"))
 
 
@@ -116,14 +118,16 @@ class RunFailed(Exception):
 
 def run_config(kind, args):
     """Runs one configuration to completion; returns rank 0's JSON record."""
-    cmd = [sys.executable, __file__, "--worker", kind, "--steps", str(args.steps),
+    cmd = [sys.executable, __file__, "--worker", "hvd" if kind == "hvd-tcp" else kind,
+           "--steps", str(args.steps),
            "--warmup", str(args.warmup), "--batch", str(args.batch)]
     env = dict(os.environ)
     if kind == "single":
         procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)]
-    elif kind in ("hvd", "lockstep"):
+    elif kind in ("hvd", "hvd-tcp", "lockstep"):
+        transport = ["--transport", "tcp"] if kind == "hvd-tcp" else []
         procs = [subprocess.Popen([str(BUILD / "apps" / "hvdrun"), "-np", str(args.ranks),
-                                   *cmd], stdout=subprocess.PIPE, text=True, env=env)]
+                                   *transport, *cmd], stdout=subprocess.PIPE, text=True, env=env)]
     else:
         port = free_port()
         procs = []
@@ -192,10 +196,13 @@ def main():
     print(f"\n| peer | ranks | samples/s (median of {args.rounds}) | scaling efficiency |")
     print("|---|---|---|---|")
     print(f"| one process | 1 | {median['single']:.1f} | - |")
-    for k, label in (("hvd", "hvd DistributedOptimizer"), ("ddp", "torch DDP (gloo)"),
+    for k, label in (("hvd", "hvd DistributedOptimizer"),
+                     ("hvd-tcp", "hvd DistributedOptimizer, --transport tcp"),
+                     ("ddp", "torch DDP (gloo)"),
                      ("lockstep", "lockstep: no gradients, one barrier per step (ceiling)")):
         print(f"| {label} | {args.ranks} | {median[k]:.1f} | {100 * efficiency[k]:.1f}% |")
     print(f"\nhvd / DDP throughput: {median['hvd'] / median['ddp']:.3f}x")
+    print(f"hvd / hvd-tcp throughput: {median['hvd'] / median['hvd-tcp']:.3f}x")
     print(f"hvd / lockstep throughput (share of the ceiling): "
           f"{median['hvd'] / median['lockstep']:.3f}")
     if args.json:
