@@ -19,6 +19,7 @@
 #include "launcher/python_path.h"
 #include "launcher/remote_hosts.h"
 #include "collectives/rendezvous/rendezvous_server.h"
+#include "collectives/transport/shm/shm_segment.h"
 #include "launcher/slurm.h"
 #include "launcher/ssh/remote_command.h"
 #include "launcher/ssh/ssh_preflight.h"
@@ -220,7 +221,11 @@ int launch(const LaunchOptions& options) {
   for (const auto& t : targets)
     remote.addHost(std::move(checked.ready.at(t.alias)), std::move(remoteByHost[t.alias]));
   Job running(options, std::move(workers), remote, *guardian);
-  return running.run();
+  int code = running.run();
+  // A local rank stopped during init may not have unlinked its shared-memory segment.
+  if (int left = collectives::shm::removeSegments(collectives::shm::jobSegmentPrefix(job.jobId)))
+    log->info("removed {} shared-memory segments the job's ranks left in /dev/shm", left);
+  return code;
 }
 
 }  // namespace hvd::launcher

@@ -50,7 +50,8 @@ std::unique_ptr<Comm> connectScope(const Config& config, rendezvous::Store& stor
   if (useShm(config)) {
     try {
       auto device = collectives::shm::ShmDevice::create(
-          {shmRingBytes, waits.smallSpin, waits.largeSpin});
+          {shmRingBytes, waits.smallSpin, waits.largeSpin,
+           collectives::shm::jobSegmentPrefix(config.jobId)});
       auto comm = device->connectAll(t.rank, t.size, scoped, config.startTimeout,
                                      config.opTimeout);
       log->info("{}: shared memory with {} local peers, rings of {} KiB", scope, t.size - 1,

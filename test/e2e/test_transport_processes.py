@@ -2,6 +2,7 @@
 all ranks are on one host (TCP when asked, or when ranks are on several hosts), the collective
 fallback to TCP when one rank cannot use shared memory, and no segment left in /dev/shm."""
 import os
+import sys
 
 import pytest
 
@@ -65,3 +66,18 @@ def test_hvdrun_rejects_an_unknown_transport():
     r = run_hvdrun("-np", 2, "--transport", "rdma", WORKER, "allreduce", 4)
     assert r.returncode != 0
     assert "--transport" in r.stderr and "rdma" in r.stderr
+
+
+def test_a_job_stopped_during_init_leaves_no_segment_in_dev_shm():
+    # Rank 1 fails before it initialises; rank 0 has created its segment and waits for rank 1's
+    # in the rendezvous when hvdrun stops it (SIGTERM, no destructors run), so only the
+    # launcher's clean-up at the end of the job can remove the name.
+    code = ("import os, subprocess, sys, time\n"
+            "if os.environ['HVD_RANK'] == '1': time.sleep(1.5); sys.exit(3)\n"
+            f"os.execv('{WORKER}', ['{WORKER}', 'allreduce', '4'])\n")
+    before = hvd_segments()
+    r = run_hvdrun("-np", 2, "--log-level", "info", "--start-timeout", 30, "--grace-seconds", 1,
+                   sys.executable, "-c", code)
+    assert r.returncode == 3, r.stderr
+    assert "removed 1 shared-memory segments the job's ranks left in /dev/shm" in r.stderr, r.stderr
+    assert hvd_segments() - before == set()

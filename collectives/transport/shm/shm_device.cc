@@ -113,7 +113,7 @@ std::unique_ptr<Comm> ShmDevice::connectAll(int rank, int size, rendezvous::Stor
   auto log = log::logger("shm");
   std::string created;
   try {
-    own_ = Segment::create(rank, size, options_.ringBytes);
+    own_ = Segment::create(rank, size, options_.ringBytes, options_.namePrefix);
     created = own_.name();
   } catch (const IoError& e) {
     created = std::string("!") + e.what();

@@ -36,6 +36,7 @@ struct ShmOptions {
   std::size_t ringBytes = 1 << 20;  // per direction of each link; a multiple of 64
   std::chrono::microseconds smallSpin{0};  // polling before a sleep, waiting on a small message
   std::chrono::microseconds largeSpin{0};  // ... on a transfer over kLatencyBoundBytes
+  std::string namePrefix = "hvd";  // of the segment's name in /dev/shm (jobSegmentPrefix)
 };
 
 class ShmDevice : public Device,

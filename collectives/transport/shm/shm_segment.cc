@@ -1,10 +1,12 @@
 #include "collectives/transport/shm/shm_segment.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <new>
@@ -21,12 +23,12 @@ constexpr uint32_t kVersion = 1;
 
 std::size_t ringStride(std::size_t ringBytes) { return sizeof(RingHeader) + ringBytes; }
 
-std::string randomName() {
+std::string randomName(const std::string& prefix) {
   std::random_device device;
   uint64_t bits = (static_cast<uint64_t>(device()) << 32) ^ device();
   char text[17];
   std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(bits));
-  return detail::concat("/hvd-", getpid(), "-", text);
+  return detail::concat("/", prefix, "-", getpid(), "-", text);
 }
 
 std::string systemError(const std::string& what, int error) {
@@ -34,6 +36,26 @@ std::string systemError(const std::string& what, int error) {
 }
 
 }  // namespace
+
+std::string jobSegmentPrefix(const std::string& jobId) {
+  std::string prefix = "hvd-";
+  for (char ch : jobId)
+    if (std::isalnum(static_cast<unsigned char>(ch))) prefix += ch;
+  return prefix;
+}
+
+int removeSegments(const std::string& prefix) {
+  int removed = 0;
+  std::string start = prefix + "-";
+  if (DIR* dir = ::opendir("/dev/shm")) {
+    while (auto* entry = ::readdir(dir)) {
+      std::string name = entry->d_name;
+      if (name.rfind(start, 0) == 0 && ::shm_unlink(("/" + name).c_str()) == 0) ++removed;
+    }
+    ::closedir(dir);
+  }
+  return removed;
+}
 
 std::string pidNamespace() {
   char target[64] = {};
@@ -83,11 +105,12 @@ RingHeader& Segment::ring(int sender) const {
                                         static_cast<std::size_t>(slot) * ringStride(ringBytes_));
 }
 
-Segment Segment::create(int rank, int size, std::size_t ringBytes) {
+Segment Segment::create(int rank, int size, std::size_t ringBytes,
+                        const std::string& namePrefix) {
   HVD_ENFORCE(ringBytes % kCacheLine == 0, "shm: ring bytes ", ringBytes,
               " not a multiple of ", kCacheLine);
   std::size_t bytes = bytesFor(size, ringBytes);
-  std::string name = randomName();
+  std::string name = randomName(namePrefix);
   int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, S_IRUSR | S_IWUSR);
   if (fd < 0) throw IoError(systemError("shm: cannot create " + name, errno));
   // Reserve the pages now: a tmpfs that runs out later would kill the process with SIGBUS.

@@ -46,9 +46,11 @@ struct RingHeader {
 
 class Segment {
  public:
-  // Creates and maps a new segment for `rank` of `size` with rings of ringBytes, reserving its
-  // memory now (so a full /dev/shm is an IoError here, not a SIGBUS mid-transfer).
-  static Segment create(int rank, int size, std::size_t ringBytes);
+  // Creates and maps a new segment "/<namePrefix>-<pid>-<random>" for `rank` of `size` with
+  // rings of ringBytes, reserving its memory now (so a full /dev/shm is an IoError here, not a
+  // SIGBUS mid-transfer).
+  static Segment create(int rank, int size, std::size_t ringBytes,
+                        const std::string& namePrefix = "hvd");
   // Maps the segment `name` that rank `expectedRank` of `size` created; checks its header.
   static Segment open(const std::string& name, int expectedRank, int size,
                       std::size_t ringBytes);
@@ -79,6 +81,13 @@ class Segment {
   std::size_t ringBytes_ = 0;
   bool linked_ = false;  // this process created the name and has not unlinked it
 };
+
+// The name prefix of a job's segments ("hvd-<job id>"). A rank killed between creating its
+// segment and unlinking it (a job stopped during init) leaves the name behind; the launcher
+// removes what is left under its job's prefix when the job ends (removeSegments).
+std::string jobSegmentPrefix(const std::string& jobId);
+// Unlinks every /dev/shm name that starts with "<prefix>-"; returns how many.
+int removeSegments(const std::string& prefix);
 
 // This process's pid namespace ("pid:[4026531836]"), or "" when /proc does not say.
 std::string pidNamespace();
