@@ -88,6 +88,18 @@ inline void runRanks(int n, const std::function<void(collectives::Comm&)>& fn,
   if (errors.first) std::rethrow_exception(errors.first);
 }
 
+// Message i's bytes in the transport tests: a pattern that differs per message, per sender and
+// per position.
+inline std::vector<uint8_t> pattern(int sender, int i, std::size_t bytes) {
+  std::vector<uint8_t> v(bytes);
+  for (std::size_t k = 0; k < bytes; ++k) v[k] = static_cast<uint8_t>(sender * 131 + i * 7 + k);
+  return v;
+}
+
+inline collectives::MutableBytes bytesOf(std::vector<uint8_t>& v) {
+  return {reinterpret_cast<std::byte*>(v.data()), v.size()};
+}
+
 // The message of a rank's exception ("" for none).
 inline std::string messageOf(std::exception_ptr e) {
   try {

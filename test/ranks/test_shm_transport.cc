@@ -16,7 +16,9 @@
 
 using namespace hvd;
 using namespace hvd::collectives;
+using test::bytesOf;
 using test::messageOf;
+using test::pattern;
 using test::RankOptions;
 using test::Transport;
 
@@ -35,16 +37,6 @@ RankOptions shmOptions(std::size_t ringBytes = 64 * 1024, tcp::WaitPolicy waits 
 
 // Sleeping at once, and the polling a directly called collective does.
 const std::vector<tcp::WaitPolicy> kPolicies = {{}, {.smallSpin = 30us, .largeSpin = 2000us}};
-
-std::vector<uint8_t> pattern(int sender, int i, std::size_t bytes) {
-  std::vector<uint8_t> v(bytes);
-  for (std::size_t k = 0; k < bytes; ++k) v[k] = static_cast<uint8_t>(sender * 131 + i * 7 + k);
-  return v;
-}
-
-MutableBytes bytesOf(std::vector<uint8_t>& v) {
-  return {reinterpret_cast<std::byte*>(v.data()), v.size()};
-}
 
 // The /dev/shm names this process created.
 std::vector<std::string> ownShmNames() {

@@ -10,7 +10,9 @@
 
 using namespace hvd;
 using namespace hvd::collectives;
+using test::bytesOf;
 using test::messageOf;
+using test::pattern;
 using test::RankOptions;
 
 namespace {
@@ -24,17 +26,6 @@ const std::vector<tcp::WaitPolicy> kPolicies = {
     {.mode = tcp::WaitMode::Blocking},
     {.smallSpin = 30us, .largeSpin = 2000us, .mode = tcp::WaitMode::Blocking},
 };
-
-// Message i's bytes: a pattern that differs per message, per sender and per position.
-std::vector<uint8_t> pattern(int sender, int i, std::size_t bytes) {
-  std::vector<uint8_t> v(bytes);
-  for (std::size_t k = 0; k < bytes; ++k) v[k] = static_cast<uint8_t>(sender * 131 + i * 7 + k);
-  return v;
-}
-
-MutableBytes bytesOf(std::vector<uint8_t>& v) {
-  return {reinterpret_cast<std::byte*>(v.data()), v.size()};
-}
 
 }  // namespace
 

@@ -1,7 +1,6 @@
 #include "collectives/transport/shm/shm_connection.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 
 #include "collectives/transport/shm/shm_device.h"
@@ -14,12 +13,6 @@ constexpr std::size_t kHeaderBytes = 16;
 // A writer publishes its progress at least every kChunk bytes, so the reader copies out the
 // start of a large message while the writer is still copying in the rest.
 constexpr std::size_t kChunk = 128 * 1024;
-
-std::string hexTag(Tag tag) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(tag));
-  return buf;
-}
 
 // Copies n bytes into the ring at stream position `at`, wrapping at its end.
 void copyIn(const RingView& ring, uint64_t at, const std::byte* from, std::size_t n) {
@@ -34,6 +27,17 @@ void copyOut(const RingView& ring, uint64_t at, std::byte* to, std::size_t n) {
   std::size_t first = std::min(n, ring.bytes - offset);
   std::memcpy(to, ring.data + offset, first);
   if (n > first) std::memcpy(to + first, ring.data, n - first);
+}
+
+// Calls move(piece, length, offset) for the next n bytes of a message whose `done` bytes have
+// moved: first what is left of the header (at `header`), then of the payload; `offset` is
+// where the piece starts among those n bytes.
+template <typename Move>
+void forPieces(std::byte* header, std::byte* payload, std::size_t done, std::size_t n,
+               Move&& move) {
+  std::size_t first = done < kHeaderBytes ? std::min(n, kHeaderBytes - done) : 0;
+  if (first > 0) move(header + done, first, std::size_t{0});
+  if (n > first) move(payload + (done + first - kHeaderBytes), n - first, first);
 }
 
 }  // namespace
@@ -57,19 +61,14 @@ std::string ShmConnection::peerAddress() const {
 }
 
 std::string ShmConnection::describe(const RequestState& request) const {
-  return detail::concat("rank ", selfRank_, "/", size_, ": ", request.verb, " rank ", peerRank_,
-                        " (", peerAddress(), ") tag=", hexTag(request.tag), " ", request.bytes,
-                        " bytes");
+  return describeRequest(selfRank_, size_, peerRank_, peerAddress(), request);
 }
 
-std::shared_ptr<RequestState> ShmConnection::makeState(const char* verb, Tag tag,
-                                                       std::size_t bytes) const {
-  auto state = std::make_shared<RequestState>();
-  state->verb = verb;
-  state->tag = tag;
-  state->bytes = bytes;
-  state->describer = this;
-  return state;
+Request ShmConnection::failed(const char* verb, Tag tag, std::size_t bytes) const {
+  auto state = newRequestState(verb, tag, bytes, this);
+  state->done = true;
+  state->error = broken_ ? broken_ : error(Op{{}, nullptr, state}, "connection closed");
+  return Request(state, &device_);
 }
 
 std::exception_ptr ShmConnection::error(const Op& op, const std::string& what) const {
@@ -77,12 +76,8 @@ std::exception_ptr ShmConnection::error(const Op& op, const std::string& what) c
 }
 
 Request ShmConnection::isend(ConstBytes data, Tag tag) {
-  auto state = makeState("send to", tag, data.size());
-  if (broken_ || closed_) {
-    state->done = true;
-    state->error = broken_ ? broken_ : error(Op{{}, nullptr, state}, "connection closed");
-    return Request(state, &device_);
-  }
+  if (broken_ || closed_) return failed("send to", tag, data.size());
+  auto state = newRequestState("send to", tag, data.size(), this);
   sends_.push_back(Op{{tag, data.size()}, const_cast<std::byte*>(data.data()), state});
   // A message that fits goes out now: the peer may be polling for it.
   if (sends_.size() == 1) pumpSends();
@@ -90,12 +85,8 @@ Request ShmConnection::isend(ConstBytes data, Tag tag) {
 }
 
 Request ShmConnection::irecv(MutableBytes data, Tag tag) {
-  auto state = makeState("recv from", tag, data.size());
-  if (broken_ || closed_) {
-    state->done = true;
-    state->error = broken_ ? broken_ : error(Op{{}, nullptr, state}, "connection closed");
-    return Request(state, &device_);
-  }
+  if (broken_ || closed_) return failed("recv from", tag, data.size());
+  auto state = newRequestState("recv from", tag, data.size(), this);
   recvs_.push_back(Op{{tag, data.size()}, data.data(), state});
   return Request(state, &device_);
 }
@@ -125,16 +116,10 @@ bool ShmConnection::pumpSends() {
     std::size_t space = out_.bytes - static_cast<std::size_t>(outHead_ - tail);
     if (space == 0) break;
     std::size_t n = std::min({space, total - op.done, kChunk});
-    std::size_t written = 0;
-    if (op.done < kHeaderBytes) {
-      std::size_t h = std::min(n, kHeaderBytes - op.done);
-      copyIn(out_, outHead_, reinterpret_cast<const std::byte*>(&op.header) + op.done, h);
-      written = h;
-    }
-    if (written < n) {
-      std::size_t intoPayload = op.done + written - kHeaderBytes;
-      copyIn(out_, outHead_ + written, op.data + intoPayload, n - written);
-    }
+    forPieces(reinterpret_cast<std::byte*>(&op.header), op.data, op.done, n,
+              [&](const std::byte* piece, std::size_t length, std::size_t offset) {
+                copyIn(out_, outHead_ + offset, piece, length);
+              });
     outHead_ += n;
     op.done += n;
     out_.ring->head.store(outHead_, std::memory_order_release);
@@ -157,22 +142,16 @@ bool ShmConnection::pumpReceives() {
     std::size_t available = static_cast<std::size_t>(head - inTail_);
     if (available == 0) break;
     std::size_t n = std::min({available, total - op.done, kChunk});
-    std::size_t read = 0;
-    if (op.done < kHeaderBytes) {
-      std::size_t h = std::min(n, kHeaderBytes - op.done);
-      copyOut(in_, inTail_, reinterpret_cast<std::byte*>(&incoming_) + op.done, h);
-      read = h;
-      if (op.done + h == kHeaderBytes &&
-          (incoming_.tag != op.header.tag || incoming_.length != op.header.length)) {
-        failAll(std::make_exception_ptr(InternalError(detail::concat(
-            op.state->description(), ": the peer sent tag=", hexTag(incoming_.tag), " ",
-            incoming_.length, " bytes (the ranks disagree on the algorithm)"))));
-        return true;
-      }
-    }
-    if (read < n) {
-      std::size_t intoPayload = op.done + read - kHeaderBytes;
-      copyOut(in_, inTail_ + read, op.data + intoPayload, n - read);
+    forPieces(reinterpret_cast<std::byte*>(&incoming_), op.data, op.done, n,
+              [&](std::byte* piece, std::size_t length, std::size_t offset) {
+                copyOut(in_, inTail_ + offset, piece, length);
+              });
+    if (op.done < kHeaderBytes && op.done + n >= kHeaderBytes &&
+        (incoming_.tag != op.header.tag || incoming_.length != op.header.length)) {
+      failAll(std::make_exception_ptr(InternalError(detail::concat(
+          op.state->description(), ": the peer sent tag=", hexTag(incoming_.tag), " ",
+          incoming_.length, " bytes (the ranks disagree on the algorithm)"))));
+      return true;
     }
     inTail_ += n;
     op.done += n;

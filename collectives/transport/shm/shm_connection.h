@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "collectives/transport/connection.h"
+#include "collectives/transport/message.h"
 #include "collectives/transport/shm/shm_segment.h"
 
 namespace hvd::collectives::shm {
@@ -47,18 +48,9 @@ class ShmConnection : public Connection, public RequestDescriber {
   void failAll(std::exception_ptr error);
 
  private:
-  struct Header {
-    uint64_t tag;
-    uint64_t length;
-  };
-  struct Op {
-    Header header;
-    std::byte* data;
-    std::shared_ptr<RequestState> state;
-    std::size_t done = 0;  // bytes of header and payload moved so far
-  };
+  using Op = QueuedMessage;
 
-  std::shared_ptr<RequestState> makeState(const char* verb, Tag tag, std::size_t bytes) const;
+  Request failed(const char* verb, Tag tag, std::size_t bytes) const;
   bool pumpSends();
   bool pumpReceives();
   // The peer closed its end: fail what can no longer complete (a receive whose bytes are not in
@@ -77,7 +69,7 @@ class ShmConnection : public Connection, public RequestDescriber {
   uint64_t outHead_;  // our copy of out_.ring->head
   std::deque<Op> sends_;
   std::deque<Op> recvs_;
-  Header incoming_{};
+  MessageHeader incoming_{};
   std::exception_ptr broken_;
   bool closed_ = false;
 };

@@ -241,8 +241,7 @@ void ShmDevice::sleepOnDoorbell(Deadline deadline) {
   else failDeadPeers();
 }
 
-bool ShmDevice::failDeadPeers() {
-  bool failed = false;
+void ShmDevice::failDeadPeers() {
   for (auto* c : connections_) {
     int p = c->peerRank();
     if (c->idle() || pids_[p] == 0) continue;
@@ -257,9 +256,7 @@ bool ShmDevice::failDeadPeers() {
     c->failAll(std::make_exception_ptr(IoError(detail::concat(
         "rank ", rank_, "/", size_, ": rank ", p, " (shm, pid ", pids_[p],
         ") exited while this rank was exchanging data with it"))));
-    failed = true;
   }
-  return failed;
 }
 
 }  // namespace hvd::collectives::shm

@@ -64,8 +64,8 @@ class ShmDevice : public Device,
   explicit ShmDevice(ShmOptions options) : options_(options) {}
   bool pumpAll();
   void sleepOnDoorbell(Deadline deadline);
-  // Fails the requests of peers whose process has exited; true if there were any.
-  bool failDeadPeers();
+  // Fails the requests of peers whose process has exited.
+  void failDeadPeers();
   void watchPeerProcesses();
 
   ShmOptions options_;

@@ -27,12 +27,6 @@ struct TransferRemaining {
   }
 };
 
-std::string hexTag(Tag tag) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(tag));
-  return buf;
-}
-
 // What is left of a message (header, then payload) after `done` bytes: one or two pieces.
 struct Pieces {
   std::array<iovec, 2> iov{};
@@ -84,26 +78,15 @@ TcpConnection::TcpConnection(asio::ip::tcp::socket socket, TcpDevice& device, in
 // the device's io_context is being torn down) nothing touches the device.
 TcpConnection::~TcpConnection() { setDirect(false); }
 
-std::shared_ptr<RequestState> TcpConnection::makeState(const char* verb, Tag tag,
-                                                       std::size_t bytes) const {
-  auto state = std::make_shared<RequestState>();
-  state->verb = verb;
-  state->tag = tag;
-  state->bytes = bytes;
-  state->describer = this;
-  return state;
-}
-
 Request TcpConnection::failed(const char* verb, std::size_t bytes, Tag tag) const {
-  auto state = makeState(verb, tag, bytes);
+  auto state = newRequestState(verb, tag, bytes, this);
   state->done = true;
   state->error = broken_;
   return Request(state, &device_);
 }
 
 std::string TcpConnection::describe(const RequestState& r) const {
-  return detail::concat("rank ", selfRank_, "/", size_, ": ", r.verb, " rank ", peerRank_, " (",
-                        peerAddress_, ") tag=", hexTag(r.tag), " ", r.bytes, " bytes");
+  return describeRequest(selfRank_, size_, peerRank_, peerAddress_, r);
 }
 
 Request TcpConnection::isend(ConstBytes data, Tag tag) {
@@ -122,7 +105,7 @@ Request TcpConnection::isend(ConstBytes data, Tag tag) {
     if (sent > 0) op.done = static_cast<std::size_t>(sent);
     if (sent < 0 && !wouldBlock(errno)) error = errno;
   }
-  op.state = makeState("send to", tag, data.size());
+  op.state = newRequestState("send to", tag, data.size(), this);
   sends_.push_back(op);
   if (error) failAll(ioError(op, systemError(error), 0));
   else if (!writing_) startAsioWrite();
@@ -131,7 +114,7 @@ Request TcpConnection::isend(ConstBytes data, Tag tag) {
 
 Request TcpConnection::irecv(MutableBytes data, Tag tag) {
   if (broken_) return failed("recv from", data.size(), tag);
-  auto state = makeState("recv from", tag, data.size());
+  auto state = newRequestState("recv from", tag, data.size(), this);
   recvs_.push_back({{tag, data.size()}, data.data(), state});
   if (!reading_ && !direct_) startRead();
   return Request(state, &device_);

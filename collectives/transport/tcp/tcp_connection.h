@@ -21,6 +21,7 @@
 #include <memory>
 
 #include "collectives/transport/connection.h"
+#include "collectives/transport/message.h"
 
 namespace hvd::collectives::tcp {
 
@@ -57,18 +58,9 @@ class TcpConnection : public Connection,
   void startDirectReadInAsio();
 
  private:
-  struct Header {
-    uint64_t tag;
-    uint64_t length;
-  };
-  struct Op {
-    Header header;
-    std::byte* data;
-    std::shared_ptr<RequestState> state;
-    std::size_t done = 0;  // bytes of header and payload moved so far
-  };
+  using Header = MessageHeader;
+  using Op = QueuedMessage;
 
-  std::shared_ptr<RequestState> makeState(const char* verb, Tag tag, std::size_t bytes) const;
   Request failed(const char* verb, std::size_t bytes, Tag tag) const;
   // Starts the front receive: direct when it is small, else through Asio.
   void startRead();
