@@ -39,15 +39,18 @@ bool useShm(const Config& config) {
 // larger through), so their rings need not be as large as the data links'.
 constexpr std::size_t kControlRingBytes = 64 * 1024;
 
+// Tries shared memory while `shm` is true, and clears it when every rank fell back to TCP, so
+// the next scope of this init does not try again (the fallback is collective, so every rank
+// agrees on it).
 std::unique_ptr<Comm> connectScope(const Config& config, rendezvous::Store& store,
                                    const std::string& bindAddress, int64_t epoch,
                                    const std::string& scope, collectives::tcp::WaitPolicy waits,
-                                   std::size_t shmRingBytes) {
+                                   std::size_t shmRingBytes, bool& shm) {
   rendezvous::PrefixStore scoped(
       detail::concat("job/", config.jobId, "/epoch/", epoch, "/", scope), store);
   const Topology& t = config.topology;
   auto log = log::logger("runtime");
-  if (useShm(config)) {
+  if (shm) {
     try {
       auto device = collectives::shm::ShmDevice::create(
           {shmRingBytes, waits.smallSpin, waits.largeSpin,
@@ -60,6 +63,7 @@ std::unique_ptr<Comm> connectScope(const Config& config, rendezvous::Store& stor
     } catch (const collectives::shm::ShmUnavailable& e) {
       if (config.transport == Transport::Shm) throw;
       log->warn("{} (HVD_TRANSPORT=auto: using TCP)", e.what());
+      shm = false;
     }
   }
   auto device = collectives::tcp::TcpDevice::create(bindAddress, config.secret,
@@ -152,13 +156,14 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use)
   collectives::tcp::WaitPolicy data{.mode = collectives::tcp::WaitMode::Blocking};
   if (withControl) data.smallSpin = config.spinTime;
   else data.smallSpin = data.largeSpin = config.directSpinTime;
-  world.data =
-      connectScope(config, *store, bindAddress, epoch, "global", data, config.shmBufferBytes);
+  bool shm = useShm(config);
+  world.data = connectScope(config, *store, bindAddress, epoch, "global", data,
+                            config.shmBufferBytes, shm);
   // The engine loop does its own polling of the control links (Engine::loop).
   if (withControl)
     world.control = connectScope(config, *store, bindAddress, epoch, "control",
                                  {.mode = collectives::tcp::WaitMode::Interruptible},
-                                 std::min(config.shmBufferBytes, kControlRingBytes));
+                                 std::min(config.shmBufferBytes, kControlRingBytes), shm);
   return world;
 }
 

@@ -45,7 +45,9 @@ def test_a_rank_that_cannot_use_shared_memory_moves_every_rank_to_tcp():
     r = run_hvdrun("-np", 3, "--log-level", "info", "sh", "-c", cmd)
     assert_ranks_ok(r, 3)
     assert "shared memory unavailable: rank 0: shm: rank 1's segment" in r.stderr, r.stderr
-    assert "HVD_SHM_BUFFER_BYTES" in r.stderr and "(HVD_TRANSPORT=auto: using TCP)" in r.stderr
+    assert "HVD_SHM_BUFFER_BYTES" in r.stderr
+    # Once per rank: the control links follow the data links' choice without trying again.
+    assert r.stderr.count("(HVD_TRANSPORT=auto: using TCP)") == 3, r.stderr
     assert_links(r, 3, "tcp on 127.0.0.1:")
     assert hvd_segments() - before == set()
 
