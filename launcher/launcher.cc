@@ -122,7 +122,7 @@ ssh::PreflightReport checkRemoteHosts(
     checks.push_back({t,
                       ssh::checkScript({t.alias, cwd, forwarded, o.command,
                                         interfaceFor(interfaces, t.alias),
-                                        static_cast<int>(o.grace.count())}),
+                                        static_cast<int>(o.grace.count()), ""}),
                       ranks});
   }
   auto report = ssh::preflight(checks);
@@ -211,7 +211,8 @@ int launch(const LaunchOptions& options) {
       workers.push_back({p, env, localExecutable, options.command});
     } else {
       ssh::RemoteRun run{p.hostname, cwd, ssh::forwardedEnvironment(env), options.command, iface,
-                         static_cast<int>(options.grace.count())};
+                         static_cast<int>(options.grace.count()),
+                         collectives::shm::jobSegmentPrefix(job.jobId)};
       remoteByHost[p.hostname].push_back({p, ssh::runScript(run)});
     }
     log->info("rank {}: host {} local {}/{} cross {}/{}", p.rank, p.hostname, p.localRank,
@@ -222,7 +223,8 @@ int launch(const LaunchOptions& options) {
     remote.addHost(std::move(checked.ready.at(t.alias)), std::move(remoteByHost[t.alias]));
   Job running(options, std::move(workers), remote, *guardian);
   int code = running.run();
-  // A local rank stopped during init may not have unlinked its shared-memory segment.
+  // A local rank stopped during init may not have unlinked its shared-memory segment (a remote
+  // host's run script removes its ranks' own).
   if (int left = collectives::shm::removeSegments(collectives::shm::jobSegmentPrefix(job.jobId)))
     log->info("removed {} shared-memory segments the job's ranks left in /dev/shm", left);
   return code;

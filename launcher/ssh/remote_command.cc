@@ -56,6 +56,21 @@ std::string checks(const RemoteRun& run) {
   return s;
 }
 
+// The segment names are "<prefix>-<pid>-<random>"; the prefix is letters, digits and dashes.
+std::string segmentCleanup(const RemoteRun& run) {
+  std::string glob = "/dev/shm/" + run.shmSegmentPrefix + "-";
+  std::string s = "n=0\n";
+  s += "for f in " + shellQuote(glob) + "*; do\n";
+  s += "  p=${f#" + shellQuote(glob) + "}; p=${p%%-*}\n";
+  s += "  case $p in ''|*[!0-9]*) continue;; esac\n";
+  s += "  kill -0 \"$p\" 2>/dev/null && continue\n";
+  s += "  rm -f \"$f\" 2>/dev/null && n=$((n + 1))\n";
+  s += "done\n";
+  s += "[ $n = 0 ] || echo " + shellQuote("hvdrun: " + run.hostLabel + ": removed") + " \"$n\" " +
+       shellQuote("shared-memory segments the job's ranks left in /dev/shm") + " >&2\n";
+  return s;
+}
+
 }  // namespace
 
 Environment forwardedEnvironment(const Environment& env) {
@@ -112,6 +127,7 @@ std::string runScript(const RemoteRun& run) {
   // Whatever the command left in its group goes with it, as for local ranks.
   s += "kill -KILL -$pid 2>/dev/null\n";
   s += "kill $watcher 2>/dev/null\n";
+  if (!run.shmSegmentPrefix.empty()) s += segmentCleanup(run);
   s += "exit $rc\n";
   return s;
 }

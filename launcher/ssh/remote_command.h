@@ -31,6 +31,9 @@ struct RemoteRun {
   std::vector<std::string> argv;
   std::string networkInterface;  // empty: not checked
   int graceSeconds = 10;   // between SIGTERM and SIGKILL when the lifeline ends
+  // Names "<prefix>-<pid>-..." in /dev/shm are the job's shared-memory segments
+  // (collectives::shm::jobSegmentPrefix); empty: none to clean up.
+  std::string shmSegmentPrefix;
 };
 
 // What hvdrun writes on a running rank's lifeline: SIGTERM to the rank's process group (hvdrun
@@ -55,7 +58,9 @@ std::string checkScript(const RemoteRun& run);
 
 // Second stage: the environment, then argv in its own process group, watched through the
 // lifeline; exits with the command's status. Relies on the check script's shell (its working
-// directory and PATH).
+// directory and PATH). Once the command has ended, it removes the job's shared-memory segments
+// whose creating process is gone (a rank stopped during init cannot unlink its own), and says
+// so on stderr; segments of the host's other ranks that still run are left alone.
 std::string runScript(const RemoteRun& run);
 
 // What to write to the bootstrap's stdin for `script`.

@@ -254,6 +254,25 @@ def test_stopping_hvdrun_leaves_no_process_on_any_host(hosts, how):
             proc.wait()
 
 
+def test_a_remote_job_stopped_during_init_leaves_no_segment_in_dev_shm(hosts):
+    # Both ranks on one remote host use shared memory. Rank 1 fails before it initialises; rank 0
+    # has created its segment and waits for rank 1's when its lifeline stops it (SIGTERM, no
+    # destructors run), so only the host's run script can remove the name. (The fake hosts share
+    # this machine's /dev/shm, so the run script must get there before hvdrun's own clean-up.)
+    a = hosts.addresses[0]
+    code = ("import os, sys, time\n"
+            "if os.environ['HVD_RANK'] == '1': time.sleep(1.5); sys.exit(3)\n"
+            f"os.execv('{WORKER}', ['{WORKER}', 'allreduce', '4'])\n")
+    before = {n for n in os.listdir("/dev/shm") if n.startswith("hvd-")}
+    r = hvdrun(hosts, "-np", 2, "-H", f"{a}:2", "--grace-seconds", 1, "--log-level", "info",
+               sys.executable, "-c", code)
+    out = r.stdout + r.stderr
+    assert r.returncode == 3, out
+    assert f"hvdrun: {a}: removed 1 shared-memory segments the job's ranks left in /dev/shm" in out
+    assert "] info [launcher] removed" not in out, "the remote host had already cleaned up"
+    assert {n for n in os.listdir("/dev/shm") if n.startswith("hvd-")} - before == set()
+
+
 def start_stubborn_job(hosts, marker):
     """4 ranks on 2 hosts that ignore SIGTERM and print READY, with a 60 s grace period."""
     stubborn = "trap '' TERM; echo READY $HVD_RANK; while :; do sleep 1; done"

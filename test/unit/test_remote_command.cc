@@ -29,7 +29,7 @@ TEST_CASE("shell quoting keeps every byte in one word") {
 
 TEST_CASE("the bootstrap command line carries nothing of the job") {
   RemoteRun run{"node1", "/work dir", {{"HVD_SECRET", "s3cr3t"}, {"PATH", "/bin"}},
-                {"python3", "train.py", "--lr=0.1"}, "", 5};
+                {"python3", "train.py", "--lr=0.1"}, "", 5, ""};
   std::string script = runScript(run);
   CHECK(bootstrapCommand().find("s3cr3t") == std::string::npos);
   CHECK(bootstrapCommand().find("train.py") == std::string::npos);
@@ -41,8 +41,21 @@ TEST_CASE("the bootstrap command line carries nothing of the job") {
   CHECK(framed(script).rfind(std::to_string(script.size()) + "\n", 0) == 0);
 }
 
+TEST_CASE("the run script removes the job's segments of ranks that are gone, when asked") {
+  RemoteRun run{"node1", "/w", {}, {"python3", "train.py"}, "", 5, "hvd-0a1b"};
+  std::string s = runScript(run);
+  auto cleanup = s.find("for f in '/dev/shm/hvd-0a1b-'*; do");
+  REQUIRE(cleanup != std::string::npos);
+  CHECK(cleanup > s.find("wait $pid"));
+  CHECK(s.find("kill -0 \"$p\" 2>/dev/null && continue") != std::string::npos);
+  CHECK(s.find("'hvdrun: node1: removed' \"$n\"") != std::string::npos);
+  CHECK(s.rfind("exit $rc\n") == s.size() - std::string("exit $rc\n").size());
+  run.shmSegmentPrefix.clear();
+  CHECK(runScript(run).find("/dev/shm") == std::string::npos);
+}
+
 TEST_CASE("the check script names the host and what is missing") {
-  RemoteRun run{"node1", "/w", {{"PATH", "/bin"}}, {"python3", "train.py"}, "ib0", 5};
+  RemoteRun run{"node1", "/w", {{"PATH", "/bin"}}, {"python3", "train.py"}, "ib0", 5, ""};
   std::string s = checkScript(run);
   CHECK(s.find("command -v 'python3'") != std::string::npos);
   CHECK(s.find("'node1: python3: not found'") != std::string::npos);
@@ -52,6 +65,6 @@ TEST_CASE("the check script names the host and what is missing") {
   // Then it says so and waits for the run script in the same shell; no run script, no rank.
   CHECK(s.find(std::string("echo ") + kReadyLine + "\nIFS= read -r n") != std::string::npos);
   CHECK(s.find("|| exit 0\n") != std::string::npos);
-  RemoteRun absolute{"n", "/w", {}, {"/opt/py/bin/python", "-c", "x"}, "", 5};
+  RemoteRun absolute{"n", "/w", {}, {"/opt/py/bin/python", "-c", "x"}, "", 5, ""};
   CHECK(checkScript(absolute).find("[ -x '/opt/py/bin/python' ]") != std::string::npos);
 }
