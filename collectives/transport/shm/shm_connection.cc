@@ -77,6 +77,9 @@ std::exception_ptr ShmConnection::error(const Op& op, const std::string& what) c
 
 Request ShmConnection::isend(ConstBytes data, Tag tag) {
   if (broken_ || closed_) return failed("send to", tag, data.size());
+  // With nothing queued ahead, a message that fits in the ring's free space is written now and
+  // needs no request: a tiny collective would otherwise spend most of its time on bookkeeping.
+  if (sends_.empty() && sendWhole(data, tag)) return Request();
   auto state = newRequestState("send to", tag, data.size(), this);
   sends_.push_back(Op{{tag, data.size()}, const_cast<std::byte*>(data.data()), state});
   // A message that fits goes out now: the peer may be polling for it.
@@ -86,9 +89,39 @@ Request ShmConnection::isend(ConstBytes data, Tag tag) {
 
 Request ShmConnection::irecv(MutableBytes data, Tag tag) {
   if (broken_ || closed_) return failed("recv from", tag, data.size());
+  if (recvs_.empty() && receiveWhole(data, tag)) return Request();
   auto state = newRequestState("recv from", tag, data.size(), this);
   recvs_.push_back(Op{{tag, data.size()}, data.data(), state});
   return Request(state, &device_);
+}
+
+bool ShmConnection::sendWhole(ConstBytes data, Tag tag) {
+  std::size_t total = kHeaderBytes + data.size();
+  if (total > kChunk) return false;
+  uint64_t tail = out_.ring->tail.load(std::memory_order_acquire);
+  if (out_.bytes - static_cast<std::size_t>(outHead_ - tail) < total) return false;
+  MessageHeader header{tag, data.size()};
+  copyIn(out_, outHead_, reinterpret_cast<const std::byte*>(&header), kHeaderBytes);
+  if (!data.empty()) copyIn(out_, outHead_ + kHeaderBytes, data.data(), data.size());
+  outHead_ += total;
+  out_.ring->head.store(outHead_, std::memory_order_release);
+  device_.ringDoorbellOf(peerRank_);
+  return true;
+}
+
+bool ShmConnection::receiveWhole(MutableBytes data, Tag tag) {
+  std::size_t total = kHeaderBytes + data.size();
+  uint64_t head = in_.ring->head.load(std::memory_order_acquire);
+  if (static_cast<std::size_t>(head - inTail_) < total) return false;
+  MessageHeader header;
+  copyOut(in_, inTail_, reinterpret_cast<std::byte*>(&header), kHeaderBytes);
+  // A mismatch is reported by the queued path, with the request's description.
+  if (header.tag != tag || header.length != data.size()) return false;
+  if (!data.empty()) copyOut(in_, inTail_ + kHeaderBytes, data.data(), data.size());
+  inTail_ += total;
+  in_.ring->tail.store(inTail_, std::memory_order_release);
+  device_.ringDoorbellOf(peerRank_);
+  return true;
 }
 
 void ShmConnection::close() {

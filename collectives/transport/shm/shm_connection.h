@@ -51,6 +51,11 @@ class ShmConnection : public Connection, public RequestDescriber {
   using Op = QueuedMessage;
 
   Request failed(const char* verb, Tag tag, std::size_t bytes) const;
+  // The fast paths of isend and irecv, with their queue empty: move a whole message now (one
+  // that fits in the ring's free space and one chunk; one already in the ring with the
+  // expected tag and size). False when it cannot, having moved nothing.
+  bool sendWhole(ConstBytes data, Tag tag);
+  bool receiveWhole(MutableBytes data, Tag tag);
   bool pumpSends();
   bool pumpReceives();
   // The peer closed its end: fail what can no longer complete (a receive whose bytes are not in
