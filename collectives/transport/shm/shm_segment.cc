@@ -123,7 +123,9 @@ Segment Segment::create(int rank, int size, std::size_t ringBytes,
                                  std::strerror(error),
                                  " (free space in /dev/shm, or lower HVD_SHM_BUFFER_BYTES)"));
   }
-  void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  // MAP_POPULATE maps every page now: otherwise the first pass of messages through a ring takes
+  // a page fault per 4 KiB on each side (a 256-byte allreduce measured 0.8 us instead of 0.3).
+  void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   error = errno;
   ::close(fd);
   if (base == MAP_FAILED) {
@@ -162,7 +164,7 @@ Segment Segment::open(const std::string& name, int expectedRank, int size,
                                  info.st_size, " bytes, expected ", bytes,
                                  " (do all ranks use the same HVD_SHM_BUFFER_BYTES?)"));
   }
-  void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   int error = errno;
   ::close(fd);
   if (base == MAP_FAILED) throw IoError(systemError("shm: cannot map " + name, error));
