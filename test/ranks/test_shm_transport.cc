@@ -1,5 +1,6 @@
 // The shared-memory transport at the message level: order and content when messages smaller and
-// much larger than the ring mix and both directions are full at once; the errors a tag mismatch,
+// much larger than the ring mix and both directions are full at once; the fast paths of a small
+// send and of a message already in the ring; the errors a tag mismatch,
 // a peer that closed, a silent peer and a peer process that died give; wake(); and the
 // collective fallback when one rank cannot use shared memory. Rings are 64 KiB here (4 KiB where
 // a test wants many wraps), so the chunked and wrapping paths run on every test.
@@ -9,6 +10,9 @@
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <thread>
 
 #include "collectives/rendezvous/rendezvous_server.h"
 #include "collectives/rendezvous/tcp_store_client.h"
@@ -100,6 +104,35 @@ TEST_CASE("shm: a message of another size or tag fails the receive naming both")
              Catch::Contains("rank 1/2: recv from rank 0 (shm, pid") &&
                  Catch::Contains("tag=0x7 4 bytes") &&
                  Catch::Contains("peer sent tag=0x7 8 bytes"));
+}
+
+TEST_CASE("shm: a small send and a receive of a message already in the ring complete at once") {
+  // The ranks are threads here, so a flag can say when rank 0's bytes are in the ring.
+  std::atomic<bool> sent{false};
+  auto bad = GENERATE(false, true);  // the message waiting in the ring has another size
+  auto errors = test::runEachRank(2, [&](Comm& comm) {
+    if (comm.rank() == 0) {
+      std::vector<uint8_t> v = pattern(0, 1, bad ? 8 : 300);
+      Request r = comm.peer(1).isend(bytesOf(v), 5);
+      HVD_ENFORCE(r.test(), "a send that fits in a free ring is done when isend returns");
+      std::fill(v.begin(), v.end(), 0);  // the caller may reuse its buffer at once
+      sent = true;
+      return;
+    }
+    while (!sent) std::this_thread::yield();
+    std::vector<uint8_t> v(300, 0xEE);
+    Request r = comm.peer(0).irecv(bytesOf(v), 5);
+    if (!bad) HVD_ENFORCE(r.test(), "a message already in the ring is received by irecv");
+    r.wait(comm.deadline());
+    HVD_ENFORCE(v == pattern(0, 1, 300), "the message arrived whole");
+  }, shmOptions());
+  CHECK(messageOf(errors[0]) == "");
+  if (bad)
+    CHECK_THAT(messageOf(errors[1]), Catch::Contains("recv from rank 0 (shm, pid") &&
+                                         Catch::Contains("tag=0x5 300 bytes") &&
+                                         Catch::Contains("peer sent tag=0x5 8 bytes"));
+  else
+    CHECK(messageOf(errors[1]) == "");
 }
 
 TEST_CASE("shm: a receive from a peer that left fails naming the peer, after its last bytes") {
