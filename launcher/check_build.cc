@@ -2,14 +2,19 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "collectives/gpu/gpu_build.h"
+#include "collectives/transport/shm/shm_segment.h"
 #include "common/error.h"
+#include "common/params.h"
 #include "launcher/local_spawner.h"
 
 namespace hvd::launcher {
@@ -102,16 +107,43 @@ std::string lastLine(const std::string& text) {
   return nl == std::string::npos ? s : s.substr(nl + 1);
 }
 
-void describeGpu(std::ostringstream& out, const collectives::gpu::GpuBuild& b) {
-  out << "\nBuilt with:\n" << mark(true) << "TCP transport (host memory tensors)\n";
-  if (!b.cuda) {
-    out << mark(false) << "CUDA (built without the CUDA toolkit: GPU tensors are refused)\n"
-        << mark(false) << "NCCL\n";
+// Room in /dev/shm for the shared-memory transport, with the ring size the workers would use.
+// Too little is not fatal (ranks fall back to TCP, or fail with HVD_TRANSPORT=shm), so it is
+// reported, not failed.
+void describeShm(std::ostringstream& out, const Environment& env) {
+  const auto& param = params::spec("HVD_SHM_BUFFER_BYTES");
+  auto set = env.find(param.name);
+  // hvdrun validated the environment before this, so the value parses.
+  auto ringBytes = static_cast<std::size_t>(params::parseInt(
+      set == env.end() ? param.defaultValue : set->second, param.min, param.max, param.name));
+  struct statvfs fs {};
+  if (::statvfs("/dev/shm", &fs) != 0) {
+    out << mark(false) << "/dev/shm: " << std::strerror(errno)
+        << " (ranks of one host will use TCP)\n";
     return;
   }
-  out << mark(true) << "CUDA " << b.cudaToolkit << "\n"
-      << mark(true) << b.ncclVersion << "\n";
+  std::size_t freeBytes = static_cast<std::size_t>(fs.f_bavail) * fs.f_frsize;
+  std::size_t need = collectives::shm::jobBytesOnHost(8, ringBytes);
+  out << mark(freeBytes >= need) << "/dev/shm: " << (freeBytes >> 20)
+      << " MiB free; 8 ranks on one host take about " << ((need + (1 << 20) - 1) >> 20)
+      << " MiB with " << param.name << "=" << ringBytes
+      << (freeBytes >= need ? "" : " (a job of 8 ranks here would fall back to TCP, or fail with HVD_TRANSPORT=shm)") << "\n";
+}
+
+void describeBuild(std::ostringstream& out, const collectives::gpu::GpuBuild& b,
+                   const Environment& env) {
+  out << "\nBuilt with:\n"
+      << mark(true) << "TCP transport (host memory tensors)\n"
+      << mark(true) << "shared-memory transport (host memory tensors, ranks of one host)\n";
+  if (!b.cuda)
+    out << mark(false) << "CUDA (built without the CUDA toolkit: GPU tensors are refused)\n"
+        << mark(false) << "NCCL\n";
+  else
+    out << mark(true) << "CUDA " << b.cudaToolkit << "\n"
+        << mark(true) << b.ncclVersion << "\n";
   out << "\nFound on this machine:\n";
+  describeShm(out, env);
+  if (!b.cuda) return;
   out << mark(!b.cudaDriver.empty()) << "CUDA driver"
       << (b.cudaDriver.empty() ? " (none: GPU tensors cannot be used here)"
                                : " supporting CUDA " + b.cudaDriver)
@@ -180,7 +212,7 @@ CheckBuildReport checkBuild(const CheckBuildOptions& options) {
   std::ostringstream out;
   out << "hvd " << options.version << "\n";
   auto gpu = collectives::gpu::gpuBuild(true);
-  describeGpu(out, gpu);
+  describeBuild(out, gpu, options.env);
   CheckBuildReport report;
   report.pythonUsable = describePython(out, options, gpu.cuda);
   report.text = out.str();

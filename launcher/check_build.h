@@ -1,6 +1,7 @@
 // hvdrun --check-build: what this build of hvd supports and what this machine offers it, in
 // the spirit of horovodrun --check-build. hvdrun's own build (transports, CUDA, NCCL headers),
-// the CUDA driver and devices and the NCCL library it would load, and what the workers' Python
+// the room in /dev/shm for the shared-memory transport, the CUDA driver and devices and the
+// NCCL library it would load, and what the workers' Python
 // (python3 on PATH, with the PYTHONPATH hvdrun gives workers) finds: hvd's package and its build,
 // and the frameworks installed beside it.
 #pragma once

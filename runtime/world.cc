@@ -35,10 +35,6 @@ bool useShm(const Config& config) {
   return false;
 }
 
-// The control links carry negotiation messages of a few hundred bytes (a ring streams anything
-// larger through), so their rings need not be as large as the data links'.
-constexpr std::size_t kControlRingBytes = 64 * 1024;
-
 // Tries shared memory while `shm` is true, and clears it when every rank fell back to TCP, so
 // the next scope of this init does not try again (the fallback is collective, so every rank
 // agrees on it).
@@ -163,7 +159,7 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use)
   if (withControl)
     world.control = connectScope(config, *store, bindAddress, epoch, "control",
                                  {.mode = collectives::tcp::WaitMode::Interruptible},
-                                 std::min(config.shmBufferBytes, kControlRingBytes), shm);
+                                 std::min(config.shmBufferBytes, collectives::shm::kControlRingBytes), shm);
   return world;
 }
 

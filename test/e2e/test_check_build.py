@@ -1,8 +1,12 @@
-"""hvdrun --check-build: the build's and the machine's GPU facts, and what the workers' python3
-finds, with status 1 when that python3 cannot import hvd."""
+"""hvdrun --check-build: the build's and the machine's GPU facts, the room in /dev/shm for the
+shared-memory transport, and what the workers' python3 finds, with status 1 when that python3
+cannot import hvd."""
 import os
+import re
 import sys
 from importlib import metadata
+
+import pytest
 
 from conftest import BUILD, run_hvdrun
 
@@ -32,6 +36,31 @@ def test_reports_the_build_the_devices_and_the_python_side(tmp_path):
             assert f"[X] {label} {metadata.version(dist)}" in out, out
         except metadata.PackageNotFoundError:
             assert f"[ ] {label}: not installed" in out, out
+
+
+@pytest.mark.parametrize("ring", [None, 1 << 30])
+def test_reports_the_room_in_dev_shm_for_the_ring_size_workers_would_use(ring):
+    env = dict(os.environ)
+    env.pop("HVD_SHM_BUFFER_BYTES", None)
+    if ring:
+        env["HVD_SHM_BUFFER_BYTES"] = str(ring)
+    r = run_hvdrun("--check-build", env=env)
+    assert "[X] shared-memory transport (host memory tensors, ranks of one host)" in r.stdout
+    m = re.search(r"\[( |X)\] /dev/shm: (\d+) MiB free; 8 ranks on one host take about (\d+) MiB "
+                  r"with HVD_SHM_BUFFER_BYTES=(\d+)(.*)", r.stdout)
+    assert m, r.stdout
+    mark, free_mib, need_mib, shown, note = m.groups()
+    ring = ring or 1 << 20
+    assert int(shown) == ring
+    # Each of 8 ranks has a data ring of `ring` bytes and a control ring of at most 64 KiB per
+    # peer, plus small headers.
+    rings_mib = 8 * 7 * (ring + min(ring, 64 << 10)) / (1 << 20)
+    assert rings_mib <= int(need_mib) <= rings_mib + 1
+    fs = os.statvfs("/dev/shm")
+    assert abs(int(free_mib) - fs.f_bavail * fs.f_frsize / (1 << 20)) < 64
+    fits = int(free_mib) >= int(need_mib)
+    assert (mark == "X") == fits
+    assert ("would fall back to TCP" in note) == (not fits)
 
 
 def test_a_python_that_cannot_import_hvd_fails_the_check_with_its_error(tmp_path):

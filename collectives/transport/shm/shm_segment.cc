@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -36,6 +37,13 @@ std::string systemError(const std::string& what, int error) {
 }
 
 }  // namespace
+
+std::size_t jobBytesOnHost(int localRanks, std::size_t ringBytes) {
+  if (localRanks < 2) return 0;
+  return static_cast<std::size_t>(localRanks) *
+         (Segment::bytesFor(localRanks, ringBytes) +
+          Segment::bytesFor(localRanks, std::min(ringBytes, kControlRingBytes)));
+}
 
 std::string jobSegmentPrefix(const std::string& jobId) {
   std::string prefix = "hvd-";

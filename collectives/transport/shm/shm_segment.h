@@ -82,6 +82,14 @@ class Segment {
   bool linked_ = false;  // this process created the name and has not unlinked it
 };
 
+// The ring size of the engine's control links, which carry negotiation messages of a few hundred
+// bytes (a ring streams anything larger through), when HVD_SHM_BUFFER_BYTES is larger.
+inline constexpr std::size_t kControlRingBytes = 64 * 1024;
+
+// What a job of `localRanks` ranks on one host takes in /dev/shm: each rank's segments for the
+// data and the control communicator.
+std::size_t jobBytesOnHost(int localRanks, std::size_t ringBytes);
+
 // The name prefix of a job's segments ("hvd-<job id>"). A rank killed between creating its
 // segment and unlinking it (a job stopped during init) leaves the name behind; the launcher
 // removes what is left under its job's prefix when the job ends (removeSegments).
