@@ -127,7 +127,10 @@ void describeShm(std::ostringstream& out, const Environment& env) {
   out << mark(freeBytes >= need) << "/dev/shm: " << (freeBytes >> 20)
       << " MiB free; 8 ranks on one host take about " << ((need + (1 << 20) - 1) >> 20)
       << " MiB with " << param.name << "=" << ringBytes
-      << (freeBytes >= need ? "" : " (a job of 8 ranks here would fall back to TCP, or fail with HVD_TRANSPORT=shm)") << "\n";
+      << (freeBytes >= need
+              ? ""
+              : " (a job of 8 ranks here would fall back to TCP, or fail with HVD_TRANSPORT=shm)")
+      << "\n";
 }
 
 void describeBuild(std::ostringstream& out, const collectives::gpu::GpuBuild& b,

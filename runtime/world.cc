@@ -156,10 +156,12 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use)
   world.data = connectScope(config, *store, bindAddress, epoch, "global", data,
                             config.shmBufferBytes, shm);
   // The engine loop does its own polling of the control links (Engine::loop).
-  if (withControl)
+  if (withControl) {
+    auto controlRing = std::min(config.shmBufferBytes, collectives::shm::kControlRingBytes);
     world.control = connectScope(config, *store, bindAddress, epoch, "control",
                                  {.mode = collectives::tcp::WaitMode::Interruptible},
-                                 std::min(config.shmBufferBytes, collectives::shm::kControlRingBytes), shm);
+                                 controlRing, shm);
+  }
   return world;
 }
 
