@@ -111,11 +111,8 @@ std::string lastLine(const std::string& text) {
 // Too little is not fatal (ranks fall back to TCP, or fail with HVD_TRANSPORT=shm), so it is
 // reported, not failed.
 void describeShm(std::ostringstream& out, const Environment& env) {
-  const auto& param = params::spec("HVD_SHM_BUFFER_BYTES");
-  auto set = env.find(param.name);
-  // hvdrun validated the environment before this, so the value parses.
-  auto ringBytes = static_cast<std::size_t>(params::parseInt(
-      set == env.end() ? param.defaultValue : set->second, param.min, param.max, param.name));
+  auto ringBytes = static_cast<std::size_t>(
+      params::ParamValues::fromMap(env).getInt("HVD_SHM_BUFFER_BYTES"));
   struct statvfs fs {};
   if (::statvfs("/dev/shm", &fs) != 0) {
     out << mark(false) << "/dev/shm: " << std::strerror(errno)
@@ -126,7 +123,7 @@ void describeShm(std::ostringstream& out, const Environment& env) {
   std::size_t need = collectives::shm::jobBytesOnHost(8, ringBytes);
   out << mark(freeBytes >= need) << "/dev/shm: " << (freeBytes >> 20)
       << " MiB free; 8 ranks on one host take about " << ((need + (1 << 20) - 1) >> 20)
-      << " MiB with " << param.name << "=" << ringBytes
+      << " MiB with HVD_SHM_BUFFER_BYTES=" << ringBytes
       << (freeBytes >= need
               ? ""
               : " (a job of 8 ranks here would fall back to TCP, or fail with HVD_TRANSPORT=shm)")

@@ -156,12 +156,10 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use)
   world.data = connectScope(config, *store, bindAddress, epoch, "global", data,
                             config.shmBufferBytes, shm);
   // The engine loop does its own polling of the control links (Engine::loop).
-  if (withControl) {
-    auto controlRing = std::min(config.shmBufferBytes, collectives::shm::kControlRingBytes);
+  if (withControl)
     world.control = connectScope(config, *store, bindAddress, epoch, "control",
                                  {.mode = collectives::tcp::WaitMode::Interruptible},
-                                 controlRing, shm);
-  }
+                                 collectives::shm::controlRingBytes(config.shmBufferBytes), shm);
   return world;
 }
 

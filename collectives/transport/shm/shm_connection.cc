@@ -9,7 +9,7 @@
 namespace hvd::collectives::shm {
 namespace {
 
-constexpr std::size_t kHeaderBytes = 16;
+constexpr std::size_t kHeaderBytes = sizeof(MessageHeader);
 // A writer publishes its progress at least every kChunk bytes, so the reader copies out the
 // start of a large message while the writer is still copying in the rest.
 constexpr std::size_t kChunk = 128 * 1024;
@@ -103,9 +103,7 @@ bool ShmConnection::sendWhole(ConstBytes data, Tag tag) {
   MessageHeader header{tag, data.size()};
   copyIn(out_, outHead_, reinterpret_cast<const std::byte*>(&header), kHeaderBytes);
   if (!data.empty()) copyIn(out_, outHead_ + kHeaderBytes, data.data(), data.size());
-  outHead_ += total;
-  out_.ring->head.store(outHead_, std::memory_order_release);
-  device_.ringDoorbellOf(peerRank_);
+  publish(total);
   return true;
 }
 
@@ -118,10 +116,20 @@ bool ShmConnection::receiveWhole(MutableBytes data, Tag tag) {
   // A mismatch is reported by the queued path, with the request's description.
   if (header.tag != tag || header.length != data.size()) return false;
   if (!data.empty()) copyOut(in_, inTail_ + kHeaderBytes, data.data(), data.size());
-  inTail_ += total;
+  consume(total);
+  return true;
+}
+
+void ShmConnection::publish(std::size_t n) {
+  outHead_ += n;
+  out_.ring->head.store(outHead_, std::memory_order_release);
+  device_.ringDoorbellOf(peerRank_);
+}
+
+void ShmConnection::consume(std::size_t n) {
+  inTail_ += n;
   in_.ring->tail.store(inTail_, std::memory_order_release);
   device_.ringDoorbellOf(peerRank_);
-  return true;
 }
 
 void ShmConnection::close() {
@@ -153,10 +161,8 @@ bool ShmConnection::pumpSends() {
               [&](const std::byte* piece, std::size_t length, std::size_t offset) {
                 copyIn(out_, outHead_ + offset, piece, length);
               });
-    outHead_ += n;
+    publish(n);
     op.done += n;
-    out_.ring->head.store(outHead_, std::memory_order_release);
-    device_.ringDoorbellOf(peerRank_);
     moved = true;
     if (op.done == total) {
       op.state->done = true;
@@ -186,10 +192,8 @@ bool ShmConnection::pumpReceives() {
           incoming_.length, " bytes (the ranks disagree on the algorithm)"))));
       return true;
     }
-    inTail_ += n;
+    consume(n);
     op.done += n;
-    in_.ring->tail.store(inTail_, std::memory_order_release);
-    device_.ringDoorbellOf(peerRank_);
     moved = true;
     if (op.done == total) {
       op.state->done = true;

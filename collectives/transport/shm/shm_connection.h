@@ -56,6 +56,9 @@ class ShmConnection : public Connection, public RequestDescriber {
   // expected tag and size). False when it cannot, having moved nothing.
   bool sendWhole(ConstBytes data, Tag tag);
   bool receiveWhole(MutableBytes data, Tag tag);
+  // Moves outHead_ (inTail_) on by n bytes, makes it visible to the peer and rings its doorbell.
+  void publish(std::size_t n);
+  void consume(std::size_t n);
   bool pumpSends();
   bool pumpReceives();
   // The peer closed its end: fail what can no longer complete (a receive whose bytes are not in

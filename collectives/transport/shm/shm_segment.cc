@@ -6,7 +6,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -42,7 +41,7 @@ std::size_t jobBytesOnHost(int localRanks, std::size_t ringBytes) {
   if (localRanks < 2) return 0;
   return static_cast<std::size_t>(localRanks) *
          (Segment::bytesFor(localRanks, ringBytes) +
-          Segment::bytesFor(localRanks, std::min(ringBytes, kControlRingBytes)));
+          Segment::bytesFor(localRanks, controlRingBytes(ringBytes)));
 }
 
 std::string jobSegmentPrefix(const std::string& jobId) {

@@ -82,9 +82,12 @@ class Segment {
   bool linked_ = false;  // this process created the name and has not unlinked it
 };
 
-// The ring size of the engine's control links, which carry negotiation messages of a few hundred
-// bytes (a ring streams anything larger through), when HVD_SHM_BUFFER_BYTES is larger.
-inline constexpr std::size_t kControlRingBytes = 64 * 1024;
+// The ring size of the engine's control links for data rings of ringBytes: they carry
+// negotiation messages of a few hundred bytes (a ring streams anything larger through), so
+// 64 KiB at most.
+constexpr std::size_t controlRingBytes(std::size_t ringBytes) {
+  return ringBytes < 64 * 1024 ? ringBytes : 64 * 1024;
+}
 
 // What a job of `localRanks` ranks on one host takes in /dev/shm: each rank's segments for the
 // data and the control communicator.
