@@ -46,6 +46,11 @@ FAKE_HOST = ("export HVD_HOSTNAME=fakehost$HVD_RANK NCCL_HOSTID=fakehost$HVD_RAN
              "HVD_LOCAL_SIZE=1 HVD_CROSS_RANK=$HVD_RANK HVD_CROSS_SIZE=$HVD_SIZE;")
 
 
+def hvd_segments():
+    """The shared-memory segment names in /dev/shm (any job's)."""
+    return {n for n in os.listdir("/dev/shm") if n.startswith("hvd-")}
+
+
 def process_gone(pid):
     """True when pid no longer runs (a zombie waiting for a reaper counts as gone)."""
     try:

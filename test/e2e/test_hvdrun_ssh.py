@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import HVDRUN, REPO, WORKER, process_gone
+from conftest import HVDRUN, REPO, WORKER, hvd_segments, process_gone
 from ssh_hosts import SSH_PORT, SshHosts, unavailable_reason
 
 _reason = unavailable_reason()
@@ -263,14 +263,14 @@ def test_a_remote_job_stopped_during_init_leaves_no_segment_in_dev_shm(hosts):
     code = ("import os, sys, time\n"
             "if os.environ['HVD_RANK'] == '1': time.sleep(1.5); sys.exit(3)\n"
             f"os.execv('{WORKER}', ['{WORKER}', 'allreduce', '4'])\n")
-    before = {n for n in os.listdir("/dev/shm") if n.startswith("hvd-")}
+    before = hvd_segments()
     r = hvdrun(hosts, "-np", 2, "-H", f"{a}:2", "--grace-seconds", 1, "--log-level", "info",
                sys.executable, "-c", code)
     out = r.stdout + r.stderr
     assert r.returncode == 3, out
     assert f"hvdrun: {a}: removed 1 shared-memory segments the job's ranks left in /dev/shm" in out
     assert "] info [launcher] removed" not in out, "the remote host had already cleaned up"
-    assert {n for n in os.listdir("/dev/shm") if n.startswith("hvd-")} - before == set()
+    assert hvd_segments() - before == set()
 
 
 def start_stubborn_job(hosts, marker):

@@ -1,16 +1,11 @@
 """Which transport a job's workers use, through hvdrun with real processes: shared memory when
 all ranks are on one host (TCP when asked, or when ranks are on several hosts), the collective
 fallback to TCP when one rank cannot use shared memory, and no segment left in /dev/shm."""
-import os
 import sys
 
 import pytest
 
-from conftest import FAKE_HOST, WORKER, run_hvdrun
-
-
-def hvd_segments():
-    return {n for n in os.listdir("/dev/shm") if n.startswith("hvd-")}
+from conftest import FAKE_HOST, WORKER, hvd_segments, run_hvdrun
 
 
 def assert_ranks_ok(r, np):
