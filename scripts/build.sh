@@ -7,7 +7,14 @@ build=${HVD_BUILD_DIR:-$repo/build}
 venv=${HVD_VENV:-$HOME/.cache/hvd/venv}
 python_args=()
 [ -x "$venv/bin/python" ] && python_args=(-DPython_EXECUTABLE="$venv/bin/python")
-cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release "${python_args[@]}" >/dev/null
+# ccache makes rebuilds of unchanged sources (a fresh clone, the `pip install .` test's wheel)
+# cost a cache lookup instead of a compile. A launcher the caller chose wins.
+launcher_args=()
+if [ -z "${CMAKE_CXX_COMPILER_LAUNCHER:-}" ] && command -v ccache >/dev/null; then
+  launcher_args=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release "${python_args[@]}" "${launcher_args[@]}" \
+  >/dev/null
 cmake --build "$build" -j "$(nproc)"
 
 # Makes `import hvd` work in the virtualenv without PYTHONPATH (the most recent build wins;

@@ -6,7 +6,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 apt_packages=(
-  build-essential cmake pkg-config
+  build-essential cmake pkg-config ccache
   libcli11-dev libspdlog-dev libboost-dev nlohmann-json3-dev libssh2-1-dev catch2 libssl-dev
   python3-venv python3-dev openssh-server openssh-client procps iproute2
 )
