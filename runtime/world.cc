@@ -10,6 +10,7 @@
 #include "common/logging.h"
 #include "common/network.h"
 #include "runtime/cpu_binding.h"
+#include "runtime/host_hierarchy.h"
 
 namespace hvd::runtime {
 namespace {
@@ -155,6 +156,9 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use)
   bool shm = useShm(config);
   world.data = connectScope(config, *store, bindAddress, epoch, "global", data,
                             config.shmBufferBytes, shm);
+  if (t.localSize < t.size)
+    attachHostHierarchy(config, *world.data, *store,
+                        detail::concat("job/", config.jobId, "/epoch/", epoch), data);
   // The engine loop does its own polling of the control links (Engine::loop).
   if (withControl)
     world.control = connectScope(config, *store, bindAddress, epoch, "control",

@@ -7,6 +7,12 @@
 //   bit-identical.
 // - Ring (large payloads): reduce-scatter then allgather, pipelined by segment across steps
 //   (ring_allreduce.h). Rounds: 2(n-1). Bytes sent per rank: 2(n-1)/n * size, which is optimal.
+// - Hierarchical (a communicator with a Comm::Hierarchy: H hosts of L ranks each): a ring
+//   reduce-scatter among the ranks of each host leaves local rank i with the host's reduction
+//   of block i; the ranks of local index i on all hosts allreduce that block (by size, as
+//   above); a ring allgather within each host puts the blocks back together. A host still sends
+//   2(H-1)/H * size across the network, but over its L ranks' links at once, in 2(H-1) rounds
+//   instead of 2(HL-1), and the 2(L-1) rounds within the host run over shared memory.
 #include "collectives/algorithms/allreduce.h"
 
 #include <algorithm>
@@ -59,6 +65,32 @@ std::size_t segmentBytesFor(std::size_t bytes, int n, const AllreduceOptions& op
   return std::min(options.maxSegmentBytes, std::max(kMinSegment, bytes / n / 4));
 }
 
+void hierarchical(const Comm::Hierarchy& hierarchy, const std::byte* source, std::byte* data,
+                  std::size_t count, DType dtype, ReduceOp op, const AllreduceOptions& options,
+                  int worldSize) {
+  Comm& local = *hierarchy.local;
+  std::size_t elementSize = dtypeSize(dtype);
+  std::size_t bytes = count * elementSize;
+  // The stages reduce; the world's Average is taken once, on this rank's block.
+  ReduceOp stageOp = op == ReduceOp::Average ? ReduceOp::Sum : op;
+  Blocks blocks = evenBlocks(count, local.size());
+  int me = local.rank();
+  Tag tag = makeTag(TagPrefix::Allreduce, local.nextSequence());
+  std::size_t segmentBytes = segmentBytesFor(bytes, local.size(), options);
+  // shift -1: local rank i ends holding block i.
+  if (local.size() > 1)
+    ringReduceScatter(local, source, data, blocks, dtype, stageOp, -1, segmentBytes, tag);
+  else if (source != data)
+    std::memcpy(data, source, bytes);
+  std::byte* block = data + blocks.offsets[me] * elementSize;
+  AllreduceOptions crossOptions = options;
+  crossOptions.prescale = crossOptions.postscale = 1.0;
+  allreduce(*hierarchy.cross, block, block, blocks.counts[me], dtype, stageOp, crossOptions);
+  finishAllreduce(block, blocks.counts[me], dtype, op, worldSize, options.postscale);
+  if (local.size() > 1)
+    ringAllgather(local, data, blocks, elementSize, 0, segmentBytes, tag);
+}
+
 }  // namespace
 
 void allreduce(Comm& comm, const void* input, void* output, std::size_t count, DType dtype,
@@ -75,6 +107,10 @@ void allreduce(Comm& comm, const void* input, void* output, std::size_t count, D
     if (input != output) std::memcpy(output, input, bytes);
     if (options.prescale != 1.0) scale(output, count, dtype, options.prescale);
     source = data;
+  }
+  if (const Comm::Hierarchy* h = comm.hierarchy()) {
+    hierarchical(*h, source, data, count, dtype, op, options, comm.size());
+    return;
   }
   if (comm.size() > 1) {
     if (bytes < options.ringThresholdBytes) {

@@ -13,6 +13,7 @@ Comm::Comm(int rank, int size, std::vector<std::shared_ptr<Connection>> connecti
 }
 
 Comm::~Comm() {
+  hierarchy_.reset();  // `cross` shares this Comm's connections
   if (ownsConnections_)
     for (auto& c : connections_)
       if (c) c->close();
@@ -47,6 +48,12 @@ std::unique_ptr<Comm> Comm::subset(const std::vector<int>& ranks) const {
                                     timeout_, progress_);
   sub->ownsConnections_ = false;
   return sub;
+}
+
+void Comm::setHierarchy(std::unique_ptr<Comm> local, std::unique_ptr<Comm> cross) {
+  HVD_ENFORCE(local && cross, describe(), ": a hierarchy needs both communicators");
+  HVD_ENFORCE_EQ(local->size() * cross->size(), size_);
+  hierarchy_ = std::make_unique<Hierarchy>(Hierarchy{std::move(local), std::move(cross)});
 }
 
 std::string Comm::describe() const { return detail::concat("rank ", rank_, "/", size_); }

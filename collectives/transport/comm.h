@@ -42,6 +42,17 @@ class Comm {
   // same thread, and operations on both must run in the same order on every member.
   std::unique_ptr<Comm> subset(const std::vector<int>& ranks) const;
 
+  // The same ranks seen as hosts, for a hierarchical allreduce: `local` reaches the other ranks
+  // of this rank's host (over shared memory where it could), `cross` the ranks with the same
+  // local index on the other hosts. Set on a job's global communicator by the runtime, on
+  // every rank or on none (subsets never have one).
+  struct Hierarchy {
+    std::unique_ptr<Comm> local;
+    std::unique_ptr<Comm> cross;
+  };
+  void setHierarchy(std::unique_ptr<Comm> local, std::unique_ptr<Comm> cross);
+  const Hierarchy* hierarchy() const { return hierarchy_.get(); }
+
  private:
   int rank_;
   int size_;
@@ -52,6 +63,7 @@ class Comm {
   uint64_t sequence_ = 0;
   std::unique_ptr<std::byte[]> scratch_;
   std::size_t scratchBytes_ = 0;
+  std::unique_ptr<Hierarchy> hierarchy_;
 };
 
 }  // namespace hvd::collectives

@@ -5,7 +5,9 @@
 // not thread-safe); runRanks rethrows the first failure on the main thread.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <tuple>
 #include <numeric>
 
 #include "collectives/operations.h"
@@ -93,6 +95,52 @@ TEST_CASE("allreduce applies prescale and postscale factors", "[allreduce]") {
                       " is ", getElement(buf.data(), t, i), ", want ", want, " n=", n);
         }
       }
+  }, over(transport)));
+}
+
+// Hosts of `perHost` ranks each: contiguous (ranks 0..L-1 on the first host) or interleaved
+// (rank r on host r mod H), as a launcher's placement may give them.
+static void attachHosts(Comm& comm, int perHost, bool interleaved) {
+  int hosts = comm.size() / perHost;
+  auto hostOf = [&](int r) { return interleaved ? r % hosts : r / perHost; };
+  std::vector<int> local, cross;
+  for (int r = 0; r < comm.size(); ++r)
+    if (hostOf(r) == hostOf(comm.rank())) local.push_back(r);
+  int index = static_cast<int>(std::find(local.begin(), local.end(), comm.rank()) - local.begin());
+  for (int h = 0; h < hosts; ++h) {
+    int seen = 0;
+    for (int r = 0; r < comm.size(); ++r)
+      if (hostOf(r) == h && seen++ == index) cross.push_back(r);
+  }
+  comm.setHierarchy(comm.subset(local), comm.subset(cross));
+}
+
+TEST_CASE("hierarchical allreduce matrix: hosts of several ranks, every dtype, op and count",
+          "[allreduce]") {
+  // The algorithm is the same over either transport (the flat matrix covers both), so each
+  // layout runs over one.
+  auto layout = GENERATE(std::make_tuple(4, 2, true, Transport::Tcp),
+                         std::make_tuple(6, 3, false, Transport::Tcp),
+                         std::make_tuple(6, 2, true, Transport::Shm),
+                         std::make_tuple(3, 1, false, Transport::Tcp));
+  auto [n, perHost, interleaved, transport] = layout;
+  INFO(nameOf(transport) << ", " << n << " ranks, " << perHost << " per host"
+                         << (interleaved ? ", interleaved" : ""));
+  REQUIRE_NOTHROW(runRanks(n, [&, perHost = perHost, interleaved = interleaved](Comm& comm) {
+    attachHosts(comm, perHost, interleaved);
+    // The threshold picks the algorithm of the stage across hosts.
+    allreduceMatrix(comm, AllreduceOptions{kSegmentBytes, 0}, "hierarchical, ring across");
+    allreduceMatrix(comm, AllreduceOptions{kSegmentBytes, SIZE_MAX},
+                    "hierarchical, recursive doubling across");
+    for (std::size_t threshold : {std::size_t{0}, SIZE_MAX}) {
+      std::vector<float> buf(301);
+      for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = 2.0f * (i % 5);
+      AllreduceOptions o{kSegmentBytes, threshold, 0.5, 3.0};
+      allreduce(comm, buf.data(), buf.data(), buf.size(), DType::Float32, ReduceOp::Average, o);
+      for (std::size_t i = 0; i < buf.size(); ++i)
+        HVD_ENFORCE(buf[i] == (i % 5) * 3.0f, "scaled hierarchical average: element ", i,
+                    " is ", buf[i], ", want ", (i % 5) * 3.0f);
+    }
   }, over(transport)));
 }
 

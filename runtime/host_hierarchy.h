@@ -1,0 +1,37 @@
+// Hierarchical allreduce of host memory (HVD_HIERARCHICAL_ALLREDUCE=1) on a job spread over
+// several hosts: the communicators that see the job as hosts (Comm::Hierarchy), attached to its
+// global communicator so that every allreduce on it runs in three stages
+// (collectives/algorithms/allreduce.cc).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "collectives/rendezvous/store.h"
+#include "collectives/transport/comm.h"
+#include "collectives/transport/tcp/tcp_device.h"
+#include "runtime/config.h"
+
+namespace hvd::runtime {
+
+// Where each rank runs, as the ranks told each other: hosts in the order of their first rank,
+// each host's ranks in rank order.
+struct HostLayout {
+  std::vector<std::string> hosts;
+  std::vector<std::vector<int>> ranksOf;  // per host
+  int hostOf(int rank) const;
+  bool even() const;           // as many ranks on every host
+  std::string text() const;    // "a: 2, b: 2"
+};
+
+// Collective over `data`, on every rank of a job on several hosts (config.topology), whatever
+// the setting: the ranks exchange their host names and settings, so that a rank whose
+// HVD_HIERARCHICAL_ALLREDUCE differs from the others fails everywhere with InvalidArgument
+// naming the ranks, instead of running a different algorithm. With the setting on and as many
+// ranks on every host, connects the ranks of this host (shared memory unless HVD_TRANSPORT=tcp
+// or it is unavailable there; else this host's links of `data`) and attaches them with the
+// cross-host subset of `data`. Uneven hosts keep the flat allreduce, with a warning from rank 0.
+void attachHostHierarchy(const Config& config, collectives::Comm& data, rendezvous::Store& store,
+                         const std::string& scopePrefix, collectives::tcp::WaitPolicy waits);
+
+}  // namespace hvd::runtime
