@@ -83,9 +83,10 @@ const std::vector<ParamSpec>& allParams() {
        {"nccl", "staged"}},
       {"HVD_HIERARCHICAL_ALLREDUCE", "HOROVOD_HIERARCHICAL_ALLREDUCE", ParamType::Int, "0", 0, 1,
        false,
-       "1: allreduce of GPU tensors through NCCL within each host and host memory and TCP "
-       "across hosts (for networks NCCL uses poorly), when every host has as many ranks; other "
-       "operations stay flat. Same as hvdrun --hierarchical-allreduce."},
+       "1: allreduce in three stages on a job over several hosts with as many ranks each: "
+       "within each host (shared memory for host memory, NCCL for GPU tensors), across hosts "
+       "over TCP, within each host again. Must be the same on every rank; other operations "
+       "stay flat. Same as hvdrun --hierarchical-allreduce."},
       {"HVD_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD", ParamType::Int, "134217728", 0,
        int64_t{1} << 40, false,
        "Bytes of ready allreduce tensors packed into one fusion buffer and reduced as one; 0 "

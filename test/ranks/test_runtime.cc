@@ -109,3 +109,59 @@ TEST_CASE("HVD_SHM_BUFFER_BYTES must be a multiple of 64") {
   CHECK_THAT(test::errorOf([] { test::runtimeConfig(0, 2, {{"HVD_SHM_BUFFER_BYTES", "5000"}}); }),
              Catch::Contains("HVD_SHM_BUFFER_BYTES=5000 is not a multiple of 64"));
 }
+
+namespace {
+
+// Rank r of `n` on host "host<r / perHost>", with HVD_HIERARCHICAL_ALLREDUCE from `on(r)`.
+test::ParamsFor onHosts(int n, int perHost, std::function<bool(int)> on) {
+  return [=](int r) -> std::map<std::string, std::string> {
+    int hosts = (n + perHost - 1) / perHost;
+    int onHost = std::min(perHost, n - (r / perHost) * perHost);
+    return {{"HVD_HOSTNAME", "host" + std::to_string(r / perHost)},
+            {"HVD_LOCAL_RANK", std::to_string(r % perHost)},
+            {"HVD_LOCAL_SIZE", std::to_string(onHost)},
+            {"HVD_CROSS_RANK", std::to_string(r / perHost)},
+            {"HVD_CROSS_SIZE", std::to_string(hosts)},
+            {"HVD_HIERARCHICAL_ALLREDUCE", on(r) ? "1" : "0"}};
+  };
+}
+
+// Allreduces (sum) a small and a multi-segment tensor through the engine; "" when both are right.
+std::string sumsAreRight(Runtime& rt, int rank, int n) {
+  for (std::size_t count : {std::size_t{3}, std::size_t{300000}}) {
+    std::vector<float> v(count);
+    for (std::size_t i = 0; i < count; ++i) v[i] = float(rank + 1) * float(i % 7);
+    collectives::Tensor t{v.data(), collectives::DType::Float32, {int64_t(count)}};
+    rt.allreduce(t, t, collectives::ReduceOp::Sum);
+    for (std::size_t i = 0; i < count; ++i)
+      if (v[i] != float(n * (n + 1) / 2) * float(i % 7))
+        return "element " + std::to_string(i) + " of " + std::to_string(count) + " is " +
+               std::to_string(v[i]);
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("hierarchical allreduce runs through the runtime on two hosts of two ranks") {
+  auto outcomes = test::runRuntimesWith(
+      4, [](Runtime& rt, int rank) { return sumsAreRight(rt, rank, 4); },
+      onHosts(4, 2, [](int) { return true; }));
+  for (const auto& o : outcomes) CHECK(o == "");
+}
+
+TEST_CASE("hierarchical allreduce on uneven hosts stays flat and right") {
+  auto outcomes = test::runRuntimesWith(
+      3, [](Runtime& rt, int rank) { return sumsAreRight(rt, rank, 3); },
+      onHosts(3, 2, [](int) { return true; }));
+  for (const auto& o : outcomes) CHECK(o == "");
+}
+
+TEST_CASE("HVD_HIERARCHICAL_ALLREDUCE set on some ranks only fails every rank naming them") {
+  auto outcomes = test::runRuntimesWith(
+      4, [](Runtime&, int) -> std::string { return "created"; },
+      onHosts(4, 2, [](int r) { return r != 1; }), false);
+  for (const auto& o : outcomes)
+    CHECK_THAT(o, Catch::Contains("HVD_HIERARCHICAL_ALLREDUCE differs between ranks: on for "
+                                  "ranks {0,2,3}, off for ranks {1}"));
+}

@@ -1,0 +1,71 @@
+"""Hierarchical allreduce of host memory (--hierarchical-allreduce) on real processes. One
+machine stands in for two hosts of two ranks: each rank gets the HVD_HOSTNAME and placement
+(local and cross rank) of its fake host, so the job's global links are TCP and the ranks of a
+"host" are linked again over shared memory for the stages within it."""
+import sys
+
+from conftest import run_hvdrun
+
+TWO_HOSTS_OF_TWO = ("export HVD_HOSTNAME=fakehost$((HVD_RANK / 2)) HVD_LOCAL_RANK=$((HVD_RANK % 2)) "
+                    "HVD_LOCAL_SIZE=2 HVD_CROSS_RANK=$((HVD_RANK / 2)) HVD_CROSS_SIZE=2;")
+
+WORKER = r"""
+import numpy as np
+import hvd.numpy as hvd
+hvd.init()
+n, r = hvd.size(), hvd.rank()
+for count in (1, 3, 1001, 3_000_001):
+    for dtype in (np.float32, np.float64, np.int32, np.int64, np.uint8):
+        x = ((np.arange(count) % 7) + r + 1).astype(dtype)
+        out = hvd.allreduce(x, op=hvd.Sum, name=f"sum.{count}.{np.dtype(dtype).name}")
+        want = ((np.arange(count) % 7) * n + n * (n + 1) // 2).astype(dtype)
+        assert out.dtype == dtype and np.array_equal(out, want), (count, dtype)
+x = np.full(1000, float(r + 1))
+avg = hvd.allreduce(x, op=hvd.Average, prescale_factor=4.0, postscale_factor=0.5, name="avg")
+assert np.allclose(avg, 2.0 * (n + 1) / 2), avg[:4]
+assert np.array_equal(hvd.allreduce(x, op=hvd.Min, name="min"), np.full(1000, 1.0))
+assert np.array_equal(hvd.allreduce(x, op=hvd.Product, name="prod"), np.full(1000, 24.0))
+group = [np.full(17 + i, float(i + r)) for i in range(30)]
+for i, o in enumerate(hvd.grouped_allreduce(group, op=hvd.Sum, name="group")):
+    assert np.array_equal(o, np.full(17 + i, float(n * i + n * (n - 1) / 2))), i
+# A process set of one rank per host runs flat on its own links.
+ps = hvd.add_process_set([0, 2])
+if r in (0, 2):
+    assert np.array_equal(hvd.allreduce(np.ones(5), op=hvd.Sum, process_set=ps), np.full(5, 2.0))
+hvd.shutdown()
+print("worker ok")
+"""
+
+
+def run_on_two_hosts(tmp_path, *flags):
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    return run_hvdrun("-np", 4, "--log-level", "info", *flags, "sh", "-c",
+                      f"{TWO_HOSTS_OF_TWO} exec {sys.executable} {script}", timeout=120)
+
+
+def test_hierarchical_allreduce_links_each_hosts_ranks_over_shared_memory(tmp_path):
+    r = run_on_two_hosts(tmp_path, "--hierarchical-allreduce")
+    assert r.returncode == 0, r.stderr[-3000:]
+    for rank in range(4):
+        assert f"[{rank}]<stdout>:worker ok" in r.stdout
+    assert ("hierarchical allreduce: 2 hosts of 2 ranks; within a host over shared memory, "
+            "across hosts over TCP") in r.stderr
+
+
+def test_without_the_flag_allreduce_stays_flat(tmp_path):
+    r = run_on_two_hosts(tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.count("<stdout>:worker ok") == 4
+    assert "hierarchical allreduce:" not in r.stderr
+
+
+def test_the_setting_on_some_ranks_only_fails_the_job_naming_them(tmp_path):
+    script = tmp_path / "worker.py"
+    script.write_text("import hvd.numpy as hvd\nhvd.init()\n")
+    r = run_hvdrun("-np", 4, "sh", "-c",
+                   f"{TWO_HOSTS_OF_TWO} [ $HVD_RANK = 3 ] && export HVD_HIERARCHICAL_ALLREDUCE=1;"
+                   f" exec {sys.executable} {script}", timeout=120)
+    assert r.returncode != 0
+    assert ("HVD_HIERARCHICAL_ALLREDUCE differs between ranks: on for ranks {3}, off for ranks "
+            "{0,1,2}") in r.stderr
