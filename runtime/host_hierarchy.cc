@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "collectives/operations.h"
 #include "collectives/rendezvous/prefix_store.h"
@@ -13,6 +14,31 @@ namespace hvd::runtime {
 namespace {
 
 using collectives::Comm;
+
+// Where each rank runs, as the ranks told each other: hosts in the order of their first rank,
+// each host's ranks in rank order.
+struct HostLayout {
+  std::vector<std::string> hosts;
+  std::vector<std::vector<int>> ranksOf;  // per host
+
+  int hostOf(int rank) const {
+    for (std::size_t h = 0; h < ranksOf.size(); ++h)
+      if (std::find(ranksOf[h].begin(), ranksOf[h].end(), rank) != ranksOf[h].end())
+        return static_cast<int>(h);
+    return -1;
+  }
+  bool even() const {  // as many ranks on every host
+    for (const auto& ranks : ranksOf)
+      if (ranks.size() != ranksOf.front().size()) return false;
+    return true;
+  }
+  std::string text() const {  // "a: 2, b: 2"
+    std::string out;
+    for (std::size_t h = 0; h < hosts.size(); ++h)
+      out += detail::concat(h ? ", " : "", hosts[h], ": ", ranksOf[h].size());
+    return out;
+  }
+};
 
 // One rank's record in the exchange: its setting, then its host name, NUL-padded.
 constexpr std::size_t kRecordBytes = 256;
@@ -78,26 +104,6 @@ std::unique_ptr<Comm> connectLocal(const Config& config, Comm& data, rendezvous:
 }
 
 }  // namespace
-
-int HostLayout::hostOf(int rank) const {
-  for (std::size_t h = 0; h < ranksOf.size(); ++h)
-    if (std::find(ranksOf[h].begin(), ranksOf[h].end(), rank) != ranksOf[h].end())
-      return static_cast<int>(h);
-  return -1;
-}
-
-bool HostLayout::even() const {
-  for (const auto& ranks : ranksOf)
-    if (ranks.size() != ranksOf.front().size()) return false;
-  return true;
-}
-
-std::string HostLayout::text() const {
-  std::string out;
-  for (std::size_t h = 0; h < hosts.size(); ++h)
-    out += detail::concat(h ? ", " : "", hosts[h], ": ", ranksOf[h].size());
-  return out;
-}
 
 void attachHostHierarchy(const Config& config, Comm& data, rendezvous::Store& store,
                          const std::string& scopePrefix, collectives::tcp::WaitPolicy waits) {

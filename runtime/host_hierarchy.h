@@ -5,7 +5,6 @@
 #pragma once
 
 #include <string>
-#include <vector>
 
 #include "collectives/rendezvous/store.h"
 #include "collectives/transport/comm.h"
@@ -13,16 +12,6 @@
 #include "runtime/config.h"
 
 namespace hvd::runtime {
-
-// Where each rank runs, as the ranks told each other: hosts in the order of their first rank,
-// each host's ranks in rank order.
-struct HostLayout {
-  std::vector<std::string> hosts;
-  std::vector<std::vector<int>> ranksOf;  // per host
-  int hostOf(int rank) const;
-  bool even() const;           // as many ranks on every host
-  std::string text() const;    // "a: 2, b: 2"
-};
 
 // Collective over `data`, on every rank of a job on several hosts (config.topology), whatever
 // the setting: the ranks exchange their host names and settings, so that a rank whose
