@@ -79,7 +79,10 @@ void Executor::allreduceChunk(const std::vector<AllreduceSlot>& slots,
     if (!timeline) return;
     for (auto i : chunk) events.push_back({slots[i].name, phase, begin, end, slots[i].meta.bytes()});
   };
+  // The timeline names the algorithm when the communicator allreduces in stages across hosts.
   const char* phase = chunk.size() > 1 ? "ALLREDUCE (fused)" : "ALLREDUCE";
+  if (comm.hierarchy())
+    phase = chunk.size() > 1 ? "HIERARCHICAL_ALLREDUCE (fused)" : "HIERARCHICAL_ALLREDUCE";
   auto t0 = Clock::now();
   ++counters_.collectives;
   if (chunk.size() == 1) {

@@ -2,12 +2,14 @@
 machine stands in for two hosts of two ranks: each rank gets the HVD_HOSTNAME and placement
 (local and cross rank) of its fake host, so the job's global links are TCP and the ranks of a
 "host" are linked again over shared memory for the stages within it."""
+import json
 import sys
 
 from conftest import run_hvdrun
 
-TWO_HOSTS_OF_TWO = ("export HVD_HOSTNAME=fakehost$((HVD_RANK / 2)) HVD_LOCAL_RANK=$((HVD_RANK % 2)) "
-                    "HVD_LOCAL_SIZE=2 HVD_CROSS_RANK=$((HVD_RANK / 2)) HVD_CROSS_SIZE=2;")
+TWO_HOSTS_OF_TWO = ("export HVD_HOSTNAME=fakehost$((HVD_RANK / 2)) "
+                    "HVD_LOCAL_RANK=$((HVD_RANK % 2)) HVD_LOCAL_SIZE=2 "
+                    "HVD_CROSS_RANK=$((HVD_RANK / 2)) HVD_CROSS_SIZE=2;")
 
 WORKER = r"""
 import numpy as np
@@ -40,8 +42,15 @@ print("worker ok")
 def run_on_two_hosts(tmp_path, *flags):
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
-    return run_hvdrun("-np", 4, "--log-level", "info", *flags, "sh", "-c",
+    return run_hvdrun("-np", 4, "--log-level", "info", "--timeline-filename",
+                      tmp_path / "timeline.json", *flags, "sh", "-c",
                       f"{TWO_HOSTS_OF_TWO} exec {sys.executable} {script}", timeout=120)
+
+
+def phases(tmp_path):
+    events = json.loads((tmp_path / "timeline.json").read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    return {e.get("name") for e in events}
 
 
 def test_hierarchical_allreduce_links_each_hosts_ranks_over_shared_memory(tmp_path):
@@ -51,6 +60,8 @@ def test_hierarchical_allreduce_links_each_hosts_ranks_over_shared_memory(tmp_pa
         assert f"[{rank}]<stdout>:worker ok" in r.stdout
     assert ("hierarchical allreduce: 2 hosts of 2 ranks; within a host over shared memory, "
             "across hosts over TCP") in r.stderr
+    names = phases(tmp_path)
+    assert "HIERARCHICAL_ALLREDUCE" in names and "HIERARCHICAL_ALLREDUCE (fused)" in names, names
 
 
 def test_without_the_flag_allreduce_stays_flat(tmp_path):
@@ -58,6 +69,8 @@ def test_without_the_flag_allreduce_stays_flat(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.count("<stdout>:worker ok") == 4
     assert "hierarchical allreduce:" not in r.stderr
+    names = phases(tmp_path)
+    assert "ALLREDUCE" in names and not any(n.startswith("HIERARCHICAL") for n in names), names
 
 
 def test_the_setting_on_some_ranks_only_fails_the_job_naming_them(tmp_path):
