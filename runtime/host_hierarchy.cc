@@ -15,31 +15,6 @@ namespace {
 
 using collectives::Comm;
 
-// Where each rank runs, as the ranks told each other: hosts in the order of their first rank,
-// each host's ranks in rank order.
-struct HostLayout {
-  std::vector<std::string> hosts;
-  std::vector<std::vector<int>> ranksOf;  // per host
-
-  int hostOf(int rank) const {
-    for (std::size_t h = 0; h < ranksOf.size(); ++h)
-      if (std::find(ranksOf[h].begin(), ranksOf[h].end(), rank) != ranksOf[h].end())
-        return static_cast<int>(h);
-    return -1;
-  }
-  bool even() const {  // as many ranks on every host
-    for (const auto& ranks : ranksOf)
-      if (ranks.size() != ranksOf.front().size()) return false;
-    return true;
-  }
-  std::string text() const {  // "a: 2, b: 2"
-    std::string out;
-    for (std::size_t h = 0; h < hosts.size(); ++h)
-      out += detail::concat(h ? ", " : "", hosts[h], ": ", ranksOf[h].size());
-    return out;
-  }
-};
-
 // One rank's record in the exchange: its setting, then its host name, NUL-padded.
 constexpr std::size_t kRecordBytes = 256;
 
@@ -65,18 +40,13 @@ Exchanged exchange(const Config& config, Comm& data) {
         return all.data();
       });
   Exchanged out;
+  std::vector<std::string> hostOfRank;
   for (int r = 0; r < data.size(); ++r) {
     const std::byte* record = all.data() + r * kRecordBytes;
     (record[0] == std::byte{1} ? out.on : out.off).push_back(r);
-    std::string name(reinterpret_cast<const char*>(record + 1));
-    auto it = std::find(out.layout.hosts.begin(), out.layout.hosts.end(), name);
-    if (it == out.layout.hosts.end()) {
-      out.layout.hosts.push_back(name);
-      out.layout.ranksOf.emplace_back();
-      it = out.layout.hosts.end() - 1;
-    }
-    out.layout.ranksOf[it - out.layout.hosts.begin()].push_back(r);
+    hostOfRank.emplace_back(reinterpret_cast<const char*>(record + 1));
   }
+  out.layout = HostLayout::of(hostOfRank);
   return out;
 }
 
@@ -123,16 +93,12 @@ void attachHostHierarchy(const Config& config, Comm& data, rendezvous::Store& st
                 "host: {}); allreduce of host memory runs flat", layout.text());
     return;
   }
-  int host = layout.hostOf(data.rank());
-  const std::vector<int>& mine = layout.ranksOf[host];
-  std::size_t index = std::find(mine.begin(), mine.end(), data.rank()) - mine.begin();
-  std::vector<int> cross;
-  for (const auto& ranks : layout.ranksOf) cross.push_back(ranks[index]);
-  std::sort(cross.begin(), cross.end());
+  const std::vector<int>& mine = layout.localRanks(data.rank());
+  int host = static_cast<int>(&mine - layout.ranksOf.data());
   auto local = connectLocal(config, data, store,
                             detail::concat(scopePrefix, "/hierarchy/host/", host), mine, waits);
   bool sharedMemory = local->progress() != data.progress();
-  auto crossComm = data.subset(cross);
+  auto crossComm = data.subset(layout.crossRanks(data.rank()));
   if (data.rank() == 0)
     log->info("hierarchical allreduce: {} hosts of {} ranks; within a host over {}, across "
               "hosts over TCP", layout.hosts.size(), mine.size(),

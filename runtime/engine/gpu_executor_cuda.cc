@@ -1,7 +1,6 @@
 // The GPU half of a CUDA build (see gpu_executor.h).
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
 #include <cstring>
 #include <map>
 #include <set>
@@ -10,6 +9,7 @@
 #include "collectives/gpu/hierarchical_collectives.h"
 #include "collectives/gpu/kernels.h"
 #include "collectives/gpu/staged_collectives.h"
+#include "runtime/host_layout.h"
 #include "collectives/nccl/nccl_collectives.h"
 #include "common/error.h"
 #include "common/format.h"
@@ -157,43 +157,28 @@ std::unique_ptr<gpu::GpuCollectives> CudaExecutor::nccl(collectives::Comm& comm,
 
 std::unique_ptr<gpu::GpuCollectives> CudaExecutor::hierarchical(
     collectives::Comm& comm, int device, const std::vector<GpuIdentity>& identities) {
-  // Hosts in the order of their first rank; each host's ranks in rank order.
-  std::vector<std::string> hostOrder;
-  std::map<std::string, std::vector<int>> ranksOf;
-  for (int r = 0; r < comm.size(); ++r) {
-    auto& ranks = ranksOf[identities[r].host];
-    if (ranks.empty()) hostOrder.push_back(identities[r].host);
-    ranks.push_back(r);
-  }
-  std::string layout;
-  bool even = true;
-  for (const auto& host : hostOrder) {
-    layout += detail::concat(layout.empty() ? "" : ", ", host, ": ", ranksOf[host].size());
-    even = even && ranksOf[host].size() == ranksOf[hostOrder[0]].size();
-  }
+  std::vector<std::string> hostOfRank;
+  for (const auto& identity : identities) hostOfRank.emplace_back(identity.host);
+  HostLayout layout = HostLayout::of(hostOfRank);
   auto logger = log::logger("nccl");
-  if (hostOrder.size() == 1 || !even) {
+  if (layout.hosts.size() == 1 || !layout.even()) {
     if (comm.rank() == 0) {
-      if (hostOrder.size() == 1)
+      if (layout.hosts.size() == 1)
         logger->info("HVD_HIERARCHICAL_ALLREDUCE: all {} ranks are on host {}; the flat NCCL "
-                     "allreduce is already within one host", comm.size(), hostOrder[0]);
+                     "allreduce is already within one host", comm.size(), layout.hosts[0]);
       else
         logger->warn("HVD_HIERARCHICAL_ALLREDUCE needs as many ranks on every host (ranks per "
-                     "host: {}); allreduce runs flat through NCCL", layout);
+                     "host: {}); allreduce runs flat through NCCL", layout.text());
     }
     return nullptr;
   }
-  const std::vector<int>& mine = ranksOf[identities[comm.rank()].host];
-  std::size_t index = std::find(mine.begin(), mine.end(), comm.rank()) - mine.begin();
-  std::vector<int> cross;
-  for (const auto& host : hostOrder) cross.push_back(ranksOf[host][index]);
-  std::sort(cross.begin(), cross.end());
+  const std::vector<int>& mine = layout.localRanks(comm.rank());
   auto localComm = comm.subset(mine);
-  auto crossComm = comm.subset(cross);
+  auto crossComm = comm.subset(layout.crossRanks(comm.rank()));
   auto local = nccl(*localComm, device);
   if (comm.rank() == 0)
     logger->info("hierarchical allreduce: NCCL within each of {} hosts of {} rank(s), host "
-                 "memory and TCP across them", hostOrder.size(), mine.size());
+                 "memory and TCP across them", layout.hosts.size(), mine.size());
   return std::make_unique<gpu::HierarchicalCollectives>(std::move(localComm), std::move(crossComm),
                                                         std::move(local), nccl(comm, device),
                                                         device, comm.size());
