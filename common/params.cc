@@ -87,6 +87,12 @@ const std::vector<ParamSpec>& allParams() {
        "within each host (shared memory for host memory, NCCL for GPU tensors), across hosts "
        "over TCP, within each host again. Must be the same on every rank; other operations "
        "stay flat. Same as hvdrun --hierarchical-allreduce."},
+      {"HVD_HIERARCHICAL_ALLGATHER", "HOROVOD_HIERARCHICAL_ALLGATHER", ParamType::Int, "0", 0, 1,
+       false,
+       "1: allgather host memory in two stages on a job over several hosts with as many ranks "
+       "each: across hosts over TCP among the ranks of the same local index, then within each "
+       "host (shared memory). Must be the same on every rank; GPU tensors through NCCL stay "
+       "flat. Same as hvdrun --hierarchical-allgather."},
       {"HVD_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD", ParamType::Int, "134217728", 0,
        int64_t{1} << 40, false,
        "Bytes of ready allreduce tensors packed into one fusion buffer and reduced as one; 0 "

@@ -73,6 +73,9 @@ void readConfigFile(const std::string& path, std::map<std::string, std::string>&
       else if (where == "params.hierarchical_allreduce")
         out["HVD_HIERARCHICAL_ALLREDUCE"] =
             f.value(body, section, key, T::boolean).get<bool>() ? "1" : "0";
+      else if (where == "params.hierarchical_allgather")
+        out["HVD_HIERARCHICAL_ALLGATHER"] =
+            f.value(body, section, key, T::boolean).get<bool>() ? "1" : "0";
       else if (where == "timeline.filename")
         out["HVD_TIMELINE"] = f.value(body, section, key, T::string).get<std::string>();
       else if (where == "stall_check.enabled")
@@ -92,7 +95,7 @@ void readConfigFile(const std::string& path, std::map<std::string, std::string>&
             path + ": " + where +
             " is not supported by hvd (supported: params.fusion_threshold_mb, "
             "params.cycle_time_ms, params.cache_capacity, params.hierarchical_allreduce, "
-            "timeline.filename, "
+            "params.hierarchical_allgather, timeline.filename, "
             "stall_check.enabled, stall_check.warning_time_seconds, "
             "stall_check.shutdown_time_seconds, logging.level)");
     }
@@ -117,6 +120,7 @@ std::map<std::string, std::string> runtimeParams(const RuntimeFlags& flags) {
   if (flags.bindTo) out["HVD_BIND_TO"] = *flags.bindTo;
   if (flags.transport) out["HVD_TRANSPORT"] = *flags.transport;
   if (flags.hierarchicalAllreduce) out["HVD_HIERARCHICAL_ALLREDUCE"] = "1";
+  if (flags.hierarchicalAllgather) out["HVD_HIERARCHICAL_ALLGATHER"] = "1";
   // Range and format checks, with the variable named, before any worker starts.
   for (const auto& [name, value] : out) {
     const auto& spec = params::spec(name);

@@ -21,6 +21,7 @@ struct RuntimeFlags {
   std::optional<std::string> bindTo;         // --bind-to core|none
   std::optional<std::string> transport;      // --transport auto|tcp|shm
   bool hierarchicalAllreduce = false;        // --hierarchical-allreduce
+  bool hierarchicalAllgather = false;        // --hierarchical-allgather
   std::string configFile;                    // --config-file
 };
 

@@ -117,6 +117,7 @@ Config Config::fromParams(const params::ParamValues& v) {
   c.cpuBinding = cpuBindingFrom(v.getString("HVD_BIND_TO"));
   c.gpuUseNccl = v.getString("HVD_GPU_BACKEND") == "nccl";
   c.hierarchicalAllreduce = v.getInt("HVD_HIERARCHICAL_ALLREDUCE") == 1;
+  c.hierarchicalAllgather = v.getInt("HVD_HIERARCHICAL_ALLGATHER") == 1;
   c.logLevel = v.getString("HVD_LOG_LEVEL");
   c.logSubsystems = v.getString("HVD_LOG_SUBSYS");
   return c;

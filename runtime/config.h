@@ -49,6 +49,7 @@ struct Config {
   CpuBinding cpuBinding = CpuBinding::Core;
   bool gpuUseNccl = true;  // HVD_GPU_BACKEND=nccl
   bool hierarchicalAllreduce = false;  // HVD_HIERARCHICAL_ALLREDUCE=1
+  bool hierarchicalAllgather = false;  // HVD_HIERARCHICAL_ALLGATHER=1
   std::string logLevel;
   std::string logSubsystems;
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <vector>
 
 #include "collectives/operations.h"
@@ -15,23 +16,35 @@ namespace {
 
 using collectives::Comm;
 
-// One rank's record in the exchange: its setting, then its host name, NUL-padded.
+// The settings that attach a hierarchy, in the order of their flags in a rank's record.
+struct Setting {
+  const char* variable;
+  const char* flag;
+  bool Config::*value;
+};
+constexpr Setting kSettings[] = {
+    {"HVD_HIERARCHICAL_ALLREDUCE", "--hierarchical-allreduce", &Config::hierarchicalAllreduce},
+    {"HVD_HIERARCHICAL_ALLGATHER", "--hierarchical-allgather", &Config::hierarchicalAllgather}};
+constexpr std::size_t kSettingCount = std::size(kSettings);
+
+// One rank's record in the exchange: a byte per setting, then its host name, NUL-padded.
 constexpr std::size_t kRecordBytes = 256;
 
 struct Exchanged {
   HostLayout layout;
-  std::vector<int> on, off;  // ranks by HVD_HIERARCHICAL_ALLREDUCE
+  std::vector<int> on[kSettingCount], off[kSettingCount];  // ranks by each setting
 };
 
 Exchanged exchange(const Config& config, Comm& data) {
   const std::string& host = config.topology.hostname;
-  if (host.size() >= kRecordBytes)
+  if (host.size() >= kRecordBytes - kSettingCount)
     throw InvalidArgument(detail::concat("HVD_HOSTNAME of rank ", config.topology.rank, " is ",
                                          host.size(), " characters long; at most ",
-                                         kRecordBytes - 1, " are supported"));
+                                         kRecordBytes - kSettingCount - 1, " are supported"));
   std::vector<std::byte> mine(kRecordBytes);
-  mine[0] = std::byte{config.hierarchicalAllreduce ? uint8_t{1} : uint8_t{0}};
-  std::memcpy(mine.data() + 1, host.data(), host.size());
+  for (std::size_t k = 0; k < kSettingCount; ++k)
+    mine[k] = std::byte{config.*kSettings[k].value ? uint8_t{1} : uint8_t{0}};
+  std::memcpy(mine.data() + kSettingCount, host.data(), host.size());
   std::vector<std::byte> all;
   collectives::allgather(
       data, {mine.data(), collectives::DType::UInt8, {int64_t(kRecordBytes)}},
@@ -43,8 +56,9 @@ Exchanged exchange(const Config& config, Comm& data) {
   std::vector<std::string> hostOfRank;
   for (int r = 0; r < data.size(); ++r) {
     const std::byte* record = all.data() + r * kRecordBytes;
-    (record[0] == std::byte{1} ? out.on : out.off).push_back(r);
-    hostOfRank.emplace_back(reinterpret_cast<const char*>(record + 1));
+    for (std::size_t k = 0; k < kSettingCount; ++k)
+      (record[k] == std::byte{1} ? out.on[k] : out.off[k]).push_back(r);
+    hostOfRank.emplace_back(reinterpret_cast<const char*>(record + kSettingCount));
   }
   out.layout = HostLayout::of(hostOfRank);
   return out;
@@ -54,7 +68,7 @@ Exchanged exchange(const Config& config, Comm& data) {
 // possible. Shared memory's fallback is decided among this host's ranks alone.
 std::unique_ptr<Comm> connectLocal(const Config& config, Comm& data, rendezvous::Store& store,
                                    const std::string& scope, const std::vector<int>& ranks,
-                                   collectives::tcp::WaitPolicy waits) {
+                                   collectives::tcp::WaitPolicy waits, const std::string& what) {
   auto log = log::logger("runtime");
   if (config.transport != Transport::Tcp && ranks.size() > 1) {
     rendezvous::PrefixStore scoped(scope, store);
@@ -67,7 +81,7 @@ std::unique_ptr<Comm> connectLocal(const Config& config, Comm& data, rendezvous:
       return device->connectAll(localRank, static_cast<int>(ranks.size()), scoped,
                                 config.startTimeout, config.opTimeout);
     } catch (const collectives::shm::ShmUnavailable& e) {
-      log->warn("hierarchical allreduce: {} (the ranks of this host use TCP)", e.what());
+      log->warn("hierarchical {}: {} (the ranks of this host use TCP)", what, e.what());
     }
   }
   return data.subset(ranks);
@@ -78,32 +92,43 @@ std::unique_ptr<Comm> connectLocal(const Config& config, Comm& data, rendezvous:
 void attachHostHierarchy(const Config& config, Comm& data, rendezvous::Store& store,
                          const std::string& scopePrefix, collectives::tcp::WaitPolicy waits) {
   Exchanged x = exchange(config, data);
-  if (!x.on.empty() && !x.off.empty())
-    throw InvalidArgument(detail::concat(
-        "HVD_HIERARCHICAL_ALLREDUCE differs between ranks: on for ranks ", rankSet(x.on),
-        ", off for ranks ", rankSet(x.off), " (every rank must run the same allreduce; set it "
-        "for the whole job, e.g. hvdrun --hierarchical-allreduce)"));
-  if (x.off.size() == static_cast<std::size_t>(data.size())) return;
+  bool everywhere[kSettingCount];
+  std::string what, variables;
+  for (std::size_t k = 0; k < kSettingCount; ++k) {
+    if (!x.on[k].empty() && !x.off[k].empty())
+      throw InvalidArgument(detail::concat(
+          kSettings[k].variable, " differs between ranks: on for ranks ", rankSet(x.on[k]),
+          ", off for ranks ", rankSet(x.off[k]), " (every rank must run the same algorithm; set "
+          "it for the whole job, e.g. hvdrun ", kSettings[k].flag, ")"));
+    everywhere[k] = x.off[k].empty();
+    if (!everywhere[k]) continue;
+    std::string name = std::string(kSettings[k].flag).substr(std::strlen("--hierarchical-"));
+    what += (what.empty() ? "" : " and ") + name;
+    variables += (variables.empty() ? "" : " and ") + std::string(kSettings[k].variable);
+  }
+  if (what.empty()) return;
   const HostLayout& layout = x.layout;
   auto log = log::logger("runtime");
-  if (layout.hosts.size() == 1) return;  // one host: the flat allreduce is already local
+  if (layout.hosts.size() == 1) return;  // one host: the flat collectives are already local
   if (!layout.even()) {
     if (data.rank() == 0)
-      log->warn("HVD_HIERARCHICAL_ALLREDUCE needs as many ranks on every host (ranks per "
-                "host: {}); allreduce of host memory runs flat", layout.text());
+      log->warn("hierarchical {} ({}) needs as many ranks on every host (ranks per host: {}); "
+                "it runs flat", what, variables, layout.text());
     return;
   }
   const std::vector<int>& mine = layout.localRanks(data.rank());
   int host = static_cast<int>(&mine - layout.ranksOf.data());
   auto local = connectLocal(config, data, store,
-                            detail::concat(scopePrefix, "/hierarchy/host/", host), mine, waits);
+                            detail::concat(scopePrefix, "/hierarchy/host/", host), mine, waits,
+                            what);
   bool sharedMemory = local->progress() != data.progress();
   auto crossComm = data.subset(layout.crossRanks(data.rank()));
   if (data.rank() == 0)
-    log->info("hierarchical allreduce: {} hosts of {} ranks; within a host over {}, across "
-              "hosts over TCP", layout.hosts.size(), mine.size(),
+    log->info("hierarchical {}: {} hosts of {} ranks; within a host over {}, across hosts over "
+              "TCP", what, layout.hosts.size(), mine.size(),
               sharedMemory ? "shared memory" : "TCP");
-  data.setHierarchy(std::move(local), std::move(crossComm));
+  data.setHierarchy({std::move(local), std::move(crossComm), layout.ranksOf, everywhere[0],
+                     everywhere[1]});
 }
 
 }  // namespace hvd::runtime

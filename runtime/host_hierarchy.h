@@ -1,7 +1,8 @@
-// Hierarchical allreduce of host memory (HVD_HIERARCHICAL_ALLREDUCE=1) on a job spread over
-// several hosts: the communicators that see the job as hosts (Comm::Hierarchy), attached to its
-// global communicator so that every allreduce on it runs in three stages
-// (collectives/algorithms/allreduce.cc).
+// Hierarchical allreduce and allgather of host memory (HVD_HIERARCHICAL_ALLREDUCE=1,
+// HVD_HIERARCHICAL_ALLGATHER=1) on a job spread over several hosts: the communicators that see
+// the job as hosts (Comm::Hierarchy), attached to its global communicator so that every
+// allreduce on it runs in three stages and every allgather in two
+// (collectives/algorithms/allreduce.cc, allgather.cc).
 #pragma once
 
 #include <string>
@@ -15,12 +16,13 @@
 namespace hvd::runtime {
 
 // Collective over `data`, on every rank of a job on several hosts (config.topology), whatever
-// the setting: the ranks exchange their host names and settings, so that a rank whose
-// HVD_HIERARCHICAL_ALLREDUCE differs from the others fails everywhere with InvalidArgument
-// naming the ranks, instead of running a different algorithm. With the setting on and as many
-// ranks on every host, connects the ranks of this host (shared memory unless HVD_TRANSPORT=tcp
-// or it is unavailable there; else this host's links of `data`) and attaches them with the
-// cross-host subset of `data`. Uneven hosts keep the flat allreduce, with a warning from rank 0.
+// the settings: the ranks exchange their host names and settings, so that a rank whose
+// HVD_HIERARCHICAL_ALLREDUCE or HVD_HIERARCHICAL_ALLGATHER differs from the others fails
+// everywhere with InvalidArgument naming the ranks, instead of running a different algorithm.
+// With a setting on and as many ranks on every host, connects the ranks of this host (shared
+// memory unless HVD_TRANSPORT=tcp or it is unavailable there; else this host's links of `data`)
+// and attaches them with the cross-host subset of `data`. Uneven hosts keep the flat
+// collectives, with a warning from rank 0.
 void attachHostHierarchy(const Config& config, collectives::Comm& data, rendezvous::Store& store,
                          const std::string& scopePrefix, collectives::tcp::WaitPolicy waits);
 

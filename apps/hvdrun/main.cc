@@ -119,8 +119,13 @@ int main(int argc, char** argv) {
                      "(default); tcp: always TCP; shm: shared memory or fail (HVD_TRANSPORT)")
       ->check(CLI::IsMember({"auto", "tcp", "shm"}));
   tuning->add_flag("--hierarchical-allreduce", rf.hierarchicalAllreduce,
-                   "Allreduce GPU tensors through NCCL within each host and TCP across hosts "
-                   "(HVD_HIERARCHICAL_ALLREDUCE=1)");
+                   "Allreduce within each host (shared memory, or NCCL for GPU tensors), across "
+                   "hosts over TCP, then within each host again; needs as many ranks on every "
+                   "host (HVD_HIERARCHICAL_ALLREDUCE=1)");
+  tuning->add_flag("--hierarchical-allgather", rf.hierarchicalAllgather,
+                   "Allgather host memory across hosts over TCP, then within each host over "
+                   "shared memory; needs as many ranks on every host "
+                   "(HVD_HIERARCHICAL_ALLGATHER=1)");
   tuning->add_option("--config-file", rf.configFile,
                      "JSON file with Horovod's config sections (params, timeline, stall_check, "
                      "logging); flags override it");

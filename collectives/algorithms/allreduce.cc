@@ -108,7 +108,7 @@ void allreduce(Comm& comm, const void* input, void* output, std::size_t count, D
     if (options.prescale != 1.0) scale(output, count, dtype, options.prescale);
     source = data;
   }
-  if (const Comm::Hierarchy* h = comm.hierarchy()) {
+  if (const Comm::Hierarchy* h = comm.hierarchy(); h && h->allreduce) {
     hierarchical(*h, source, data, count, dtype, op, options, comm.size());
     return;
   }

@@ -50,10 +50,12 @@ std::unique_ptr<Comm> Comm::subset(const std::vector<int>& ranks) const {
   return sub;
 }
 
-void Comm::setHierarchy(std::unique_ptr<Comm> local, std::unique_ptr<Comm> cross) {
-  HVD_ENFORCE(local && cross, describe(), ": a hierarchy needs both communicators");
-  HVD_ENFORCE_EQ(local->size() * cross->size(), size_);
-  hierarchy_ = std::make_unique<Hierarchy>(Hierarchy{std::move(local), std::move(cross)});
+void Comm::setHierarchy(Hierarchy h) {
+  HVD_ENFORCE(h.local && h.cross, describe(), ": a hierarchy needs both communicators");
+  HVD_ENFORCE_EQ(h.local->size() * h.cross->size(), size_);
+  HVD_ENFORCE_EQ(static_cast<int>(h.hosts.size()), h.cross->size());
+  for (const auto& ranks : h.hosts) HVD_ENFORCE_EQ(static_cast<int>(ranks.size()), h.local->size());
+  hierarchy_ = std::make_unique<Hierarchy>(std::move(h));
 }
 
 std::string Comm::describe() const { return detail::concat("rank ", rank_, "/", size_); }

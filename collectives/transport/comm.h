@@ -42,15 +42,21 @@ class Comm {
   // same thread, and operations on both must run in the same order on every member.
   std::unique_ptr<Comm> subset(const std::vector<int>& ranks) const;
 
-  // The same ranks seen as hosts, for a hierarchical allreduce: `local` reaches the other ranks
-  // of this rank's host (over shared memory where it could), `cross` the ranks with the same
-  // local index on the other hosts. Set on a job's global communicator by the runtime, on
-  // every rank or on none (subsets never have one).
+  // The same ranks seen as hosts, for the hierarchical allreduce and allgather: `local` reaches
+  // the other ranks of this rank's host (over shared memory where it could), `cross` the ranks
+  // with the same local index on the other hosts; both are subsets of this communicator's ranks.
+  // Set on a job's global communicator by the runtime, on every rank or on none (subsets never
+  // have one), with the same flags everywhere.
   struct Hierarchy {
     std::unique_ptr<Comm> local;
     std::unique_ptr<Comm> cross;
+    // hosts[h][i]: this communicator's rank that is local rank i on host h (each host's ranks
+    // ascending, as many on every host).
+    std::vector<std::vector<int>> hosts;
+    bool allreduce = false;  // which collectives run in stages
+    bool allgather = false;
   };
-  void setHierarchy(std::unique_ptr<Comm> local, std::unique_ptr<Comm> cross);
+  void setHierarchy(Hierarchy hierarchy);
   const Hierarchy* hierarchy() const { return hierarchy_.get(); }
 
  private:

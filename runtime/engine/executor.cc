@@ -81,7 +81,7 @@ void Executor::allreduceChunk(const std::vector<AllreduceSlot>& slots,
   };
   // The timeline names the algorithm when the communicator allreduces in stages across hosts.
   const char* phase = chunk.size() > 1 ? "ALLREDUCE (fused)" : "ALLREDUCE";
-  if (comm.hierarchy())
+  if (comm.hierarchy() && comm.hierarchy()->allreduce)
     phase = chunk.size() > 1 ? "HIERARCHICAL_ALLREDUCE (fused)" : "HIERARCHICAL_ALLREDUCE";
   auto t0 = Clock::now();
   ++counters_.collectives;
@@ -169,9 +169,13 @@ void Executor::runOne(LocalOp& op, collectives::Comm& comm) {
     default:
       throw InternalError(detail::concat("executor cannot run ", opTypeName(op.op.type)));
   }
-  if (timeline_.active())
-    timeline_.record({{op.request.name, opTypeName(op.op.type), t0, Clock::now(),
-                       op.request.totalBytes()}});
+  if (timeline_.active()) {
+    // As for allreduce, the timeline names the algorithm when allgathers run in stages.
+    bool staged = op.op.type == OpType::Allgather && comm.hierarchy() &&
+                  comm.hierarchy()->allgather;
+    timeline_.record({{op.request.name, staged ? "HIERARCHICAL_ALLGATHER" : opTypeName(op.op.type),
+                       t0, Clock::now(), op.request.totalBytes()}});
+  }
 }
 
 }  // namespace hvd::runtime

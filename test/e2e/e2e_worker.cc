@@ -41,7 +41,7 @@ int printEnv() {
                          "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
                          "HVD_FUSION_THRESHOLD", "HVD_CYCLE_TIME", "HVD_CACHE_CAPACITY",
                          "HVD_TIMELINE", "HVD_STALL_CHECK_DISABLE", "HVD_LOG_LEVEL",
-                         "HVD_HIERARCHICAL_ALLREDUCE"};
+                         "HVD_HIERARCHICAL_ALLREDUCE", "HVD_HIERARCHICAL_ALLGATHER"};
   std::string line;
   for (const char* n : names) line += std::string(n) + "=" + (std::getenv(n) ? std::getenv(n) : "") + " ";
   std::printf("%s\n", line.c_str());

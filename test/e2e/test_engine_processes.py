@@ -21,7 +21,7 @@ def test_flags_and_config_file_reach_every_worker(tmp_path):
     config = tmp_path / "hvd.json"
     config.write_text(json.dumps({
         "params": {"fusion_threshold_mb": 2, "cycle_time_ms": 0.5, "cache_capacity": 7,
-                   "hierarchical_allreduce": True},
+                   "hierarchical_allreduce": True, "hierarchical_allgather": True},
         "stall_check": {"enabled": False},
         "logging": {"level": "warning"},
     }))
@@ -37,13 +37,19 @@ def test_flags_and_config_file_reach_every_worker(tmp_path):
         assert env[rank]["HVD_STALL_CHECK_DISABLE"] == "1"
         assert env[rank]["HVD_LOG_LEVEL"] == "warn"
         assert env[rank]["HVD_HIERARCHICAL_ALLREDUCE"] == "1"
+        assert env[rank]["HVD_HIERARCHICAL_ALLGATHER"] == "1"
 
 
-def test_hierarchical_allreduce_flag_reaches_every_worker():
+def test_hierarchical_flags_reach_every_worker():
     r = run_hvdrun("-np", 2, "--hierarchical-allreduce", WORKER, "env")
     assert r.returncode == 0, r.stderr
     env = worker_env(r)
     assert [env[rank]["HVD_HIERARCHICAL_ALLREDUCE"] for rank in (0, 1)] == ["1", "1"]
+    assert [env[rank]["HVD_HIERARCHICAL_ALLGATHER"] for rank in (0, 1)] == ["", ""]
+    r = run_hvdrun("-np", 2, "--hierarchical-allgather", WORKER, "env")
+    assert r.returncode == 0, r.stderr
+    env = worker_env(r)
+    assert [env[rank]["HVD_HIERARCHICAL_ALLGATHER"] for rank in (0, 1)] == ["1", "1"]
 
 
 def test_bad_knobs_are_rejected_naming_the_key_before_anything_starts(tmp_path):

@@ -1,5 +1,5 @@
-"""Hierarchical allreduce of host memory (--hierarchical-allreduce) on real processes. One
-machine stands in for two hosts of two ranks: each rank gets the HVD_HOSTNAME and placement
+"""Hierarchical allreduce and allgather of host memory (--hierarchical-allreduce,
+--hierarchical-allgather) on real processes. One machine stands in for two hosts of two ranks: each rank gets the HVD_HOSTNAME and placement
 (local and cross rank) of its fake host, so the job's global links are TCP and the ranks of a
 "host" are linked again over shared memory for the stages within it."""
 import json
@@ -30,6 +30,16 @@ assert np.array_equal(hvd.allreduce(x, op=hvd.Product, name="prod"), np.full(100
 group = [np.full(17 + i, float(i + r)) for i in range(30)]
 for i, o in enumerate(hvd.grouped_allreduce(group, op=hvd.Sum, name="group")):
     assert np.array_equal(o, np.full(17 + i, float(n * i + n * (n - 1) / 2))), i
+# Allgathers: first dimensions that differ per rank (none on rank 1), one of several segments.
+for rows, width in ((lambda q: q + 1, 3), (lambda q: 0 if q == 1 else q + 2, 1), (lambda q: 2, 300_000)):
+    mine = np.arange(rows(r) * width, dtype=np.int64).reshape(rows(r), width) + 1000 * r
+    got = hvd.allgather(mine, name=f"gather.{width}")
+    want = np.concatenate([np.arange(rows(q) * width, dtype=np.int64).reshape(rows(q), width)
+                           + 1000 * q for q in range(n)])
+    assert np.array_equal(got, want), (width, got.shape)
+parts = hvd.grouped_allgather([np.full((r + 1, 2), float(r)), np.full((1,), r)], name="ggroup")
+assert np.array_equal(parts[0], np.concatenate([np.full((q + 1, 2), float(q)) for q in range(n)]))
+assert np.array_equal(parts[1], np.arange(n))
 # A process set of one rank per host runs flat on its own links.
 ps = hvd.add_process_set([0, 2])
 if r in (0, 2):
@@ -64,13 +74,33 @@ def test_hierarchical_allreduce_links_each_hosts_ranks_over_shared_memory(tmp_pa
     assert "HIERARCHICAL_ALLREDUCE" in names and "HIERARCHICAL_ALLREDUCE (fused)" in names, names
 
 
+def test_hierarchical_allgather_links_each_hosts_ranks_over_shared_memory(tmp_path):
+    r = run_on_two_hosts(tmp_path, "--hierarchical-allgather")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.count("<stdout>:worker ok") == 4
+    assert ("hierarchical allgather: 2 hosts of 2 ranks; within a host over shared memory, "
+            "across hosts over TCP") in r.stderr
+    names = phases(tmp_path)
+    assert "HIERARCHICAL_ALLGATHER" in names and "ALLREDUCE" in names, names
+    assert not any(n.startswith("HIERARCHICAL_ALLREDUCE") for n in names), names
+
+
+def test_both_hierarchical_settings_together(tmp_path):
+    r = run_on_two_hosts(tmp_path, "--hierarchical-allreduce", "--hierarchical-allgather")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.count("<stdout>:worker ok") == 4
+    assert "hierarchical allreduce and allgather: 2 hosts of 2 ranks" in r.stderr
+    names = phases(tmp_path)
+    assert {"HIERARCHICAL_ALLGATHER", "HIERARCHICAL_ALLREDUCE"} <= names, names
+
+
 def test_without_the_flag_allreduce_stays_flat(tmp_path):
     r = run_on_two_hosts(tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.count("<stdout>:worker ok") == 4
-    assert "hierarchical allreduce:" not in r.stderr
+    assert "hierarchical allreduce" not in r.stderr and "hierarchical allgather" not in r.stderr
     names = phases(tmp_path)
-    assert "ALLREDUCE" in names and not any(n.startswith("HIERARCHICAL") for n in names), names
+    assert {"ALLREDUCE", "allgather"} <= names and not any(n.startswith("HIERARCHICAL") for n in names), names
 
 
 def test_the_setting_on_some_ranks_only_fails_the_job_naming_them(tmp_path):

@@ -87,13 +87,14 @@ def test_two_hosts_two_slots_place_ranks_and_reduce_across_the_bridge(hosts):
     assert f"[{a}]:{SSH_PORT} ssh-ed25519" in known and f"[{b}]:{SSH_PORT} ssh-ed25519" in known
 
 
-def test_hierarchical_allreduce_across_two_ssh_hosts(hosts):
+def test_hierarchical_allreduce_and_allgather_across_two_ssh_hosts(hosts):
     r = hvdrun(hosts, "-np", 4, "-H", hosts.hosts(2), "--hierarchical-allreduce",
-               "--log-level", "info", sys.executable, "-c", HIERARCHICAL_WORKER, timeout=180)
+               "--hierarchical-allgather", "--log-level", "info", sys.executable, "-c",
+               HIERARCHICAL_WORKER, timeout=180)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.count("<stdout>:worker ok") == 4, r.stdout[-3000:]
-    assert ("hierarchical allreduce: 2 hosts of 2 ranks; within a host over shared memory, "
-            "across hosts over TCP") in r.stdout + r.stderr
+    assert ("hierarchical allreduce and allgather: 2 hosts of 2 ranks; within a host over "
+            "shared memory, across hosts over TCP") in r.stdout + r.stderr
 
 
 def test_local_and_remote_ranks_share_one_job(hosts):

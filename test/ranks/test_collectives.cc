@@ -10,6 +10,7 @@
 #include <tuple>
 #include <numeric>
 
+#include "collectives/algorithms/allgather.h"
 #include "collectives/operations.h"
 #include "bench/hvd_bench/elements.h"
 #include "test/ranks/run_ranks.h"
@@ -98,21 +99,23 @@ TEST_CASE("allreduce applies prescale and postscale factors", "[allreduce]") {
   }, over(transport)));
 }
 
+enum class Staged { Allreduce, Allgather };
+
 // Hosts of `perHost` ranks each: contiguous (ranks 0..L-1 on the first host) or interleaved
-// (rank r on host r mod H), as a launcher's placement may give them.
-static void attachHosts(Comm& comm, int perHost, bool interleaved) {
+// (rank r on host r mod H), as a launcher's placement may give them; `staged` is the collective
+// that runs in stages on them.
+static void attachHosts(Comm& comm, int perHost, bool interleaved, Staged staged) {
   int hosts = comm.size() / perHost;
   auto hostOf = [&](int r) { return interleaved ? r % hosts : r / perHost; };
-  std::vector<int> local, cross;
-  for (int r = 0; r < comm.size(); ++r)
-    if (hostOf(r) == hostOf(comm.rank())) local.push_back(r);
+  std::vector<std::vector<int>> ranksOf(hosts);
+  for (int r = 0; r < comm.size(); ++r) ranksOf[hostOf(r)].push_back(r);
+  const std::vector<int>& local = ranksOf[hostOf(comm.rank())];
   int index = static_cast<int>(std::find(local.begin(), local.end(), comm.rank()) - local.begin());
-  for (int h = 0; h < hosts; ++h) {
-    int seen = 0;
-    for (int r = 0; r < comm.size(); ++r)
-      if (hostOf(r) == h && seen++ == index) cross.push_back(r);
-  }
-  comm.setHierarchy(comm.subset(local), comm.subset(cross));
+  std::vector<int> cross;
+  for (const auto& host : ranksOf) cross.push_back(host[index]);
+  std::sort(cross.begin(), cross.end());
+  comm.setHierarchy({comm.subset(local), comm.subset(cross), ranksOf,
+                     staged == Staged::Allreduce, staged == Staged::Allgather});
 }
 
 TEST_CASE("hierarchical allreduce matrix: hosts of several ranks, every dtype, op and count",
@@ -127,7 +130,7 @@ TEST_CASE("hierarchical allreduce matrix: hosts of several ranks, every dtype, o
   INFO(nameOf(transport) << ", " << n << " ranks, " << perHost << " per host"
                          << (interleaved ? ", interleaved" : ""));
   REQUIRE_NOTHROW(runRanks(n, [&, perHost = perHost, interleaved = interleaved](Comm& comm) {
-    attachHosts(comm, perHost, interleaved);
+    attachHosts(comm, perHost, interleaved, Staged::Allreduce);
     // The threshold picks the algorithm of the stage across hosts.
     allreduceMatrix(comm, AllreduceOptions{kSegmentBytes, 0}, "hierarchical, ring across");
     allreduceMatrix(comm, AllreduceOptions{kSegmentBytes, SIZE_MAX},
@@ -165,35 +168,78 @@ TEST_CASE("broadcast from every root, tree and pipelined chain", "[broadcast]") 
   }, over(transport)));
 }
 
+namespace {
+
+// Allgathers of every dtype with first dimensions that differ per rank (zero on some), checked
+// block by block; then allgathers in place (the input is this rank's block of the output) of
+// blocks across several segments.
+void allgatherMatrix(Comm& comm, const char* algorithm) {
+  int n = comm.size();
+  for (DType t : kAllTypes)
+    for (int64_t scale : {0, 1, 7, 5000}) {
+      auto rowsOf = [&](int r) { return static_cast<int64_t>((r * 3 + 1) % 4) * scale; };
+      const int64_t width = 3;
+      std::vector<std::byte> in(rowsOf(comm.rank()) * width * dtypeSize(t) + 1);
+      for (int64_t i = 0; i < rowsOf(comm.rank()) * width; ++i)
+        setElement(in.data(), t, i, (comm.rank() + i) % 5);
+      std::vector<std::byte> out;
+      Tensor result = allgather(comm, {in.data(), t, {rowsOf(comm.rank()), width}},
+                                [&](const std::vector<int64_t>& shape) {
+                                  out.resize(shape[0] * shape[1] * dtypeSize(t) + 1);
+                                  return out.data();
+                                });
+      int64_t total = 0;
+      for (int r = 0; r < n; ++r) total += rowsOf(r);
+      HVD_ENFORCE(result.shape == (std::vector<int64_t>{total, width}), algorithm, ": shape");
+      std::size_t k = 0;
+      for (int r = 0; r < n; ++r)
+        for (int64_t i = 0; i < rowsOf(r) * width; ++i, ++k) {
+          double want = t == DType::Bool ? ((r + i) % 5 != 0) : (r + i) % 5;
+          HVD_ENFORCE(getElement(out.data(), t, k) == want, algorithm, ": ", dtypeName(t),
+                      " block of rank ", r, " element ", i, " wrong on rank ", comm.rank());
+        }
+    }
+  for (std::size_t unit : {std::size_t{1}, std::size_t{3000}}) {
+    std::vector<std::size_t> bytes;
+    for (int r = 0; r < n; ++r) bytes.push_back(unit * ((r * 5 + 2) % 4));
+    std::size_t offset = std::accumulate(bytes.begin(), bytes.begin() + comm.rank(), std::size_t{0});
+    std::vector<uint8_t> out(std::accumulate(bytes.begin(), bytes.end(), std::size_t{0}), 0xEE);
+    for (std::size_t i = 0; i < bytes[comm.rank()]; ++i)
+      out[offset + i] = static_cast<uint8_t>(comm.rank() * 37 + i);
+    allgatherv(comm, out.data() + offset, out.data(), bytes, kSegmentBytes);
+    std::size_t k = 0;
+    for (int r = 0; r < n; ++r)
+      for (std::size_t i = 0; i < bytes[r]; ++i, ++k)
+        HVD_ENFORCE(out[k] == static_cast<uint8_t>(r * 37 + i), algorithm,
+                    ": in-place allgather, block of rank ", r, " byte ", i, " wrong on rank ",
+                    comm.rank());
+  }
+}
+
+}  // namespace
+
 TEST_CASE("allgather concatenates first dimensions that differ per rank", "[allgather]") {
   int n = GENERATE(1, 2, 3, 4, 7);
   Transport transport = GENERATE(Transport::Tcp, Transport::Shm);
   INFO(nameOf(transport));
-  REQUIRE_NOTHROW(runRanks(n, [n](Comm& comm) {
-    for (DType t : kAllTypes)
-      for (int64_t scale : {0, 1, 7, 5000}) {
-        auto rowsOf = [&](int r) { return static_cast<int64_t>((r * 3 + 1) % 4) * scale; };
-        const int64_t width = 3;
-        std::vector<std::byte> in(rowsOf(comm.rank()) * width * dtypeSize(t) + 1);
-        for (int64_t i = 0; i < rowsOf(comm.rank()) * width; ++i)
-          setElement(in.data(), t, i, (comm.rank() + i) % 5);
-        std::vector<std::byte> out;
-        Tensor result = allgather(comm, {in.data(), t, {rowsOf(comm.rank()), width}},
-                                  [&](const std::vector<int64_t>& shape) {
-                                    out.resize(shape[0] * shape[1] * dtypeSize(t) + 1);
-                                    return out.data();
-                                  });
-        int64_t total = 0;
-        for (int r = 0; r < n; ++r) total += rowsOf(r);
-        HVD_ENFORCE(result.shape == (std::vector<int64_t>{total, width}), "shape");
-        std::size_t k = 0;
-        for (int r = 0; r < n; ++r)
-          for (int64_t i = 0; i < rowsOf(r) * width; ++i, ++k) {
-            double want = t == DType::Bool ? ((r + i) % 5 != 0) : (r + i) % 5;
-            HVD_ENFORCE(getElement(out.data(), t, k) == want, dtypeName(t), " block of rank ", r,
-                        " element ", i, " wrong on rank ", comm.rank());
-          }
-      }
+  REQUIRE_NOTHROW(runRanks(n, [](Comm& comm) { allgatherMatrix(comm, "ring"); }, over(transport)));
+}
+
+TEST_CASE("hierarchical allgather matrix: hosts of several ranks, contiguous and interleaved",
+          "[allgather]") {
+  // Contiguous hosts gather through the staging copy; interleaved ones (rank r on host r mod H)
+  // and one rank per host gather straight into place.
+  auto layout = GENERATE(std::make_tuple(4, 2, true, Transport::Tcp),
+                         std::make_tuple(6, 3, false, Transport::Tcp),
+                         std::make_tuple(6, 2, true, Transport::Shm),
+                         std::make_tuple(6, 2, false, Transport::Shm),
+                         std::make_tuple(3, 1, false, Transport::Tcp));
+  auto [n, perHost, interleaved, transport] = layout;
+  INFO(nameOf(transport) << ", " << n << " ranks, " << perHost << " per host"
+                         << (interleaved ? ", interleaved" : ""));
+  REQUIRE_NOTHROW(runRanks(n, [&, perHost = perHost, interleaved = interleaved](Comm& comm) {
+    attachHosts(comm, perHost, interleaved, Staged::Allgather);
+    allgatherMatrix(comm, "hierarchical allgather");
   }, over(transport)));
 }
 

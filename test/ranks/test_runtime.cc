@@ -112,8 +112,10 @@ TEST_CASE("HVD_SHM_BUFFER_BYTES must be a multiple of 64") {
 
 namespace {
 
-// Rank r of `n` on host "host<r / perHost>", with HVD_HIERARCHICAL_ALLREDUCE from `on(r)`.
-test::ParamsFor onHosts(int n, int perHost, std::function<bool(int)> on) {
+// Rank r of `n` on host "host<r / perHost>", with `variable` (HVD_HIERARCHICAL_ALLREDUCE or
+// _ALLGATHER) from `on(r)`.
+test::ParamsFor onHosts(int n, int perHost, std::function<bool(int)> on,
+                        std::string variable = "HVD_HIERARCHICAL_ALLREDUCE") {
   return [=](int r) -> std::map<std::string, std::string> {
     int hosts = (n + perHost - 1) / perHost;
     int onHost = std::min(perHost, n - (r / perHost) * perHost);
@@ -122,7 +124,7 @@ test::ParamsFor onHosts(int n, int perHost, std::function<bool(int)> on) {
             {"HVD_LOCAL_SIZE", std::to_string(onHost)},
             {"HVD_CROSS_RANK", std::to_string(r / perHost)},
             {"HVD_CROSS_SIZE", std::to_string(hosts)},
-            {"HVD_HIERARCHICAL_ALLREDUCE", on(r) ? "1" : "0"}};
+            {variable, on(r) ? "1" : "0"}};
   };
 }
 
@@ -141,6 +143,29 @@ std::string sumsAreRight(Runtime& rt, int rank, int n) {
   return "";
 }
 
+// Allgathers rank + 1 rows (small, then multi-segment) through the engine; "" when right.
+std::string gathersAreRight(Runtime& rt, int rank, int n) {
+  for (int64_t width : {int64_t{2}, int64_t{200000}}) {
+    std::vector<int32_t> mine((rank + 1) * width);
+    for (std::size_t i = 0; i < mine.size(); ++i) mine[i] = int32_t(rank * 1000003 + i);
+    std::vector<int32_t> all;
+    collectives::Tensor out =
+        rt.allgather({mine.data(), collectives::DType::Int32, {rank + 1, width}},
+                     [&](const std::vector<int64_t>& shape) {
+                       all.resize(shape[0] * shape[1]);
+                       return static_cast<void*>(all.data());
+                     });
+    if (out.shape != std::vector<int64_t>{int64_t(n) * (n + 1) / 2, width}) return "shape";
+    std::size_t k = 0;
+    for (int r = 0; r < n; ++r)
+      for (int64_t i = 0; i < (r + 1) * width; ++i, ++k)
+        if (all[k] != int32_t(r * 1000003 + i))
+          return "element " + std::to_string(i) + " of rank " + std::to_string(r) + " is " +
+                 std::to_string(all[k]);
+  }
+  return "";
+}
+
 }  // namespace
 
 TEST_CASE("hierarchical allreduce runs through the runtime on two hosts of two ranks") {
@@ -155,6 +180,25 @@ TEST_CASE("hierarchical allreduce on uneven hosts stays flat and right") {
       3, [](Runtime& rt, int rank) { return sumsAreRight(rt, rank, 3); },
       onHosts(3, 2, [](int) { return true; }));
   for (const auto& o : outcomes) CHECK(o == "");
+}
+
+TEST_CASE("hierarchical allgather runs through the runtime on two hosts of two ranks and on "
+          "uneven hosts") {
+  for (auto [n, perHost] : {std::pair{4, 2}, std::pair{3, 2}}) {
+    auto outcomes = test::runRuntimesWith(
+        n, [n = n](Runtime& rt, int rank) { return gathersAreRight(rt, rank, n); },
+        onHosts(n, perHost, [](int) { return true; }, "HVD_HIERARCHICAL_ALLGATHER"));
+    for (const auto& o : outcomes) CHECK(o == "");
+  }
+}
+
+TEST_CASE("HVD_HIERARCHICAL_ALLGATHER set on some ranks only fails every rank naming them") {
+  auto outcomes = test::runRuntimesWith(
+      4, [](Runtime&, int) -> std::string { return "created"; },
+      onHosts(4, 2, [](int r) { return r == 2; }, "HVD_HIERARCHICAL_ALLGATHER"), false);
+  for (const auto& o : outcomes)
+    CHECK_THAT(o, Catch::Contains("HVD_HIERARCHICAL_ALLGATHER differs between ranks: on for "
+                                  "ranks {2}, off for ranks {0,1,3}"));
 }
 
 TEST_CASE("HVD_HIERARCHICAL_ALLREDUCE set on some ranks only fails every rank naming them") {
