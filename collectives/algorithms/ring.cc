@@ -77,19 +77,29 @@ void ringReduceScatter(Comm& comm, const std::byte* input, std::byte* data, cons
 
 void ringAllgather(Comm& comm, std::byte* data, const Blocks& blocks, std::size_t elemBytes,
                    int own, std::size_t segmentBytes, Tag tag) {
+  BlockRanges ranges;
+  for (std::size_t i = 0; i < blocks.offsets.size(); ++i)
+    ranges.push_back({{blocks.offsets[i] * elemBytes, blocks.counts[i] * elemBytes}});
+  ringAllgather(comm, data, ranges, own, segmentBytes, tag);
+}
+
+void ringAllgather(Comm& comm, std::byte* data, const BlockRanges& blockRanges, int own,
+                   std::size_t segmentBytes, Tag tag) {
   int n = comm.size(), r = comm.rank();
   if (n == 1) return;
-  std::size_t perSegment = std::max<std::size_t>(1, segmentBytes / elemBytes);
+  std::size_t perSegment = std::max<std::size_t>(1, segmentBytes);
   Connection& next = comm.peer(ringIndex(r + 1, n));
   Connection& prev = comm.peer(ringIndex(r - 1, n));
   for (int s = 0; s < n - 1; ++s) {
     auto deadline = comm.deadline();
     int sendBlock = ringIndex(r + own - s, n), recvBlock = ringIndex(r + own - s - 1, n);
     std::vector<Request> requests;
-    for (auto seg : segmentsOf(blocks.offsets[recvBlock], blocks.counts[recvBlock], perSegment))
-      requests.push_back(prev.irecv({data + seg.offset * elemBytes, seg.count * elemBytes}, tag));
-    for (auto seg : segmentsOf(blocks.offsets[sendBlock], blocks.counts[sendBlock], perSegment))
-      requests.push_back(next.isend({data + seg.offset * elemBytes, seg.count * elemBytes}, tag));
+    for (const Segment& range : blockRanges[recvBlock])
+      for (auto seg : segmentsOf(range.offset, range.count, perSegment))
+        requests.push_back(prev.irecv({data + seg.offset, seg.count}, tag));
+    for (const Segment& range : blockRanges[sendBlock])
+      for (auto seg : segmentsOf(range.offset, range.count, perSegment))
+        requests.push_back(next.isend({data + seg.offset, seg.count}, tag));
     for (auto& req : requests) req.wait(deadline);
   }
 }

@@ -48,4 +48,10 @@ void ringReduceScatter(Comm& comm, const std::byte* input, std::byte* data, cons
 void ringAllgather(Comm& comm, std::byte* data, const Blocks& blocks, std::size_t elemBytes,
                    int own, std::size_t segmentBytes, Tag tag);
 
+// The same with blocks that may be scattered: blockRanges[i] lists block i's runs of bytes in
+// `data`, in the order both ends send and receive them.
+using BlockRanges = std::vector<std::vector<Segment>>;
+void ringAllgather(Comm& comm, std::byte* data, const BlockRanges& blockRanges, int own,
+                   std::size_t segmentBytes, Tag tag);
+
 }  // namespace hvd::collectives
