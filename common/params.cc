@@ -86,7 +86,8 @@ const std::vector<ParamSpec>& allParams() {
        "1: allreduce in three stages on a job over several hosts with as many ranks each: "
        "within each host (shared memory for host memory, NCCL for GPU tensors), across hosts "
        "over TCP, within each host again. Must be the same on every rank; other operations "
-       "stay flat. Same as hvdrun --hierarchical-allreduce."},
+       "stay flat (allgather has HVD_HIERARCHICAL_ALLGATHER). Same as hvdrun "
+       "--hierarchical-allreduce."},
       {"HVD_HIERARCHICAL_ALLGATHER", "HOROVOD_HIERARCHICAL_ALLGATHER", ParamType::Int, "0", 0, 1,
        false,
        "1: allgather host memory in two stages on a job over several hosts with as many ranks "

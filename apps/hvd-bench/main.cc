@@ -124,7 +124,14 @@ int main(int argc, char** argv) {
     auto rows = hvd::bench::runSweep(*rt, o);
     if (rt->topology().rank == 0) {
       hvd::bench::printTable(std::cout, o, rt->topology().size, rows);
-      if (!json.empty()) hvd::bench::writeJson(json, o, rt->topology().size, rows);
+      if (!json.empty())
+        hvd::bench::writeJson(
+            json, o, rt->topology().size, rows,
+            {{"transport", config.transport == hvd::runtime::Transport::Tcp   ? "tcp"
+                           : config.transport == hvd::runtime::Transport::Shm ? "shm"
+                                                                              : "auto"},
+             {"hierarchical_allreduce", config.hierarchicalAllreduce ? "on" : "off"},
+             {"hierarchical_allgather", config.hierarchicalAllgather ? "on" : "off"}});
     }
     rt->barrier();
     for (const auto& r : rows)

@@ -58,7 +58,7 @@ void printTable(std::ostream& out, const BenchOptions& o, int ranks, const std::
 }
 
 void writeJson(const std::string& path, const BenchOptions& o, int ranks,
-               const std::vector<Row>& rows) {
+               const std::vector<Row>& rows, const std::map<std::string, std::string>& settings) {
   nlohmann::json j = {{"tool", "hvd-bench"},
                       {"op", collectiveName(o.op)},
                       {"dtype", collectives::dtypeName(o.dtype)},
@@ -67,6 +67,7 @@ void writeJson(const std::string& path, const BenchOptions& o, int ranks,
                       {"warmup", o.warmup},
                       {"iterations", o.iterations},
                       {"avg_busbw_gbps", averageBusBandwidth(rows)},
+                      {"settings", settings},
                       {"rows", nlohmann::json::array()}};
   for (const auto& r : rows)
     j["rows"].push_back({{"size", r.bytes}, {"count", r.count}, {"root", o.root},

@@ -5,7 +5,7 @@
 import json
 import sys
 
-from conftest import run_hvdrun
+from conftest import BUILD, run_hvdrun
 
 TWO_HOSTS_OF_TWO = ("export HVD_HOSTNAME=fakehost$((HVD_RANK / 2)) "
                     "HVD_LOCAL_RANK=$((HVD_RANK % 2)) HVD_LOCAL_SIZE=2 "
@@ -112,3 +112,18 @@ def test_the_setting_on_some_ranks_only_fails_the_job_naming_them(tmp_path):
     assert r.returncode != 0
     assert ("HVD_HIERARCHICAL_ALLREDUCE differs between ranks: on for ranks {3}, off for ranks "
             "{0,1,2}") in r.stderr
+
+
+def test_hvd_bench_checks_hierarchical_results_and_records_the_settings(tmp_path):
+    bench = BUILD / "apps" / "hvd-bench"
+    for op in ("allreduce", "allgather"):
+        out = tmp_path / f"{op}.json"
+        r = run_hvdrun("-np", 4, "--hierarchical-allreduce", "--hierarchical-allgather", "sh",
+                       "-c", f"{TWO_HOSTS_OF_TWO} exec {bench} -o {op} -b 4 -e 4M -f 8 -w 1 "
+                       f"-n 2 --json {out}", timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        report = json.loads(out.read_text())
+        assert report["settings"] == {"transport": "auto", "hierarchical_allreduce": "on",
+                                      "hierarchical_allgather": "on"}
+        for row in report["rows"]:
+            assert row["out_of_place"]["wrong"] == 0 and row["in_place"]["wrong"] == 0, row
