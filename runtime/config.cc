@@ -52,6 +52,15 @@ std::vector<std::vector<int32_t>> parseProcessSets(const std::string& text, int 
 
 }  // namespace
 
+const char* transportName(Transport t) {
+  switch (t) {
+    case Transport::Tcp: return "tcp";
+    case Transport::Shm: return "shm";
+    case Transport::Auto: break;
+  }
+  return "auto";
+}
+
 Config Config::fromParams(const params::ParamValues& v) {
   Config c;
   Topology& t = c.topology;

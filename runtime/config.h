@@ -16,6 +16,7 @@ using hvd::Topology;
 
 // HVD_TRANSPORT: which transport carries host-memory links.
 enum class Transport { Auto, Tcp, Shm };
+const char* transportName(Transport t);  // as HVD_TRANSPORT spells it
 
 struct Config {
   Topology topology;

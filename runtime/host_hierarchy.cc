@@ -18,13 +18,16 @@ using collectives::Comm;
 
 // The settings that attach a hierarchy, in the order of their flags in a rank's record.
 struct Setting {
+  const char* collective;
   const char* variable;
   const char* flag;
   bool Config::*value;
 };
 constexpr Setting kSettings[] = {
-    {"HVD_HIERARCHICAL_ALLREDUCE", "--hierarchical-allreduce", &Config::hierarchicalAllreduce},
-    {"HVD_HIERARCHICAL_ALLGATHER", "--hierarchical-allgather", &Config::hierarchicalAllgather}};
+    {"allreduce", "HVD_HIERARCHICAL_ALLREDUCE", "--hierarchical-allreduce",
+     &Config::hierarchicalAllreduce},
+    {"allgather", "HVD_HIERARCHICAL_ALLGATHER", "--hierarchical-allgather",
+     &Config::hierarchicalAllgather}};
 constexpr std::size_t kSettingCount = std::size(kSettings);
 
 // One rank's record in the exchange: a byte per setting, then its host name, NUL-padded.
@@ -102,8 +105,7 @@ void attachHostHierarchy(const Config& config, Comm& data, rendezvous::Store& st
           "it for the whole job, e.g. hvdrun ", kSettings[k].flag, ")"));
     everywhere[k] = x.off[k].empty();
     if (!everywhere[k]) continue;
-    std::string name = std::string(kSettings[k].flag).substr(std::strlen("--hierarchical-"));
-    what += (what.empty() ? "" : " and ") + name;
+    what += (what.empty() ? "" : " and ") + std::string(kSettings[k].collective);
     variables += (variables.empty() ? "" : " and ") + std::string(kSettings[k].variable);
   }
   if (what.empty()) return;

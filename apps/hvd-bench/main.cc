@@ -127,9 +127,7 @@ int main(int argc, char** argv) {
       if (!json.empty())
         hvd::bench::writeJson(
             json, o, rt->topology().size, rows,
-            {{"transport", config.transport == hvd::runtime::Transport::Tcp   ? "tcp"
-                           : config.transport == hvd::runtime::Transport::Shm ? "shm"
-                                                                              : "auto"},
+            {{"transport", hvd::runtime::transportName(config.transport)},
              {"hierarchical_allreduce", config.hierarchicalAllreduce ? "on" : "off"},
              {"hierarchical_allgather", config.hierarchicalAllgather ? "on" : "off"}});
     }

@@ -9,7 +9,6 @@
 #include "collectives/gpu/hierarchical_collectives.h"
 #include "collectives/gpu/kernels.h"
 #include "collectives/gpu/staged_collectives.h"
-#include "runtime/host_layout.h"
 #include "collectives/nccl/nccl_collectives.h"
 #include "common/error.h"
 #include "common/format.h"
@@ -17,6 +16,7 @@
 #include "runtime/engine/executor.h"
 #include "runtime/engine/fusion.h"
 #include "runtime/engine/gpu_executor.h"
+#include "runtime/host_layout.h"
 
 namespace hvd::runtime {
 namespace {

@@ -7,12 +7,12 @@
 
 #include <algorithm>
 #include <atomic>
-#include <tuple>
 #include <numeric>
 
 #include "collectives/algorithms/allgather.h"
 #include "collectives/operations.h"
 #include "bench/hvd_bench/elements.h"
+#include "runtime/host_layout.h"
 #include "test/ranks/run_ranks.h"
 
 using namespace hvd;
@@ -99,38 +99,47 @@ TEST_CASE("allreduce applies prescale and postscale factors", "[allreduce]") {
   }, over(transport)));
 }
 
+namespace {
+
 enum class Staged { Allreduce, Allgather };
 
-// Hosts of `perHost` ranks each: contiguous (ranks 0..L-1 on the first host) or interleaved
-// (rank r on host r mod H), as a launcher's placement may give them; `staged` is the collective
-// that runs in stages on them.
-static void attachHosts(Comm& comm, int perHost, bool interleaved, Staged staged) {
-  int hosts = comm.size() / perHost;
-  auto hostOf = [&](int r) { return interleaved ? r % hosts : r / perHost; };
-  std::vector<std::vector<int>> ranksOf(hosts);
-  for (int r = 0; r < comm.size(); ++r) ranksOf[hostOf(r)].push_back(r);
-  const std::vector<int>& local = ranksOf[hostOf(comm.rank())];
-  int index = static_cast<int>(std::find(local.begin(), local.end(), comm.rank()) - local.begin());
-  std::vector<int> cross;
-  for (const auto& host : ranksOf) cross.push_back(host[index]);
-  std::sort(cross.begin(), cross.end());
-  comm.setHierarchy({comm.subset(local), comm.subset(cross), ranksOf,
+// A job seen as hosts of `perHost` ranks each: contiguous (ranks 0..L-1 on the first host) or
+// interleaved (rank r on host r mod H), as a launcher's placement may give them.
+struct Hosts {
+  int ranks, perHost;
+  bool interleaved;
+  Transport transport;
+};
+
+std::ostream& operator<<(std::ostream& out, const Hosts& h) {
+  return out << nameOf(h.transport) << ", " << h.ranks << " ranks, " << h.perHost << " per host"
+             << (h.interleaved ? ", interleaved" : "");
+}
+
+// Attaches `hosts` to comm, grouped as the runtime groups them (HostLayout), with `staged` the
+// collective that runs in stages on them.
+void attachHosts(Comm& comm, const Hosts& hosts, Staged staged) {
+  int count = comm.size() / hosts.perHost;
+  std::vector<std::string> hostOfRank;
+  for (int r = 0; r < comm.size(); ++r)
+    hostOfRank.push_back("host" + std::to_string(hosts.interleaved ? r % count : r / hosts.perHost));
+  auto layout = runtime::HostLayout::of(hostOfRank);
+  comm.setHierarchy({comm.subset(layout.localRanks(comm.rank())),
+                     comm.subset(layout.crossRanks(comm.rank())), layout.ranksOf,
                      staged == Staged::Allreduce, staged == Staged::Allgather});
 }
+
+}  // namespace
 
 TEST_CASE("hierarchical allreduce matrix: hosts of several ranks, every dtype, op and count",
           "[allreduce]") {
   // The algorithm is the same over either transport (the flat matrix covers both), so each
   // layout runs over one.
-  auto layout = GENERATE(std::make_tuple(4, 2, true, Transport::Tcp),
-                         std::make_tuple(6, 3, false, Transport::Tcp),
-                         std::make_tuple(6, 2, true, Transport::Shm),
-                         std::make_tuple(3, 1, false, Transport::Tcp));
-  auto [n, perHost, interleaved, transport] = layout;
-  INFO(nameOf(transport) << ", " << n << " ranks, " << perHost << " per host"
-                         << (interleaved ? ", interleaved" : ""));
-  REQUIRE_NOTHROW(runRanks(n, [&, perHost = perHost, interleaved = interleaved](Comm& comm) {
-    attachHosts(comm, perHost, interleaved, Staged::Allreduce);
+  Hosts hosts = GENERATE(Hosts{4, 2, true, Transport::Tcp}, Hosts{6, 3, false, Transport::Tcp},
+                         Hosts{6, 2, true, Transport::Shm}, Hosts{3, 1, false, Transport::Tcp});
+  INFO(hosts);
+  REQUIRE_NOTHROW(runRanks(hosts.ranks, [&](Comm& comm) {
+    attachHosts(comm, hosts, Staged::Allreduce);
     // The threshold picks the algorithm of the stage across hosts.
     allreduceMatrix(comm, AllreduceOptions{kSegmentBytes, 0}, "hierarchical, ring across");
     allreduceMatrix(comm, AllreduceOptions{kSegmentBytes, SIZE_MAX},
@@ -144,7 +153,7 @@ TEST_CASE("hierarchical allreduce matrix: hosts of several ranks, every dtype, o
         HVD_ENFORCE(buf[i] == (i % 5) * 3.0f, "scaled hierarchical average: element ", i,
                     " is ", buf[i], ", want ", (i % 5) * 3.0f);
     }
-  }, over(transport)));
+  }, over(hosts.transport)));
 }
 
 TEST_CASE("broadcast from every root, tree and pipelined chain", "[broadcast]") {
@@ -227,20 +236,16 @@ TEST_CASE("allgather concatenates first dimensions that differ per rank", "[allg
 
 TEST_CASE("hierarchical allgather matrix: hosts of several ranks, contiguous and interleaved",
           "[allgather]") {
-  // Contiguous hosts gather through the staging copy; interleaved ones (rank r on host r mod H)
-  // and one rank per host gather straight into place.
-  auto layout = GENERATE(std::make_tuple(4, 2, true, Transport::Tcp),
-                         std::make_tuple(6, 3, false, Transport::Tcp),
-                         std::make_tuple(6, 2, true, Transport::Shm),
-                         std::make_tuple(6, 2, false, Transport::Shm),
-                         std::make_tuple(3, 1, false, Transport::Tcp));
-  auto [n, perHost, interleaved, transport] = layout;
-  INFO(nameOf(transport) << ", " << n << " ranks, " << perHost << " per host"
-                         << (interleaved ? ", interleaved" : ""));
-  REQUIRE_NOTHROW(runRanks(n, [&, perHost = perHost, interleaved = interleaved](Comm& comm) {
-    attachHosts(comm, perHost, interleaved, Staged::Allgather);
+  // Each placement scatters a host's columns differently over the output: contiguous hosts
+  // interleave them, interleaved hosts (and one rank per host) keep each column contiguous.
+  Hosts hosts = GENERATE(Hosts{4, 2, true, Transport::Tcp}, Hosts{6, 3, false, Transport::Tcp},
+                         Hosts{6, 2, true, Transport::Shm}, Hosts{6, 2, false, Transport::Shm},
+                         Hosts{3, 1, false, Transport::Tcp});
+  INFO(hosts);
+  REQUIRE_NOTHROW(runRanks(hosts.ranks, [&](Comm& comm) {
+    attachHosts(comm, hosts, Staged::Allgather);
     allgatherMatrix(comm, "hierarchical allgather");
-  }, over(transport)));
+  }, over(hosts.transport)));
 }
 
 TEST_CASE("alltoall with per-rank splits returns the received splits", "[alltoall]") {
