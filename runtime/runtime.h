@@ -26,6 +26,8 @@ class Runtime : public BlockingCollectives {
   const Topology& topology() const override { return config_.topology; }
   const Config& config() const { return config_; }
   Engine& engine() { return *engine_; }
+  // Compute threads that fit this rank's CPUs; frameworks' frontends size their pools by it.
+  int cpuShare() const { return world_.cpuShare; }
 
   // Collective: waits (up to HVD_OP_TIMEOUT) for every rank to call it, then closes every
   // thread and socket.

@@ -92,7 +92,8 @@ void serveRendezvousOnce(const Config& config) {
                                config.rendezvousPort, config.externalLauncher);
 }
 
-void bindToLocalShare(const Topology& t) {
+// True when this process is now bound to its slice.
+bool bindToLocalShare(const Topology& t) {
   auto logger = log::logger("runtime");
   try {
     std::vector<int> allowed = allowedCpus();
@@ -100,14 +101,29 @@ void bindToLocalShare(const Topology& t) {
     if (mine.empty()) {
       logger->debug("not binding to CPUs: {} local ranks share the {} CPUs {}", t.localSize,
                     allowed.size(), cpuListText(allowed));
-      return;
+      return false;
     }
     bindProcessTo(mine);
     logger->info("bound to CPUs {} (local rank {} of {}; HVD_BIND_TO=none turns this off)",
                  cpuListText(mine), t.localRank, t.localSize);
+    return true;
   } catch (const Error& e) {
     logger->warn("running unbound: {}", e.what());
+    return false;
   }
+}
+
+int cpuShareOf(const Config& config, bool boundByHvd) {
+  CpuShareFacts facts{.localSize = config.topology.localSize,
+                      .boundByHvd = boundByHvd,
+                      .externalLauncher = !config.externalLauncher.empty()};
+  try {
+    facts.allowedCpus = static_cast<int>(allowedCpus().size());
+  } catch (const Error&) {
+    facts.allowedCpus = 1;
+  }
+  facts.onlineCpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  return cpuShare(facts);
 }
 
 }  // namespace
@@ -121,6 +137,7 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use)
   if (t.size == 1) {
     world.data = singleRank(config);
     if (withControl) world.control = singleRank(config);
+    world.cpuShare = cpuShareOf(config, false);
     return world;
   }
   std::string bindAddress = "127.0.0.1";
@@ -128,8 +145,9 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use)
   if (!store) {
     // One process per rank (not ranks sharing a process in tests): bind before the engine's
     // and the transport's threads start, so they inherit it.
-    if (config.externalLauncher.empty() && config.cpuBinding == CpuBinding::Core)
-      bindToLocalShare(t);
+    bool bound = config.externalLauncher.empty() && config.cpuBinding == CpuBinding::Core &&
+                 bindToLocalShare(t);
+    world.cpuShare = cpuShareOf(config, bound);
     auto client = std::make_unique<rendezvous::TcpStoreClient>(
         config.rendezvousAddr, config.rendezvousPort, config.secret, config.startTimeout);
     // The address this worker reached the launcher from is one its peers can reach it on too.

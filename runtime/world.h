@@ -15,6 +15,7 @@ struct World {
   std::unique_ptr<rendezvous::Store> ownedStore;  // the launcher's store client, if used
   std::unique_ptr<collectives::Comm> data;
   std::unique_ptr<collectives::Comm> control;  // null unless asked for
+  int cpuShare = 1;  // compute threads that fit this rank's CPUs (cpu_binding.h's cpuShare)
 };
 
 enum class WorldUse {

@@ -158,6 +158,10 @@ int main(int argc, char** argv) {
     for (const auto& [k, v] : o.runtimeParams) env[k] = v;
     auto values = hvd::params::ParamValues::fromMap(env);
     o.horovodCompat = o.horovodCompat || values.getInt("HVD_HOROVOD_COMPAT") == 1;
+    // HVD_LOG_LEVEL (or HOROVOD_LOG_LEVEL, or the config file's logging.level) in hvdrun's
+    // environment sets hvdrun's level and its workers' as the flag does; the flag wins.
+    o.logLevel = values.getString("HVD_LOG_LEVEL");
+    if (o.logLevel == "warning") o.logLevel = "warn";
     if (printConfig) {
       std::fputs(hvd::params::describeAll(values).c_str(), stdout);
       return 0;
@@ -178,7 +182,11 @@ int main(int argc, char** argv) {
   o.ssh.connectTimeout = std::chrono::seconds(connectTimeout);
   if (o.verbose && o.logLevel == "warn") o.logLevel = "info";
   try {
-    hvd::log::configure({o.logLevel, "", "hvdrun"});
+    try {
+      hvd::log::configure({o.logLevel, "", "hvdrun"});
+    } catch (const hvd::InvalidArgument& e) {
+      throw hvd::InvalidArgument(std::string("HVD_LOG_LEVEL: ") + e.what());
+    }
     return hvd::launcher::launch(o);
   } catch (const hvd::InvalidArgument& e) {
     std::fprintf(stderr, "hvdrun: error: %s\n", e.what());

@@ -19,6 +19,7 @@
 
 #include "common/error.h"
 #include "common/format.h"
+#include "common/logging.h"
 #include "collectives/gpu/gpu_build.h"
 #include "runtime/runtime.h"
 
@@ -361,6 +362,11 @@ NB_MODULE(_core, m) {
   m.def("cross_rank", &topologyValue<&Topology::crossRank>);
   m.def("cross_size", &topologyValue<&Topology::crossSize>);
   m.def("hostname", [] { return current()->topology().hostname; });
+  m.def("cpu_share", [] { return current()->cpuShare(); });
+  // The frontends log through the runtime's facade, so HVD_LOG_LEVEL and the rank prefix apply.
+  m.def("log_info", [](const std::string& subsystem, const std::string& text) {
+    hvd::log::logger(subsystem)->info("{}", text);
+  });
   m.def("op_timeout_seconds",
         [] { return std::chrono::duration<double>(current()->config().opTimeout).count(); });
 

@@ -1,5 +1,6 @@
 """The engine's knobs and timeline through hvdrun, on real processes."""
 import json
+import os
 import signal
 import subprocess
 import time
@@ -38,6 +39,22 @@ def test_flags_and_config_file_reach_every_worker(tmp_path):
         assert env[rank]["HVD_LOG_LEVEL"] == "warn"
         assert env[rank]["HVD_HIERARCHICAL_ALLREDUCE"] == "1"
         assert env[rank]["HVD_HIERARCHICAL_ALLGATHER"] == "1"
+
+
+def test_a_log_level_in_hvdruns_environment_applies_to_hvdrun_and_workers_unless_flagged():
+    base = {k: v for k, v in os.environ.items() if not k.endswith("_LOG_LEVEL")}
+    r = run_hvdrun("-np", 2, WORKER, "env", env=dict(base, HOROVOD_LOG_LEVEL="info"))
+    assert r.returncode == 0, r.stderr
+    assert [worker_env(r)[rank]["HVD_LOG_LEVEL"] for rank in (0, 1)] == ["info", "info"]
+    assert "hvdrun info [launcher]" in r.stderr
+    r = run_hvdrun("-np", 2, "--log-level", "error", WORKER, "env",
+                   env=dict(base, HVD_LOG_LEVEL="info"))
+    assert r.returncode == 0, r.stderr
+    assert [worker_env(r)[rank]["HVD_LOG_LEVEL"] for rank in (0, 1)] == ["error", "error"]
+    assert "info" not in r.stderr
+    r = run_hvdrun("-np", 2, WORKER, "env", env=dict(base, HVD_LOG_LEVEL="loud"))
+    assert r.returncode == 2
+    assert "HVD_LOG_LEVEL: unknown log level 'loud'" in r.stderr and not r.stdout
 
 
 def test_hierarchical_flags_reach_every_worker():

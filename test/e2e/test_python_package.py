@@ -124,6 +124,56 @@ def test_shadowing_a_real_horovod_is_said_out_loud(tmp_path):
     assert f"shadows the Horovod installed at {real / '__init__.py'}" in r.stderr
 
 
+THREADS_SCRIPT = """
+import os, torch
+before = torch.get_num_threads()  # torch's pool, sized at import from the whole mask
+import hvd.torch as hvd
+hvd.init()
+print(f"before={before} after={torch.get_num_threads()} cpus={len(os.sched_getaffinity(0))}")
+"""
+
+
+def thread_counts(stdout, np):
+    """{rank: (torch threads before init, after init, CPUs the rank may use after init)}"""
+    out = {}
+    for rank in range(np):
+        (line,) = rank_lines(stdout, rank)
+        fields = dict(f.split("=") for f in line.split())
+        out[rank] = (int(fields["before"]), int(fields["after"]), int(fields["cpus"]))
+    return out
+
+
+def test_torch_threads_fit_each_ranks_cpus_unless_omp_num_threads_says_otherwise():
+    allowed = len(os.sched_getaffinity(0))
+    env = {k: v for k, v in clean_env().items() if k not in ("OMP_NUM_THREADS", "HVD_BIND_TO")}
+    # Bound (the default): each rank's threads fit its slice, and it says so at info level.
+    r = run_hvdrun("-np", 2, "--log-level", "info", sys.executable, "-c", THREADS_SCRIPT,
+                   env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    for rank, (before, after, cpus) in thread_counts(r.stdout, 2).items():
+        assert after == min(before, cpus), (rank, before, after, cpus)
+        if before > after:
+            assert f"[rank {rank}/2] info [torch] torch intra-op threads {before} -> {after}" \
+                in r.stderr
+    # Unbound: the local ranks split the CPUs.
+    r = run_hvdrun("-np", 2, "--bind-to", "none", sys.executable, "-c", THREADS_SCRIPT,
+                   env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    for before, after, cpus in thread_counts(r.stdout, 2).values():
+        assert cpus == allowed and after == min(before, max(1, allowed // 2))
+    # The user's OMP_NUM_THREADS stands, even where it oversubscribes the rank's CPUs.
+    r = run_hvdrun("-np", 2, sys.executable, "-c", THREADS_SCRIPT,
+                   env=dict(env, OMP_NUM_THREADS=str(allowed)), timeout=120)
+    assert r.returncode == 0, r.stderr
+    for before, after, cpus in thread_counts(r.stdout, 2).values():
+        assert after == before and (allowed < 2 or before > cpus), (before, after, cpus)
+    # One rank has the whole machine: nothing to fit.
+    r = run_hvdrun("-np", 1, sys.executable, "-c", THREADS_SCRIPT, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    ((before, after, cpus),) = thread_counts(r.stdout, 1).values()
+    assert after == before
+
+
 def test_a_python_error_on_one_rank_stops_the_job_naming_it():
     code = ("import hvd.torch as hvd, torch; hvd.init()\n"
             "if hvd.rank() == 1: raise RuntimeError('bad batch on rank 1')\n"

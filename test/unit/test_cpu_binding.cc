@@ -1,4 +1,4 @@
-// How a host's CPUs are shared among its local ranks, and the registry's check of HVD_BIND_TO.
+// How a host's CPUs are shared among its local ranks (slices, compute-thread shares), and the registry's check of HVD_BIND_TO.
 // Binding a real process is tested end to end (test/e2e/test_hvdrun_runs.py).
 #include <catch2/catch.hpp>
 
@@ -36,6 +36,22 @@ TEST_CASE("more local ranks than CPUs, or a rank outside the host, get no slice"
   CHECK(cpuSliceFor({}, 0, 1).empty());
   CHECK(cpuSliceFor({0, 1}, 2, 2).empty());
   CHECK(cpuSliceFor({0, 1}, -1, 2).empty());
+}
+
+TEST_CASE("a rank's compute-thread share: its slice, its launcher's mask, or an even split") {
+  // Bound by hvd: the slice is the rank's own.
+  CHECK(cpuShare({.allowedCpus = 3, .onlineCpus = 16, .localSize = 5, .boundByHvd = true}) == 3);
+  // Unbound (HVD_BIND_TO=none, or more ranks than CPUs): the local ranks split the mask.
+  CHECK(cpuShare({.allowedCpus = 16, .onlineCpus = 16, .localSize = 4}) == 4);
+  CHECK(cpuShare({.allowedCpus = 8, .onlineCpus = 64, .localSize = 2}) == 4);  // a cpuset
+  CHECK(cpuShare({.allowedCpus = 7, .onlineCpus = 7, .localSize = 2}) == 3);
+  CHECK(cpuShare({.allowedCpus = 2, .onlineCpus = 2, .localSize = 3}) == 1);  // never 0
+  // srun or mpirun that narrowed the mask chose this rank's CPUs; one that did not left a split.
+  CHECK(cpuShare({.allowedCpus = 4, .onlineCpus = 16, .localSize = 4,
+                  .externalLauncher = true}) == 4);
+  CHECK(cpuShare({.allowedCpus = 16, .onlineCpus = 16, .localSize = 4,
+                  .externalLauncher = true}) == 4);
+  CHECK(cpuShare({.allowedCpus = 1, .onlineCpus = 1, .localSize = 1}) == 1);
 }
 
 TEST_CASE("CPU lists print as /proc and taskset write them") {

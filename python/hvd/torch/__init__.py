@@ -8,6 +8,7 @@
 Tensors live in host memory or on a CUDA device; CUDA tensors go GPU to GPU through NCCL when
 every rank has a GPU of its own, else through host memory (cuda_built(), nccl_built()).
 """
+from hvd import _basics
 from hvd._basics import *  # noqa: F401,F403
 from hvd._basics import __all__ as _basics_all
 from hvd.torch.compression import Compression
@@ -23,6 +24,16 @@ from hvd.torch.mpi_ops import (allgather, allgather_async, allreduce, allreduce_
                                reducescatter_async, synchronize)
 from hvd.torch.optimizer import DistributedOptimizer
 from hvd.torch.sync_batch_norm import SyncBatchNorm
+from hvd.torch.threads import fit_intra_op_threads as _fit_intra_op_threads
+
+
+def init(comm=None, process_sets=None):
+    """hvd.init(), then torch's intra-op threads fitted to this rank's CPUs (threads.py)."""
+    joining = not _basics.is_initialized()  # a second init() changes nothing
+    _basics.init(comm, process_sets)
+    if joining:
+        _fit_intra_op_threads()
+
 
 __all__ = list(_basics_all) + [
     "Compression", "DistributedOptimizer", "SyncBatchNorm", "allgather", "allgather_async",
