@@ -54,8 +54,8 @@ Engine::~Engine() {
   if (thread_.joinable()) thread_.join();
 }
 
-std::string Engine::autoName(OpType type) {
-  return detail::concat(opTypeName(type), ".noname.", unnamed_[type]++);
+std::string Engine::autoName(OpType type, int32_t processSet) {
+  return detail::concat(opTypeName(type), ".noname.", unnamed_[{type, processSet}]++);
 }
 
 Handle Engine::enqueue(Operation op) {
@@ -82,7 +82,7 @@ Handle Engine::enqueue(Operation op) {
     setSize = static_cast<int>(ranks.size());
   }
   if (op.type == OpType::Join) op.name = "join";
-  if (op.name.empty()) op.name = autoName(op.type);
+  if (op.name.empty()) op.name = autoName(op.type, op.processSet);
   auto local = std::make_unique<LocalOp>();
   local->request = describeOperation(op, setSize);
   if (!op.device.isCpu()) local->ready = markReady(op.device, op.stream, local->request.describe());

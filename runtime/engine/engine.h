@@ -106,7 +106,9 @@ class Engine {
   void finishOp(LocalOp& op, std::exception_ptr error);
   void failEverything(std::exception_ptr error);
   collectives::Deadline nextWake() const;
-  std::string autoName(OpType type);
+  // "<op>.noname.<n>", n counting per op type and process set: the members of a set submit
+  // the same unnamed operations on it, while ranks outside it submit none of them.
+  std::string autoName(OpType type, int32_t processSet);
 
   EngineOptions options_;
   int rank_;
@@ -130,7 +132,7 @@ class Engine {
   std::condition_variable stopped_;
   std::vector<std::unique_ptr<LocalOp>> queue_;
   std::set<std::string> inFlight_;
-  std::map<OpType, uint64_t> unnamed_;
+  std::map<std::pair<OpType, int32_t>, uint64_t> unnamed_;
   std::map<int32_t, ProcessSetState> processSets_;
   std::exception_ptr fatal_;
   bool joined_ = false;

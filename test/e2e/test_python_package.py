@@ -80,17 +80,29 @@ def test_mnist_example_trains_and_only_rank_0_writes_checkpoints(tmp_path):
 HOROVOD_SCRIPT = """
 import torch
 import horovod.torch as hvd
+# Horovod's submodules, as scripts import from them
+from horovod.torch.mpi_ops import Sum, allreduce_async_, size, synchronize
+from horovod.torch.compression import Compression, FP16Compressor
+from horovod.torch.functions import broadcast_object
+from horovod.torch.optimizer import DistributedOptimizer
+from horovod.torch.sync_batch_norm import SyncBatchNorm
+from horovod.common.exceptions import HorovodInternalError
 hvd.init()
-model = torch.nn.Linear(3, 1)
-opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
-                               named_parameters=model.named_parameters())
+model = torch.nn.Sequential(torch.nn.Linear(3, 4), SyncBatchNorm(4), torch.nn.Linear(4, 1))
+opt = DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                           named_parameters=model.named_parameters(),
+                           compression=Compression.fp16)
 hvd.broadcast_parameters(model.state_dict(), root_rank=0)
 for _ in range(3):
     opt.zero_grad()
     model(torch.randn(4, 3) * (hvd.rank() + 1)).pow(2).mean().backward()
     opt.step()
-w = hvd.allgather(model.weight.detach())
+w = hvd.allgather(model[0].weight.detach().flatten().unsqueeze(0))
 assert torch.equal(w[0], w[1]), w
+t = torch.ones(2)
+synchronize(allreduce_async_(t, op=Sum, name="ones"))
+assert t.tolist() == [size()] * 2 and broadcast_object("x", 0) == "x"
+assert Compression.fp16 is FP16Compressor and issubclass(HorovodInternalError, Exception)
 print(f"horovod.torch on {hvd.__name__.split('.')[0]}: rank {hvd.rank()} of {hvd.size()}, "
       f"compat={__import__('horovod').IS_HVD_COMPAT}")
 """

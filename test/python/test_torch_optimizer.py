@@ -219,6 +219,86 @@ def test_sync_batch_norm_matches_batch_norm_on_the_combined_batch():
     torch.testing.assert_close(sync(xs[0]), local.eval()(xs[0]), rtol=1e-5, atol=1e-5)
 
 
+def sync_against_local(sync, local, xs, ranks, rtol=1e-4, atol=1e-4):
+    """Runs `sync` on this rank's part of xs (one per rank in `ranks`) and `local` on all of
+    them joined, and compares outputs, input gradients, weight gradients and running stats."""
+    me = ranks.index(hvd.rank())
+    mine = xs[me].clone().requires_grad_()
+    out = sync(mine)
+    (out.float() * out.detach().float().sign()).sum().backward()
+    full = torch.cat([x.float() for x in xs]).requires_grad_()
+    ref = local(full)
+    (ref * ref.detach().sign()).sum().backward()
+    offset = sum(x.shape[0] for x in xs[:me])
+    rows = slice(offset, offset + xs[me].shape[0])
+    assert out.dtype == xs[me].dtype
+    torch.testing.assert_close(out.float(), ref[rows], rtol=rtol, atol=atol)
+    torch.testing.assert_close(mine.grad.float(), full.grad[rows], rtol=rtol, atol=atol)
+    if local.affine:
+        ps = sync.process_set
+        torch.testing.assert_close(hvd.allreduce(sync.weight.grad, op=hvd.Sum, process_set=ps),
+                                   local.weight.grad, rtol=rtol, atol=atol)
+        torch.testing.assert_close(hvd.allreduce(sync.bias.grad, op=hvd.Sum, process_set=ps),
+                                   local.bias.grad, rtol=rtol, atol=atol)
+    if local.track_running_stats:
+        torch.testing.assert_close(sync.running_mean, local.running_mean, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(sync.running_var, local.running_var, rtol=1e-4, atol=1e-4)
+        assert int(sync.num_batches_tracked) == int(local.num_batches_tracked)
+
+
+@pytest.mark.parametrize("affine,track,momentum", [(True, True, 0.1), (False, True, None),
+                                                   (True, False, 0.1)])
+def test_sync_batch_norm_4d_with_large_means_and_an_empty_rank(affine, track, momentum):
+    # Means of 50-150 against a spread of 0.5-1.5: naive float32 sums of squares would lose the
+    # variance. The last rank has no rows at all in the second step.
+    sync = hvd.SyncBatchNorm(5, affine=affine, track_running_stats=track, momentum=momentum)
+    local = torch.nn.BatchNorm2d(5, affine=affine, track_running_stats=track, momentum=momentum)
+    if affine:
+        with torch.no_grad():
+            for m in (sync, local):
+                m.weight.copy_(torch.arange(5.0) - 1.5)
+                m.bias.copy_(torch.arange(5.0) * 0.25)
+    ranks = list(range(hvd.size()))
+    for step in range(2):
+        xs = []
+        for r in ranks:
+            rows = 0 if step == 1 and r == ranks[-1] and len(ranks) > 1 else 2 + r
+            g = torch.Generator().manual_seed(10 * step + r)
+            xs.append(torch.randn(rows, 5, 3, 4, generator=g) * (0.5 + 0.5 * r)
+                      + 50.0 * (r + 1))
+        for m in (sync, local):
+            m.zero_grad()
+        sync_against_local(sync, local, xs, ranks)
+
+
+def test_sync_batch_norm_of_half_inputs_keeps_their_dtype():
+    sync, local = hvd.SyncBatchNorm(3), torch.nn.BatchNorm1d(3)
+    xs = [torch.randn(4, 3, 6, generator=torch.Generator().manual_seed(r)).half()
+          for r in range(hvd.size())]
+    sync_against_local(sync, local, xs, list(range(hvd.size())), rtol=2e-2, atol=2e-2)
+
+
+def test_sync_batch_norm_in_a_process_set_reduces_over_its_members_only():
+    if hvd.size() < 3:
+        pytest.skip("needs 3 ranks: a set of 2 that is not the global one")
+    members = [0, 2]
+    ps = hvd.add_process_set(members)
+    try:
+        if hvd.rank() in members:
+            sync, local = hvd.SyncBatchNorm(4, process_set=ps), torch.nn.BatchNorm1d(4)
+            xs = [torch.randn(3, 4, generator=torch.Generator().manual_seed(r)) + r
+                  for r in members]
+            sync_against_local(sync, local, xs, members)
+    finally:
+        hvd.remove_process_set(ps)
+
+
+def test_sync_batch_norm_with_every_batch_empty_says_so():
+    sync = hvd.SyncBatchNorm(2)
+    with pytest.raises(ValueError, match="every rank's batch is empty"):
+        sync(torch.zeros(0, 2))
+
+
 def test_gradient_predivide_factor_gives_the_same_average():
     model, reference = make_model(), make_model()
     opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),

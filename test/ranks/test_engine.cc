@@ -252,6 +252,31 @@ TEST_CASE("process sets: static and dynamic, operations scoped to them, invalid 
                       Catch::Contains("out of range [0, 3]"));
 }
 
+TEST_CASE("unnamed operations in a process set leave the global set's names in step") {
+  // Ranks 0 and 2 run unnamed allreduces in their set that rank 1 never sees; the next unnamed
+  // global allreduce must still get the same name on every rank (it used to be "noname.2" on
+  // ranks 0 and 2 and "noname.0" on rank 1, and waited until the op timeout).
+  auto outcomes = runRuntimes(3, [](Runtime& rt, int rank) -> std::string {
+    std::string out;
+    if (rank != 1)
+      for (int i = 0; i < 2; ++i) {
+        std::vector<float> v(2, 1.0f);
+        Operation op = allreduceOf("", v);
+        op.processSet = 1;
+        op.reduceOp = ReduceOp::Sum;
+        rt.run(op);
+        out += check(v[0] == 2.0f, " set sum " + std::to_string(v[0]));
+      }
+    std::vector<float> w(2, 1.0f);
+    Operation op = allreduceOf("", w);
+    op.reduceOp = ReduceOp::Sum;
+    out += errorOf([&] { rt.run(op); });
+    out += check(w[0] == 3.0f, " global sum " + std::to_string(w[0]));
+    return out;
+  }, {{"HVD_PROCESS_SETS", "0,2"}, {"HVD_OP_TIMEOUT", "5"}});
+  for (const auto& o : outcomes) REQUIRE(o == "");
+}
+
 TEST_CASE("a stalled operation is reported with the missing rank and then fails the job") {
   auto start = std::chrono::steady_clock::now();
   auto outcomes = runRuntimes(3, [](Runtime& rt, int rank) -> std::string {

@@ -1,0 +1,2 @@
+"""horovod.torch.sync_batch_norm on hvd."""
+from hvd.torch.sync_batch_norm import SyncBatchNorm  # noqa: F401
