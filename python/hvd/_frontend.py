@@ -42,6 +42,12 @@ class ArrayAdapter:
     def is_contiguous(self, x) -> bool:
         raise NotImplementedError
 
+    # How a user makes an array contiguous, for the error that asks them to.
+    contiguous_hint = "x.contiguous()"
+
+    def is_writable(self, x) -> bool:
+        return True
+
     def empty_like(self, x):
         raise NotImplementedError
 
@@ -89,7 +95,11 @@ class Collectives:
         self._check(x, what)
         if not self.a.is_contiguous(x):
             raise ValueError(f"{what}: in-place operation on a non-contiguous {self.a.name} "
-                             f"(shape {tuple(x.shape)}); call .contiguous() first or use the "
+                             f"(shape {tuple(x.shape)}); make it contiguous first "
+                             f"({self.a.contiguous_hint}) or use the out-of-place function")
+        if not self.a.is_writable(x):
+            raise ValueError(f"{what}: in-place operation on a read-only {self.a.name} "
+                             f"(shape {tuple(x.shape)}); pass a writable copy or use the "
                              "out-of-place function")
         return x
 

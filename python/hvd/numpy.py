@@ -22,8 +22,13 @@ class _NumpyAdapter(ArrayAdapter):
     def contiguous(self, x):
         return _np.ascontiguousarray(x)
 
+    contiguous_hint = "numpy.ascontiguousarray(x)"
+
     def is_contiguous(self, x):
-        return x.flags.c_contiguous and x.flags.writeable
+        return x.flags.c_contiguous
+
+    def is_writable(self, x):
+        return x.flags.writeable
 
     def empty_like(self, x):
         return _np.empty_like(x, order="C")

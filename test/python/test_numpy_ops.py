@@ -66,6 +66,16 @@ def test_in_place_on_non_contiguous_array_names_the_tensor():
     np.testing.assert_array_equal(hnp.allreduce(x), np.zeros((4, 2)))
 
 
+def test_in_place_on_a_read_only_array_says_read_only():
+    x = np.zeros(3)
+    x.setflags(write=False)
+    with pytest.raises(ValueError, match='allreduce_ "ro": in-place operation on a read-only'):
+        hnp.allreduce_(x, name="ro")
+    with pytest.raises(ValueError, match=r"non-contiguous.*numpy.ascontiguousarray\(x\)"):
+        hnp.broadcast_(np.zeros((4, 4))[:, ::2], root_rank=0)
+    np.testing.assert_array_equal(hnp.allreduce(x, name="ro"), np.zeros(3))
+
+
 def test_unsupported_dtype_is_a_value_error_naming_the_tensor():
     with pytest.raises(ValueError, match='allreduce "c".*unsupported dtype complex64'):
         hnp.allreduce(np.zeros(2, dtype=np.complex64), name="c")
