@@ -61,6 +61,12 @@ void checkScatterable(const std::string& what, const Tensor& input) {
                                  "dimension");
 }
 
+void checkConcatenable(const std::string& what, const Tensor& input) {
+  if (input.shape.empty())
+    throw InvalidArgument(what + ": cannot concatenate scalars (shape []): give the tensor a "
+                                 "first dimension (e.g. shape [1])");
+}
+
 std::vector<int64_t> alltoallSplits(const std::string& what, const Tensor& input,
                                     const std::vector<int64_t>& splits, int size) {
   if (input.shape.empty()) throw InvalidArgument(what + ": cannot split a scalar (shape [])");
@@ -111,7 +117,7 @@ void broadcast(Comm& comm, const Tensor& tensor, int root, const BroadcastOption
 
 GatherPlan planAllgather(Comm& comm, const Tensor& input) {
   checkTensor("allgather", input);
-  if (input.shape.empty()) throw InvalidArgument("allgather: cannot concatenate scalars (shape [])");
+  checkConcatenable("allgather", input);
   auto shapes = exchangeShapes(comm, input);
   std::vector<int> disagree;
   for (int r = 0; r < comm.size(); ++r) {

@@ -32,6 +32,7 @@ void checkTensor(const std::string& what, const Tensor& t);  // dimensions >= 0,
 void checkSameElements(const std::string& what, const Tensor& input, const Tensor& output);
 void checkRoot(const std::string& what, int root, int size);
 void checkScatterable(const std::string& what, const Tensor& input);  // not a scalar
+void checkConcatenable(const std::string& what, const Tensor& input);  // not a scalar
 // The rows alltoall sends each of `size` ranks: `splits`, or an equal split when empty.
 std::vector<int64_t> alltoallSplits(const std::string& what, const Tensor& input,
                                     const std::vector<int64_t>& splits, int size);

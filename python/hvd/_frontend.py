@@ -27,6 +27,10 @@ class ArrayAdapter:
     def is_array(self, x) -> bool:
         raise NotImplementedError
 
+    def unsupported(self, x) -> Optional[str]:
+        """Why the collectives cannot take this array (a layout, a device), or None."""
+        return None
+
     def exported(self, x):
         """The object handed to the core (must support DLPack)."""
         return x
@@ -90,6 +94,9 @@ class Collectives:
     def _check(self, x, what: str):
         if not self.a.is_array(x):
             raise ValueError(f"{what}: expected a {self.a.name}, got {type(x).__name__}")
+        reason = self.a.unsupported(x)
+        if reason:
+            raise ValueError(f"{what}: {reason}")
 
     def _inplace_target(self, x, what: str):
         self._check(x, what)

@@ -66,6 +66,8 @@ OpRequest describeOperation(const Operation& op, int setSize) {
   if (op.type == OpType::Broadcast) collectives::checkRoot(what, op.root, setSize);
   if (op.type == OpType::Reducescatter)
     for (const auto& t : op.inputs) collectives::checkScatterable(what, t);
+  if (op.type == OpType::Allgather)
+    for (const auto& t : op.inputs) collectives::checkConcatenable(what, t);
   if (op.type == OpType::Reducescatter && op.reduceOp != ReduceOp::Sum &&
       op.reduceOp != ReduceOp::Average)
     throw InvalidArgument(detail::concat(what, ": reducescatter supports sum and average, not ",

@@ -57,6 +57,18 @@ def test_scale_factors():
     torch.testing.assert_close(out, torch.full((4,), 0.5 * hvd.size(), dtype=torch.float64))
 
 
+def test_sparse_tensors_other_devices_and_scalar_allgathers_are_value_errors():
+    with pytest.raises(ValueError, match=r'allreduce "s": torch.sparse_coo tensors .*to_dense'):
+        hvd.allreduce(torch.ones(3).to_sparse(), name="s")
+    with pytest.raises(ValueError, match=r'allgather "m": tensor on device meta'):
+        hvd.allgather(torch.ones(3, device="meta"), name="m")
+    with pytest.raises(ValueError, match=r'allgather "loss": cannot concatenate scalars'):
+        hvd.allgather(torch.tensor(1.0), name="loss")
+    # the job goes on: nothing was submitted
+    torch.testing.assert_close(hvd.allgather(torch.tensor([1.0]), name="loss"),
+                               torch.ones(hvd.size()))
+
+
 def test_non_contiguous_in_place_and_unsupported_dtypes_are_value_errors():
     x = torch.zeros(4, 4).t()
     with pytest.raises(ValueError, match='allreduce_ "grad.t".*non-contiguous'):

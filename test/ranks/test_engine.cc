@@ -384,6 +384,15 @@ TEST_CASE("allgather, broadcast, alltoall, reducescatter, grouped allreduce and 
     scalar.inputs = {Tensor{rs.data(), DType::Float32, {}}};
     out += check(errorOf([&] { rt.run(scalar); }).find("cannot scatter a scalar") != std::string::npos,
                  " scalar reducescatter accepted");
+    // Refused on submission, naming the tensor, before any rank negotiates it.
+    Operation scalarGather;
+    scalarGather.type = OpType::Allgather;
+    scalarGather.name = "loss";
+    scalarGather.inputs = {Tensor{rs.data(), DType::Float32, {}}};
+    out += check(errorOf([&] { rt.engine().enqueue(scalarGather); })
+                         .find("allgather \"loss\": cannot concatenate scalars") !=
+                     std::string::npos,
+                 " scalar allgather accepted");
     Operation badRoot;
     badRoot.type = OpType::Broadcast;
     badRoot.name = "badroot";

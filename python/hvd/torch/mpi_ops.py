@@ -25,10 +25,16 @@ class _TorchAdapter(ArrayAdapter):
     def is_array(self, x):
         return isinstance(x, torch.Tensor)
 
-    def exported(self, x):
+    def unsupported(self, x):
         if x.layout != torch.strided:
-            raise ValueError(f"{x.layout} tensors are not supported here; use "
-                             "DistributedOptimizer(sparse_as_dense=True) or .to_dense()")
+            return (f"{x.layout} tensors are not supported; use "
+                    "DistributedOptimizer(sparse_as_dense=True) or .to_dense()")
+        if x.device.type not in ("cpu", "cuda"):
+            return (f"tensor on device {x.device}: hvd reduces tensors in host memory or on "
+                    "CUDA devices")
+        return None
+
+    def exported(self, x):
         return x.detach()
 
     def stream_of(self, x):
