@@ -1,6 +1,7 @@
 """DistributedOptimizer, broadcast_parameters / broadcast_optimizer_state and SyncBatchNorm
 against single-process references."""
 import copy
+import warnings
 
 import pytest
 import torch
@@ -188,6 +189,28 @@ def test_broadcast_optimizer_state_from_a_restored_root(opt_name):
     key = "momentum_buffer" if opt_name == "SGD" else "exp_avg"
     rows = hvd.allgather(torch.cat([s[key].flatten() for s in state.values()]).unsqueeze(0))
     assert all(torch.equal(rows[0], rows[r]) for r in range(hvd.size()))
+
+
+def test_an_lr_scheduler_made_before_wrapping_and_broadcasting_keeps_driving_the_lr():
+    # The usual order in scripts: optimizer, scheduler, DistributedOptimizer, broadcast. The
+    # broadcast must not detach the scheduler from the param groups the steps read.
+    model = make_model()
+    inner = torch.optim.SGD(model.parameters(), lr=0.1 * (hvd.rank() + 1), momentum=0.9)
+    scheduler = torch.optim.lr_scheduler.StepLR(inner, step_size=1, gamma=0.5)
+    opt = hvd.DistributedOptimizer(inner, named_parameters=model.named_parameters())
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    hvd.broadcast_optimizer_state(opt, root_rank=0)
+    assert opt.param_groups[0]["lr"] == 0.1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the scheduler tracks the wrapped optimizer's step()
+        for step in range(3):
+            x, y = batch_of(hvd.rank(), step)
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+            scheduler.step()
+    assert opt.param_groups[0]["lr"] == inner.param_groups[0]["lr"] == 0.1 * 0.5 ** 3
+    assert_identical_on_all_ranks(model)
 
 
 def test_sync_batch_norm_matches_batch_norm_on_the_combined_batch():
