@@ -211,6 +211,12 @@ def test_an_lr_scheduler_made_before_wrapping_and_broadcasting_keeps_driving_the
             scheduler.step()
     assert opt.param_groups[0]["lr"] == inner.param_groups[0]["lr"] == 0.1 * 0.5 ** 3
     assert_identical_on_all_ranks(model)
+    # A resume through the wrapper's load_state_dict keeps the scheduler attached too.
+    checkpoint = copy.deepcopy(opt.state_dict())
+    checkpoint["param_groups"][0]["lr"] = 0.2
+    opt.load_state_dict(checkpoint)
+    scheduler.step()
+    assert opt.param_groups[0]["lr"] == inner.param_groups[0]["lr"] == 0.1
 
 
 def test_sync_batch_norm_matches_batch_norm_on_the_combined_batch():

@@ -9,6 +9,7 @@ import torch
 
 from hvd._basics import global_process_set
 from hvd.torch.mpi_ops import _c, broadcast_async_, synchronize
+from hvd.torch.optimizer import load_keeping_param_groups
 
 
 def broadcast_parameters(params, root_rank, prefix="", process_set=global_process_set):
@@ -58,15 +59,7 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None,
     payload = _c.broadcast_object(payload, root_rank, "optimizer_state", process_set)
     if me != root_rank:
         state = torch.load(io.BytesIO(payload), weights_only=False)
-        # load_state_dict replaces the param-group dicts, but an LR scheduler, and the optimizer
-        # a DistributedOptimizer wraps, hold the old ones: the root's values go into those, or
-        # a scheduler made before the broadcast would change an lr no step reads any more.
-        groups = optimizer.param_groups
-        optimizer.load_state_dict(state)
-        for old, loaded in zip(groups, optimizer.param_groups):
-            old.clear()
-            old.update(loaded)
-        optimizer.param_groups = groups
+        load_keeping_param_groups(optimizer, lambda: optimizer.load_state_dict(state))
 
 
 def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):

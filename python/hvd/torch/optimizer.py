@@ -37,6 +37,20 @@ class _SparsePending:
                                        check_invariants=False).coalesce()
 
 
+def load_keeping_param_groups(optimizer, load) -> None:
+    """Runs `load` (a load_state_dict of `optimizer`) and then puts the loaded param groups into
+    the dicts `optimizer` had before. load_state_dict makes new dicts, but an LR scheduler, and
+    the optimizer a DistributedOptimizer wraps, hold the old ones: without this, a scheduler
+    made before a resume or a broadcast would change an lr that no step reads."""
+    groups = optimizer.param_groups
+    load()
+    for old, loaded in zip(groups, optimizer.param_groups):
+        if old is not loaded:
+            old.clear()
+            old.update(loaded)
+    optimizer.param_groups = groups
+
+
 class _DistributedOptimizer(torch.optim.Optimizer):
     # Methods of this class are mixed into a subclass of the user's optimizer class (see
     # DistributedOptimizer), so isinstance(opt, torch.optim.SGD) stays true.
@@ -220,6 +234,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             self.synchronize()
         self._synchronized = False
         return super(self.__class__, self).step(closure)
+
+    def load_state_dict(self, state_dict):
+        load_keeping_param_groups(
+            self, lambda: super(self.__class__, self).load_state_dict(state_dict))
 
     def zero_grad(self, set_to_none: bool = True):
         if self._handles:
