@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 
 #include "common/error.h"
 #include "runtime/external_launch.h"
@@ -132,10 +133,11 @@ Config Config::fromParams(const params::ParamValues& v) {
   return c;
 }
 
-Config Config::fromEnvironment() {
-  auto env = params::environmentSnapshot();
+namespace {
+
+Config fromSnapshot(std::map<std::string, std::string> env) {
   auto external = detectExternalLaunch(env);
-  if (!external) return fromParams(params::ParamValues::fromMap(env));
+  if (!external) return Config::fromParams(params::ParamValues::fromMap(env));
   for (const auto& [k, v] : external->params) env.insert({k, v});  // explicit HVD_* win
   // Read through the registry, so Horovod's names (HOROVOD_GLOO_RENDEZVOUS_ADDR, ...) count.
   auto values = params::ParamValues::fromMap(env);
@@ -154,9 +156,20 @@ Config Config::fromEnvironment() {
                             ": HVD_SECRET is not set; the ranks need a shared secret, e.g. "
                             "export HVD_SECRET=$(openssl rand -hex 32)" + how);
   }
-  Config c = fromParams(values);
+  Config c = Config::fromParams(values);
   c.externalLauncher = external->launcher;
   c.servesRendezvous = size > 1 && c.topology.rank == 0;
+  return c;
+}
+
+}  // namespace
+
+Config Config::fromEnvironment() {
+  auto env = params::environmentSnapshot();
+  auto omp = env.find("OMP_NUM_THREADS");
+  bool threadsChosen = omp != env.end() && !omp->second.empty();
+  Config c = fromSnapshot(std::move(env));
+  c.computeThreadsChosen = threadsChosen;
   return c;
 }
 

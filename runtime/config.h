@@ -48,6 +48,9 @@ struct Config {
   std::chrono::seconds stallShutdown{0};
   std::vector<std::vector<int32_t>> processSets;  // static sets, created at init
   CpuBinding cpuBinding = CpuBinding::Core;
+  // OMP_NUM_THREADS is set: the user chose the frameworks' thread counts, and the frontends
+  // leave them alone (Runtime::computeThreads).
+  bool computeThreadsChosen = false;
   bool gpuUseNccl = true;  // HVD_GPU_BACKEND=nccl
   bool hierarchicalAllreduce = false;  // HVD_HIERARCHICAL_ALLREDUCE=1
   bool hierarchicalAllgather = false;  // HVD_HIERARCHICAL_ALLGATHER=1

@@ -26,8 +26,9 @@ class Runtime : public BlockingCollectives {
   const Topology& topology() const override { return config_.topology; }
   const Config& config() const { return config_; }
   Engine& engine() { return *engine_; }
-  // Compute threads that fit this rank's CPUs; frameworks' frontends size their pools by it.
-  int cpuShare() const { return world_.cpuShare; }
+  // The thread count frameworks' frontends give their compute pools: this rank's CPU share, or
+  // 0 (leave them alone) when the user chose with OMP_NUM_THREADS.
+  int computeThreads() const { return config_.computeThreadsChosen ? 0 : world_.cpuShare; }
 
   // Collective: waits (up to HVD_OP_TIMEOUT) for every rank to call it, then closes every
   // thread and socket.

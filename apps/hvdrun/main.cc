@@ -161,7 +161,6 @@ int main(int argc, char** argv) {
     // HVD_LOG_LEVEL (or HOROVOD_LOG_LEVEL, or the config file's logging.level) in hvdrun's
     // environment sets hvdrun's level and its workers' as the flag does; the flag wins.
     o.logLevel = values.getString("HVD_LOG_LEVEL");
-    if (o.logLevel == "warning") o.logLevel = "warn";
     if (printConfig) {
       std::fputs(hvd::params::describeAll(values).c_str(), stdout);
       return 0;

@@ -362,7 +362,7 @@ NB_MODULE(_core, m) {
   m.def("cross_rank", &topologyValue<&Topology::crossRank>);
   m.def("cross_size", &topologyValue<&Topology::crossSize>);
   m.def("hostname", [] { return current()->topology().hostname; });
-  m.def("cpu_share", [] { return current()->cpuShare(); });
+  m.def("compute_threads", [] { return current()->computeThreads(); });
   // The frontends log through the runtime's facade, so HVD_LOG_LEVEL and the rank prefix apply.
   m.def("log_info", [](const std::string& subsystem, const std::string& text) {
     hvd::log::logger(subsystem)->info("{}", text);

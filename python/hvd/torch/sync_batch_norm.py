@@ -80,7 +80,7 @@ class _SyncBatchNormFunction(torch.autograd.Function):
         c = -a * mean_dy - b * mean
         shape = _channel_shape(x)
         dx = torch.addcmul(c.view(shape), x, b.view(shape)).addcmul_(dy, a.view(shape))
-        return (dx.to(x.dtype), dweight if weight is not None else None,
+        return (dx.to(x.dtype), dweight if ctx.needs_input_grad[1] else None,
                 dbias if ctx.needs_input_grad[2] else None, None, None, None, None)
 
 

@@ -6,8 +6,6 @@ one core, and OpenMP's spinning waits make them take turns: Horovod's synthetic 
 benchmark, unchanged, took 4.5 s per step instead of 2.1 s. torchrun sets OMP_NUM_THREADS=1
 for the same reason; hvd uses the rank's real share, so a rank with 8 cores keeps 8 threads.
 """
-import os
-
 import torch
 
 from hvd import _core
@@ -16,11 +14,9 @@ from hvd import _core
 def fit_intra_op_threads() -> None:
     """Lowers torch's thread count to this rank's CPU share, unless OMP_NUM_THREADS chose it.
     A torch.set_num_threads() call after hvd.init() still wins."""
-    if os.environ.get("OMP_NUM_THREADS"):
-        return
-    share = _core.cpu_share()
+    share = _core.compute_threads()  # 0: OMP_NUM_THREADS is set
     current = torch.get_num_threads()
-    if current > share:
+    if share and current > share:
         torch.set_num_threads(share)
         _core.log_info("torch", f"torch intra-op threads {current} -> {share}, this rank's "
                                 f"share of the CPUs (set OMP_NUM_THREADS to choose)")
