@@ -63,6 +63,36 @@ def test_distributed_training_matches_single_process_on_the_combined_batch(opt_n
     torch.testing.assert_close(flat(model), flat(reference), rtol=1e-5, atol=1e-6)
 
 
+def test_a_channels_last_model_is_broadcast_and_trained():
+    def make_conv(seed):
+        torch.manual_seed(seed)
+        return torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(),
+                                   torch.nn.Conv2d(4, 2, 3)).to(memory_format=torch.channels_last)
+
+    def images(rank, step):
+        g = torch.Generator().manual_seed(1000 * step + rank)
+        return torch.randn(2, 3, 7, 7, generator=g).to(memory_format=torch.channels_last)
+
+    model, reference = make_conv(seed=hvd.rank()), make_conv(seed=0)
+    assert not model[0].weight.is_contiguous()  # the case under test: NHWC strides
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    assert model[0].weight.is_contiguous(memory_format=torch.channels_last)
+    assert torch.equal(flat(model), flat(reference))
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
+                                   named_parameters=model.named_parameters())
+    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
+    for step in range(3):
+        opt.zero_grad()
+        model(images(hvd.rank(), step)).square().mean().backward()
+        opt.step()
+        ref_opt.zero_grad()
+        combined = torch.cat([images(r, step) for r in range(hvd.size())])
+        reference(combined).square().mean().backward()
+        ref_opt.step()
+    assert_identical_on_all_ranks(model)
+    torch.testing.assert_close(flat(model), flat(reference), rtol=1e-5, atol=1e-6)
+
+
 def test_backward_passes_per_step_accumulates_locally():
     model = make_model()
     opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import torch
 
 from hvd._basics import global_process_set
-from hvd.torch.mpi_ops import _c, broadcast_async_, synchronize
+from hvd.torch.mpi_ops import _c, broadcast_async, broadcast_async_, synchronize
 from hvd.torch.optimizer import load_keeping_param_groups
 
 
@@ -23,7 +23,7 @@ def broadcast_parameters(params, root_rank, prefix="", process_set=global_proces
         except TypeError:
             raise ValueError(f"broadcast_parameters: expected a state_dict or (name, tensor) "
                              f"pairs, got {type(params).__name__}") from None
-    handles = []
+    pending = []
     for item in items:
         if not (isinstance(item, tuple) and len(item) == 2):
             raise ValueError("broadcast_parameters: expected (name, tensor) pairs, got "
@@ -34,11 +34,18 @@ def broadcast_parameters(params, root_rank, prefix="", process_set=global_proces
         if not isinstance(p, torch.Tensor):
             raise ValueError(f'broadcast_parameters: "{name}" is a {type(p).__name__}, not a '
                              "tensor")
-        handles.append(broadcast_async_(p.data if isinstance(p, torch.nn.Parameter) else p,
-                                        root_rank, f"broadcast_parameters.{prefix}{name}",
-                                        process_set))
-    for h in handles:
-        synchronize(h)
+        target = p.data if isinstance(p, torch.nn.Parameter) else p
+        label = f"broadcast_parameters.{prefix}{name}"
+        if target.is_contiguous():
+            pending.append((None, broadcast_async_(target, root_rank, label, process_set)))
+        else:
+            # A channels_last model's weights, or a view: the strides may differ between
+            # ranks, so the root's values travel in logical order and are copied back.
+            pending.append((target, broadcast_async(target, root_rank, label, process_set)))
+    for target, handle in pending:
+        result = synchronize(handle)
+        if target is not None:
+            target.copy_(result)
 
 
 def broadcast_optimizer_state(optimizer, root_rank, model=None,
