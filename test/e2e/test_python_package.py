@@ -118,6 +118,18 @@ def test_horovod_scripts_run_unchanged_with_the_compat_flag_or_variable():
     assert r.returncode == 0, r.stderr[-3000:]
 
 
+def test_an_elastic_horovod_script_is_told_elastic_is_not_implemented():
+    script = ("import horovod.torch as hvd\n"
+              "assert not hasattr(hvd, 'elastic')\n"
+              "import horovod.torch.elastic\n")
+    r = run_hvdrun("-np", 1, "--horovod-compat", sys.executable, "-c", script, timeout=60,
+                   env=clean_env())
+    assert r.returncode != 0
+    assert ("ImportError: horovod.torch.elastic: hvd does not implement Horovod's elastic "
+            "training") in r.stderr
+    assert "hvdrun -np N" in r.stderr
+
+
 def test_without_asking_there_is_no_horovod_module():
     r = run_hvdrun("-np", 1, sys.executable, "-c", "import horovod", env=clean_env())
     assert r.returncode != 0
