@@ -38,6 +38,20 @@ const char* dtypeName(DType t) {
   return "unknown";
 }
 
+const std::vector<DType>& allDTypes() {
+  static const std::vector<DType> all(std::begin(kAllTypes), std::end(kAllTypes));
+  return all;
+}
+
+const std::string& dtypeNameList() {
+  static const std::string list = [] {
+    std::string s;
+    for (DType t : kAllTypes) s += (s.empty() ? "" : ", ") + std::string(dtypeName(t));
+    return s;
+  }();
+  return list;
+}
+
 const char* reduceOpName(ReduceOp op) {
   switch (op) {
     case ReduceOp::Sum: return "sum";
@@ -52,9 +66,7 @@ const char* reduceOpName(ReduceOp op) {
 DType parseDType(const std::string& name) {
   for (DType t : kAllTypes)
     if (name == dtypeName(t)) return t;
-  throw InvalidArgument("unknown dtype '" + name +
-                        "' (use uint8, int8, int16, int32, int64, float16, bfloat16, float32, "
-                        "float64 or bool)");
+  throw InvalidArgument("unknown dtype '" + name + "' (use one of " + dtypeNameList() + ")");
 }
 
 ReduceOp parseReduceOp(const std::string& name) {

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace hvd::collectives {
 
@@ -14,6 +15,9 @@ enum class ReduceOp : uint8_t { Sum, Average, Min, Max, Product };
 
 std::size_t dtypeSize(DType t);
 const char* dtypeName(DType t);
+// Every dtype, in enum order, and their names joined with ", " (for messages listing them).
+const std::vector<DType>& allDTypes();
+const std::string& dtypeNameList();
 const char* reduceOpName(ReduceOp op);
 // Throw InvalidArgument naming the unknown value.
 DType parseDType(const std::string& name);

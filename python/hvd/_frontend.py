@@ -31,6 +31,10 @@ class ArrayAdapter:
         """Why the collectives cannot take this array (a layout, a device), or None."""
         return None
 
+    def dtype_name(self, x) -> str:
+        """The array's element type in the core's spelling (float32, bool, ...)."""
+        raise NotImplementedError
+
     def exported(self, x):
         """The object handed to the core (must support DLPack)."""
         return x
@@ -97,6 +101,12 @@ class Collectives:
         reason = self.a.unsupported(x)
         if reason:
             raise ValueError(f"{what}: {reason}")
+        # Checked here, not only in the core: an array DLPack cannot carry (numpy's object or
+        # longdouble arrays) would otherwise reach nanobind and fail as a TypeError.
+        dtype = self.a.dtype_name(x)
+        if dtype not in _core.DTYPES:
+            raise ValueError(f"{what}: unsupported dtype {dtype} (hvd supports "
+                             f"{', '.join(_core.DTYPES)})")
 
     def _inplace_target(self, x, what: str):
         self._check(x, what)

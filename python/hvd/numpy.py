@@ -19,6 +19,9 @@ class _NumpyAdapter(ArrayAdapter):
     def is_array(self, x):
         return isinstance(x, _np.ndarray)
 
+    def dtype_name(self, x):
+        return x.dtype.name
+
     def contiguous(self, x):
         return _np.ascontiguousarray(x)
 

@@ -74,8 +74,7 @@ DType toDType(const nb::dlpack::dtype& d, const std::string& label) {
   std::string kind = d.code < 7 ? kCodes[d.code] : "code" + std::to_string(d.code);
   throw InvalidArgument(detail::concat(
       label, ": unsupported dtype ", kind, int(d.bits), d.lanes > 1 ? "x" + std::to_string(d.lanes) : "",
-      " (hvd supports uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, "
-      "bool)"));
+      " (hvd supports ", collectives::dtypeNameList(), ")"));
 }
 
 nb::dlpack::dtype toDlpack(DType t) {
@@ -425,4 +424,7 @@ NB_MODULE(_core, m) {
   reduceOps["max"] = static_cast<int>(ReduceOp::Max);
   reduceOps["product"] = static_cast<int>(ReduceOp::Product);
   m.attr("REDUCE_OPS") = reduceOps;
+  nb::list dtypes;
+  for (DType t : collectives::allDTypes()) dtypes.append(collectives::dtypeName(t));
+  m.attr("DTYPES") = nb::tuple(dtypes);
 }

@@ -79,6 +79,12 @@ def test_in_place_on_a_read_only_array_says_read_only():
 def test_unsupported_dtype_is_a_value_error_naming_the_tensor():
     with pytest.raises(ValueError, match='allreduce "c".*unsupported dtype complex64'):
         hnp.allreduce(np.zeros(2, dtype=np.complex64), name="c")
+    # Arrays DLPack cannot carry at all: the same ValueError, not nanobind's TypeError.
+    with pytest.raises(ValueError, match='allgather "o".*unsupported dtype object'):
+        hnp.allgather(np.array([1, None], dtype=object), name="o")
+    with pytest.raises(ValueError, match=r'alltoall "q".*unsupported dtype float128.*\(hvd '
+                                         r'supports uint8, .*, bool\)'):
+        hnp.alltoall(np.zeros(2, dtype=np.longdouble), name="q")
 
 
 def test_bool_and_zero_elements():

@@ -78,6 +78,8 @@ def test_non_contiguous_in_place_and_unsupported_dtypes_are_value_errors():
         hvd.allreduce(torch.zeros(2, dtype=torch.complex64), name="z")
     with pytest.raises(ValueError, match='allreduce "u".*unsupported dtype uint16'):
         hvd.allreduce(torch.zeros(2, dtype=torch.uint16), name="u")
+    with pytest.raises(ValueError, match='broadcast "f8".*unsupported dtype float8_e4m3fn'):
+        hvd.broadcast(torch.zeros(2, dtype=torch.float8_e4m3fn), root_rank=0, name="f8")
     with pytest.raises(ValueError, match="Adasum"):
         hvd.allreduce(torch.zeros(2), op=hvd.Adasum)
 

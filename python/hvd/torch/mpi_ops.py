@@ -34,6 +34,9 @@ class _TorchAdapter(ArrayAdapter):
                     "CUDA devices")
         return None
 
+    def dtype_name(self, x):
+        return str(x.dtype).removeprefix("torch.")
+
     def exported(self, x):
         return x.detach()
 
