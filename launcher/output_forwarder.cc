@@ -67,10 +67,21 @@ void OutputForwarder::onData(int rank, Stream stream, const char* data, std::siz
   pending.append(data, size);
   std::size_t start = 0;
   for (;;) {
-    std::size_t nl = pending.find('\n', start);
-    if (nl == std::string::npos) break;
-    emitLine(rank, stream, pending.substr(start, nl - start));
-    start = nl + 1;
+    std::size_t end = pending.find_first_of("\r\n", start);
+    if (end == std::string::npos) break;
+    if (pending[end] == '\r') {
+      // "\r\n" ends a line as before (the '\r' kept in it); a trailing '\r' waits for the
+      // next byte to tell which it is.
+      if (end + 1 == pending.size()) break;
+      if (pending[end + 1] != '\n') {
+        if (end > start) emitLine(rank, stream, pending.substr(start, end - start), '\r');
+        start = end + 1;
+        continue;
+      }
+      ++end;
+    }
+    emitLine(rank, stream, pending.substr(start, end - start));
+    start = end + 1;
   }
   pending.erase(0, start);
   while (pending.size() >= kMaxLineBytes) {
@@ -81,20 +92,27 @@ void OutputForwarder::onData(int rank, Stream stream, const char* data, std::siz
 
 void OutputForwarder::onEnd(int rank, Stream stream) {
   std::string& pending = ranks_.at(rank).pending[static_cast<int>(stream)];
+  // A redraw left last on the line ends it: the bar's final state stays on the console.
+  if (!pending.empty() && pending.back() == '\r') pending.pop_back();
   if (!pending.empty()) emitLine(rank, stream, pending);
   pending.clear();
 }
 
-void OutputForwarder::emitLine(int rank, Stream stream, const std::string& line) {
+void OutputForwarder::emitLine(int rank, Stream stream, const std::string& line, char end) {
   std::string out;
   out.reserve(line.size() + 24);
   out.append("[").append(std::to_string(rank)).append("]");
-  out.append(stream == Stream::Stdout ? "<stdout>:" : "<stderr>:").append(line).append("\n");
+  out.append(stream == Stream::Stdout ? "<stdout>:" : "<stderr>:").append(line);
+  out.push_back(end);
   writeFully(consoleFd_[static_cast<int>(stream)], out.data(), out.size());
   if (stream == Stream::Stderr) {
-    auto& last = ranks_[rank].lastStderr;
-    last.push_back(line);
-    if (last.size() > kKeptStderrLines) last.pop_front();
+    RankStreams& rs = ranks_[rank];
+    // A redrawn segment replaces the one it redraws, so a progress bar's updates do not push
+    // the lines that explain a failure out of the summary.
+    if (rs.lastStderrRedrawn && !rs.lastStderr.empty()) rs.lastStderr.pop_back();
+    rs.lastStderr.push_back(line);
+    rs.lastStderrRedrawn = end == '\r';
+    if (rs.lastStderr.size() > kKeptStderrLines) rs.lastStderr.pop_front();
   }
 }
 

@@ -1,7 +1,9 @@
 // Forwards workers' output: bytes arrive in arbitrary pieces, and each complete line is written
 // to the console as one write(2) of "[rank]<stdout>:line\n" (or <stderr>), so lines of different
 // ranks never interleave mid-line. A line still open when its stream ends is completed with a
-// newline. With an output directory, each rank's raw streams also go to DIR/rank.NN/{stdout,
+// newline. A carriage return not followed by a newline (tqdm's and pip's progress bars redraw
+// their line so) ends a segment too, forwarded as "[rank]<stderr>:segment\r": the bar moves on
+// the console while it runs, instead of arriving whole when the line finally ends. With an output directory, each rank's raw streams also go to DIR/rank.NN/{stdout,
 // stderr}. The last lines of each rank's stderr are kept for the failure summary.
 // Thread model: one thread (the launcher's event loop) calls everything.
 #pragma once
@@ -36,8 +38,10 @@ class OutputForwarder {
     std::string pending[2];
     int fileFd[2] = {-1, -1};
     std::deque<std::string> lastStderr;
+    bool lastStderrRedrawn = false;  // the newest kept line ended with '\r'
   };
-  void emitLine(int rank, Stream stream, const std::string& line);
+  // `end` is '\n' for a line, '\r' for a segment a progress bar will redraw.
+  void emitLine(int rank, Stream stream, const std::string& line, char end = '\n');
 
   std::vector<RankStreams> ranks_;
   int consoleFd_[2];

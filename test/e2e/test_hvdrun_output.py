@@ -1,7 +1,9 @@
 """Every rank's output reaches the console whole, prefixed, and nothing is lost at a crash."""
+import os
 import re
+import subprocess
 
-from conftest import python_worker, run_hvdrun
+from conftest import HVDRUN, python_worker, run_hvdrun
 
 WRITER = """
 import os, sys, time
@@ -57,3 +59,32 @@ def test_output_filename_keeps_each_ranks_streams(tmp_path):
     assert "[1]<stdout>:out 1" in r.stdout  # the console still gets it
     assert (tmp_path / "rank.01" / "stdout").read_text() == "out 1\n"
     assert (tmp_path / "rank.00" / "stderr").read_text() == "err\n"
+
+
+BAR = """
+import os, sys, time
+sys.stderr.write('\\rstep 1'); sys.stderr.flush()
+sys.stderr.write('\\rstep 2'); sys.stderr.flush()
+deadline = time.time() + 30
+while not os.path.exists(sys.argv[1]) and time.time() < deadline:
+    time.sleep(0.05)
+sys.stderr.write('\\rstep 3\\n')
+"""
+
+
+def test_a_progress_bar_is_forwarded_while_it_runs(tmp_path):
+    # The worker redraws a bar with '\r' (as tqdm does) and then waits for the test, which goes
+    # on only once hvdrun has forwarded a redraw: the bar moves before its line ends.
+    seen = tmp_path / "seen"
+    proc = subprocess.Popen([str(HVDRUN), "-np", "1", *python_worker(BAR), str(seen)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        first = os.read(proc.stderr.fileno(), 4096)
+        assert first == b"[0]<stderr>:step 1\r"
+        seen.touch()
+        rest = proc.stderr.read()
+        assert proc.wait(timeout=30) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+    assert rest == b"[0]<stderr>:step 2\r[0]<stderr>:step 3\n"

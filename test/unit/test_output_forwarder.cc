@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -48,6 +49,42 @@ TEST_CASE("partial lines are joined and each line is prefixed once") {
   f.onEnd(0, Stream::Stdout);
   f.onEnd(1, Stream::Stdout);
   CHECK(drain(p.out[0]) == "[0]<stdout>:part\n[1]<stdout>:and \n");
+}
+
+TEST_CASE("a progress bar's carriage returns forward each redraw as it comes") {
+  Pipes p;
+  OutputForwarder f(2, p.out[1], p.err[1], "");
+  // tqdm's pattern: '\r' then the bar, one write per redraw, a newline when it closes.
+  f.onData(1, Stream::Stderr, "\r 10%", std::strlen("\r 10%"));
+  CHECK(drain(p.err[0]).empty());  // the bar is not known to be complete yet
+  f.onData(1, Stream::Stderr, "\r 50%", std::strlen("\r 50%"));
+  CHECK(drain(p.err[0]) == "[1]<stderr>: 10%\r");
+  f.onData(1, Stream::Stderr, "\r100%\n", std::strlen("\r100%\n"));
+  CHECK(drain(p.err[0]) == "[1]<stderr>: 50%\r[1]<stderr>:100%\n");
+  // The other style redraws with a trailing '\r', held until the next byte: "\r\n" is a
+  // line end (kept as before), anything else a redraw.
+  f.onData(0, Stream::Stdout, "a\r", std::strlen("a\r"));
+  CHECK(drain(p.out[0]).empty());
+  f.onData(0, Stream::Stdout, "\nb\r", std::strlen("\nb\r"));
+  CHECK(drain(p.out[0]) == "[0]<stdout>:a\r\n");
+  f.onData(0, Stream::Stdout, "c\r", std::strlen("c\r"));
+  CHECK(drain(p.out[0]) == "[0]<stdout>:b\r");
+  f.onEnd(0, Stream::Stdout);  // the stream's last redraw stays on the console
+  CHECK(drain(p.out[0]) == "[0]<stdout>:c\n");
+  f.onData(1, Stream::Stdout, "\r", 1);
+  f.onEnd(1, Stream::Stdout);  // a lone '\r' adds nothing
+  CHECK(drain(p.out[0]).empty());
+}
+
+TEST_CASE("a progress bar's redraws count as one of the kept stderr lines") {
+  Pipes p;
+  OutputForwarder f(1, p.out[1], p.err[1], "");
+  std::string text = "context\n";
+  for (int i = 0; i < 30; ++i) text += "\rstep " + std::to_string(i);
+  text += "\nTraceback\n";
+  f.onData(0, Stream::Stderr, text.data(), text.size());
+  CHECK(f.lastStderrLines(0) == std::vector<std::string>{"context", "step 29", "Traceback"});
+  drain(p.err[0]);
 }
 
 TEST_CASE("the last stderr lines of each rank are kept") {
