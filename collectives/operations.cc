@@ -67,6 +67,19 @@ void checkConcatenable(const std::string& what, const Tensor& input) {
                                  "first dimension (e.g. shape [1])");
 }
 
+void checkReduction(const std::string& what, DType dtype, ReduceOp op, double prescale,
+                    double postscale) {
+  if (dtype != DType::Bool) return;
+  if (op == ReduceOp::Average)
+    throw InvalidArgument(what + ": reduce op average is not defined for dtype bool (sum and max "
+                                 "are a logical or, min and product a logical and; or convert "
+                                 "the tensor to an integer type)");
+  if (prescale != 1.0 || postscale != 1.0)
+    throw InvalidArgument(detail::concat(what, ": scale factors (prescale ", prescale,
+                                         ", postscale ", postscale,
+                                         ") are not defined for dtype bool"));
+}
+
 std::vector<int64_t> alltoallSplits(const std::string& what, const Tensor& input,
                                     const std::vector<int64_t>& splits, int size) {
   if (input.shape.empty()) throw InvalidArgument(what + ": cannot split a scalar (shape [])");

@@ -33,6 +33,9 @@ void checkSameElements(const std::string& what, const Tensor& input, const Tenso
 void checkRoot(const std::string& what, int root, int size);
 void checkScatterable(const std::string& what, const Tensor& input);  // not a scalar
 void checkConcatenable(const std::string& what, const Tensor& input);  // not a scalar
+// A reduction the dtype has: bool has sum/max (or), min/product (and), no average and no scaling.
+void checkReduction(const std::string& what, DType dtype, ReduceOp op, double prescale = 1.0,
+                    double postscale = 1.0);
 // The rows alltoall sends each of `size` ranks: `splits`, or an equal split when empty.
 std::vector<int64_t> alltoallSplits(const std::string& what, const Tensor& input,
                                     const std::vector<int64_t>& splits, int size);

@@ -34,6 +34,9 @@ OpRequest describeOperation(const Operation& op, int setSize) {
   for (std::size_t i = 0; i < op.inputs.size(); ++i) {
     std::string tensorWhat = op.inputs.size() > 1 ? detail::concat(what, " tensor ", i) : what;
     collectives::checkTensor(tensorWhat, op.inputs[i]);
+    if (op.type == OpType::Allreduce || op.type == OpType::Reducescatter)
+      collectives::checkReduction(tensorWhat, op.inputs[i].dtype, op.reduceOp, op.prescale,
+                                  op.postscale);
     r.tensors.push_back({op.inputs[i].dtype, op.inputs[i].shape});
   }
   if (!op.outputs.empty()) {

@@ -91,6 +91,12 @@ def test_bool_and_zero_elements():
     flags = np.array([hvd.rank() == 0, True])
     out = hnp.allreduce(flags, op=hvd.Max)
     assert out.dtype == np.bool_ and out.tolist() == [True, True]
+    # Refused on submission, naming the tensor, rather than failing inside the collective.
+    with pytest.raises(ValueError, match='allreduce "flags": reduce op average is not defined '
+                                         'for dtype bool'):
+        hnp.allreduce_async(flags, op=hvd.Average, name="flags")
+    with pytest.raises(ValueError, match='scale factors .* not defined for dtype bool'):
+        hnp.allreduce_async(flags, op=hvd.Max, name="flags", postscale_factor=2.0)
     empty = hnp.allreduce(np.zeros((0, 3), dtype=np.float32), op=hvd.Sum)
     assert empty.shape == (0, 3)
 
