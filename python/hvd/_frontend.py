@@ -81,6 +81,10 @@ class ArrayAdapter:
 
 
 def _label(op: str, name: Optional[str]) -> str:
+    if name is not None and not isinstance(name, str):
+        # Most often an argument given by position to the wrong parameter.
+        raise ValueError(f"{op}: name must be a string, got {type(name).__name__} {name!r} "
+                         "(pass op, root_rank and process_set by keyword)")
     return f'{op} "{name}"' if name else op
 
 

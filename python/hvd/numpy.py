@@ -151,28 +151,28 @@ def alltoall(array, splits=None, name=None, process_set=global_process_set):
     return synchronize(alltoall_async(array, splits, name, process_set))
 
 
-def reducescatter_async(array, op=None, name=None, process_set=global_process_set,
+def reducescatter_async(array, name=None, op=None, process_set=global_process_set,
                         prescale_factor=1.0, postscale_factor=1.0):
     return _c.reducescatter_async(array, op, name, process_set, prescale_factor,
                                   postscale_factor)
 
 
-def reducescatter(array, op=None, name=None, process_set=global_process_set,
+def reducescatter(array, name=None, op=None, process_set=global_process_set,
                   prescale_factor=1.0, postscale_factor=1.0):
     """Reduces (Average or Sum) and gives each rank its part of the first dimension."""
-    return synchronize(reducescatter_async(array, op, name, process_set, prescale_factor,
+    return synchronize(reducescatter_async(array, name, op, process_set, prescale_factor,
                                            postscale_factor))
 
 
-def grouped_reducescatter_async(arrays, op=None, name=None, process_set=global_process_set,
+def grouped_reducescatter_async(arrays, name=None, op=None, process_set=global_process_set,
                                 prescale_factor=1.0, postscale_factor=1.0):
     return _c.grouped_reducescatter_async(arrays, op, name, process_set, prescale_factor,
                                           postscale_factor)
 
 
-def grouped_reducescatter(arrays, op=None, name=None, process_set=global_process_set,
+def grouped_reducescatter(arrays, name=None, op=None, process_set=global_process_set,
                           prescale_factor=1.0, postscale_factor=1.0):
-    return synchronize(grouped_reducescatter_async(arrays, op, name, process_set,
+    return synchronize(grouped_reducescatter_async(arrays, name, op, process_set,
                                                    prescale_factor, postscale_factor))
 
 

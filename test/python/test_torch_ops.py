@@ -132,6 +132,21 @@ def test_allgather_broadcast_alltoall_reducescatter():
     assert hvd.synchronize(h).tolist() == [n]
 
 
+def test_positional_arguments_follow_horovod():
+    n = hvd.size()
+    # horovod.torch's order: reducescatter(tensor, name, compression, op, ...).
+    assert hvd.reducescatter(torch.ones(n), "rs.pos", hvd.Compression.none,
+                             hvd.Sum).tolist() == [n]
+    assert hvd.synchronize(hvd.reducescatter_async(torch.ones(n), "rs.pos.a")).tolist() == [1.0]
+    assert hvd.grouped_reducescatter([torch.ones(n)], "grs.pos")[0].tolist() == [1.0]
+    # A value given by position to the wrong parameter is named, not a TypeError from the core.
+    with pytest.raises(ValueError, match=r"reducescatter: name must be a string, got "
+                                         r"int .*keyword"):
+        hvd.reducescatter(torch.ones(n), hvd.Sum)
+    with pytest.raises(ValueError, match="allgather: name must be a string, got int 3"):
+        hvd.allgather(torch.ones(1), 3)
+
+
 # -- autograd -----------------------------------------------------------------------------------
 def test_allreduce_gradient():
     x = data(hvd.rank(), (3,), torch.float64).requires_grad_()

@@ -332,13 +332,13 @@ class _ReducescatterFn(torch.autograd.Function):
         return gathered, None, None, None, None, None
 
 
-def reducescatter_async(tensor, op=Average, name=None, process_set=global_process_set,
+def reducescatter_async(tensor, name=None, op=Average, process_set=global_process_set,
                         prescale_factor=1.0, postscale_factor=1.0):
     return _c.reducescatter_async(tensor, op, name, process_set, prescale_factor,
                                   postscale_factor)
 
 
-def reducescatter(tensor, op=Average, name=None, compression=Compression.none,
+def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
                   process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0):
     """Reduces (Average or Sum) and returns this rank's part of the first dimension (the first
     parts one row larger when it does not divide). Differentiable."""
@@ -347,22 +347,22 @@ def reducescatter(tensor, op=Average, name=None, compression=Compression.none,
         out = _ReducescatterFn.apply(compressed, op, name, process_set, prescale_factor,
                                      postscale_factor)
     else:
-        out = synchronize(reducescatter_async(compressed, op, name, process_set,
+        out = synchronize(reducescatter_async(compressed, name, op, process_set,
                                               prescale_factor, postscale_factor))
     return compression.decompress(out, cctx)
 
 
-def grouped_reducescatter_async(tensors, op=Average, name=None, process_set=global_process_set,
+def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=global_process_set,
                                 prescale_factor=1.0, postscale_factor=1.0):
     return _c.grouped_reducescatter_async(tensors, op, name, process_set, prescale_factor,
                                           postscale_factor)
 
 
-def grouped_reducescatter(tensors, op=Average, name=None, compression=Compression.none,
+def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=Average,
                           process_set=global_process_set, prescale_factor=1.0,
                           postscale_factor=1.0):
     pairs = [compression.compress(t) for t in tensors]
-    outs = synchronize(grouped_reducescatter_async([p[0] for p in pairs], op, name, process_set,
+    outs = synchronize(grouped_reducescatter_async([p[0] for p in pairs], name, op, process_set,
                                                    prescale_factor, postscale_factor))
     return [compression.decompress(o, c) for o, (_, c) in zip(outs, pairs)]
 
