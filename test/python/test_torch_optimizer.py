@@ -63,6 +63,25 @@ def test_distributed_training_matches_single_process_on_the_combined_batch(opt_n
     torch.testing.assert_close(flat(model), flat(reference), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("form", ["named_parameters", "parameters", "parameters_list"])
+def test_broadcast_parameters_takes_every_form_horovod_takes(form):
+    model, reference = make_model(seed=hvd.rank()), make_model(seed=0)
+    params = {"named_parameters": model.named_parameters(),  # generators, as scripts pass them
+              "parameters": model.parameters(),
+              "parameters_list": list(model.parameters())}[form]
+    hvd.broadcast_parameters(params, root_rank=0)
+    assert torch.equal(flat(model), flat(reference))
+
+
+def test_broadcast_parameters_names_what_it_cannot_take():
+    with pytest.raises(ValueError, match="expected tensors or \\(name, tensor\\) pairs, got str"):
+        hvd.broadcast_parameters(["weight"], root_rank=0)
+    with pytest.raises(ValueError, match='"w" is a float, not a tensor'):
+        hvd.broadcast_parameters({"w": 1.0}, root_rank=0)
+    with pytest.raises(ValueError, match="got int"):
+        hvd.broadcast_parameters(3, root_rank=0)
+
+
 def test_a_channels_last_model_is_broadcast_and_trained():
     def make_conv(seed):
         torch.manual_seed(seed)

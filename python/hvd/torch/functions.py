@@ -13,8 +13,9 @@ from hvd.torch.optimizer import load_keeping_param_groups
 
 
 def broadcast_parameters(params, root_rank, prefix="", process_set=global_process_set):
-    """Overwrites every tensor of `params` (a state_dict, or an iterable of (name, tensor) such
-    as model.named_parameters()) with root_rank's values, in place."""
+    """Overwrites every tensor of `params` (a state_dict, an iterable of (name, tensor) such
+    as model.named_parameters(), or of tensors such as model.parameters(), named by position)
+    with root_rank's values, in place."""
     if isinstance(params, Mapping):
         items = sorted(params.items())
     else:
@@ -24,10 +25,13 @@ def broadcast_parameters(params, root_rank, prefix="", process_set=global_proces
             raise ValueError(f"broadcast_parameters: expected a state_dict or (name, tensor) "
                              f"pairs, got {type(params).__name__}") from None
     pending = []
-    for item in items:
+    for index, item in enumerate(items):
+        if isinstance(item, torch.Tensor):
+            # model.parameters(): every rank lists them in the same order.
+            item = (str(index), item)
         if not (isinstance(item, tuple) and len(item) == 2):
-            raise ValueError("broadcast_parameters: expected (name, tensor) pairs, got "
-                             f"{type(item).__name__}")
+            raise ValueError("broadcast_parameters: expected tensors or (name, tensor) pairs, "
+                             f"got {type(item).__name__}")
         name, p = item
         if p is None:
             continue
