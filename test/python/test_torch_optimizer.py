@@ -141,14 +141,20 @@ def test_backward_passes_per_step_accumulates_locally():
     opt.synchronize()
 
 
-@pytest.mark.parametrize("groups", [2, "explicit"])
+@pytest.mark.parametrize("groups", [2, "explicit", "num_groups"])
 def test_groups_and_fp16_compression(groups):
     model = make_model()
     params = list(model.parameters())
-    grouping = [params[:2], params[2:]] if groups == "explicit" else groups
-    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
-                                   named_parameters=model.named_parameters(),
-                                   compression=hvd.Compression.fp16, groups=grouping)
+    grouping = {2: {"groups": 2}, "explicit": {"groups": [params[:2], params[2:]]},
+                "num_groups": {"num_groups": 2}}[groups]  # Horovod's deprecated spelling
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                       named_parameters=model.named_parameters(),
+                                       compression=hvd.Compression.fp16, **grouping)
+    deprecations = [w for w in caught if issubclass(w.category, DeprecationWarning)]
+    assert len(deprecations) == (groups == "num_groups")
+    assert len(opt._groups) == 2
     reference = make_model()
     ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
     x, y = batch_of(hvd.rank(), 0)

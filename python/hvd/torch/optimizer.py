@@ -249,10 +249,18 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
                          backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
-                         groups=None, sparse_as_dense=False,
+                         num_groups=0, groups=None, sparse_as_dense=False,
                          process_set=global_process_set):
     """Wraps `optimizer` so that step() uses gradients averaged (op=Average) or summed over
-    the ranks of `process_set`. Every rank must wrap the same model the same way."""
+    the ranks of `process_set`. Every rank must wrap the same model the same way.
+    `num_groups` is Horovod's deprecated spelling of an integer `groups`."""
+    if num_groups:
+        warnings.warn("DistributedOptimizer: num_groups is deprecated; pass groups instead",
+                      DeprecationWarning, stacklevel=2)
+        if groups is not None:
+            raise ValueError("DistributedOptimizer: pass groups or the deprecated num_groups, "
+                             "not both")
+        groups = num_groups
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
                dict(_DistributedOptimizer.__dict__))
     return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
