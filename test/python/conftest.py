@@ -1,6 +1,7 @@
 """Runs under hvdrun: every rank runs the same tests in the same order, so each test's
 collectives meet their peers. Run as `hvdrun -np N python -m pytest test/python`."""
 import os
+import tempfile
 
 import pytest
 
@@ -9,6 +10,11 @@ def pytest_configure(config):
     if "HVD_RENDEZVOUS_ADDR" not in os.environ:
         # One rank is still a valid job, but the suite is meant for several.
         print("test/python: not under hvdrun; running as a single-rank job")
+    if config.option.basetemp is None and "HVD_RANK" in os.environ:
+        # A temporary root per rank: ranks sharing pytest's default root race to clean up each
+        # other's old directories (PytestWarning: Directory not empty).
+        config.option.basetemp = os.path.join(
+            tempfile.gettempdir(), f"hvd-pytest-{os.getuid()}-rank{os.environ['HVD_RANK']}")
 
 
 @pytest.fixture(scope="session", autouse=True)
