@@ -10,6 +10,10 @@ library on this machine. Rounds alternate the configurations, and
 medians are reported, because the machine is shared and noisy.
 
     python bench/torch_scaling.py --ranks 2 --rounds 3 --json bench/results/torch_scaling.json
+
+`--model mlp` trains instead a stack of 150 Linear(64, 64) layers (300 parameter tensors, 2.5 MB
+of gradients) on batch 8: each step is short and has many small gradients, so it measures what
+each gradient costs the library per step rather than bandwidth.
 """
 import argparse
 import importlib.util
@@ -40,11 +44,25 @@ def load_net():
     return module.Net
 
 
-def train(model, optimizer, steps, warmup, batch, after_step=None):
+MODELS = {
+    "mnist": "examples/pytorch_mnist.py Net",
+    "mlp": "150 x Linear(64, 64), 300 parameter tensors",
+}
+
+
+def make_net(model):
+    import torch
+    if model == "mnist":
+        return load_net()()
+    return torch.nn.Sequential(*[torch.nn.Linear(64, 64) for _ in range(150)],
+                               torch.nn.LogSoftmax(dim=1))
+
+
+def train(model, optimizer, steps, warmup, batch, after_step=None, shape=(1, 28, 28)):
     import torch
     import torch.nn.functional as F
     g = torch.Generator().manual_seed(0)
-    data = torch.randn(batch, 1, 28, 28, generator=g)
+    data = torch.randn(batch, *shape, generator=g)
     target = torch.randint(0, 10, (batch,), generator=g)
     model.train()
     for i in range(warmup + steps):
@@ -62,11 +80,12 @@ def worker(args):
     import torch
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    net = load_net()()
+    net = make_net(args.model)
+    shape = (1, 28, 28) if args.model == "mnist" else (64,)
     if args.worker == "single":
         size, rank = 1, 0
         optimizer = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
-        elapsed = train(net, optimizer, args.steps, args.warmup, args.batch)
+        elapsed = train(net, optimizer, args.steps, args.warmup, args.batch, shape=shape)
     elif args.worker == "lockstep":
         # The ceiling any synchronous data-parallel library can reach here: the ranks train
         # alone (no gradient traffic) but meet once per step, as synchronous SGD makes them.
@@ -75,7 +94,7 @@ def worker(args):
         size, rank = hvd.size(), hvd.rank()
         optimizer = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
         hvd.barrier()
-        elapsed = train(net, optimizer, args.steps, args.warmup, args.batch, hvd.barrier)
+        elapsed = train(net, optimizer, args.steps, args.warmup, args.batch, hvd.barrier, shape)
         elapsed = hvd.allreduce(torch.tensor(elapsed), op=hvd.Max).item()
     elif args.worker == "hvd":
         import hvd.torch as hvd
@@ -86,7 +105,7 @@ def worker(args):
             torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9),
             named_parameters=net.named_parameters())
         hvd.barrier()
-        elapsed = train(net, optimizer, args.steps, args.warmup, args.batch)
+        elapsed = train(net, optimizer, args.steps, args.warmup, args.batch, shape=shape)
         elapsed = hvd.allreduce(torch.tensor(elapsed), op=hvd.Max).item()
     else:  # ddp
         import torch.distributed as dist
@@ -95,7 +114,7 @@ def worker(args):
         model = torch.nn.parallel.DistributedDataParallel(net)
         optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
         dist.barrier()
-        elapsed = train(model, optimizer, args.steps, args.warmup, args.batch)
+        elapsed = train(model, optimizer, args.steps, args.warmup, args.batch, shape=shape)
         t = torch.tensor(elapsed)
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         elapsed = t.item()
@@ -120,7 +139,7 @@ def run_config(kind, args):
     """Runs one configuration to completion; returns rank 0's JSON record."""
     cmd = [sys.executable, __file__, "--worker", "hvd" if kind == "hvd-tcp" else kind,
            "--steps", str(args.steps),
-           "--warmup", str(args.warmup), "--batch", str(args.batch)]
+           "--warmup", str(args.warmup), "--batch", str(args.batch), "--model", args.model]
     env = dict(os.environ)
     if kind == "single":
         procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)]
@@ -161,10 +180,14 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--batch", type=int, default=128, help="per rank")
+    parser.add_argument("--batch", type=int, default=None,
+                        help="per rank (default 128 for mnist, 8 for mlp)")
+    parser.add_argument("--model", choices=sorted(MODELS), default="mnist")
     parser.add_argument("--timeout", type=int, default=600)
     parser.add_argument("--json", help="write the rounds and medians here")
     args = parser.parse_args()
+    if args.batch is None:
+        args.batch = 128 if args.model == "mnist" else 8
     if args.worker:
         return worker(args)
 
@@ -208,7 +231,7 @@ def main():
     if args.json:
         pathlib.Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         with open(args.json, "w") as f:
-            json.dump({"benchmark": "torch_scaling", "model": "examples/pytorch_mnist.py Net",
+            json.dump({"benchmark": "torch_scaling", "model": MODELS[args.model],
                        "batch_per_rank": args.batch, "ranks": args.ranks, "steps": args.steps,
                        "warmup": args.warmup, "threads_per_rank": 1, "rounds": rounds,
                        "median_samples_per_s": median, "median_efficiency": efficiency,

@@ -165,6 +165,16 @@ class Collectives:
 
     def _allreduce_async(self, tensors, op, name, prescale_factor, postscale_factor,
                          process_set, inplace, average, grouped: bool) -> int:
+        h, outputs = self.enqueue_allreduce(tensors, op, name, prescale_factor,
+                                            postscale_factor, process_set, inplace, average,
+                                            grouped)
+        return self._register(h, lambda *_: list(outputs) if grouped else outputs[0])
+
+    def enqueue_allreduce(self, tensors, op, name, prescale_factor, postscale_factor,
+                          process_set, inplace, average=None, grouped=False):
+        """(the core's handle, the outputs): for callers that wait on the core handle
+        themselves (DistributedOptimizer, once per gradient per step) rather than through an
+        integer handle."""
         what = _label(("grouped_allreduce" if grouped else "allreduce") + ("_" if inplace else ""),
                       name)
         op = self._op(op, average, what)
@@ -174,7 +184,7 @@ class Collectives:
                           prescale=float(prescale_factor), postscale=float(postscale_factor),
                           process_set=_basics.process_set_id(process_set),
                           stream=self._stream(inputs))
-        return self._register(h, lambda *_: list(outputs) if grouped else outputs[0])
+        return h, outputs
 
     # -- allgather ---------------------------------------------------------------------------
     def grouped_allgather_async(self, tensors, name=None, process_set=None) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as _np
 import torch
+from torch.utils.dlpack import to_dlpack as _to_dlpack
 
 from hvd import _basics
 from hvd._basics import Average, Sum, global_process_set
@@ -26,10 +27,10 @@ class _TorchAdapter(ArrayAdapter):
         return isinstance(x, torch.Tensor)
 
     def unsupported(self, x):
-        if x.layout != torch.strided:
+        if x.layout is not torch.strided:
             return (f"{x.layout} tensors are not supported; use "
                     "DistributedOptimizer(sparse_as_dense=True) or .to_dense()")
-        if x.device.type not in ("cpu", "cuda"):
+        if not (x.is_cpu or x.is_cuda):
             return (f"tensor on device {x.device}: hvd reduces tensors in host memory or on "
                     "CUDA devices")
         return None
@@ -38,7 +39,9 @@ class _TorchAdapter(ArrayAdapter):
         return str(x.dtype).removeprefix("torch.")
 
     def exported(self, x):
-        return x.detach()
+        # A DLPack capsule straight from torch's C++: Tensor.__dlpack__ runs Python checks the
+        # frontend has made already, and costs 4 us where this costs 0.5 (per tensor, per step).
+        return _to_dlpack(x.detach() if x.requires_grad else x)
 
     def stream_of(self, x):
         # The collective waits for the work queued so far on the tensor's current stream.

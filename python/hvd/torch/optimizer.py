@@ -13,7 +13,7 @@ import torch
 from hvd import _basics
 from hvd._basics import Average, global_process_set
 from hvd.torch.compression import Compression
-from hvd.torch.mpi_ops import (_c, allgather_async, grouped_allreduce_async_, synchronize)
+from hvd.torch.mpi_ops import _c, allgather_async, synchronize
 
 
 class _SparsePending:
@@ -72,14 +72,17 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._process_set = process_set
         self.backward_passes_per_step = backward_passes_per_step
 
+        # Per-parameter state is keyed by id(p): a dict keyed by the tensor itself calls
+        # torch's Python-level Tensor.__hash__, several times per gradient per step.
         all_params = [p for g in self.param_groups for p in g["params"]]
         self._names = self._name_parameters(named_parameters, all_params)
         self._requires_update = [p for p in all_params if p.requires_grad]
         self._groups = self._make_groups(groups)
-        self._group_of = {p: i for i, g in enumerate(self._groups) for p in g}
-        self._handles: Dict[torch.Tensor, tuple] = {}
+        self._group_of = {id(p): i for i, g in enumerate(self._groups) for p in g}
+        # id(p) -> (core handle or _SparsePending or None, (compressed, ctx))
+        self._handles: Dict[int, tuple] = {}
         self._group_ready: Dict[int, List[torch.Tensor]] = {}
-        self._delay = {p: backward_passes_per_step for p in self._requires_update}
+        self._delay = {id(p): backward_passes_per_step for p in self._requires_update}
         self._synchronized = False
         self._should_synchronize = True
         self._hooks = [p.register_post_accumulate_grad_hook(self._hook)
@@ -89,7 +92,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     @staticmethod
     def _name_parameters(named_parameters, all_params):
         if named_parameters is None:
-            return {p: f"allreduce.noname.{i}" for i, p in enumerate(all_params)}
+            return {id(p): f"allreduce.noname.{i}" for i, p in enumerate(all_params)}
         named = list(named_parameters)
         if any(not isinstance(x, tuple) or len(x) != 2 for x in named):
             raise ValueError("named_parameters should be a sequence of (name, parameter) "
@@ -99,14 +102,14 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         if dups:
             raise ValueError("DistributedOptimizer: parameter names in named_parameters must "
                              f"be unique; repeated: {', '.join(dups)}")
-        by_param = {p: n for n, p in named}
-        unnamed = [i for i, p in enumerate(all_params) if p not in by_param]
+        by_param = {id(p): n for n, p in named}
+        unnamed = [i for i, p in enumerate(all_params) if id(p) not in by_param]
         if unnamed:
             raise ValueError("DistributedOptimizer: named_parameters was given but "
                              f"{len(unnamed)} of the optimizer's parameters are not in it "
                              f"(positions {unnamed[:10]} in the optimizer's param groups); pass "
                              "the named_parameters of the model the optimizer optimizes")
-        return {p: f"DistributedOptimizer.{by_param[p]}" for p in all_params}
+        return {id(p): f"DistributedOptimizer.{by_param[id(p)]}" for p in all_params}
 
     def _make_groups(self, groups) -> List[List[torch.Tensor]]:
         if groups is None or groups == 0:
@@ -127,12 +130,12 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         seen = set()
         for g in out:
             for p in g:
-                if p in seen:
+                if id(p) in seen:
                     raise ValueError("DistributedOptimizer: a parameter is in two groups")
-                if p not in self._names:
+                if id(p) not in self._names:
                     raise ValueError("DistributedOptimizer: groups contain a tensor that is not "
                                      "one of the optimizer's parameters")
-                seen.add(p)
+                seen.add(id(p))
         return out
 
     # -- communication -----------------------------------------------------------------------
@@ -147,12 +150,12 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def _allreduce_grad_async(self, p):
         grad = self._grad_of(p)
-        name = self._names[p]
+        name = self._names[id(p)]
         if grad.is_sparse:
             return _SparsePending(grad, name, self._op, self._process_set), None
         compressed, ctx = self._compression.compress(grad)
-        handle = _c.allreduce_async(compressed, self._op, name, self._prescale, self._postscale,
-                                    self._process_set, inplace=True)
+        handle, _ = _c.enqueue_allreduce([compressed], self._op, name, self._prescale,
+                                         self._postscale, self._process_set, inplace=True)
         return handle, (compressed, ctx)
 
     def _allreduce_group_async(self, index):
@@ -162,58 +165,60 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             raise ValueError("DistributedOptimizer: sparse gradients cannot be grouped; use "
                              "sparse_as_dense=True")
         pairs = [self._compression.compress(g) for g in grads]
-        handle = grouped_allreduce_async_([c for c, _ in pairs], name=f"group.{index}",
-                                          op=self._op, prescale_factor=self._prescale,
-                                          postscale_factor=self._postscale,
-                                          process_set=self._process_set)
+        handle, _ = _c.enqueue_allreduce([c for c, _ in pairs], self._op, f"group.{index}",
+                                         self._prescale, self._postscale, self._process_set,
+                                         inplace=True, grouped=True)
         for p, pair in zip(params, pairs):
-            self._handles[p] = (handle, pair)
+            self._handles[id(p)] = (handle, pair)
 
     def _hook(self, p):
-        if self._handles.get(p, (None,))[0] is not None and self._delay[p] <= 0:
+        key = id(p)
+        delay = self._delay[key]
+        if delay <= 0 and self._handles.get(key, (None,))[0] is not None:
             raise AssertionError("Gradients were computed more than backward_passes_per_step "
                                  "times before optimizer.step() or synchronize(); increase "
                                  "backward_passes_per_step to accumulate gradients locally")
-        self._delay[p] -= 1
-        if self._delay[p] > 0:
-            self._handles.setdefault(p, (None, None))
+        self._delay[key] = delay = delay - 1
+        if delay > 0:
+            self._handles.setdefault(key, (None, None))
             return
-        if p in self._group_of:
-            index = self._group_of[p]
+        index = self._group_of.get(key)
+        if index is not None:
             ready = self._group_ready.setdefault(index, [])
             ready.append(p)
-            self._handles.setdefault(p, (None, None))
+            self._handles.setdefault(key, (None, None))
             if len(ready) == len(self._groups[index]):
                 del self._group_ready[index]
                 self._allreduce_group_async(index)
             return
-        self._handles[p] = self._allreduce_grad_async(p)
+        self._handles[key] = self._allreduce_grad_async(p)
 
     def synchronize(self):
         """Waits for every gradient's allreduce (starting those backward did not reach, with
         zeros for gradients it did not produce) and writes the results to .grad."""
-        for p in self._requires_update:
-            if p not in self._handles:
-                self._handles[p] = (None, None)
+        handles = self._handles
         for index in range(len(self._groups)):
-            if any(self._handles[p][0] is None for p in self._groups[index]):
+            if any(handles.get(id(p), (None,))[0] is None for p in self._groups[index]):
                 self._group_ready.pop(index, None)
                 self._allreduce_group_async(index)
         for p in self._requires_update:
-            if self._handles[p][0] is None:
-                self._handles[p] = self._allreduce_grad_async(p)
-        done = {}
-        for p, (handle, pair) in self._handles.items():
+            if handles.get(id(p), (None,))[0] is None:
+                handles[id(p)] = self._allreduce_grad_async(p)
+        waited = set()  # a grouped allreduce's handle serves every tensor of the group
+        for p in self._requires_update:
+            key = id(p)
+            handle, pair = handles[key]
             if isinstance(handle, _SparsePending):
                 p.grad = handle.result()
             else:
-                if handle not in done:
-                    done[handle] = synchronize(handle)
+                if id(handle) not in waited:
+                    waited.add(id(handle))
+                    handle.wait()
                 compressed, ctx = pair
                 if ctx is not None:  # compressed to another dtype: write back
                     p.grad.copy_(self._compression.decompress(compressed, ctx))
-            self._delay[p] = self.backward_passes_per_step
-        self._handles.clear()
+            self._delay[key] = self.backward_passes_per_step
+        handles.clear()
         self._synchronized = True
 
     @contextlib.contextmanager
