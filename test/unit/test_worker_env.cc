@@ -40,3 +40,16 @@ TEST_CASE("exporting VAR copies the launcher's value and rejects unset or invali
                       Catch::Contains("-x NOPE: NOPE is not set"));
   REQUIRE_THROWS_AS(workerEnvironment({}, p, job, {"1BAD=x"}, {}), hvd::InvalidArgument);
 }
+
+TEST_CASE("exporting a variable hvdrun sets for each rank is refused, naming it") {
+  RankPlacement p;
+  p.rank = 3;
+  JobIdentity job{"127.0.0.1", 1, "s", "j"};
+  for (const char* x : {"HVD_RANK=5", "LOCAL_RANK=1", "HVD_SECRET=x", "WORLD_SIZE"})
+    REQUIRE_THROWS_WITH(workerEnvironment({{"WORLD_SIZE", "9"}}, p, job, {x}, {}),
+                        Catch::Contains(std::string("-x ") + x + ": hvdrun sets"));
+  // The same names inherited from hvdrun's own environment are replaced, not refused.
+  auto env = workerEnvironment({{"HVD_RANK", "7"}, {"RANK", "7"}}, p, job, {}, {});
+  CHECK(env["HVD_RANK"] == "3");
+  CHECK(env["RANK"] == "3");
+}
