@@ -129,6 +129,7 @@ def test_second_ctrl_c_kills_at_once(tmp_path):
     (["-np", "2", "-H", "localhost:2"], "no command"),
     (["-np", "1", "no-such-program-hvd"], "no-such-program-hvd: command not found"),
     (["-np", "1", "-x", "1BAD=x"], "not a valid variable name"),
+    (["-np", "1", "-x", "HVD_RANK=5"], "-x HVD_RANK=5: hvdrun sets HVD_RANK for each rank"),
 ])
 def test_bad_input_is_refused_before_anything_starts(tmp_path, args, message):
     marker = tmp_path / "started"
