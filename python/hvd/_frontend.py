@@ -170,6 +170,17 @@ class Collectives:
                                             grouped)
         return self._register(h, lambda *_: list(outputs) if grouped else outputs[0])
 
+    def enqueue_inplace_allreduce(self, tensors, op: int, name: str, prescale: float,
+                                  postscale: float, process_set_id: int):
+        """The core's handle of an in-place allreduce whose arguments the caller has checked
+        once for all steps (DistributedOptimizer: a validated op, a name, contiguous gradients
+        of this frontend's type). The core still refuses a dtype, layout or device it cannot
+        take, naming the tensor; this path only skips the frontend's friendlier checks, which
+        cost more than the enqueue itself when paid for every gradient of every step."""
+        exported = [self.a.exported(t) for t in tensors]
+        return _core.enqueue(_ALLREDUCE, name, exported, [], op, 0, prescale, postscale,
+                             process_set_id, [], [], self.a.stream_of(tensors[0]))
+
     def enqueue_allreduce(self, tensors, op, name, prescale_factor, postscale_factor,
                           process_set, inplace, average=None, grouped=False):
         """(the core's handle, the outputs): for callers that wait on the core handle

@@ -154,8 +154,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         if grad.is_sparse:
             return _SparsePending(grad, name, self._op, self._process_set), None
         compressed, ctx = self._compression.compress(grad)
-        handle, _ = _c.enqueue_allreduce([compressed], self._op, name, self._prescale,
-                                         self._postscale, self._process_set, inplace=True)
+        handle = _c.enqueue_inplace_allreduce([compressed], self._op, name, self._prescale,
+                                              self._postscale,
+                                              _basics.process_set_id(self._process_set))
         return handle, (compressed, ctx)
 
     def _allreduce_group_async(self, index):
