@@ -387,7 +387,7 @@ def test_gradient_predivide_factor_gives_the_same_average():
     model, reference = make_model(), make_model()
     opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
                                    named_parameters=model.named_parameters(),
-                                   gradient_predivide_factor=4.0)
+                                   gradient_predivide_factor=4)  # an int, as scripts pass it
     ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
     x, y = batch_of(hvd.rank(), 3)
     torch.nn.functional.cross_entropy(model(x), y).backward()

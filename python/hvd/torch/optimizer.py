@@ -66,8 +66,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         if backward_passes_per_step < 1:
             raise ValueError("DistributedOptimizer: backward_passes_per_step must be >= 1, got "
                              f"{backward_passes_per_step}")
-        self._prescale = 1.0 / gradient_predivide_factor
-        self._postscale = gradient_predivide_factor
+        self._prescale = 1.0 / float(gradient_predivide_factor)
+        self._postscale = float(gradient_predivide_factor)
         self._sparse_as_dense = sparse_as_dense
         self._process_set = process_set
         self.backward_passes_per_step = backward_passes_per_step
