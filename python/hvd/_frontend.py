@@ -183,9 +183,9 @@ class Collectives:
 
     def enqueue_allreduce(self, tensors, op, name, prescale_factor, postscale_factor,
                           process_set, inplace, average=None, grouped=False):
-        """(the core's handle, the outputs): for callers that wait on the core handle
-        themselves (DistributedOptimizer, once per gradient per step) rather than through an
-        integer handle."""
+        """(the core's handle, the outputs), with every check: for callers that wait on the
+        core's handle themselves (DistributedOptimizer's grouped allreduces) rather than
+        through an integer handle."""
         what = _label(("grouped_allreduce" if grouped else "allreduce") + ("_" if inplace else ""),
                       name)
         op = self._op(op, average, what)

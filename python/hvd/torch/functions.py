@@ -22,8 +22,8 @@ def broadcast_parameters(params, root_rank, prefix="", process_set=global_proces
         try:
             items = list(params)
         except TypeError:
-            raise ValueError(f"broadcast_parameters: expected a state_dict or (name, tensor) "
-                             f"pairs, got {type(params).__name__}") from None
+            raise ValueError(f"broadcast_parameters: expected a state_dict, (name, tensor) "
+                             f"pairs or tensors, got {type(params).__name__}") from None
     pending = []
     for index, item in enumerate(items):
         if isinstance(item, torch.Tensor):
