@@ -3,8 +3,9 @@
 // ranks never interleave mid-line. A line still open when its stream ends is completed with a
 // newline. A carriage return not followed by a newline (tqdm's and pip's progress bars redraw
 // their line so) ends a segment too, forwarded as "[rank]<stderr>:segment\r": the bar moves on
-// the console while it runs, instead of arriving whole when the line finally ends. With an output directory, each rank's raw streams also go to DIR/rank.NN/{stdout,
-// stderr}. The last lines of each rank's stderr are kept for the failure summary.
+// the console while it runs, instead of arriving whole when the line finally ends. With an
+// output directory, each rank's raw streams also go to DIR/rank.NN/{stdout,stderr}. The last
+// lines of each rank's stderr are kept for the failure summary.
 // Thread model: one thread (the launcher's event loop) calls everything.
 #pragma once
 

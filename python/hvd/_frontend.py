@@ -165,27 +165,6 @@ class Collectives:
 
     def _allreduce_async(self, tensors, op, name, prescale_factor, postscale_factor,
                          process_set, inplace, average, grouped: bool) -> int:
-        h, outputs = self.enqueue_allreduce(tensors, op, name, prescale_factor,
-                                            postscale_factor, process_set, inplace, average,
-                                            grouped)
-        return self._register(h, lambda *_: list(outputs) if grouped else outputs[0])
-
-    def enqueue_inplace_allreduce(self, tensors, op: int, name: str, prescale: float,
-                                  postscale: float, process_set_id: int):
-        """The core's handle of an in-place allreduce whose arguments the caller has checked
-        once for all steps (DistributedOptimizer: a validated op, a name, contiguous gradients
-        of this frontend's type). The core still refuses a dtype, layout or device it cannot
-        take, naming the tensor; this path only skips the frontend's friendlier checks, which
-        cost more than the enqueue itself when paid for every gradient of every step."""
-        exported = [self.a.exported(t) for t in tensors]
-        return _core.enqueue(_ALLREDUCE, name, exported, [], op, 0, prescale, postscale,
-                             process_set_id, [], [], self.a.stream_of(tensors[0]))
-
-    def enqueue_allreduce(self, tensors, op, name, prescale_factor, postscale_factor,
-                          process_set, inplace, average=None, grouped=False):
-        """(the core's handle, the outputs), with every check: for callers that wait on the
-        core's handle themselves (DistributedOptimizer's grouped allreduces) rather than
-        through an integer handle."""
         what = _label(("grouped_allreduce" if grouped else "allreduce") + ("_" if inplace else ""),
                       name)
         op = self._op(op, average, what)
@@ -195,7 +174,19 @@ class Collectives:
                           prescale=float(prescale_factor), postscale=float(postscale_factor),
                           process_set=_basics.process_set_id(process_set),
                           stream=self._stream(inputs))
-        return h, outputs
+        return self._register(h, lambda *_: list(outputs) if grouped else outputs[0])
+
+    def enqueue_inplace_allreduce(self, tensors, op: int, name: str, prescale: float,
+                                  postscale: float, process_set_id: int):
+        """The core's handle of an in-place (grouped when several tensors) allreduce whose
+        arguments the caller has checked once for all steps (DistributedOptimizer: a validated
+        op, a name, contiguous gradients of this frontend's type). The core still refuses a
+        dtype, layout or device it cannot take, naming the tensor; this path only skips the
+        frontend's friendlier checks, which cost more than the enqueue itself when paid for
+        every gradient of every step."""
+        exported = [self.a.exported(t) for t in tensors]
+        return _core.enqueue(_ALLREDUCE, name, exported, [], op, 0, prescale, postscale,
+                             process_set_id, [], [], self.a.stream_of(tensors[0]))
 
     # -- allgather ---------------------------------------------------------------------------
     def grouped_allgather_async(self, tensors, name=None, process_set=None) -> int:

@@ -14,7 +14,8 @@ namespace hvd::runtime {
 
 struct Operation {
   OpType type = OpType::Allreduce;
-  std::string name;  // empty: the engine names it "<op>.noname.<n>" (n counts per op type and process set)
+  // Empty: the engine names it "<op>.noname.<n>", n counting per op type and process set.
+  std::string name;
   // Several for a grouped operation. The caller keeps the memory alive and unmodified until
   // the handle completes.
   std::vector<collectives::Tensor> inputs;

@@ -166,9 +166,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             raise ValueError("DistributedOptimizer: sparse gradients cannot be grouped; use "
                              "sparse_as_dense=True")
         pairs = [self._compression.compress(g) for g in grads]
-        handle, _ = _c.enqueue_allreduce([c for c, _ in pairs], self._op, f"group.{index}",
-                                         self._prescale, self._postscale, self._process_set,
-                                         inplace=True, grouped=True)
+        handle = _c.enqueue_inplace_allreduce([c for c, _ in pairs], self._op,
+                                              f"group.{index}", self._prescale, self._postscale,
+                                              _basics.process_set_id(self._process_set))
         for p, pair in zip(params, pairs):
             self._handles[id(p)] = (handle, pair)
 
