@@ -198,6 +198,40 @@ def test_torch_threads_fit_each_ranks_cpus_unless_omp_num_threads_says_otherwise
     assert after == before
 
 
+ONE_PROCESS_SCRIPT = """
+import torch, hvd, hvd.torch as hvdt
+hvdt.init()
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.Tanh(), torch.nn.Linear(7, 2))
+reference = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.Tanh(), torch.nn.Linear(7, 2))
+reference.load_state_dict(model.state_dict())
+opt = hvdt.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                named_parameters=model.named_parameters(),
+                                compression=hvdt.Compression.fp16)
+ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
+before = hvd._core.stats()["submitted"]
+for step in range(3):
+    x = torch.randn(4, 5)
+    for m, o in ((model, opt), (reference, ref_opt)):
+        o.zero_grad()
+        m(x).pow(2).sum().backward()
+        o.step()
+assert hvd._core.stats()["submitted"] == before, hvd._core.stats()
+for a, b in zip(model.parameters(), reference.parameters()):
+    assert torch.equal(a, b), (a, b)
+print("one process: no reductions, plain steps")
+"""
+
+
+def test_one_process_optimizer_steps_as_the_wrapped_one_without_reductions():
+    # hvdrun -np 1 (one GPU, the same script): nothing to average, so no per-gradient hooks
+    # and no fp16 round trip, as in Horovod; the steps equal the plain optimizer's bit for bit.
+    r = run_hvdrun("-np", 1, sys.executable, "-c", ONE_PROCESS_SCRIPT, env=clean_env(),
+                   timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "one process: no reductions, plain steps" in r.stdout
+
+
 def test_a_python_error_on_one_rank_stops_the_job_naming_it():
     code = ("import hvd.torch as hvd, torch; hvd.init()\n"
             "if hvd.rank() == 1: raise RuntimeError('bad batch on rank 1')\n"

@@ -85,8 +85,11 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._delay = {id(p): backward_passes_per_step for p in self._requires_update}
         self._synchronized = False
         self._should_synchronize = True
+        # As Horovod: a one-process job has nothing to average and a rank outside the process
+        # set takes no part, so neither pays for hooks; their step() is the wrapped optimizer's.
+        self._communicates = _basics.size() > 1 and process_set.included()
         self._hooks = [p.register_post_accumulate_grad_hook(self._hook)
-                       for p in self._requires_update]
+                       for p in self._requires_update] if self._communicates else []
 
     # -- construction ------------------------------------------------------------------------
     @staticmethod
@@ -197,6 +200,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def synchronize(self):
         """Waits for every gradient's allreduce (starting those backward did not reach, with
         zeros for gradients it did not produce) and writes the results to .grad."""
+        if not self._communicates:
+            self._synchronized = True
+            return
         handles = self._handles
         for index in range(len(self._groups)):
             if any(handles.get(id(p), (None,))[0] is None for p in self._groups[index]):
@@ -242,6 +248,17 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         return super(self.__class__, self).step(closure)
 
     def load_state_dict(self, state_dict):
+        # A load starts a fresh accumulation, as in Horovod: reductions already started finish
+        # (so their names leave the engine) and are discarded, and the per-step counts reset.
+        for handle, _ in self._handles.values():
+            if isinstance(handle, _SparsePending):
+                handle.result()
+            elif handle is not None:
+                handle.wait()
+        self._handles.clear()
+        self._group_ready.clear()
+        self._delay = {id(p): self.backward_passes_per_step for p in self._requires_update}
+        self._synchronized = False
         load_keeping_param_groups(
             self, lambda: super(self.__class__, self).load_state_dict(state_dict))
 
