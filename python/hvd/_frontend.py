@@ -56,6 +56,11 @@ class ArrayAdapter:
     def is_writable(self, x) -> bool:
         return True
 
+    def inplace_problem(self, x) -> Optional[str]:
+        """Why the array cannot be written in place although contiguous and writable (NumPy's
+        non-native byte order), or None. Out of place, contiguous() converts such arrays."""
+        return None
+
     def empty_like(self, x):
         raise NotImplementedError
 
@@ -122,6 +127,9 @@ class Collectives:
             raise ValueError(f"{what}: in-place operation on a read-only {self.a.name} "
                              f"(shape {tuple(x.shape)}); pass a writable copy or use the "
                              "out-of-place function")
+        problem = self.a.inplace_problem(x)
+        if problem:
+            raise ValueError(f"{what}: in-place operation on {problem}")
         return x
 
     @staticmethod

@@ -23,7 +23,15 @@ class _NumpyAdapter(ArrayAdapter):
         return x.dtype.name
 
     def contiguous(self, x):
-        return _np.ascontiguousarray(x)
+        # Not ascontiguousarray, which makes a 0-d array 1-d. DLPack carries native byte order
+        # only, so a big-endian array is converted like a strided one.
+        return _np.asarray(x, dtype=x.dtype.newbyteorder("="), order="C")
+
+    def inplace_problem(self, x):
+        if not x.dtype.isnative:
+            return (f"an array of non-native byte order ({x.dtype.str}); convert it first "
+                    "(x.astype(x.dtype.newbyteorder('='))) or use the out-of-place function")
+        return None
 
     contiguous_hint = "numpy.ascontiguousarray(x)"
 

@@ -101,6 +101,27 @@ def test_bool_and_zero_elements():
     assert empty.shape == (0, 3)
 
 
+def test_zero_dimensional_arrays_keep_their_shape():
+    x = np.array(hvd.rank() + 1.0, dtype=np.float32)
+    out = hnp.allreduce(x, op=hvd.Sum, name="scalar")
+    assert out.shape == () and out == sum(range(1, hvd.size() + 1))
+    assert hnp.broadcast(x, root_rank=0, name="scalar.b").shape == ()
+    with pytest.raises(ValueError, match='allgather "scalar.g": cannot concatenate scalars'):
+        hnp.allgather(x, name="scalar.g")
+
+
+def test_big_endian_arrays_are_converted_out_of_place_and_refused_in_place():
+    x = data(hvd.rank(), (2, 3), np.dtype(">f8"))
+    out = hnp.allreduce(x, op=hvd.Sum, name="be")
+    np.testing.assert_array_equal(out, np.sum(all_data((2, 3), np.float64), axis=0))
+    assert out.dtype.isnative
+    gathered = hnp.allgather(np.arange(2, dtype=">i4") + hvd.rank(), name="be.g")
+    assert gathered.tolist() == [v for r in range(hvd.size()) for v in (r, r + 1)]
+    with pytest.raises(ValueError, match=r'allreduce_ "be.i": in-place operation on an array '
+                                         r'of non-native byte order \(>f8\)'):
+        hnp.allreduce_(x, name="be.i")
+
+
 def test_grouped_allreduce():
     xs = [data(hvd.rank(), (i + 1, 2), np.float32) for i in range(5)]
     outs = hnp.grouped_allreduce(xs, op=hvd.Sum, name="np.grouped")
