@@ -84,6 +84,29 @@ def test_non_contiguous_in_place_and_unsupported_dtypes_are_value_errors():
         hvd.allreduce(torch.zeros(2), op=hvd.Adasum)
 
 
+def test_lazy_negation_views_keep_their_sign_and_nested_tensors_are_refused():
+    # .imag of a conjugated complex tensor is a view with torch's negative bit: its stored
+    # values are the unnegated ones, and DLPack would carry those.
+    z = torch.complex(torch.zeros(3), torch.full((3,), float(hvd.rank() + 1))).conj()
+    neg = z.imag
+    assert neg.is_neg()
+    expected = -torch.full((3,), float(sum(range(1, hvd.size() + 1))))
+    torch.testing.assert_close(hvd.allreduce(neg, op=hvd.Sum, name="neg"), expected)
+    torch.testing.assert_close(hvd.allreduce(neg, op=hvd.Min, name="neg.min"),
+                               torch.full((3,), -float(hvd.size())))
+    torch.testing.assert_close(hvd.allgather(neg, name="neg.g")[:3], torch.full((3,), -1.0))
+    # In place: .imag is strided, so refused as non-contiguous; a contiguous negative view (as
+    # torch makes internally) is refused for its sign.
+    contiguous_neg = torch._neg_view(torch.ones(3))
+    torch.testing.assert_close(hvd.allreduce(contiguous_neg, op=hvd.Sum, name="neg.c"),
+                               torch.full((3,), -float(hvd.size())))
+    with pytest.raises(ValueError, match=r'allreduce_ "neg.i": in-place .* negative bit'):
+        hvd.allreduce_(contiguous_neg, name="neg.i")
+    nested = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)], layout=torch.jagged)
+    with pytest.raises(ValueError, match=r'allreduce "nt": .*(nested|jagged)'):
+        hvd.allreduce(nested, name="nt")
+
+
 def test_grouped_allreduce_fp16_compression():
     xs = [data(hvd.rank(), (i + 2,)) for i in range(4)]
     outs = hvd.grouped_allreduce(xs, op=hvd.Sum, compression=hvd.Compression.fp16)

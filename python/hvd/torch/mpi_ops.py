@@ -27,6 +27,9 @@ class _TorchAdapter(ArrayAdapter):
         return isinstance(x, torch.Tensor)
 
     def unsupported(self, x):
+        if x.is_nested:
+            return ("nested tensors are not supported; reduce their components (x.unbind()) "
+                    "or a padded tensor (x.to_padded_tensor(0))")
         if x.layout is not torch.strided:
             return (f"{x.layout} tensors are not supported; use "
                     "DistributedOptimizer(sparse_as_dense=True) or .to_dense()")
@@ -50,7 +53,15 @@ class _TorchAdapter(ArrayAdapter):
         return 0
 
     def contiguous(self, x):
-        return x.detach().contiguous()
+        # A lazy negation (torch's negative bit, e.g. .imag of a conjugate) is materialised:
+        # DLPack would carry the stored values without their sign.
+        return x.detach().resolve_neg().contiguous()
+
+    def inplace_problem(self, x):
+        if x.is_neg():
+            return ("a tensor with torch's negative bit set (a lazy negation view); call "
+                    ".resolve_neg() first or use the out-of-place function")
+        return None
 
     def is_contiguous(self, x):
         return x.is_contiguous()
