@@ -56,6 +56,9 @@ class ArrayAdapter:
     def is_writable(self, x) -> bool:
         return True
 
+    def mark_written(self, x) -> None:
+        """Records that an in-place collective writes `x` (torch: its autograd version)."""
+
     def inplace_problem(self, x) -> Optional[str]:
         """Why the array cannot be written in place although contiguous and writable (NumPy's
         non-native byte order), or None. Out of place, contiguous() converts such arrays."""
@@ -130,6 +133,7 @@ class Collectives:
         problem = self.a.inplace_problem(x)
         if problem:
             raise ValueError(f"{what}: in-place operation on {problem}")
+        self.a.mark_written(x)
         return x
 
     @staticmethod

@@ -107,6 +107,15 @@ def test_lazy_negation_views_keep_their_sign_and_nested_tensors_are_refused():
         hvd.allreduce(nested, name="nt")
 
 
+def test_an_in_place_collective_on_a_tensor_saved_for_backward_is_caught_by_autograd():
+    w = torch.ones(3, requires_grad=True)
+    h = torch.full((3,), 2.0, requires_grad=True) * 1.0  # saved by the product below
+    loss = (h * w).sum()
+    hvd.allreduce_(h.detach(), op=hvd.Sum, name="saved")  # detach shares the version counter
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+
+
 def test_grouped_allreduce_fp16_compression():
     xs = [data(hvd.rank(), (i + 2,)) for i in range(4)]
     outs = hvd.grouped_allreduce(xs, op=hvd.Sum, compression=hvd.Compression.fp16)

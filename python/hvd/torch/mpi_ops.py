@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as _np
 import torch
 from torch.utils.dlpack import to_dlpack as _to_dlpack
+from torch.autograd.graph import increment_version as _increment_version
 
 from hvd import _basics
 from hvd._basics import Average, Sum, global_process_set
@@ -56,6 +57,12 @@ class _TorchAdapter(ArrayAdapter):
         # A lazy negation (torch's negative bit, e.g. .imag of a conjugate) is materialised:
         # DLPack would carry the stored values without their sign.
         return x.detach().resolve_neg().contiguous()
+
+    def mark_written(self, x):
+        # The core writes through DLPack, which torch's autograd cannot see: without this, a
+        # tensor saved for backward and then reduced in place would silently give wrong
+        # gradients instead of torch's "modified by an inplace operation" error.
+        _increment_version(x)
 
     def inplace_problem(self, x):
         if x.is_neg():
