@@ -149,6 +149,9 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   o.command = app.remaining();
+  // `hvdrun -np 2 -- python train.py`: the separator ends hvdrun's options, as in mpirun; a later
+  // one belongs to the command.
+  if (!o.command.empty() && o.command.front() == "--") o.command.erase(o.command.begin());
   try {
     o.runtimeParams = hvd::launcher::runtimeParams(rf);
     if (app.count("--log-level")) o.runtimeParams["HVD_LOG_LEVEL"] = o.logLevel;

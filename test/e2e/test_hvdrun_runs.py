@@ -22,6 +22,14 @@ def test_demo_prints_the_agreed_sum():
     assert "WRONG" not in r.stdout
 
 
+def test_double_dash_ends_hvdruns_options_and_later_ones_reach_the_command():
+    r = run_hvdrun("-np", 2, "--", *python_worker("import sys; print(sys.argv[1:])"),
+                   "-x", "--", "-np")
+    assert r.returncode == 0, r.stderr
+    for rank in range(2):
+        assert f"[{rank}]<stdout>:['-x', '--', '-np']" in r.stdout
+
+
 def test_broadcast_from_a_non_zero_root():
     r = run_hvdrun("-np", 3, WORKER, "broadcast", 2)
     assert r.returncode == 0, r.stderr
