@@ -8,8 +8,8 @@ job that has nothing to average; with more ranks it includes the gradient exchan
 
     hvdrun -np 1 python bench/optimizer_overhead.py --json out.json
 
-The default model is torch_scaling.py's many-small-gradients stack (150 Linear(64, 64)
-layers, 300 parameter tensors, batch 8), where a per-gradient cost shows most.
+The models are torch_scaling.py's: by default its many-small-gradients stack (150
+Linear(64, 64) layers, 300 parameter tensors, batch 8), where a per-gradient cost shows most.
 """
 import argparse
 import json
@@ -17,38 +17,40 @@ import statistics
 import time
 
 import torch
+import torch.nn.functional as F
 
 import hvd.torch as hvd
-
-
-def make_model(layers, width):
-    torch.manual_seed(0)
-    return torch.nn.Sequential(*[torch.nn.Linear(width, width) for _ in range(layers)])
+from torch_scaling import MODELS, make_net  # this directory: the same models as the scaling run
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--layers", type=int, default=150)
-    ap.add_argument("--width", type=int, default=64)
-    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--model", choices=sorted(MODELS), default="mlp")
+    ap.add_argument("--batch", type=int, help="per rank (default 8 for mlp, 128 for mnist)")
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--json", help="rank 0 writes the step times and medians here")
     args = ap.parse_args()
+    batch = args.batch or (8 if args.model == "mlp" else 128)
+    shape = (64,) if args.model == "mlp" else (1, 28, 28)
 
     torch.set_num_threads(1)
     hvd.init()
-    wrapped_model = make_model(args.layers, args.width)
-    plain_model = make_model(args.layers, args.width)
+    torch.manual_seed(0)
+    wrapped_model = make_net(args.model)
+    plain_model = make_net(args.model)
+    plain_model.load_state_dict(wrapped_model.state_dict())
     wrapped = hvd.DistributedOptimizer(torch.optim.SGD(wrapped_model.parameters(), lr=1e-3),
                                        named_parameters=wrapped_model.named_parameters())
     plain = torch.optim.SGD(plain_model.parameters(), lr=1e-3)
-    x = torch.randn(args.batch, args.width, generator=torch.Generator().manual_seed(hvd.rank()))
+    g = torch.Generator().manual_seed(hvd.rank())
+    x = torch.randn(batch, *shape, generator=g)
+    y = torch.randint(0, 10, (batch,), generator=g)
 
     def step(model, optimizer):
         start = time.perf_counter()
         optimizer.zero_grad()
-        model(x).square().mean().backward()
+        F.nll_loss(model(x), y).backward()
         optimizer.step()
         return time.perf_counter() - start
 
@@ -60,8 +62,8 @@ def main():
             times["hvd"].append(t_hvd)
             times["plain"].append(t_plain)
     medians = {k: statistics.median(v) for k, v in times.items()}
-    record = {"ranks": hvd.size(), "layers": args.layers, "width": args.width,
-              "batch": args.batch, "steps": args.steps,
+    record = {"ranks": hvd.size(), "model": MODELS[args.model], "batch": batch,
+              "steps": args.steps,
               "hvd_step_ms": 1000 * medians["hvd"], "plain_step_ms": 1000 * medians["plain"],
               "ratio": medians["hvd"] / medians["plain"],
               "hvd_steps_ms": [1000 * t for t in times["hvd"]],

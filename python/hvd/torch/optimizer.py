@@ -69,7 +69,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._prescale = 1.0 / float(gradient_predivide_factor)
         self._postscale = float(gradient_predivide_factor)
         self._sparse_as_dense = sparse_as_dense
-        self._process_set = process_set
+        self._process_set = global_process_set if process_set is None else process_set
+        self._process_set_id = _basics.process_set_id(self._process_set)  # once, not per gradient
         self.backward_passes_per_step = backward_passes_per_step
 
         # Per-parameter state is keyed by id(p): a dict keyed by the tensor itself calls
@@ -82,12 +83,12 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         # id(p) -> (core handle or _SparsePending or None, (compressed, ctx))
         self._handles: Dict[int, tuple] = {}
         self._group_ready: Dict[int, List[torch.Tensor]] = {}
-        self._delay = {id(p): backward_passes_per_step for p in self._requires_update}
+        self._reset_delays()
         self._synchronized = False
         self._should_synchronize = True
         # As Horovod: a one-process job has nothing to average and a rank outside the process
         # set takes no part, so neither pays for hooks; their step() is the wrapped optimizer's.
-        self._communicates = _basics.size() > 1 and process_set.included()
+        self._communicates = _basics.size() > 1 and self._process_set.included()
         self._hooks = [p.register_post_accumulate_grad_hook(self._hook)
                        for p in self._requires_update] if self._communicates else []
 
@@ -142,6 +143,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         return out
 
     # -- communication -----------------------------------------------------------------------
+    def _reset_delays(self):
+        # Backward passes still to come before each gradient's allreduce starts.
+        self._delay = {id(p): self.backward_passes_per_step for p in self._requires_update}
+
     def _grad_of(self, p):
         if p.grad is None:
             p.grad = torch.zeros_like(p)
@@ -159,7 +164,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         compressed, ctx = self._compression.compress(grad)
         handle = _c.enqueue_inplace_allreduce([compressed], self._op, name, self._prescale,
                                               self._postscale,
-                                              _basics.process_set_id(self._process_set))
+                                              self._process_set_id)
         return handle, (compressed, ctx)
 
     def _allreduce_group_async(self, index):
@@ -171,7 +176,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         pairs = [self._compression.compress(g) for g in grads]
         handle = _c.enqueue_inplace_allreduce([c for c, _ in pairs], self._op,
                                               f"group.{index}", self._prescale, self._postscale,
-                                              _basics.process_set_id(self._process_set))
+                                              self._process_set_id)
         for p, pair in zip(params, pairs):
             self._handles[id(p)] = (handle, pair)
 
@@ -257,7 +262,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 handle.wait()
         self._handles.clear()
         self._group_ready.clear()
-        self._delay = {id(p): self.backward_passes_per_step for p in self._requires_update}
+        self._reset_delays()
         self._synchronized = False
         load_keeping_param_groups(
             self, lambda: super(self.__class__, self).load_state_dict(state_dict))
