@@ -55,10 +55,23 @@ hvd_status query(int* out, Getter getter) {
   return withRuntime([&](Runtime& rt) { *out = getter(rt.topology()); });
 }
 
+// A switch, not a cast: the C codes are ABI and stay fixed while the internal enum may change.
 hvd::collectives::DType toDType(hvd_dtype d) {
-  if (d < HVD_UINT8 || d > HVD_BOOL)
-    throw hvd::InvalidArgument(hvd::detail::concat("invalid hvd_dtype ", static_cast<int>(d)));
-  return static_cast<hvd::collectives::DType>(d);
+  using hvd::collectives::DType;
+  switch (d) {
+    case HVD_UINT8: return DType::UInt8;
+    case HVD_INT8: return DType::Int8;
+    case HVD_INT16: return DType::Int16;
+    case HVD_INT32: return DType::Int32;
+    case HVD_INT64: return DType::Int64;
+    case HVD_FLOAT16: return DType::Float16;
+    case HVD_BFLOAT16: return DType::BFloat16;
+    case HVD_FLOAT32: return DType::Float32;
+    case HVD_FLOAT64: return DType::Float64;
+    case HVD_BOOL: return DType::Bool;
+    case HVD_UINT16: return DType::UInt16;
+  }
+  throw hvd::InvalidArgument(hvd::detail::concat("invalid hvd_dtype ", static_cast<int>(d)));
 }
 
 hvd::collectives::ReduceOp toOp(hvd_reduce_op op) {

@@ -20,6 +20,7 @@ inline void setElement(void* buf, DType t, std::size_t i, double v) {
   switch (t) {
     case DType::UInt8: static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v); break;
     case DType::Int8: static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(v); break;
+    case DType::UInt16: static_cast<uint16_t*>(buf)[i] = static_cast<uint16_t>(v); break;
     case DType::Int16: static_cast<int16_t*>(buf)[i] = static_cast<int16_t>(v); break;
     case DType::Int32: static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v); break;
     case DType::Int64: static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v); break;
@@ -36,6 +37,7 @@ inline double getElement(const void* buf, DType t, std::size_t i) {
   switch (t) {
     case DType::UInt8: return static_cast<const uint8_t*>(buf)[i];
     case DType::Int8: return static_cast<const int8_t*>(buf)[i];
+    case DType::UInt16: return static_cast<const uint16_t*>(buf)[i];
     case DType::Int16: return static_cast<const int16_t*>(buf)[i];
     case DType::Int32: return static_cast<const int32_t*>(buf)[i];
     case DType::Int64: return static_cast<double>(static_cast<const int64_t*>(buf)[i]);

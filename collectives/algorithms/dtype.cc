@@ -5,9 +5,9 @@
 namespace hvd::collectives {
 
 namespace {
-constexpr DType kAllTypes[] = {DType::UInt8,   DType::Int8,     DType::Int16,   DType::Int32,
-                               DType::Int64,   DType::Float16,  DType::BFloat16, DType::Float32,
-                               DType::Float64, DType::Bool};
+constexpr DType kAllTypes[] = {DType::UInt8,    DType::Int8,    DType::UInt16,  DType::Int16,
+                               DType::Int32,    DType::Int64,   DType::Float16, DType::BFloat16,
+                               DType::Float32,  DType::Float64, DType::Bool};
 constexpr ReduceOp kAllOps[] = {ReduceOp::Sum, ReduceOp::Average, ReduceOp::Min, ReduceOp::Max,
                                 ReduceOp::Product};
 }  // namespace
@@ -15,7 +15,7 @@ constexpr ReduceOp kAllOps[] = {ReduceOp::Sum, ReduceOp::Average, ReduceOp::Min,
 std::size_t dtypeSize(DType t) {
   switch (t) {
     case DType::UInt8: case DType::Int8: case DType::Bool: return 1;
-    case DType::Int16: case DType::Float16: case DType::BFloat16: return 2;
+    case DType::UInt16: case DType::Int16: case DType::Float16: case DType::BFloat16: return 2;
     case DType::Int32: case DType::Float32: return 4;
     case DType::Int64: case DType::Float64: return 8;
   }
@@ -26,6 +26,7 @@ const char* dtypeName(DType t) {
   switch (t) {
     case DType::UInt8: return "uint8";
     case DType::Int8: return "int8";
+    case DType::UInt16: return "uint16";
     case DType::Int16: return "int16";
     case DType::Int32: return "int32";
     case DType::Int64: return "int64";

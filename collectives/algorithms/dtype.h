@@ -9,7 +9,7 @@
 namespace hvd::collectives {
 
 enum class DType : uint8_t {
-  UInt8, Int8, Int16, Int32, Int64, Float16, BFloat16, Float32, Float64, Bool
+  UInt8, Int8, UInt16, Int16, Int32, Int64, Float16, BFloat16, Float32, Float64, Bool
 };
 enum class ReduceOp : uint8_t { Sum, Average, Min, Max, Product };
 
@@ -31,6 +31,7 @@ bool withNativeType(void* data, DType dtype, Fn&& fn) {
   switch (dtype) {
     case DType::UInt8: fn(static_cast<uint8_t*>(data)); return true;
     case DType::Int8: fn(static_cast<int8_t*>(data)); return true;
+    case DType::UInt16: fn(static_cast<uint16_t*>(data)); return true;
     case DType::Int16: fn(static_cast<int16_t*>(data)); return true;
     case DType::Int32: fn(static_cast<int32_t*>(data)); return true;
     case DType::Int64: fn(static_cast<int64_t*>(data)); return true;

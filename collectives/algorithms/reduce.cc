@@ -129,6 +129,7 @@ void reduce(void* dst, const void* a, const void* b, std::size_t n, DType dtype,
     return reduceTyped(static_cast<T*>(dst), static_cast<const T*>(a), static_cast<const T*>(b), n, op);
     HVD_REDUCE_CASE(UInt8, uint8_t)
     HVD_REDUCE_CASE(Int8, int8_t)
+    HVD_REDUCE_CASE(UInt16, uint16_t)
     HVD_REDUCE_CASE(Int16, int16_t)
     HVD_REDUCE_CASE(Int32, int32_t)
     HVD_REDUCE_CASE(Int64, int64_t)

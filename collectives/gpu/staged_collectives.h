@@ -1,7 +1,7 @@
 // GPU tensors through host memory: each operation copies its input to page-locked host memory,
 // runs the host algorithm over the TCP communicator, and copies the result back. The fallback
 // when NCCL cannot serve: hvd built without NCCL, several ranks sharing one GPU (NCCL refuses
-// that), or a dtype NCCL has no type for (int16 reductions).
+// that), or a dtype NCCL has no type for (16-bit integer reductions).
 // Thread model: one thread at a time; it shares `host` with the caller's other uses, in order.
 #pragma once
 

@@ -30,7 +30,7 @@ ncclDataType_t ncclType(DType t) {
     case DType::BFloat16: return ncclBfloat16;
     case DType::Float32: return ncclFloat32;
     case DType::Float64: return ncclFloat64;
-    case DType::Int16: break;
+    case DType::UInt16: case DType::Int16: break;
   }
   throw InternalError(detail::concat("NCCL has no type for ", dtypeName(t)));
 }
@@ -77,7 +77,7 @@ std::string ncclLibraryText() {
                         lib().path);
 }
 
-bool reducible(DType dtype) { return dtype != DType::Int16; }
+bool reducible(DType dtype) { return dtype != DType::Int16 && dtype != DType::UInt16; }
 
 NcclCollectives::NcclCollectives(Comm& host, int device, std::chrono::milliseconds timeout,
                                  std::string hostname)
@@ -174,7 +174,7 @@ void NcclCollectives::allreduce(const Tensor& input, const Tensor& output, Reduc
   checkReducible(input.dtype, op);
   std::size_t n = input.numElements();
   if (n == 0) return;
-  HVD_ENFORCE(reducible(input.dtype), "int16 reductions go through host staging");
+  HVD_ENFORCE(reducible(input.dtype), "16-bit integer reductions go through host staging");
   const void* source = input.data;
   if (options.prescale != 1.0) {
     if (input.data != output.data)
@@ -262,7 +262,7 @@ Tensor NcclCollectives::reducescatter(const Tensor& input, ReduceOp op, const Al
   checkTensor("reducescatter", input);
   checkScatterable("reducescatter", input);
   checkReducible(input.dtype, op);
-  HVD_ENFORCE(reducible(input.dtype), "int16 reductions go through host staging");
+  HVD_ENFORCE(reducible(input.dtype), "16-bit integer reductions go through host staging");
   int n = host_.size(), me = host_.rank();
   // The host reducescatter's split: as even as possible, the first parts one row larger.
   const std::vector<std::size_t> rows =

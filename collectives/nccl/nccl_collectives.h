@@ -12,7 +12,7 @@
 // broadcast, allgather (ncclAllGather when every rank sends as many rows, else one ncclBroadcast
 // per rank in a group), alltoall (grouped ncclSend/ncclRecv), reducescatter (ncclReduceScatter
 // for even parts, else one ncclReduce per part in a group). Rows and splits travel over `host`.
-// int16 has no NCCL type: its reductions are refused here (the caller stages them).
+// uint16 and int16 have no NCCL type: their reductions are refused here (the caller stages them).
 // Thread model: one thread at a time.
 #pragma once
 
@@ -32,7 +32,7 @@ std::string ncclVersionText(bool loadLibrary);
 // why it cannot be loaded.
 std::string ncclLibraryText();
 
-// Whether the NCCL backend can run an operation of this dtype (int16 reductions cannot).
+// Whether the NCCL backend can run an operation of this dtype (16-bit integer reductions cannot).
 bool reducible(DType dtype);
 
 class NcclCollectives : public gpu::GpuCollectives {

@@ -64,6 +64,7 @@ DType toDType(const nb::dlpack::dtype& d, const std::string& label) {
     if (code == Code::Int && d.bits == 32) return DType::Int32;
     if (code == Code::Int && d.bits == 64) return DType::Int64;
     if (code == Code::UInt && d.bits == 8) return DType::UInt8;
+    if (code == Code::UInt && d.bits == 16) return DType::UInt16;
     if (code == Code::Float && d.bits == 16) return DType::Float16;
     if (code == Code::Float && d.bits == 32) return DType::Float32;
     if (code == Code::Float && d.bits == 64) return DType::Float64;
@@ -85,6 +86,7 @@ nb::dlpack::dtype toDlpack(DType t) {
   switch (t) {
     case DType::UInt8: return make(Code::UInt, 8);
     case DType::Int8: return make(Code::Int, 8);
+    case DType::UInt16: return make(Code::UInt, 16);
     case DType::Int16: return make(Code::Int, 16);
     case DType::Int32: return make(Code::Int, 32);
     case DType::Int64: return make(Code::Int, 64);

@@ -95,7 +95,7 @@ TEST_CASE("batched copy moves every job, aligned or not, across launches", "[gpu
 }
 
 TEST_CASE("device scale and divide round as the host versions do", "[gpu]") {
-  for (DType dtype : {DType::UInt8, DType::Int8, DType::Int16, DType::Int32, DType::Int64,
+  for (DType dtype : {DType::UInt8, DType::Int8, DType::UInt16, DType::Int16, DType::Int32, DType::Int64,
                       DType::Float16, DType::BFloat16, DType::Float32, DType::Float64}) {
     std::size_t n = 1000, bytes = n * collectives::dtypeSize(dtype);
     std::vector<uint8_t> host(bytes);
@@ -104,10 +104,12 @@ TEST_CASE("device scale and divide round as the host versions do", "[gpu]") {
     // Fill through the host reduce: start at zero, add value i (as the dtype) via scale of one.
     std::vector<uint8_t> one(bytes, 0);
     for (std::size_t i = 0; i < n; ++i) {
-      double v = dtype == DType::UInt8 ? std::fabs(values[i]) : values[i];
+      bool isUnsigned = dtype == DType::UInt8 || dtype == DType::UInt16;
+      double v = isUnsigned ? std::fabs(values[i]) : values[i];
       switch (dtype) {
         case DType::UInt8: host[i] = static_cast<uint8_t>(v); break;
         case DType::Int8: reinterpret_cast<int8_t*>(host.data())[i] = static_cast<int8_t>(v); break;
+        case DType::UInt16: reinterpret_cast<uint16_t*>(host.data())[i] = static_cast<uint16_t>(v); break;
         case DType::Int16: reinterpret_cast<int16_t*>(host.data())[i] = static_cast<int16_t>(v); break;
         case DType::Int32: reinterpret_cast<int32_t*>(host.data())[i] = static_cast<int32_t>(v); break;
         case DType::Int64: reinterpret_cast<int64_t*>(host.data())[i] = static_cast<int64_t>(v); break;
@@ -183,6 +185,13 @@ TEST_CASE("one rank's GPU operations run through NCCL, fused, with NCCL phases i
     op16.reduceOp = ReduceOp::Max;
     wait(rt.engine().enqueue(op16));
     p.expect(d16.read() == s16, "int16 allreduce");
+    // uint16 neither: staged too, and compared as unsigned (65000 would be negative as int16).
+    std::vector<uint16_t> u16 = {65000, 7, 3};
+    DeviceVector<uint16_t> du16(u16);
+    Operation opU16 = gpuOp(OpType::Allreduce, "uint16", du16.ptr, DType::UInt16, {3});
+    opU16.reduceOp = ReduceOp::Max;
+    wait(rt.engine().enqueue(opU16));
+    p.expect(du16.read() == u16, "uint16 allreduce");
     // Allgather returns device memory the result owns.
     Handle gHandle = rt.engine().enqueue(gpuOp(OpType::Allgather, "gather", in.ptr, DType::Float32, {10, 100}));
     OpResult& g = wait(gHandle);

@@ -9,7 +9,7 @@ import pytest
 import hvd
 import hvd.numpy as hnp
 
-DTYPES = [np.uint8, np.int8, np.int16, np.int32, np.int64, np.float16, np.float32, np.float64]
+DTYPES = [np.uint8, np.int8, np.uint16, np.int16, np.int32, np.int64, np.float16, np.float32, np.float64]
 
 
 def data(rank, shape, dtype):

@@ -24,7 +24,8 @@ def ranked(shape, rank, dtype=torch.float32):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64,
-                                   torch.int32, torch.int64, torch.int16, torch.uint8])
+                                   torch.int32, torch.int64, torch.int16, torch.uint16,
+                                   torch.uint8])
 @pytest.mark.parametrize("op", [hvd.Sum, hvd.Max, hvd.Min])
 def test_allreduce_matches_cpu(dtype, op):
     n, r = hvd.size(), hvd.rank()
@@ -33,8 +34,8 @@ def test_allreduce_matches_cpu(dtype, op):
     for p in parts[1:]:
         expected = {hvd.Sum: expected + p.double(), hvd.Max: torch.maximum(expected, p.double()),
                     hvd.Min: torch.minimum(expected, p.double())}[op]
-    if dtype == torch.uint8 and op == hvd.Sum:
-        expected = torch.remainder(expected, 256)
+    if dtype in (torch.uint8, torch.uint16) and op == hvd.Sum:
+        expected = torch.remainder(expected, 256 if dtype == torch.uint8 else 65536)
     x = parts[r].to(device())
     out = hvd.allreduce(x, op=op, name=f"cuda.ar.{dtype}.{op}")
     assert out.device == x.device and out.dtype == dtype

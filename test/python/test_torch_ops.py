@@ -5,7 +5,7 @@ import torch
 
 import hvd.torch as hvd
 
-DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
+DTYPES = [torch.uint8, torch.int8, torch.uint16, torch.int16, torch.int32, torch.int64, torch.float16,
           torch.bfloat16, torch.float32, torch.float64]
 
 
@@ -76,8 +76,8 @@ def test_non_contiguous_in_place_and_unsupported_dtypes_are_value_errors():
     torch.testing.assert_close(hvd.allreduce(x, op=hvd.Sum), torch.zeros(4, 4))
     with pytest.raises(ValueError, match='allreduce "z".*unsupported dtype'):
         hvd.allreduce(torch.zeros(2, dtype=torch.complex64), name="z")
-    with pytest.raises(ValueError, match='allreduce "u".*unsupported dtype uint16'):
-        hvd.allreduce(torch.zeros(2, dtype=torch.uint16), name="u")
+    with pytest.raises(ValueError, match='allreduce "u".*unsupported dtype uint32'):
+        hvd.allreduce(torch.zeros(2, dtype=torch.uint32), name="u")
     with pytest.raises(ValueError, match='broadcast "f8".*unsupported dtype float8_e4m3fn'):
         hvd.broadcast(torch.zeros(2, dtype=torch.float8_e4m3fn), root_rank=0, name="f8")
     with pytest.raises(ValueError, match="Adasum"):

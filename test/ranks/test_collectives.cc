@@ -23,9 +23,6 @@ using namespace hvd::bench;
 namespace {
 
 constexpr std::size_t kSegmentBytes = 1024;  // small, to reach multi-segment paths
-constexpr DType kAllTypes[] = {DType::UInt8,   DType::Int8,     DType::Int16,   DType::Int32,
-                               DType::Int64,   DType::Float16,  DType::BFloat16, DType::Float32,
-                               DType::Float64, DType::Bool};
 constexpr ReduceOp kAllOps[] = {ReduceOp::Sum, ReduceOp::Average, ReduceOp::Min, ReduceOp::Max,
                                 ReduceOp::Product};
 
@@ -39,7 +36,7 @@ std::vector<std::size_t> countsFor(DType t) {
 
 void allreduceMatrix(Comm& comm, const AllreduceOptions& options, const char* algorithm) {
   int n = comm.size();
-  for (DType t : kAllTypes)
+  for (DType t : allDTypes())
     for (ReduceOp op : kAllOps) {
       if (t == DType::Bool && op == ReduceOp::Average) continue;
       for (std::size_t count : countsFor(t))
@@ -184,7 +181,7 @@ namespace {
 // blocks across several segments.
 void allgatherMatrix(Comm& comm, const char* algorithm) {
   int n = comm.size();
-  for (DType t : kAllTypes)
+  for (DType t : allDTypes())
     for (int64_t scale : {0, 1, 7, 5000}) {
       auto rowsOf = [&](int r) { return static_cast<int64_t>((r * 3 + 1) % 4) * scale; };
       const int64_t width = 3;

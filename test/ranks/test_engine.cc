@@ -436,13 +436,10 @@ namespace {
 // closed form. Returns what went wrong, or "" and the number of operations run.
 std::string smallAllreduceMatrix(Runtime& rt, int rank, int n, int& operations) {
   using namespace hvd::bench;
-  const DType types[] = {DType::UInt8,   DType::Int8,     DType::Int16,   DType::Int32,
-                         DType::Int64,   DType::Float16,  DType::BFloat16, DType::Float32,
-                         DType::Float64, DType::Bool};
   const ReduceOp ops[] = {ReduceOp::Sum, ReduceOp::Average, ReduceOp::Min, ReduceOp::Max,
                           ReduceOp::Product};
   operations = 0;
-  for (DType t : types)
+  for (DType t : collectives::allDTypes())
     for (ReduceOp reduceOp : ops) {
       if (t == DType::Bool && reduceOp == ReduceOp::Average) continue;
       for (int64_t count : {1, 17})

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <cstdlib>
 #include <thread>
 
@@ -63,6 +64,9 @@ TEST_CASE("the C API runs as a single rank without a launcher and re-initialises
     double in[3] = {1, 2, 3}, out[3] = {};
     REQUIRE(hvd_allreduce(in, out, 3, HVD_FLOAT64, HVD_SUM) == HVD_SUCCESS);
     CHECK((out[0] == 1 && out[1] == 2 && out[2] == 3));
+    uint16_t u16[2] = {65000, 7}, u16out[2] = {};
+    REQUIRE(hvd_allreduce(u16, u16out, 2, HVD_UINT16, HVD_MAX) == HVD_SUCCESS);
+    CHECK((u16out[0] == 65000 && u16out[1] == 7));
     REQUIRE(hvd_broadcast(in, 3, HVD_FLOAT64, 1) == HVD_INVALID_ARGUMENT);
     CHECK_THAT(hvd_last_error(), Catch::Contains("root rank 1"));
     REQUIRE(hvd_allreduce(in, out, 3, static_cast<hvd_dtype>(99), HVD_SUM) ==

@@ -46,6 +46,13 @@ TEST_CASE("reductions per op and dtype") {
   reduceInto(p, q, 2, DType::Bool, ReduceOp::Sum);
   CHECK((p[0] == 1 && p[1] == 0));
   REQUIRE_THROWS_AS(reduceInto(p, q, 2, DType::Bool, ReduceOp::Average), hvd::InvalidArgument);
+  // uint16 compares unsigned (65000 is negative as int16) and its sum wraps modulo 2^16.
+  uint16_t u[2] = {65000, 3}, v[2] = {7, 65535};
+  reduceInto(u, v, 2, DType::UInt16, ReduceOp::Max);
+  CHECK((u[0] == 65000 && u[1] == 65535));
+  reduceInto(u, v, 2, DType::UInt16, ReduceOp::Sum);
+  CHECK((u[0] == 65007 && u[1] == 65534));
+  CHECK(dtypeSize(parseDType("uint16")) == 2);
   REQUIRE_THROWS_WITH(parseDType("float8"), Catch::Contains("float8"));
 }
 

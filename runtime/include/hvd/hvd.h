@@ -21,9 +21,11 @@ typedef enum {
   HVD_NOT_INITIALIZED = 5   /* called before hvd_init or after hvd_shutdown */
 } hvd_status;
 
+/* Codes are fixed: new dtypes are appended. */
 typedef enum {
   HVD_UINT8 = 0, HVD_INT8, HVD_INT16, HVD_INT32, HVD_INT64,
-  HVD_FLOAT16, HVD_BFLOAT16, HVD_FLOAT32, HVD_FLOAT64, HVD_BOOL
+  HVD_FLOAT16, HVD_BFLOAT16, HVD_FLOAT32, HVD_FLOAT64, HVD_BOOL,
+  HVD_UINT16 = 10
 } hvd_dtype;
 
 typedef enum { HVD_SUM = 0, HVD_AVERAGE, HVD_MIN, HVD_MAX, HVD_PRODUCT } hvd_reduce_op;
