@@ -2,6 +2,8 @@
 
 #include <spdlog/sinks/stdout_sinks.h>
 
+#include <algorithm>
+#include <cctype>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -34,22 +36,30 @@ std::set<std::string> splitList(const std::string& text) {
 }
 
 spdlog::level::level_enum parseLevel(const std::string& name) {
-  auto level = spdlog::level::from_str(name);
-  // from_str maps anything unknown to "off"; only "off" itself may mean off.
-  if (level == spdlog::level::off && name != "off")
-    throw InvalidArgument("unknown log level '" + name +
-                          "' (use trace, debug, info, warn, error, critical or off)");
-  return level;
+  return spdlog::level::from_str(canonicalLevel(name));
 }
 
 void apply(State& s, spdlog::logger& lg) {
   bool shown = s.subsystems.empty() || s.subsystems.count(lg.name()) > 0;
   lg.set_level(shown ? parseLevel(s.settings.level) : spdlog::level::off);
   std::string prefix = s.settings.prefix.empty() ? "hvd" : s.settings.prefix;
-  lg.set_pattern(prefix + " %^%l%$ [%n] %v");
+  lg.set_pattern((s.settings.hideTime ? "" : "%Y-%m-%d %H:%M:%S.%e ") + prefix + " %^%l%$ [%n] %v");
 }
 
 }  // namespace
+
+std::string canonicalLevel(const std::string& name) {
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (lower == "warning") return "warn";
+  if (lower == "fatal") return "critical";
+  for (const char* known : {"trace", "debug", "info", "warn", "error", "critical", "off"})
+    if (lower == known) return lower;
+  throw InvalidArgument("unknown log level '" + name +
+                        "' (use trace, debug, info, warn, error, critical or off; Horovod's "
+                        "warning and fatal are taken too)");
+}
 
 void configure(const LogSettings& settings) {
   State& s = state();

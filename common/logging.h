@@ -12,10 +12,16 @@
 namespace hvd::log {
 
 struct LogSettings {
-  std::string level = "warn";  // trace, debug, info, warn, error, critical, off
+  std::string level = "warn";  // a name canonicalLevel() takes
   std::string subsystems;      // comma-separated subsystems to show; empty shows all
   std::string prefix;          // e.g. "host:pid [rank 1/4]"; empty gives "hvd"
+  bool hideTime = false;       // no local date and time at the start of each line
 };
+
+// The level as spdlog names it (trace, debug, info, warn, error, critical, off) for one of those
+// or Horovod's names (warning, fatal), in any case: HOROVOD_LOG_LEVEL=WARNING must keep working.
+// Throws InvalidArgument naming the value.
+std::string canonicalLevel(const std::string& name);
 
 // Applies the level, the subsystem filter and the prefix to every logger, made or to be made.
 // Throws InvalidArgument for an unknown level.

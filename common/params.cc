@@ -128,7 +128,10 @@ const std::vector<ParamSpec>& allParams() {
        "Process sets created at init, as rank lists separated by ';' (e.g. \"0,1;2,3\"); they "
        "get ids 1, 2, ... in this order."},
       {"HVD_LOG_LEVEL", "HOROVOD_LOG_LEVEL", ParamType::String, "warn", 0, 0, false,
-       "Log level: trace, debug, info, warn, error, critical or off."},
+       "Log level: trace, debug, info, warn, error, critical or off (Horovod's warning and fatal, "
+       "in any case, too)."},
+      {"HVD_LOG_HIDE_TIME", "HOROVOD_LOG_HIDE_TIME", ParamType::Int, "0", 0, 1, false,
+       "1 leaves the local date and time out of hvd's log lines (same as --log-hide-timestamp)."},
       {"HVD_LOG_SUBSYS", "", ParamType::String, "", 0, 0, false,
        "Comma-separated log subsystems to show (e.g. tcp,rdzv); empty shows all."},
   };

@@ -39,7 +39,7 @@ Job::Job(const LaunchOptions& options, std::vector<WorkerSpec> workers, ssh::Rem
     : options_(options), specs_(std::move(workers)), remote_(remote), guardian_(guardian) {
   output_ = std::make_unique<OutputForwarder>(
       static_cast<int>(specs_.size() + remote_.rankCount()), STDOUT_FILENO, STDERR_FILENO,
-      options.outputDir);
+      options.outputDir, options.prefixTimestamp);
 }
 
 Job::~Job() {

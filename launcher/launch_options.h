@@ -19,6 +19,7 @@ struct LaunchOptions {
   std::chrono::seconds startTimeout{30};
   std::chrono::seconds grace{10};
   std::string outputDir;
+  bool prefixTimestamp = false;  // --prefix-timestamp
   std::string logLevel = "warn";
   bool verbose = false;
   // HVD_* runtime knobs from flags and --config-file (runtime_flags.h), exported to workers.

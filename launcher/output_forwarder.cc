@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 
 #include "common/error.h"
@@ -22,6 +25,19 @@ void writeFully(int fd, const char* data, std::size_t size) {
   }
 }
 
+// "2026-11-23 10:15:02.123 ", the local time as hvd's log lines show it.
+std::string localTimestamp() {
+  auto now = std::chrono::system_clock::now();
+  std::time_t seconds = std::chrono::system_clock::to_time_t(now);
+  auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()) % 1000;
+  std::tm local{};
+  ::localtime_r(&seconds, &local);
+  char text[40];
+  std::size_t n = std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &local);
+  std::snprintf(text + n, sizeof text - n, ".%03d ", static_cast<int>(millis.count()));
+  return text;
+}
+
 std::string rankDirName(int rank, int numRanks) {
   int width = std::max<int>(2, static_cast<int>(std::to_string(numRanks - 1).size()));
   std::string digits = std::to_string(rank);
@@ -31,8 +47,8 @@ std::string rankDirName(int rank, int numRanks) {
 }  // namespace
 
 OutputForwarder::OutputForwarder(int numRanks, int consoleOut, int consoleErr,
-                                 const std::string& outputDir)
-    : ranks_(numRanks), consoleFd_{consoleOut, consoleErr} {
+                                 const std::string& outputDir, bool timestampLines)
+    : ranks_(numRanks), consoleFd_{consoleOut, consoleErr}, timestampLines_(timestampLines) {
   if (outputDir.empty()) return;
   for (int r = 0; r < numRanks; ++r) {
     std::filesystem::path dir = std::filesystem::path(outputDir) / rankDirName(r, numRanks);
@@ -100,7 +116,8 @@ void OutputForwarder::onEnd(int rank, Stream stream) {
 
 void OutputForwarder::emitLine(int rank, Stream stream, const std::string& line, char end) {
   std::string out;
-  out.reserve(line.size() + 24);
+  out.reserve(line.size() + 48);
+  if (timestampLines_) out = localTimestamp();
   out.append("[").append(std::to_string(rank)).append("]");
   out.append(stream == Stream::Stdout ? "<stdout>:" : "<stderr>:").append(line);
   out.push_back(end);

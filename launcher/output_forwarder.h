@@ -4,8 +4,10 @@
 // newline. A carriage return not followed by a newline (tqdm's and pip's progress bars redraw
 // their line so) ends a segment too, forwarded as "[rank]<stderr>:segment\r": the bar moves on
 // the console while it runs, instead of arriving whole when the line finally ends. With an
-// output directory, each rank's raw streams also go to DIR/rank.NN/{stdout,stderr}. The last
-// lines of each rank's stderr are kept for the failure summary.
+// output directory, each rank's raw streams also go to DIR/rank.NN/{stdout,stderr}. With
+// timestamps (--prefix-timestamp), each console line starts with the local date and time it
+// was forwarded at, "2026-11-23 10:15:02.123 [rank]<stdout>:line". The last lines of each
+// rank's stderr are kept for the failure summary.
 // Thread model: one thread (the launcher's event loop) calls everything.
 #pragma once
 
@@ -23,7 +25,8 @@ class OutputForwarder {
  public:
   // consoleOut/consoleErr are file descriptors; outputDir may be empty. Throws InvalidArgument if
   // the output directory cannot be created.
-  OutputForwarder(int numRanks, int consoleOut, int consoleErr, const std::string& outputDir);
+  OutputForwarder(int numRanks, int consoleOut, int consoleErr, const std::string& outputDir,
+                  bool timestampLines = false);
   ~OutputForwarder();
 
   void onData(int rank, Stream stream, const char* data, std::size_t size);
@@ -46,6 +49,7 @@ class OutputForwarder {
 
   std::vector<RankStreams> ranks_;
   int consoleFd_[2];
+  bool timestampLines_;
 };
 
 }  // namespace hvd::launcher

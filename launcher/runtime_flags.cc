@@ -119,8 +119,10 @@ std::map<std::string, std::string> runtimeParams(const RuntimeFlags& flags) {
   if (flags.noStallCheck) out["HVD_STALL_CHECK_DISABLE"] = "1";
   if (flags.bindTo) out["HVD_BIND_TO"] = *flags.bindTo;
   if (flags.transport) out["HVD_TRANSPORT"] = *flags.transport;
-  if (flags.hierarchicalAllreduce) out["HVD_HIERARCHICAL_ALLREDUCE"] = "1";
-  if (flags.hierarchicalAllgather) out["HVD_HIERARCHICAL_ALLGATHER"] = "1";
+  if (flags.hierarchicalAllreduce)
+    out["HVD_HIERARCHICAL_ALLREDUCE"] = *flags.hierarchicalAllreduce ? "1" : "0";
+  if (flags.hierarchicalAllgather)
+    out["HVD_HIERARCHICAL_ALLGATHER"] = *flags.hierarchicalAllgather ? "1" : "0";
   // Range and format checks, with the variable named, before any worker starts.
   for (const auto& [name, value] : out) {
     const auto& spec = params::spec(name);

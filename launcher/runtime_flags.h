@@ -20,8 +20,8 @@ struct RuntimeFlags {
   bool noStallCheck = false;                 // --no-stall-check
   std::optional<std::string> bindTo;         // --bind-to core|none
   std::optional<std::string> transport;      // --transport auto|tcp|shm
-  bool hierarchicalAllreduce = false;        // --hierarchical-allreduce
-  bool hierarchicalAllgather = false;        // --hierarchical-allgather
+  std::optional<bool> hierarchicalAllreduce;  // --[no-]hierarchical-allreduce
+  std::optional<bool> hierarchicalAllgather;  // --[no-]hierarchical-allgather
   std::string configFile;                    // --config-file
 };
 

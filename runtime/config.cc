@@ -130,6 +130,7 @@ Config Config::fromParams(const params::ParamValues& v) {
   c.hierarchicalAllgather = v.getInt("HVD_HIERARCHICAL_ALLGATHER") == 1;
   c.logLevel = v.getString("HVD_LOG_LEVEL");
   c.logSubsystems = v.getString("HVD_LOG_SUBSYS");
+  c.logHideTime = v.getInt("HVD_LOG_HIDE_TIME") == 1;
   return c;
 }
 

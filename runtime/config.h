@@ -56,6 +56,7 @@ struct Config {
   bool hierarchicalAllgather = false;  // HVD_HIERARCHICAL_ALLGATHER=1
   std::string logLevel;
   std::string logSubsystems;
+  bool logHideTime = false;  // HVD_LOG_HIDE_TIME=1
 
   // Set when srun/mpirun started this rank without hvdrun (external_launch.h): names that
   // launcher; rank 0 of such a job serves the rendezvous itself.

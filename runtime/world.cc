@@ -132,7 +132,8 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use)
   bool withControl = use == WorldUse::Engine;
   const Topology& t = config.topology;
   log::configure({config.logLevel, config.logSubsystems,
-                  detail::concat(t.hostname, ":", getpid(), " [rank ", t.rank, "/", t.size, "]")});
+                  detail::concat(t.hostname, ":", getpid(), " [rank ", t.rank, "/", t.size, "]"),
+                  config.logHideTime});
   World world;
   if (t.size == 1) {
     world.data = singleRank(config);

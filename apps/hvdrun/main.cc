@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <set>
 
 #include "common/error.h"
@@ -19,22 +20,24 @@
 
 namespace {
 
-// CLI11 accepts only one-letter names after a single dash, but mpirun users type -np. Rewrite it
-// in hvdrun's own options, stopping at the command so the command's arguments stay untouched.
+// CLI11 accepts only one-letter names after a single dash, but mpirun and horovodrun users type
+// -np, -hostfile and -cb (CLI11 would read -hostfile as -h and print the help). Rewrite them in
+// hvdrun's own options, stopping at the command so the command's arguments stay untouched.
 std::vector<std::string> normaliseArgs(int argc, char** argv) {
+  static const std::map<std::string, std::string> kLongForms = {
+      {"-np", "--num-proc"}, {"-hostfile", "--hostfile"}, {"-cb", "--check-build"}};
   static const std::set<std::string> kTakesValue = {
-      "-n", "-np", "--num-proc", "-H", "--hosts", "--hostfile", "--start-timeout", "--grace-seconds",
+      "-n", "--num-proc", "-H", "--hosts", "--hostfile", "--start-timeout", "--grace-seconds",
       "--output-filename", "-x", "--log-level", "--fusion-threshold-mb", "--cycle-time-ms",
       "--cache-capacity", "--timeline-filename", "--stall-check-warning-time-seconds",
-      "--stall-check-shutdown-time-seconds", "--config-file", "--ssh-port",
+      "--stall-check-shutdown-time-seconds", "--config-file", "-p", "--ssh-port", "-i",
       "--ssh-identity-file", "--ssh-connect-timeout", "--network-interface", "--bind-to",
       "--transport"};
   std::vector<std::string> args(argv, argv + argc);
   for (std::size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a.empty() || a[0] != '-' || a == "--") break;
-    if (a == "-np") args[i] = "--num-proc";
-    if (kTakesValue.count(a) && a.find('=') == std::string::npos) ++i;
+    if (args[i].empty() || args[i][0] != '-' || args[i] == "--") break;
+    if (auto it = kLongForms.find(args[i]); it != kLongForms.end()) args[i] = it->second;
+    if (kTakesValue.count(args[i])) ++i;
   }
   return args;
 }
@@ -66,8 +69,24 @@ int main(int argc, char** argv) {
   app.add_option("-x", o.exports, "Export VAR (from hvdrun's environment) or VAR=VALUE to workers")
       ->allow_extra_args(false);
   app.add_option("--log-level", o.logLevel,
-                 "Log level of hvdrun and its workers: trace, debug, info, warn, error")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+                 "Log level of hvdrun and its workers: trace, debug, info, warn, error, "
+                 "critical, off (or Horovod's WARNING, FATAL, any case)")
+      ->transform(CLI::Validator(
+          [](std::string& level) {
+            try {
+              level = hvd::log::canonicalLevel(level);
+              return std::string();
+            } catch (const hvd::InvalidArgument& e) {
+              return std::string(e.what());
+            }
+          },
+          "LEVEL"));
+  bool logHideTime = false;
+  app.add_flag("--log-hide-timestamp", logHideTime,
+               "Leave the date and time out of hvd's log lines (HVD_LOG_HIDE_TIME=1)");
+  app.add_flag("--prefix-timestamp", o.prefixTimestamp,
+               "Start each forwarded output line with the local date and time hvdrun received "
+               "it");
   app.add_flag("--horovod-compat", o.horovodCompat,
                "Let 'import horovod.torch as hvd' run on hvd: put hvd's horovod compatibility "
                "package on the workers' PYTHONPATH (HVD_HOROVOD_COMPAT=1)");
@@ -75,10 +94,10 @@ int main(int argc, char** argv) {
                "Print what hvdrun does, incl. the address chosen per host (never the job secret)");
   int connectTimeout = static_cast<int>(o.ssh.connectTimeout.count());
   auto* sshGroup = app.add_option_group("SSH", "How hvdrun reaches remote hosts (libssh2)");
-  sshGroup->add_option("--ssh-port", o.ssh.port,
+  sshGroup->add_option("-p,--ssh-port", o.ssh.port,
                        "SSH port of every remote host (default: ~/.ssh/config's Port, else 22)")
       ->check(CLI::Range(1, 65535));
-  sshGroup->add_option("--ssh-identity-file", o.ssh.identityFile,
+  sshGroup->add_option("-i,--ssh-identity-file", o.ssh.identityFile,
                        "Private key tried first (then ssh-agent, ~/.ssh/config's IdentityFile, "
                        "~/.ssh/id_ed25519, id_ecdsa, id_rsa)");
   sshGroup->add_option("--ssh-connect-timeout", connectTimeout,
@@ -114,21 +133,34 @@ int main(int argc, char** argv) {
                      "there are at least as many CPUs as local ranks (default); none: do not "
                      "bind (HVD_BIND_TO)")
       ->check(CLI::IsMember({"core", "none"}));
-  tuning->add_option("--transport", rf.transport,
-                     "auto: shared memory between ranks when all are on one host, else TCP "
-                     "(default); tcp: always TCP; shm: shared memory or fail (HVD_TRANSPORT)")
+  auto* transport = tuning->add_option(
+      "--transport", rf.transport,
+      "auto: shared memory between ranks when all are on one host, else TCP (default); tcp: "
+      "always TCP; shm: shared memory or fail (HVD_TRANSPORT)")
       ->check(CLI::IsMember({"auto", "tcp", "shm"}));
-  tuning->add_flag("--hierarchical-allreduce", rf.hierarchicalAllreduce,
+  bool tcpOnly = false;
+  tuning->add_flag("--tcp", tcpOnly, "Same as --transport tcp (horovodrun's flag)")
+      ->excludes(transport);
+  bool hierarchicalAllreduce = false, hierarchicalAllgather = false;
+  auto* hierAllreduce = tuning->add_flag(
+                   "--hierarchical-allreduce,!--no-hierarchical-allreduce", hierarchicalAllreduce,
                    "Allreduce within each host (shared memory, or NCCL for GPU tensors), across "
                    "hosts over TCP, then within each host again; needs as many ranks on every "
-                   "host (HVD_HIERARCHICAL_ALLREDUCE=1)");
-  tuning->add_flag("--hierarchical-allgather", rf.hierarchicalAllgather,
+                   "host (HVD_HIERARCHICAL_ALLREDUCE=1; the no- form overrides a config file)");
+  auto* hierAllgather = tuning->add_flag(
+                   "--hierarchical-allgather,!--no-hierarchical-allgather", hierarchicalAllgather,
                    "Allgather host memory across hosts over TCP, then within each host over "
                    "shared memory; needs as many ranks on every host "
-                   "(HVD_HIERARCHICAL_ALLGATHER=1)");
+                   "(HVD_HIERARCHICAL_ALLGATHER=1; the no- form overrides a config file)");
   tuning->add_option("--config-file", rf.configFile,
                      "JSON file with Horovod's config sections (params, timeline, stall_check, "
                      "logging); flags override it");
+  // horovodrun's controller choice and its cache of host checks: hvdrun always runs its own
+  // TCP controller (what --gloo picks) and caches nothing, so both are accepted and change nothing.
+  bool gloo = false, disableCache = false;
+  auto* compat = app.add_option_group("horovodrun", "Accepted from horovodrun, no effect in hvd");
+  compat->add_flag("--gloo", gloo, "hvdrun always runs its own controller over TCP, as Gloo's");
+  compat->add_flag("--disable-cache", disableCache, "hvdrun caches no host checks");
   bool printConfig = false;
   app.add_flag("--print-config", printConfig,
                "List every HVD_* parameter with its default, range and current value, then exit");
@@ -149,12 +181,26 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   o.command = app.remaining();
+  // An option hvdrun lacks (horovodrun's --mpi or --autotune, a typo) would otherwise be taken
+  // for the command and fail as "command not found".
+  if (!o.command.empty() && o.command.front().size() > 1 && o.command.front()[0] == '-' &&
+      o.command.front() != "--") {
+    std::fprintf(stderr,
+                 "hvdrun: error: unknown option '%s' (hvdrun --help lists them; a command "
+                 "that starts with '-' goes after --)\n",
+                 o.command.front().c_str());
+    return 2;
+  }
   // `hvdrun -np 2 -- python train.py`: the separator ends hvdrun's options, as in mpirun; a later
   // one belongs to the command.
   if (!o.command.empty() && o.command.front() == "--") o.command.erase(o.command.begin());
   try {
+    if (tcpOnly) rf.transport = "tcp";
+    if (hierAllreduce->count()) rf.hierarchicalAllreduce = hierarchicalAllreduce;
+    if (hierAllgather->count()) rf.hierarchicalAllgather = hierarchicalAllgather;
     o.runtimeParams = hvd::launcher::runtimeParams(rf);
     if (app.count("--log-level")) o.runtimeParams["HVD_LOG_LEVEL"] = o.logLevel;
+    if (logHideTime) o.runtimeParams["HVD_LOG_HIDE_TIME"] = "1";
     // What the workers will see: hvdrun's environment with the flags and file applied. A bad
     // value is reported here, before any worker starts.
     auto env = hvd::params::environmentSnapshot();
@@ -163,7 +209,12 @@ int main(int argc, char** argv) {
     o.horovodCompat = o.horovodCompat || values.getInt("HVD_HOROVOD_COMPAT") == 1;
     // HVD_LOG_LEVEL (or HOROVOD_LOG_LEVEL, or the config file's logging.level) in hvdrun's
     // environment sets hvdrun's level and its workers' as the flag does; the flag wins.
-    o.logLevel = values.getString("HVD_LOG_LEVEL");
+    try {
+      o.logLevel = hvd::log::canonicalLevel(values.getString("HVD_LOG_LEVEL"));
+    } catch (const hvd::InvalidArgument& e) {
+      throw hvd::InvalidArgument(std::string("HVD_LOG_LEVEL: ") + e.what());
+    }
+    logHideTime = values.getInt("HVD_LOG_HIDE_TIME") == 1;
     if (printConfig) {
       std::fputs(hvd::params::describeAll(values).c_str(), stdout);
       return 0;
@@ -184,11 +235,7 @@ int main(int argc, char** argv) {
   o.ssh.connectTimeout = std::chrono::seconds(connectTimeout);
   if (o.verbose && o.logLevel == "warn") o.logLevel = "info";
   try {
-    try {
-      hvd::log::configure({o.logLevel, "", "hvdrun"});
-    } catch (const hvd::InvalidArgument& e) {
-      throw hvd::InvalidArgument(std::string("HVD_LOG_LEVEL: ") + e.what());
-    }
+    hvd::log::configure({o.logLevel, "", "hvdrun", logHideTime});
     return hvd::launcher::launch(o);
   } catch (const hvd::InvalidArgument& e) {
     std::fprintf(stderr, "hvdrun: error: %s\n", e.what());

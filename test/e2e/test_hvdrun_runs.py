@@ -30,6 +30,64 @@ def test_double_dash_ends_hvdruns_options_and_later_ones_reach_the_command():
         assert f"[{rank}]<stdout>:['-x', '--', '-np']" in r.stdout
 
 
+ENV_PRINTER = ("import os; print(' '.join(f'{k}={os.environ.get(k)}' for k in ('HVD_TRANSPORT', "
+               "'HVD_LOG_LEVEL', 'HVD_LOG_HIDE_TIME', 'HVD_HIERARCHICAL_ALLREDUCE')))")
+
+
+def test_a_horovodrun_command_line_runs_unchanged(tmp_path):
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("localhost slots=2\n")
+    r = run_hvdrun("-np", 2, "-hostfile", hostfile, "--log-level", "WARNING", "--gloo",
+                   "--disable-cache", "--tcp", "--log-hide-timestamp", "--prefix-timestamp",
+                   *python_worker(ENV_PRINTER))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) == 2, r.stdout
+    for line in lines:
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} \[[01]\]<stdout>:"
+                            r"HVD_TRANSPORT=tcp HVD_LOG_LEVEL=warn HVD_LOG_HIDE_TIME=1 "
+                            r"HVD_HIERARCHICAL_ALLREDUCE=None", line), line
+
+
+def test_horovod_log_level_names_and_the_no_hierarchical_flag_over_a_config_file(tmp_path):
+    config = tmp_path / "horovod.json"
+    config.write_text('{"params": {"hierarchical_allreduce": true}}')
+    env = dict(os.environ, HOROVOD_LOG_LEVEL="Fatal")
+    r = run_hvdrun("-np", 1, "--config-file", config, "--no-hierarchical-allreduce",
+                   *python_worker(ENV_PRINTER), env=env)
+    assert r.returncode == 0, r.stderr
+    assert "HVD_LOG_LEVEL=critical" in r.stdout and "HVD_HIERARCHICAL_ALLREDUCE=0" in r.stdout
+    assert not re.match(r"\d{4}-", r.stdout), "no timestamps without --prefix-timestamp"
+    # -cb is horovodrun's --check-build; -hostfile no longer reads as -h (the help)
+    r = run_hvdrun("-cb")
+    assert r.returncode == 0 and "hvd " in r.stdout and "Usage" not in r.stdout, r.stdout
+
+
+def test_hvdrun_log_lines_start_with_the_time_unless_hidden():
+    r = run_hvdrun("-np", 2, "--log-level", "info", *python_worker("import hvd; hvd.init()"))
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} hvdrun info \[launcher\]",
+                     r.stderr, re.M), r.stderr
+    assert re.search(r"^\[0\]<stderr>:\d{4}-\d\d-\d\d \S+ \S+ \[rank 0/2\] info", r.stderr,
+                     re.M), r.stderr
+    r = run_hvdrun("-np", 2, "--log-level", "info", "--log-hide-timestamp",
+                   *python_worker("import hvd; hvd.init()"))
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"^hvdrun info \[launcher\]", r.stderr, re.M), r.stderr
+    assert re.search(r"^\[0\]<stderr>:\S+ \[rank 0/2\] info", r.stderr, re.M), r.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--tcp", "--transport", "shm"], "excludes"),
+    (["--log-level", "loud"], "unknown log level 'loud'"),
+    (["--mpi"], "unknown option '--mpi'"),
+    (["--autotune", "--autotune-log-file", "x"], "unknown option '--autotune'"),
+])
+def test_conflicting_or_unknown_horovodrun_flags_are_refused(args, message):
+    r = run_hvdrun("-np", 1, *args, "true")
+    assert r.returncode != 0 and message in r.stderr, r.stderr
+
+
 def test_broadcast_from_a_non_zero_root():
     r = run_hvdrun("-np", 3, WORKER, "broadcast", 2)
     assert r.returncode == 0, r.stderr

@@ -28,8 +28,8 @@ def hosts():
     h.close()
 
 
-def hvdrun(hosts, *args, env=None, timeout=90):
-    return subprocess.run([str(HVDRUN), "--ssh-port", str(SSH_PORT), *map(str, args)],
+def hvdrun(hosts, *args, env=None, timeout=90, port_flag="--ssh-port"):
+    return subprocess.run([str(HVDRUN), port_flag, str(SSH_PORT), *map(str, args)],
                           capture_output=True, text=True, timeout=timeout,
                           env=env or hosts.env(), cwd=REPO)
 
@@ -98,8 +98,9 @@ def test_hierarchical_allreduce_and_allgather_across_two_ssh_hosts(hosts):
 
 
 def test_local_and_remote_ranks_share_one_job(hosts):
+    # horovodrun's -p names the SSH port as --ssh-port does
     r = hvdrun(hosts, "-np", 3, "-H", f"localhost:1,{hosts.addresses[0]}:2",
-               sys.executable, "-c", TOPOLOGY_WORKER)
+               sys.executable, "-c", TOPOLOGY_WORKER, port_flag="-p")
     assert r.returncode == 0, r.stderr
     rows = topology_lines(r.stdout)
     assert rows[0][6] == netns_inode() and rows[1][6] == netns_inode(hosts.namespaces[0])

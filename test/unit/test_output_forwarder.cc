@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "launcher/output_forwarder.h"
@@ -49,6 +51,33 @@ TEST_CASE("partial lines are joined and each line is prefixed once") {
   f.onEnd(0, Stream::Stdout);
   f.onEnd(1, Stream::Stdout);
   CHECK(drain(p.out[0]) == "[0]<stdout>:part\n[1]<stdout>:and \n");
+}
+
+TEST_CASE("with timestamps each line starts with the local date and time it was forwarded") {
+  Pipes p;
+  OutputForwarder f(2, p.out[1], p.err[1], "", true);
+  std::time_t before = std::time(nullptr);
+  f.onData(1, Stream::Stdout, "one\ntw", 6);
+  f.onData(1, Stream::Stdout, "o\n", 2);
+  f.onData(0, Stream::Stderr, "err\n", 4);
+  std::time_t after = std::time(nullptr);
+  std::string out = drain(p.out[0]), err = drain(p.err[0]);
+  std::regex line(R"((\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\.\d{3} \[1\]<stdout>:(one|two)\n)");
+  std::smatch m;
+  REQUIRE(std::regex_search(out, m, line));
+  CHECK(m.position(0) == 0);
+  // The stamp is this machine's local time of the call, to the second.
+  auto localText = [](std::time_t t) {
+    std::tm local{};
+    ::localtime_r(&t, &local);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &local);
+    return std::string(text);
+  };
+  CHECK((m.str(1) >= localText(before) && m.str(1) <= localText(after)));
+  CHECK(std::regex_match(out, std::regex(R"((\S+ \S+ \[1\]<stdout>:(one|two)\n){2})")));
+  CHECK(std::regex_match(err, std::regex(R"(\S+ \S+ \[0\]<stderr>:err\n)")));
+  CHECK(f.lastStderrLines(0) == std::vector<std::string>{"err"});  // the summary keeps no stamp
 }
 
 TEST_CASE("a progress bar's carriage returns forward each redraw as it comes") {
