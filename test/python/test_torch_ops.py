@@ -269,3 +269,31 @@ def test_join_returns_the_last_rank():
         out = hvd.allreduce(torch.ones(3), op=hvd.Sum, name="t.after.join")
         assert out.tolist() == [1.0] * 3
     assert hvd.join() == last
+
+
+@pytest.mark.parametrize("op", ["Sum", "Average"])
+def test_sparse_allreduce_async_adds_the_ranks_entries(op):
+    n, r = hvd.size(), hvd.rank()
+    # each rank sets row r and the shared row 9; rank 1 sends nothing at all
+    rows = [] if r == 1 else [r, 9]
+    values = torch.full((len(rows), 2), float(r + 1))
+    sparse = torch.sparse_coo_tensor(torch.tensor([rows], dtype=torch.int64), values, (10, 2),
+                                     check_invariants=True)
+    handle = hvd.sparse_allreduce_async(sparse, name=f"sparse.{op}", op=getattr(hvd, op))
+    out = handle()
+    assert out.is_sparse and out.is_coalesced() and out.shape == (10, 2)
+    expected = torch.zeros(10, 2)
+    for k in range(n):
+        if k != 1:
+            expected[k] += k + 1
+            expected[9] += k + 1
+    if op == "Average":
+        expected /= n
+    torch.testing.assert_close(out.to_dense(), expected)
+
+
+def test_sparse_allreduce_async_refuses_dense_tensors_and_other_ops():
+    with pytest.raises(ValueError, match='sparse_allreduce_async "d": takes a torch.sparse_coo'):
+        hvd.sparse_allreduce_async(torch.ones(3), name="d", op=hvd.Sum)
+    with pytest.raises(ValueError, match='"m": op must be hvd.Average or hvd.Sum'):
+        hvd.sparse_allreduce_async(torch.ones(3).to_sparse(), name="m", op=hvd.Max)

@@ -21,7 +21,7 @@ from hvd.torch.mpi_ops import (allgather, allgather_async, allreduce, allreduce_
                                grouped_allreduce, grouped_allreduce_, grouped_allreduce_async,
                                grouped_allreduce_async_, grouped_reducescatter,
                                grouped_reducescatter_async, join, poll, reducescatter,
-                               reducescatter_async, synchronize)
+                               reducescatter_async, sparse_allreduce_async, synchronize)
 from hvd.torch.optimizer import DistributedOptimizer
 from hvd.torch.sync_batch_norm import SyncBatchNorm
 from hvd.torch.threads import fit_intra_op_threads as _fit_intra_op_threads
@@ -43,5 +43,5 @@ __all__ = list(_basics_all) + [
     "grouped_allgather", "grouped_allgather_async", "grouped_allreduce", "grouped_allreduce_",
     "grouped_allreduce_async", "grouped_allreduce_async_", "grouped_reducescatter",
     "grouped_reducescatter_async", "join", "poll", "reducescatter", "reducescatter_async",
-    "synchronize",
+    "sparse_allreduce_async", "synchronize",
 ]

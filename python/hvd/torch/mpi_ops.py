@@ -249,6 +249,41 @@ def allgather(tensor, name=None, process_set=global_process_set):
     return synchronize(allgather_async(tensor, name, process_set))
 
 
+class _SparsePending:
+    """A sparse tensor summed or averaged over the ranks as an allgather of its values and of
+    its indices (Horovod's method): duplicates of one index are added when the result is
+    coalesced. Calling it waits and returns the result."""
+
+    def __init__(self, tensor, name, op, process_set):
+        tensor = tensor.coalesce()
+        self.size = tensor.size()
+        self.op = op
+        self.process_set = process_set
+        self.values = allgather_async(tensor._values(), f"{name}.values", process_set)
+        self.indices = allgather_async(tensor._indices().t().contiguous(), f"{name}.indices",
+                                       process_set)
+
+    def __call__(self):
+        values = synchronize(self.values)
+        indices = synchronize(self.indices)
+        if self.op == Average:
+            values = values / self.process_set.size()
+        return torch.sparse_coo_tensor(indices.t(), values, self.size,
+                                       check_invariants=False).coalesce()
+
+
+def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
+    """Horovod's sparse allreduce: starts it and returns a callable that waits for the result,
+    a coalesced sparse tensor. op is Sum or Average (a sparse Min or Max is not an allgather)."""
+    if not isinstance(tensor, torch.Tensor) or tensor.layout != torch.sparse_coo:
+        raise ValueError(f'sparse_allreduce_async "{name}": takes a torch.sparse_coo tensor, '
+                         f"not {getattr(tensor, 'layout', type(tensor).__name__)} (use allreduce "
+                         "for dense tensors)")
+    if op not in (Average, Sum):
+        raise ValueError(f'sparse_allreduce_async "{name}": op must be hvd.Average or hvd.Sum')
+    return _SparsePending(tensor, name, op, process_set)
+
+
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
     return _c.grouped_allgather_async(tensors, name, process_set)
 

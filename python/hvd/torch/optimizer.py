@@ -13,28 +13,7 @@ import torch
 from hvd import _basics
 from hvd._basics import Average, global_process_set
 from hvd.torch.compression import Compression
-from hvd.torch.mpi_ops import _c, allgather_async, synchronize
-
-
-class _SparsePending:
-    """A sparse gradient reduced as an allgather of its values and indices."""
-
-    def __init__(self, grad, name, op, process_set):
-        grad = grad.coalesce()
-        self.size = grad.size()
-        self.op = op
-        self.process_set = process_set
-        self.values = allgather_async(grad._values(), f"{name}.values", process_set)
-        self.indices = allgather_async(grad._indices().t().contiguous(), f"{name}.indices",
-                                       process_set)
-
-    def result(self):
-        values = synchronize(self.values)
-        indices = synchronize(self.indices)
-        if self.op == Average:
-            values = values / self.process_set.size()
-        return torch.sparse_coo_tensor(indices.t(), values, self.size,
-                                       check_invariants=False).coalesce()
+from hvd.torch.mpi_ops import _c, _SparsePending
 
 
 def load_keeping_param_groups(optimizer, load) -> None:
@@ -221,7 +200,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             key = id(p)
             handle, pair = handles[key]
             if isinstance(handle, _SparsePending):
-                p.grad = handle.result()
+                p.grad = handle()
             else:
                 if id(handle) not in waited:
                     waited.add(id(handle))
@@ -257,7 +236,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         # (so their names leave the engine) and are discarded, and the per-step counts reset.
         for handle, _ in self._handles.values():
             if isinstance(handle, _SparsePending):
-                handle.result()
+                handle()
             elif handle is not None:
                 handle.wait()
         self._handles.clear()
