@@ -63,6 +63,43 @@ def test_distributed_training_matches_single_process_on_the_combined_batch(opt_n
     torch.testing.assert_close(flat(model), flat(reference), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("opt_name", ["SGD", "LBFGS", "LBFGS-strong-wolfe"])
+def test_step_with_a_closure_matches_single_process_on_the_combined_batch(opt_name):
+    # LBFGS evaluates the closure several times per step and reads .grad after each, and its
+    # stopping tests and line search compare losses: both must be the combined batch's. In
+    # float64, as LBFGS amplifies float32's rounding differences to 1e-3 within three steps.
+    make_opt = {"SGD": lambda p: torch.optim.SGD(p, lr=0.1),
+                "LBFGS": lambda p: torch.optim.LBFGS(p, lr=0.5, max_iter=6),
+                "LBFGS-strong-wolfe": lambda p: torch.optim.LBFGS(
+                    p, lr=1, max_iter=6, line_search_fn="strong_wolfe")}[opt_name]
+    model, reference = make_model().double(), make_model().double()
+    opt = hvd.DistributedOptimizer(make_opt(model.parameters()),
+                                   named_parameters=model.named_parameters())
+    ref_opt = make_opt(reference.parameters())
+    loss_fn = torch.nn.CrossEntropyLoss()
+    for step in range(3):
+        x, y = batch_of(hvd.rank(), step)
+        cx, cy = combined_batch(step)
+        x, cx = x.double(), cx.double()
+
+        def closure():
+            opt.zero_grad()
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            return loss
+
+        def ref_closure():
+            ref_opt.zero_grad()
+            loss = loss_fn(reference(cx), cy)
+            loss.backward()
+            return loss
+
+        loss, ref_loss = opt.step(closure), ref_opt.step(ref_closure)
+        torch.testing.assert_close(loss, ref_loss.detach(), rtol=1e-9, atol=1e-9)
+    assert_identical_on_all_ranks(model)
+    torch.testing.assert_close(flat(model), flat(reference), rtol=1e-8, atol=1e-8)
+
+
 @pytest.mark.parametrize("form", ["named_parameters", "parameters", "parameters_list"])
 def test_broadcast_parameters_takes_every_form_horovod_takes(form):
     model, reference = make_model(seed=hvd.rank()), make_model(seed=0)

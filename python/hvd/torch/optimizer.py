@@ -13,7 +13,7 @@ import torch
 from hvd import _basics
 from hvd._basics import Average, global_process_set
 from hvd.torch.compression import Compression
-from hvd.torch.mpi_ops import _c, _SparsePending
+from hvd.torch.mpi_ops import _c, _SparsePending, allreduce_async, synchronize
 
 
 def load_keeping_param_groups(optimizer, load) -> None:
@@ -229,7 +229,27 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                               "skip_synchronize(): the gradients are reduced again")
             self.synchronize()
         self._synchronized = False
+        if closure is not None and self._communicates:
+            closure = self._reduced(closure)
         return super(self.__class__, self).step(closure)
+
+    def _reduced(self, closure):
+        """step(closure)'s closure, returning what the combined batch would: the optimizer
+        (LBFGS and the like, possibly several times per step) reads .grad right after each
+        evaluation, so its gradients are reduced before it returns, and its loss is reduced
+        with the same op, so that every rank's optimizer takes the same decisions (LBFGS's
+        tolerance_change and line search compare losses) and the parameters stay identical."""
+        def evaluate():
+            loss = closure()
+            self.synchronize()
+            self._synchronized = False
+            if loss is None:
+                return None
+            local = loss.detach() if isinstance(loss, torch.Tensor) else torch.tensor(float(loss))
+            reduced = synchronize(allreduce_async(local, name="DistributedOptimizer.closure_loss",
+                                                  op=self._op, process_set=self._process_set))
+            return reduced if isinstance(loss, torch.Tensor) else float(reduced)
+        return evaluate
 
     def load_state_dict(self, state_dict):
         # A load starts a fresh accumulation, as in Horovod: reductions already started finish
