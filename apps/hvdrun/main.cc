@@ -1,15 +1,11 @@
 // hvdrun: parses the command line and hands off to the launcher.
-#include <CLI/CLI.hpp>
-
-#include <algorithm>
 #include <cstdio>
-#include <map>
-#include <set>
 
 #include "common/error.h"
 #include "common/logging.h"
 #include "common/params.h"
 #include "launcher/check_build.h"
+#include "launcher/command_line.h"
 #include "launcher/launcher.h"
 #include "launcher/python_path.h"
 #include "launcher/runtime_flags.h"
@@ -18,189 +14,15 @@
 #define HVD_VERSION "unknown"
 #endif
 
-namespace {
-
-// CLI11 accepts only one-letter names after a single dash, but mpirun and horovodrun users type
-// -np, -hostfile and -cb (CLI11 would read -hostfile as -h and print the help). Rewrite them in
-// hvdrun's own options, stopping at the command so the command's arguments stay untouched.
-std::vector<std::string> normaliseArgs(int argc, char** argv) {
-  static const std::map<std::string, std::string> kLongForms = {
-      {"-np", "--num-proc"}, {"-hostfile", "--hostfile"}, {"-cb", "--check-build"}};
-  static const std::set<std::string> kTakesValue = {
-      "-n", "--num-proc", "-H", "--hosts", "--hostfile", "--start-timeout", "--grace-seconds",
-      "--output-filename", "-x", "--log-level", "--fusion-threshold-mb", "--cycle-time-ms",
-      "--cache-capacity", "--timeline-filename", "--stall-check-warning-time-seconds",
-      "--stall-check-shutdown-time-seconds", "--config-file", "-p", "--ssh-port", "-i",
-      "--ssh-identity-file", "--ssh-connect-timeout", "--network-interface", "--bind-to",
-      "--transport"};
-  std::vector<std::string> args(argv, argv + argc);
-  for (std::size_t i = 1; i < args.size(); ++i) {
-    if (args[i].empty() || args[i][0] != '-' || args[i] == "--") break;
-    if (auto it = kLongForms.find(args[i]); it != kLongForms.end()) args[i] = it->second;
-    if (kTakesValue.count(args[i])) ++i;
-  }
-  return args;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
-  using hvd::launcher::LaunchOptions;
-  LaunchOptions o;
-  CLI::App app{"hvdrun: start a data-parallel job of N ranks and forward their output", "hvdrun"};
-  app.set_version_flag("--version", std::string("hvdrun ") + HVD_VERSION);
-  int startTimeout = static_cast<int>(
-      hvd::params::parseInt(hvd::params::spec("HVD_START_TIMEOUT").defaultValue, 1, 86400,
-                            "HVD_START_TIMEOUT"));
-  int grace = 10;
-  app.add_option("-n,--num-proc", o.np,
-                 "Number of ranks to start (default inside Slurm: the allocation's task count)");
-  app.add_option("-H,--hosts", o.hosts,
-                 "Hosts and slots, host:slots[,host:slots] (default localhost:N)");
-  app.add_option("--hostfile", o.hostfile, "Hosts from a file of 'host slots=N' lines");
-  app.add_option("--start-timeout", startTimeout,
-                 "Seconds workers wait for all peers to join (HVD_START_TIMEOUT)")
-      ->check(CLI::Range(1, 86400));
-  app.add_option("--grace-seconds", grace,
-                 "Seconds between SIGTERM and SIGKILL when the job is stopped")
-      ->check(CLI::Range(0, 3600));
-  app.add_option("--output-filename", o.outputDir,
-                 "Also write each rank's output to DIR/rank.NN/{stdout,stderr}");
-  app.add_option("-x", o.exports, "Export VAR (from hvdrun's environment) or VAR=VALUE to workers")
-      ->allow_extra_args(false);
-  app.add_option("--log-level", o.logLevel,
-                 "Log level of hvdrun and its workers: trace, debug, info, warn, error, "
-                 "critical, off (or Horovod's WARNING, FATAL, any case)")
-      ->transform(CLI::Validator(
-          [](std::string& level) {
-            try {
-              level = hvd::log::canonicalLevel(level);
-              return std::string();
-            } catch (const hvd::InvalidArgument& e) {
-              return std::string(e.what());
-            }
-          },
-          "LEVEL"));
-  bool logHideTime = false;
-  app.add_flag("--log-hide-timestamp", logHideTime,
-               "Leave the date and time out of hvd's log lines (HVD_LOG_HIDE_TIME=1)");
-  app.add_flag("--prefix-timestamp", o.prefixTimestamp,
-               "Start each forwarded output line with the local date and time hvdrun received "
-               "it");
-  app.add_flag("--horovod-compat", o.horovodCompat,
-               "Let 'import horovod.torch as hvd' run on hvd: put hvd's horovod compatibility "
-               "package on the workers' PYTHONPATH (HVD_HOROVOD_COMPAT=1)");
-  app.add_flag("--verbose", o.verbose,
-               "Print what hvdrun does, incl. the address chosen per host (never the job secret)");
-  int connectTimeout = static_cast<int>(o.ssh.connectTimeout.count());
-  auto* sshGroup = app.add_option_group("SSH", "How hvdrun reaches remote hosts (libssh2)");
-  sshGroup->add_option("-p,--ssh-port", o.ssh.port,
-                       "SSH port of every remote host (default: ~/.ssh/config's Port, else 22)")
-      ->check(CLI::Range(1, 65535));
-  sshGroup->add_option("-i,--ssh-identity-file", o.ssh.identityFile,
-                       "Private key tried first (then ssh-agent, ~/.ssh/config's IdentityFile, "
-                       "~/.ssh/id_ed25519, id_ecdsa, id_rsa)");
-  sshGroup->add_option("--ssh-connect-timeout", connectTimeout,
-                       "Seconds to reach and authenticate with each host before the job is "
-                       "refused")
-      ->check(CLI::Range(1, 3600));
-  sshGroup->add_flag("--ssh-no-host-key-check", o.ssh.noHostKeyCheck,
-                     "Do not verify host keys against ~/.ssh/known_hosts (unsafe outside "
-                     "trusted networks)");
-  app.add_option("--network-interface", o.networkInterface,
-                 "Interface for the rendezvous and data plane: IFACE, or host=IFACE,... per "
-                 "host (default: the address that reaches hvdrun)");
-  hvd::launcher::RuntimeFlags rf;
-  auto* tuning = app.add_option_group("Runtime", "Engine knobs, exported to workers as HVD_*");
-  tuning->add_option("--fusion-threshold-mb", rf.fusionThresholdMb,
-                     "Fusion buffer size in MB; 0 turns fusion off (HVD_FUSION_THRESHOLD)");
-  tuning->add_option("--cycle-time-ms", rf.cycleTimeMs,
-                     "Hold ready work this long to fuse more; 0 runs it at once (HVD_CYCLE_TIME)");
-  tuning->add_option("--cache-capacity", rf.cacheCapacity,
-                     "Response cache entries; 0 turns it off (HVD_CACHE_CAPACITY)");
-  tuning->add_option("--timeline-filename", rf.timelineFilename,
-                     "Rank 0 writes a Chrome-trace timeline here (HVD_TIMELINE)");
-  tuning->add_option("--stall-check-warning-time-seconds", rf.stallWarningSeconds,
-                     "Report operations some ranks have not submitted after this long "
-                     "(HVD_STALL_CHECK_TIME_SECONDS)");
-  tuning->add_option("--stall-check-shutdown-time-seconds", rf.stallShutdownSeconds,
-                     "Fail the job when an operation stalls this long; 0 never "
-                     "(HVD_STALL_SHUTDOWN_TIME_SECONDS)");
-  tuning->add_flag("--no-stall-check", rf.noStallCheck,
-                   "Turn the stall inspector off (HVD_STALL_CHECK_DISABLE=1)");
-  tuning->add_option("--bind-to", rf.bindTo,
-                     "core: bind each worker to its local rank's share of the host's CPUs when "
-                     "there are at least as many CPUs as local ranks (default); none: do not "
-                     "bind (HVD_BIND_TO)")
-      ->check(CLI::IsMember({"core", "none"}));
-  auto* transport = tuning->add_option(
-      "--transport", rf.transport,
-      "auto: shared memory between ranks when all are on one host, else TCP (default); tcp: "
-      "always TCP; shm: shared memory or fail (HVD_TRANSPORT)")
-      ->check(CLI::IsMember({"auto", "tcp", "shm"}));
-  bool tcpOnly = false;
-  tuning->add_flag("--tcp", tcpOnly, "Same as --transport tcp (horovodrun's flag)")
-      ->excludes(transport);
-  bool hierarchicalAllreduce = false, hierarchicalAllgather = false;
-  auto* hierAllreduce = tuning->add_flag(
-                   "--hierarchical-allreduce,!--no-hierarchical-allreduce", hierarchicalAllreduce,
-                   "Allreduce within each host (shared memory, or NCCL for GPU tensors), across "
-                   "hosts over TCP, then within each host again; needs as many ranks on every "
-                   "host (HVD_HIERARCHICAL_ALLREDUCE=1; the no- form overrides a config file)");
-  auto* hierAllgather = tuning->add_flag(
-                   "--hierarchical-allgather,!--no-hierarchical-allgather", hierarchicalAllgather,
-                   "Allgather host memory across hosts over TCP, then within each host over "
-                   "shared memory; needs as many ranks on every host "
-                   "(HVD_HIERARCHICAL_ALLGATHER=1; the no- form overrides a config file)");
-  tuning->add_option("--config-file", rf.configFile,
-                     "JSON file with Horovod's config sections (params, timeline, stall_check, "
-                     "logging); flags override it");
-  // horovodrun's controller choice and its cache of host checks: hvdrun always runs its own
-  // TCP controller (what --gloo picks) and caches nothing, so both are accepted and change nothing.
-  bool gloo = false, disableCache = false;
-  auto* compat = app.add_option_group("horovodrun", "Accepted from horovodrun, no effect in hvd");
-  compat->add_flag("--gloo", gloo, "hvdrun always runs its own controller over TCP, as Gloo's");
-  compat->add_flag("--disable-cache", disableCache, "hvdrun caches no host checks");
-  bool printConfig = false;
-  app.add_flag("--print-config", printConfig,
-               "List every HVD_* parameter with its default, range and current value, then exit");
-  bool checkBuild = false;
-  app.add_flag("--check-build", checkBuild,
-               "Show what this build supports (CUDA, NCCL), what this machine offers it (driver, "
-               "devices, NCCL library) and what the workers' python3 finds (hvd, PyTorch, "
-               "NumPy), then exit; status 1 when python3 cannot import hvd");
-  app.prefix_command();  // everything from the command on belongs to the command
-  app.footer("Usage: hvdrun -np N [-H host:slots,...] [options] command [args...]");
-
+  hvd::launcher::CommandLine cl;
+  if (int status = hvd::launcher::parseCommandLine(argc, argv, HVD_VERSION, cl); status >= 0)
+    return status;
+  hvd::launcher::LaunchOptions& o = cl.launch;
   try {
-    std::vector<std::string> args = normaliseArgs(argc, argv);
-    std::reverse(args.begin(), args.end());
-    args.pop_back();  // program name
-    app.parse(args);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  o.command = app.remaining();
-  // An option hvdrun lacks (horovodrun's --mpi or --autotune, a typo) would otherwise be taken
-  // for the command and fail as "command not found".
-  if (!o.command.empty() && o.command.front().size() > 1 && o.command.front()[0] == '-' &&
-      o.command.front() != "--") {
-    std::fprintf(stderr,
-                 "hvdrun: error: unknown option '%s' (hvdrun --help lists them; a command "
-                 "that starts with '-' goes after --)\n",
-                 o.command.front().c_str());
-    return 2;
-  }
-  // `hvdrun -np 2 -- python train.py`: the separator ends hvdrun's options, as in mpirun; a later
-  // one belongs to the command.
-  if (!o.command.empty() && o.command.front() == "--") o.command.erase(o.command.begin());
-  try {
-    if (tcpOnly) rf.transport = "tcp";
-    if (hierAllreduce->count()) rf.hierarchicalAllreduce = hierarchicalAllreduce;
-    if (hierAllgather->count()) rf.hierarchicalAllgather = hierarchicalAllgather;
-    o.runtimeParams = hvd::launcher::runtimeParams(rf);
-    if (app.count("--log-level")) o.runtimeParams["HVD_LOG_LEVEL"] = o.logLevel;
-    if (logHideTime) o.runtimeParams["HVD_LOG_HIDE_TIME"] = "1";
+    o.runtimeParams = hvd::launcher::runtimeParams(cl.runtime);
+    if (cl.logLevelGiven) o.runtimeParams["HVD_LOG_LEVEL"] = o.logLevel;
+    if (cl.logHideTime) o.runtimeParams["HVD_LOG_HIDE_TIME"] = "1";
     // What the workers will see: hvdrun's environment with the flags and file applied. A bad
     // value is reported here, before any worker starts.
     auto env = hvd::params::environmentSnapshot();
@@ -214,12 +36,12 @@ int main(int argc, char** argv) {
     } catch (const hvd::InvalidArgument& e) {
       throw hvd::InvalidArgument(std::string("HVD_LOG_LEVEL: ") + e.what());
     }
-    logHideTime = values.getInt("HVD_LOG_HIDE_TIME") == 1;
-    if (printConfig) {
+    cl.logHideTime = values.getInt("HVD_LOG_HIDE_TIME") == 1;
+    if (cl.printConfig) {
       std::fputs(hvd::params::describeAll(values).c_str(), stdout);
       return 0;
     }
-    if (checkBuild) {
+    if (cl.checkBuild) {
       hvd::launcher::addPythonPath(env, hvd::launcher::findPythonPackage("/proc/self/exe"),
                                    o.horovodCompat);
       auto report = hvd::launcher::checkBuild({HVD_VERSION, env});
@@ -230,12 +52,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "hvdrun: error: %s\n", e.what());
     return 2;
   }
-  o.startTimeout = std::chrono::seconds(startTimeout);
-  o.grace = std::chrono::seconds(grace);
-  o.ssh.connectTimeout = std::chrono::seconds(connectTimeout);
   if (o.verbose && o.logLevel == "warn") o.logLevel = "info";
   try {
-    hvd::log::configure({o.logLevel, "", "hvdrun", logHideTime});
+    hvd::log::configure({o.logLevel, "", "hvdrun", cl.logHideTime});
     return hvd::launcher::launch(o);
   } catch (const hvd::InvalidArgument& e) {
     std::fprintf(stderr, "hvdrun: error: %s\n", e.what());
