@@ -43,7 +43,8 @@ void apply(State& s, spdlog::logger& lg) {
   bool shown = s.subsystems.empty() || s.subsystems.count(lg.name()) > 0;
   lg.set_level(shown ? parseLevel(s.settings.level) : spdlog::level::off);
   std::string prefix = s.settings.prefix.empty() ? "hvd" : s.settings.prefix;
-  lg.set_pattern((s.settings.hideTime ? "" : "%Y-%m-%d %H:%M:%S.%e ") + prefix + " %^%l%$ [%n] %v");
+  std::string time = s.settings.hideTime ? "" : "%Y-%m-%d %H:%M:%S.%e ";
+  lg.set_pattern(time + prefix + " %^%l%$ [%n] %v");
 }
 
 }  // namespace

@@ -75,8 +75,7 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
             }
           },
           "LEVEL"));
-  bool logHideTime = false;
-  app.add_flag("--log-hide-timestamp", logHideTime,
+  app.add_flag("--log-hide-timestamp", out.logHideTime,
                "Leave the date and time out of hvd's log lines (HVD_LOG_HIDE_TIME=1)");
   app.add_flag("--prefix-timestamp", o.prefixTimestamp,
                "Start each forwarded output line with the local date and time hvdrun received "
@@ -104,7 +103,7 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
   app.add_option("--network-interface", o.networkInterface,
                  "Interface for the rendezvous and data plane: IFACE, or host=IFACE,... per "
                  "host (default: the address that reaches hvdrun)");
-  hvd::launcher::RuntimeFlags rf;
+  RuntimeFlags& rf = out.runtime;
   auto* tuning = app.add_option_group("Runtime", "Engine knobs, exported to workers as HVD_*");
   tuning->add_option("--fusion-threshold-mb", rf.fusionThresholdMb,
                      "Fusion buffer size in MB; 0 turns fusion off (HVD_FUSION_THRESHOLD)");
@@ -151,15 +150,13 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
                      "logging); flags override it");
   // horovodrun's controller choice and its cache of host checks: hvdrun always runs its own
   // TCP controller (what --gloo picks) and caches nothing, so both are accepted and change nothing.
-  bool gloo = false, disableCache = false;
   auto* compat = app.add_option_group("horovodrun", "Accepted from horovodrun, no effect in hvd");
-  compat->add_flag("--gloo", gloo, "hvdrun always runs its own controller over TCP, as Gloo's");
-  compat->add_flag("--disable-cache", disableCache, "hvdrun caches no host checks");
-  bool printConfig = false;
-  app.add_flag("--print-config", printConfig,
+  compat->add_flag("--gloo")->description(
+      "hvdrun always runs its own controller over TCP, as Gloo's");
+  compat->add_flag("--disable-cache")->description("hvdrun caches no host checks");
+  app.add_flag("--print-config", out.printConfig,
                "List every HVD_* parameter with its default, range and current value, then exit");
-  bool checkBuild = false;
-  app.add_flag("--check-build", checkBuild,
+  app.add_flag("--check-build", out.checkBuild,
                "Show what this build supports (CUDA, NCCL), what this machine offers it (driver, "
                "devices, NCCL library) and what the workers' python3 finds (hvd, PyTorch, "
                "NumPy), then exit; status 1 when python3 cannot import hvd");
@@ -194,11 +191,7 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
   o.startTimeout = std::chrono::seconds(startTimeout);
   o.grace = std::chrono::seconds(grace);
   o.ssh.connectTimeout = std::chrono::seconds(connectTimeout);
-  out.runtime = rf;
   out.logLevelGiven = app.count("--log-level") > 0;
-  out.logHideTime = logHideTime;
-  out.printConfig = printConfig;
-  out.checkBuild = checkBuild;
   return -1;
 }
 

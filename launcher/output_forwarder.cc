@@ -29,7 +29,8 @@ void writeFully(int fd, const char* data, std::size_t size) {
 std::string localTimestamp() {
   auto now = std::chrono::system_clock::now();
   std::time_t seconds = std::chrono::system_clock::to_time_t(now);
-  auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()) % 1000;
+  auto millis =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()) % 1000;
   std::tm local{};
   ::localtime_r(&seconds, &local);
   char text[40];

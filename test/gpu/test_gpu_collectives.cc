@@ -9,6 +9,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "bench/hvd_bench/elements.h"
 #include "collectives/algorithms/reduce.h"
 #include "collectives/gpu/kernels.h"
 #include "test/ranks/run_runtimes.h"
@@ -95,36 +96,16 @@ TEST_CASE("batched copy moves every job, aligned or not, across launches", "[gpu
 }
 
 TEST_CASE("device scale and divide round as the host versions do", "[gpu]") {
-  for (DType dtype : {DType::UInt8, DType::Int8, DType::UInt16, DType::Int16, DType::Int32, DType::Int64,
-                      DType::Float16, DType::BFloat16, DType::Float32, DType::Float64}) {
+  for (DType dtype : {DType::UInt8, DType::Int8, DType::UInt16, DType::Int16, DType::Int32,
+                      DType::Int64, DType::Float16, DType::BFloat16, DType::Float32, DType::Float64}) {
     std::size_t n = 1000, bytes = n * collectives::dtypeSize(dtype);
     std::vector<uint8_t> host(bytes);
     std::vector<float> values(n);
     for (std::size_t i = 0; i < n; ++i) values[i] = static_cast<float>(i % 97) - 20.0f;
-    // Fill through the host reduce: start at zero, add value i (as the dtype) via scale of one.
-    std::vector<uint8_t> one(bytes, 0);
-    for (std::size_t i = 0; i < n; ++i) {
-      bool isUnsigned = dtype == DType::UInt8 || dtype == DType::UInt16;
-      double v = isUnsigned ? std::fabs(values[i]) : values[i];
-      switch (dtype) {
-        case DType::UInt8: host[i] = static_cast<uint8_t>(v); break;
-        case DType::Int8: reinterpret_cast<int8_t*>(host.data())[i] = static_cast<int8_t>(v); break;
-        case DType::UInt16: reinterpret_cast<uint16_t*>(host.data())[i] = static_cast<uint16_t>(v); break;
-        case DType::Int16: reinterpret_cast<int16_t*>(host.data())[i] = static_cast<int16_t>(v); break;
-        case DType::Int32: reinterpret_cast<int32_t*>(host.data())[i] = static_cast<int32_t>(v); break;
-        case DType::Int64: reinterpret_cast<int64_t*>(host.data())[i] = static_cast<int64_t>(v); break;
-        case DType::Float32: reinterpret_cast<float*>(host.data())[i] = static_cast<float>(v); break;
-        case DType::Float64: reinterpret_cast<double*>(host.data())[i] = v; break;
-        default: break;  // float16/bfloat16: bit patterns of small integers via scale below
-      }
-    }
-    if (dtype == DType::Float16 || dtype == DType::BFloat16) {
-      // 1.0 in each format, then scaled by the value: exact for these small integers.
-      uint16_t oneBits = dtype == DType::Float16 ? 0x3C00 : 0x3F80;
-      for (std::size_t i = 0; i < n; ++i) reinterpret_cast<uint16_t*>(host.data())[i] = oneBits;
-      for (std::size_t i = 0; i < n; ++i)
-        collectives::scale(host.data() + 2 * i, 1, dtype, values[i]);
-    }
+    // Small integers, exact in every dtype (float16 and bfloat16 included).
+    bool isUnsigned = dtype == DType::UInt8 || dtype == DType::UInt16;
+    for (std::size_t i = 0; i < n; ++i)
+      bench::setElement(host.data(), dtype, i, isUnsigned ? std::fabs(values[i]) : values[i]);
     DeviceVector<uint8_t> dev(host);
     collectives::gpu::scaleOnDevice(dev.ptr, n, dtype, 0.37, nullptr);
     collectives::gpu::divideOnDevice(dev.ptr, n, dtype, 3, nullptr);

@@ -252,7 +252,7 @@ def allgather(tensor, name=None, process_set=global_process_set):
 class _SparsePending:
     """A sparse tensor summed or averaged over the ranks as an allgather of its values and of
     its indices (Horovod's method): duplicates of one index are added when the result is
-    coalesced. Calling it waits and returns the result."""
+    coalesced. wait() (or a call, as Horovod's handle) waits and returns the result."""
 
     def __init__(self, tensor, name, op, process_set):
         tensor = tensor.coalesce()
@@ -263,13 +263,15 @@ class _SparsePending:
         self.indices = allgather_async(tensor._indices().t().contiguous(), f"{name}.indices",
                                        process_set)
 
-    def __call__(self):
+    def wait(self):
         values = synchronize(self.values)
         indices = synchronize(self.indices)
         if self.op == Average:
             values = values / self.process_set.size()
         return torch.sparse_coo_tensor(indices.t(), values, self.size,
                                        check_invariants=False).coalesce()
+
+    __call__ = wait
 
 
 def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):

@@ -13,7 +13,7 @@ import torch
 from hvd import _basics
 from hvd._basics import Average, global_process_set
 from hvd.torch.compression import Compression
-from hvd.torch.mpi_ops import _c, _SparsePending, allreduce_async, synchronize
+from hvd.torch.mpi_ops import _c, _SparsePending, allreduce
 
 
 def load_keeping_param_groups(optimizer, load) -> None:
@@ -200,7 +200,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             key = id(p)
             handle, pair = handles[key]
             if isinstance(handle, _SparsePending):
-                p.grad = handle()
+                p.grad = handle.wait()
             else:
                 if id(handle) not in waited:
                     waited.add(id(handle))
@@ -242,12 +242,12 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         def evaluate():
             loss = closure()
             self.synchronize()
-            self._synchronized = False
+            self._synchronized = False  # not the user's synchronize(): the next step() may not warn
             if loss is None:
                 return None
             local = loss.detach() if isinstance(loss, torch.Tensor) else torch.tensor(float(loss))
-            reduced = synchronize(allreduce_async(local, name="DistributedOptimizer.closure_loss",
-                                                  op=self._op, process_set=self._process_set))
+            reduced = allreduce(local, name="DistributedOptimizer.closure_loss", op=self._op,
+                                process_set=self._process_set)
             return reduced if isinstance(loss, torch.Tensor) else float(reduced)
         return evaluate
 
@@ -255,9 +255,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         # A load starts a fresh accumulation, as in Horovod: reductions already started finish
         # (so their names leave the engine) and are discarded, and the per-step counts reset.
         for handle, _ in self._handles.values():
-            if isinstance(handle, _SparsePending):
-                handle()
-            elif handle is not None:
+            if handle is not None:
                 handle.wait()
         self._handles.clear()
         self._group_ready.clear()
