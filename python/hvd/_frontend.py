@@ -23,6 +23,9 @@ class ArrayAdapter:
 
     name = "array"
     outputs_as_numpy = False  # engine-allocated outputs arrive as NumPy arrays, not Buffers
+    # alltoall returns (output, received_splits) even without splits (horovod.tensorflow does;
+    # horovod.torch returns the output alone then).
+    alltoall_always_returns_splits = False
 
     def is_array(self, x) -> bool:
         raise NotImplementedError
@@ -76,7 +79,16 @@ class ArrayAdapter:
         raise NotImplementedError
 
     def scale_(self, x, factor: float):
+        """x * factor, written into x where arrays are mutable; returns the scaled array."""
         raise NotImplementedError
+
+    def output(self, x):
+        """The frontend's array for an output empty_like() made (TensorFlow: a Buffer)."""
+        return x
+
+    def splits_array(self, values: Sequence[int]):
+        """alltoall's received splits."""
+        return self.int64_array(values)
 
     def int64_array(self, values: Sequence[int]):
         raise NotImplementedError
@@ -186,7 +198,8 @@ class Collectives:
                           prescale=float(prescale_factor), postscale=float(postscale_factor),
                           process_set=_basics.process_set_id(process_set),
                           stream=self._stream(inputs))
-        return self._register(h, lambda *_: list(outputs) if grouped else outputs[0])
+        return self._register(h, lambda *_: ([self.a.output(t) for t in outputs] if grouped
+                                             else self.a.output(outputs[0])))
 
     def enqueue_inplace_allreduce(self, tensors, op: int, name: str, prescale: float,
                                   postscale: float, process_set_id: int):
@@ -231,12 +244,12 @@ class Collectives:
                           self._exported_outputs(outputs, inplace), root=int(root_rank),
                           process_set=_basics.process_set_id(process_set),
                           stream=self._stream(inputs))
-        return self._register(h, lambda *_: outputs[0])
+        return self._register(h, lambda *_: self.a.output(outputs[0]))
 
     # -- alltoall ----------------------------------------------------------------------------
     def alltoall_async(self, tensor, splits=None, name=None, process_set=None) -> int:
         """synchronize() returns (output, received_splits) when splits were given, else the
-        output alone (as Horovod)."""
+        output alone (as horovod.torch; see alltoall_always_returns_splits)."""
         what = _label("alltoall", name)
         self._check(tensor, what)
         inp = self.a.contiguous(tensor)
@@ -247,9 +260,9 @@ class Collectives:
 
         def finish(outs, received, _):
             out = self.a.from_buffer(outs[0])
-            if splits is None:
+            if splits is None and not self.a.alltoall_always_returns_splits:
                 return out
-            return out, self.a.int64_array(received[0])
+            return out, self.a.splits_array(received[0])
 
         return self._register(h, finish)
 
@@ -282,8 +295,7 @@ class Collectives:
         def finish(outs, *_):
             results = [self.a.from_buffer(b) for b in outs]
             if postscale_factor != 1.0:
-                for r in results:
-                    self.a.scale_(r, postscale_factor)
+                results = [self.a.scale_(r, postscale_factor) for r in results]
             return results if grouped else results[0]
 
         return self._register(h, finish)

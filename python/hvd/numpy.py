@@ -52,6 +52,7 @@ class _NumpyAdapter(ArrayAdapter):
 
     def scale_(self, x, factor):
         _np.multiply(x, factor, out=x, casting="unsafe")
+        return x
 
     def int64_array(self, values):
         return _np.array(list(values), dtype=_np.int64)

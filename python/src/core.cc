@@ -139,6 +139,24 @@ struct Buffer {
   DeviceId device;
 };
 
+// Host memory for an output the caller hands to enqueue (a framework whose tensors are
+// immutable, TensorFlow's, cannot provide one): aligned as the engine's own outputs, uninitialised.
+Buffer emptyHostBuffer(const std::string& dtypeName, const std::vector<int64_t>& shape) {
+  DType dtype = collectives::parseDType(dtypeName);
+  std::size_t count = 1;
+  for (int64_t d : shape) {
+    if (d < 0) throw InvalidArgument(detail::concat("empty: negative dimension in shape ",
+                                                    hvd::shapeText(shape)));
+    count *= static_cast<std::size_t>(d);
+  }
+  auto* owned = new OwnedBuffer(allocateHostBuffer(count * collectives::dtypeSize(dtype)));
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<OwnedBuffer*>(p); });
+  std::vector<size_t> dims(shape.begin(), shape.end());
+  OutputArray array(owned->bytes.get(), dims.size(), dims.data(), owner, nullptr,
+                    toDlpack(dtype), nb::device::cpu::value, 0);
+  return Buffer{std::move(array), DeviceId{}};
+}
+
 // A Python-side handle: the engine's handle plus the arrays it reads and writes, kept alive
 // until the operation completes.
 class PyHandle {
@@ -382,6 +400,8 @@ NB_MODULE(_core, m) {
         nb::arg("stream") = 0,
         "Enqueues an operation; `stream` is the cudaStream_t (as an int) that produced CUDA "
         "tensors (0: the legacy default stream).");
+  m.def("empty", &emptyHostBuffer, nb::arg("dtype"), nb::arg("shape"),
+        "Uninitialised host memory (64-byte aligned) for an operation's output, as a Buffer.");
   m.def("build_info", [] {
     auto b = collectives::gpu::gpuBuild(false);
     nb::dict d;

@@ -123,9 +123,7 @@ collectives::Allocate Executor::allocatorFor(LocalOp& op) {
   if (op.op.allocate) return op.op.allocate;
   return [&op](const std::vector<int64_t>& shape) -> void* {
     TensorMeta meta{op.request.tensors[0].dtype, shape};
-    OwnedBuffer buffer{std::shared_ptr<std::byte>(new std::byte[std::max<std::size_t>(meta.bytes(), 1)],
-                                                  std::default_delete<std::byte[]>()),
-                       meta.bytes(), DeviceId{}};
+    OwnedBuffer buffer = allocateHostBuffer(meta.bytes());
     void* data = buffer.bytes.get();
     op.result.owned.push_back(std::move(buffer));
     return data;

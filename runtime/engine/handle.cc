@@ -1,11 +1,22 @@
 #include "runtime/engine/handle.h"
 
 #include <algorithm>
+#include <new>
 
 #include "common/error.h"
 #include "common/spin.h"
 
 namespace hvd::runtime {
+
+OwnedBuffer allocateHostBuffer(std::size_t bytes) {
+  constexpr std::align_val_t alignment{kHostOutputAlignment};
+  void* memory = ::operator new[](std::max<std::size_t>(bytes, 1), alignment);
+  return OwnedBuffer{std::shared_ptr<std::byte>(static_cast<std::byte*>(memory),
+                                                [](std::byte* p) {
+                                                  ::operator delete[](p, alignment);
+                                                }),
+                     bytes, DeviceId{}};
+}
 
 bool OpHandle::poll() const { return finished_.load(std::memory_order_acquire); }
 

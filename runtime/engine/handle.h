@@ -25,6 +25,12 @@ struct OwnedBuffer {
   DeviceId device;
 };
 
+// Host memory for an output, aligned to kHostOutputAlignment: frameworks that adopt it through
+// DLPack without a copy may require it (TensorFlow's CPU kernels abort on a tensor that is not
+// 64-byte aligned), and vectorised reductions prefer it.
+inline constexpr std::size_t kHostOutputAlignment = 64;
+OwnedBuffer allocateHostBuffer(std::size_t bytes);
+
 struct OpResult {
   // allgather, alltoall, reducescatter: one output per input tensor; others: empty.
   std::vector<collectives::Tensor> outputs;

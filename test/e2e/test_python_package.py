@@ -125,7 +125,7 @@ def test_an_elastic_horovod_script_is_told_elastic_is_not_implemented():
     r = run_hvdrun("-np", 1, "--horovod-compat", sys.executable, "-c", script, timeout=60,
                    env=clean_env())
     assert r.returncode != 0
-    assert ("ImportError: horovod.torch.elastic: hvd does not implement Horovod's elastic "
+    assert ("ImportError: horovod elastic: hvd does not implement Horovod's elastic "
             "training") in r.stderr
     assert "hvdrun -np N" in r.stderr
 

@@ -84,6 +84,7 @@ class _TorchAdapter(ArrayAdapter):
 
     def scale_(self, x, factor):
         x.copy_((x * factor).to(x.dtype))
+        return x
 
     def int64_array(self, values):
         return torch.tensor(list(values), dtype=torch.int64)

@@ -1,0 +1,3 @@
+"""horovod.keras on hvd: Keras 3 is tf.keras, so this is horovod.tensorflow.keras."""
+from hvd.tensorflow.keras import *  # noqa: F401,F403
+from hvd.tensorflow.keras import __all__  # noqa: F401

@@ -1,0 +1,59 @@
+"""hvd for TensorFlow 2: horovod.tensorflow's API on hvd's runtime, with no TensorFlow op
+compiled (tensors travel through DLPack; see mpi_ops.py).
+
+    import hvd.tensorflow as hvd
+    hvd.init()
+    with tf.GradientTape() as tape:
+        loss = ...
+    tape = hvd.DistributedGradientTape(tape)
+    grads = tape.gradient(loss, model.trainable_variables)
+    ...
+    if first_batch:
+        hvd.broadcast_variables(model.variables, root_rank=0)
+
+Keras users: hvd.tensorflow.keras (DistributedOptimizer and callbacks).
+"""
+import tensorflow as _tf
+
+from hvd import _basics, _core
+from hvd._basics import *  # noqa: F401,F403
+from hvd._basics import __all__ as _basics_all
+from hvd._handles import poll, synchronize  # noqa: F401
+from hvd.tensorflow.compression import Compression
+from hvd.tensorflow.gradient_tape import DistributedGradientTape
+from hvd.tensorflow.mpi_ops import (allgather, allgather_object, allreduce, alltoall, barrier,
+                                    broadcast, broadcast_global_variables, broadcast_object,
+                                    broadcast_variables, grouped_allgather, grouped_allreduce,
+                                    grouped_reducescatter, join, local_rank_op, local_size_op,
+                                    process_set_included_op, rank_op, reducescatter, size_op)
+
+
+def init(comm=None, process_sets=None):
+    """hvd.init(), then TensorFlow's thread pools fitted to this rank's CPUs when TensorFlow has
+    not started yet (it sizes them from every CPU of the host, which ranks sharing the host
+    would oversubscribe; OMP_NUM_THREADS or an earlier tf.config.threading call wins)."""
+    joining = not _basics.is_initialized()
+    _basics.init(comm, process_sets)
+    if not joining:
+        return
+    share = _core.compute_threads()  # 0: OMP_NUM_THREADS chose
+    threading = _tf.config.threading
+    if not share or threading.get_intra_op_parallelism_threads():
+        return
+    try:
+        threading.set_intra_op_parallelism_threads(share)
+        threading.set_inter_op_parallelism_threads(max(2, share))
+        _core.log_info("tensorflow", f"TensorFlow intra-op threads: {share}, this rank's share "
+                                     "of the CPUs (set OMP_NUM_THREADS to choose)")
+    except RuntimeError:
+        _core.log_info("tensorflow", "TensorFlow started before hvd.init(): its thread pools "
+                                     "keep their sizes")
+
+
+__all__ = list(_basics_all) + [
+    "Compression", "DistributedGradientTape", "allgather", "allgather_object", "allreduce",
+    "alltoall", "barrier", "broadcast", "broadcast_global_variables", "broadcast_object",
+    "broadcast_variables", "grouped_allgather", "grouped_allreduce", "grouped_reducescatter",
+    "join", "local_rank_op", "local_size_op", "poll", "process_set_included_op", "rank_op",
+    "reducescatter", "size_op", "synchronize",
+]

@@ -1,0 +1,83 @@
+"""hvd for Keras 3: horovod.tensorflow.keras's API (DistributedOptimizer, callbacks, load_model)
+on hvd's runtime, for Keras on the TensorFlow backend.
+
+    import hvd.tensorflow.keras as hvd
+    hvd.init()
+    opt = hvd.DistributedOptimizer(keras.optimizers.SGD(0.01 * hvd.size()))
+    model.compile(optimizer=opt, loss=...)
+    model.fit(x, y, callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0),
+                               hvd.callbacks.MetricAverageCallback()],
+              verbose=1 if hvd.rank() == 0 else 0)
+
+The collectives here take and return values (NumPy arrays), as Horovod's Keras module does;
+hvd.tensorflow has the tensor versions.
+"""
+from __future__ import annotations
+
+import keras
+
+from hvd._basics import *  # noqa: F401,F403
+from hvd._basics import __all__ as _basics_all
+from hvd._basics import Average, global_process_set
+from hvd.tensorflow import init  # noqa: F401 (fits TensorFlow's threads)
+from hvd.tensorflow import mpi_ops as _ops
+from hvd.tensorflow.compression import Compression
+from hvd.tensorflow.keras import callbacks  # noqa: F401
+from hvd.tensorflow.keras.optimizer import DistributedOptimizer
+from hvd.tensorflow.mpi_ops import (allgather_object, barrier, broadcast_global_variables,
+                                    broadcast_object, join)
+
+
+def _value(x):
+    return x.numpy() if hasattr(x, "numpy") else x
+
+
+def allreduce(value, name=None, average=None, prescale_factor=1.0, postscale_factor=1.0,
+              op=None, compression=Compression.none, process_set=global_process_set):
+    """The value (array, tensor or number) reduced over the ranks (default op: Average)."""
+    return _value(_ops.allreduce(value, average=average, name=name, op=op,
+                                 prescale_factor=prescale_factor,
+                                 postscale_factor=postscale_factor, compression=compression,
+                                 process_set=process_set))
+
+
+def allgather(value, name=None, process_set=global_process_set):
+    """Every rank's value concatenated along the first dimension."""
+    return _value(_ops.allgather(value, name=name, process_set=process_set))
+
+
+def broadcast(value, root_rank, name=None, process_set=global_process_set):
+    """root_rank's value on every rank."""
+    return _value(_ops.broadcast(value, root_rank, name=name, process_set=process_set))
+
+
+def reducescatter(value, name=None, op=Average, process_set=global_process_set):
+    """The value reduced over the ranks, this rank's part of the first dimension."""
+    return _value(_ops.reducescatter(value, name=name, op=op, process_set=process_set))
+
+
+def load_model(filepath, custom_optimizers=None, custom_objects=None,
+               compression=Compression.none, **distributed_optimizer_args):
+    """keras.models.load_model, with the model's optimizer (and its restored state) wrapped in
+    DistributedOptimizer: resume training from a checkpoint rank 0 wrote, on every rank."""
+    objects = dict(custom_objects or {})
+    for cls in custom_optimizers or []:
+        objects[cls.__name__] = cls
+    model = keras.models.load_model(filepath, custom_objects=objects or None)
+    restored = getattr(model, "optimizer", None)
+    if restored is not None:
+        wrapped = DistributedOptimizer(restored, compression=compression,
+                                       **distributed_optimizer_args)
+        if restored.built:
+            wrapped.build(model.trainable_variables)
+            for mine, theirs in zip(wrapped.variables, restored.variables):
+                mine.assign(theirs)
+        model.optimizer = wrapped
+    return model
+
+
+__all__ = list(_basics_all) + [
+    "Compression", "DistributedOptimizer", "allgather", "allgather_object", "allreduce",
+    "barrier", "broadcast", "broadcast_global_variables", "broadcast_object", "callbacks",
+    "join", "load_model", "reducescatter",
+]

@@ -1,0 +1,157 @@
+"""horovod.tensorflow.keras.callbacks for Keras 3."""
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+from hvd import _basics
+from hvd._basics import global_process_set
+from hvd.tensorflow import mpi_ops as _ops
+
+
+class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
+    """Starts every rank from root_rank's model and optimizer state (random initialisation, or a
+    checkpoint only the root loaded), before the first batch."""
+
+    def __init__(self, root_rank, device="", process_set=global_process_set):
+        super().__init__()
+        del device
+        self.root_rank = root_rank
+        self.process_set = process_set
+        self.broadcast_done = False
+
+    def _broadcast(self):
+        model = self.model
+        optimizer = getattr(model, "optimizer", None)
+        if optimizer is not None and not optimizer.built and model.trainable_variables:
+            # Keras creates the optimizer's slots at its first update; building them now lets
+            # the root's values (a resumed Adam's moments) reach every rank before that update.
+            optimizer.build(model.trainable_variables)
+        variables = list(model.variables)
+        if optimizer is not None:
+            variables += list(optimizer.variables)
+        if not variables:
+            return False
+        _ops.broadcast_variables(variables, self.root_rank, process_set=self.process_set)
+        return True
+
+    def on_train_begin(self, logs=None):
+        if not self.broadcast_done:
+            self.broadcast_done = self._broadcast()
+
+    def on_train_batch_end(self, batch, logs=None):
+        # A model whose variables only exist after its first call (never built before fit).
+        if not self.broadcast_done:
+            self.broadcast_done = self._broadcast()
+
+
+class MetricAverageCallback(keras.callbacks.Callback):
+    """Replaces each epoch's metrics (training and validation) by their average over the ranks,
+    so what rank 0 prints and what later callbacks see describe the whole job."""
+
+    def __init__(self, device="", process_set=global_process_set):
+        super().__init__()
+        del device
+        self.process_set = process_set
+
+    def on_epoch_end(self, epoch, logs=None):
+        if not logs:
+            return
+        names = sorted(k for k, v in logs.items() if _is_number(v))
+        if not names:
+            return
+        values = tf.constant([float(logs[k]) for k in names], dtype=tf.float64)
+        averaged = _ops.allreduce(values, op=_basics.Average,
+                                  name=f"MetricAverageCallback.{','.join(names)}",
+                                  process_set=self.process_set).numpy()
+        for k, v in zip(names, averaged):
+            logs[k] = float(v)
+
+
+def _is_number(v):
+    try:
+        float(v)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+class LearningRateScheduleCallback(keras.callbacks.Callback):
+    """Sets the learning rate to initial_lr * multiplier(epoch) from start_epoch until end_epoch
+    (multiplier a number or a function of the epoch). With staircase the rate changes at epoch
+    boundaries, otherwise every batch with a fractional epoch. momentum_correction is accepted
+    for Horovod's signature: Keras 3 compiles the momentum into the train step as a constant,
+    so it cannot be scaled for one batch."""
+
+    def __init__(self, initial_lr, multiplier, start_epoch=0, end_epoch=None, staircase=True,
+                 momentum_correction=True, steps_per_epoch=None):
+        super().__init__()
+        del momentum_correction
+        if initial_lr is None or float(initial_lr) <= 0:
+            raise ValueError(f"LearningRateScheduleCallback: initial_lr must be positive, got "
+                             f"{initial_lr!r}")
+        self.initial_lr = float(initial_lr)
+        self.multiplier = multiplier if callable(multiplier) else (lambda _: multiplier)
+        self.start_epoch = start_epoch
+        self.end_epoch = end_epoch
+        self.staircase = staircase
+        self.steps_per_epoch = steps_per_epoch
+        self.current_epoch = 0
+
+    def _in_range(self, epoch):
+        return epoch >= self.start_epoch and (self.end_epoch is None or epoch < self.end_epoch)
+
+    def _set(self, epoch):
+        optimizer = self.model.optimizer
+        if callable(getattr(optimizer, "_learning_rate", None)):  # a schedule, or a function
+            raise ValueError(f"{type(self).__name__}: the optimizer's learning rate is a "
+                             "schedule; use a number with this callback")
+        optimizer.learning_rate = self.initial_lr * self.multiplier(epoch)
+
+    def on_train_begin(self, logs=None):
+        if self.steps_per_epoch is None:
+            self.steps_per_epoch = (self.params or {}).get("steps")
+        if not self.staircase and not self.steps_per_epoch:
+            raise ValueError(f"{type(self).__name__}: staircase=False needs steps_per_epoch "
+                             "(fit could not tell the number of steps)")
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.current_epoch = epoch
+        if self.staircase and self._in_range(epoch):
+            self._set(epoch)
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if not self.staircase and self._in_range(self.current_epoch):
+            self._set(self.current_epoch + batch / self.steps_per_epoch)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is not None:
+            logs["learning_rate"] = float(keras.ops.convert_to_numpy(
+                self.model.optimizer.learning_rate))
+
+
+class LearningRateWarmupCallback(LearningRateScheduleCallback):
+    """Goya et al.'s warmup, as Horovod's: the rate grows from initial_lr / size to initial_lr
+    over warmup_epochs, every batch (initial_lr is the rate already scaled by size)."""
+
+    def __init__(self, initial_lr, warmup_epochs=5, momentum_correction=True,
+                 steps_per_epoch=None, verbose=0):
+        size = _basics.size()
+
+        def multiplier(epoch):
+            return 1.0 / size * (epoch * (size - 1) / warmup_epochs + 1)
+
+        super().__init__(initial_lr, multiplier, start_epoch=0, end_epoch=warmup_epochs,
+                         staircase=False, momentum_correction=momentum_correction,
+                         steps_per_epoch=steps_per_epoch)
+        self.warmup_epochs = warmup_epochs
+        self.verbose = verbose
+
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch == self.warmup_epochs - 1:
+            # The last batch ran at a rate just below the target: land on it exactly.
+            self.model.optimizer.learning_rate = self.initial_lr
+        super().on_epoch_end(epoch, logs)
+        if epoch == self.warmup_epochs - 1 and self.verbose > 0 and _basics.rank() == 0:
+            print(f"\nEpoch {epoch + 1}: finished gradual learning rate warmup to "
+                  f"{float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)):g}.")

@@ -1,0 +1,89 @@
+"""DistributedOptimizer for Keras 3 optimizers: the gradients are reduced over the ranks right
+before the optimizer clips and applies them.
+
+The hook is Keras's _clip_gradients, which every Keras 3 optimizer calls exactly once per
+update, after its own gradient accumulation (gradient_accumulation_steps) and loss-scale
+unscaling and before clipping, weight decay and the update: so backward_passes_per_step maps onto
+Keras's accumulation, and clipnorm clips the reduced gradients, as in Horovod. It runs inside
+Keras's compiled train step (as a tf.py_function) or eagerly (run_eagerly=True).
+"""
+from __future__ import annotations
+
+import zlib
+
+import keras
+
+from hvd._basics import Average, global_process_set
+from hvd.tensorflow.compression import Compression
+from hvd.tensorflow.gradient_tape import check_options, reduce_gradients
+
+
+class _DistributedOptimizerMixin:
+    def _clip_gradients(self, grads):
+        return super()._clip_gradients(self._hvd_reduce(list(grads)))
+
+    def _hvd_reduce(self, grads):
+        (op, compression, sparse_as_dense, predivide, process_set,
+         prescale) = self._hvd_options
+        if prescale != 1.0:  # Horovod sums accumulated gradients; Keras averages them
+            grads = [None if g is None else g * prescale for g in grads]
+        # Named by what every rank agrees on: Keras's own names (adam_1, dense_3/kernel) count
+        # the objects each process happened to create, so they differ between ranks that built
+        # their models differently (one loaded a checkpoint). The shapes tell two optimizers of
+        # one job (a GAN's) apart.
+        signature = repr([(tuple(v.shape), str(v.dtype)) for v in self._trainable_variables])
+        return reduce_gradients(grads, op, compression, sparse_as_dense, predivide,
+                                process_set,
+                                f"DistributedOptimizer.{zlib.crc32(signature.encode()):08x}")
+
+
+def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse="",
+                         compression=Compression.none, sparse_as_dense=False,
+                         gradient_predivide_factor=1.0, op=Average, backward_passes_per_step=1,
+                         average_aggregated_gradients=False, num_groups=0, groups=None,
+                         process_set=global_process_set):
+    """A new optimizer of the same class and configuration as `optimizer` whose updates use the
+    gradients averaged (op) over the ranks. backward_passes_per_step=N accumulates N batches
+    locally (Keras's gradient_accumulation_steps) and reduces once per update; their sum, as
+    Horovod, unless average_aggregated_gradients. device_dense, device_sparse, num_groups and
+    groups are accepted for Horovod's signature (every gradient travels in one fused group)."""
+    del device_dense, device_sparse
+    what = "DistributedOptimizer"
+    if not isinstance(optimizer, keras.optimizers.Optimizer):
+        raise ValueError(f"{what}: expected a keras.optimizers.Optimizer instance, got "
+                         f"{type(optimizer).__name__} {optimizer!r}")
+    if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
+        raise ValueError(f"{what}: wrap the inner optimizer, then the LossScaleOptimizer "
+                         "around it (or let compile() add it under the mixed_float16 policy)")
+    if keras.backend.backend() != "tensorflow":
+        raise ValueError(f"{what}: Keras backend {keras.backend.backend()!r} is not supported: "
+                         "set KERAS_BACKEND=tensorflow (with PyTorch, use hvd.torch)")
+    if not hasattr(optimizer, "_clip_gradients"):
+        raise RuntimeError(f"{what}: this Keras ({keras.__version__}) has no "
+                           "Optimizer._clip_gradients, where hvd reduces the gradients")
+    op = check_options(what, op, gradient_predivide_factor, num_groups, groups)
+    if not isinstance(backward_passes_per_step, int) or backward_passes_per_step < 1:
+        raise ValueError(f"{what}: backward_passes_per_step must be a positive integer, got "
+                         f"{backward_passes_per_step!r}")
+    config = optimizer.get_config()
+    if name is not None:
+        config["name"] = name
+    prescale = 1.0
+    if backward_passes_per_step > 1:
+        if config.get("gradient_accumulation_steps"):
+            raise ValueError(f"{what}: the optimizer already accumulates gradients "
+                             f"(gradient_accumulation_steps="
+                             f"{config['gradient_accumulation_steps']}); leave "
+                             "backward_passes_per_step at 1")
+        config["gradient_accumulation_steps"] = backward_passes_per_step
+        if not average_aggregated_gradients:
+            prescale = float(backward_passes_per_step)
+    base = optimizer.__class__
+    # The class keeps the optimizer's name and module, so a model saved with it loads as the
+    # plain Keras optimizer (hvd.tensorflow.keras.load_model wraps it again).
+    cls = type(base.__name__, (_DistributedOptimizerMixin, base),
+               {"__module__": base.__module__, "__qualname__": base.__qualname__})
+    distributed = cls.from_config(config)
+    distributed._hvd_options = (op, compression, bool(sparse_as_dense),
+                                float(gradient_predivide_factor), process_set, prescale)
+    return distributed

@@ -1,0 +1,513 @@
+"""hvd's collectives on TensorFlow tensors, with horovod.tensorflow's names and signatures, in
+eager code and inside tf.function, and differentiable (tf.GradientTape) where Horovod's are.
+
+No TensorFlow op is compiled: tensors reach the core through DLPack without a copy, and results
+come back the same way (64-byte aligned, as TensorFlow's CPU kernels require). Inside a
+tf.function each collective runs as a tf.py_function, and each one is ordered after the
+previous collective of the same graph, so every rank runs them in program order: TensorFlow
+would otherwise be free to start independent ops in any order, which could pair different
+collectives on different ranks. XLA (jit_compile=True) cannot compile a py_function.
+
+Tensors on a GPU are copied to host memory first (TensorFlow does not say which stream
+produced a tensor, so the core could not wait for it); the results are host tensors, which
+TensorFlow copies to the GPU when a GPU op reads them.
+
+Gradients are those of the sum of every rank's loss, as in hvd.torch: allreduce's backward is
+an allreduce of the gradient; allgather's sums the gradient and keeps this rank's rows;
+broadcast's sums it on the root (zero elsewhere); alltoall's sends each row back; reducescatter's
+gathers the parts.
+"""
+from __future__ import annotations
+
+from typing import Callable, List, Sequence
+
+import tensorflow as tf
+
+from hvd import _basics, _core
+from hvd import numpy as _hvd_numpy
+from hvd._basics import Average, Sum, global_process_set
+from hvd._frontend import ArrayAdapter, Collectives
+from hvd._handles import synchronize
+from hvd.tensorflow.compression import Compression
+
+_to_dlpack = tf.experimental.dlpack.to_dlpack
+_from_dlpack = tf.experimental.dlpack.from_dlpack
+
+
+def _on_host(x):
+    device = x.device or ""
+    return not device or tf.DeviceSpec.from_string(device).device_type in (None, "CPU")
+
+
+class _TensorFlowAdapter(ArrayAdapter):
+    name = "tf.Tensor"
+    alltoall_always_returns_splits = True
+
+    def is_array(self, x):
+        return isinstance(x, (tf.Tensor, tf.Variable))
+
+    def unsupported(self, x):
+        if tf.is_symbolic_tensor(x):
+            return "a symbolic tensor: hvd runs it through tf.py_function inside graphs"
+        return None
+
+    def dtype_name(self, x):
+        return x.dtype.name
+
+    def exported(self, x):
+        return x if isinstance(x, _core.Buffer) else _to_dlpack(x)
+
+    def contiguous(self, x):
+        # TensorFlow's dense tensors are always row-major: only where they live matters.
+        if isinstance(x, tf.Variable):
+            x = x.read_value()
+        if not _on_host(x):
+            with tf.device("/CPU:0"):
+                x = tf.identity(x)
+        return x
+
+    def is_contiguous(self, x):
+        return True
+
+    def empty_like(self, x):
+        # TensorFlow tensors are immutable: the core writes into memory of its own.
+        return _core.empty(x.dtype.name, list(x.shape))
+
+    def output(self, x):
+        return _from_dlpack(x.__dlpack__()) if isinstance(x, _core.Buffer) else x
+
+    def from_buffer(self, buffer):
+        return _from_dlpack(buffer.__dlpack__())
+
+    def scaled(self, x, factor):
+        if x.dtype.is_floating:
+            return x * tf.constant(factor, dtype=x.dtype)
+        return tf.cast(tf.cast(x, tf.float64) * factor, x.dtype)
+
+    def scale_(self, x, factor):
+        return self.scaled(x, factor)  # immutable: a new tensor
+
+    def int64_array(self, values):
+        return tf.constant(list(values), dtype=tf.int64)
+
+    def splits_array(self, values):
+        return tf.constant(list(values), dtype=tf.int32)  # horovod.tensorflow's dtype
+
+
+_c = Collectives(_TensorFlowAdapter())
+
+
+# -- running a collective eagerly or inside a graph --------------------------------------------
+def _run(eager_fn: Callable[..., List[tf.Tensor]], inputs: Sequence[tf.Tensor],
+         out_dtypes: Sequence[tf.DType], what: str) -> List[tf.Tensor]:
+    """eager_fn(*inputs) -> list of tensors. Eagerly it just runs; in a graph it becomes one
+    py_function, ordered after the graph's previous collective (see the module's docstring)."""
+    if tf.executing_eagerly():
+        return list(eager_fn(*inputs))
+    graph = tf.compat.v1.get_default_graph()
+    previous = getattr(graph, "_hvd_last_collective", None)
+    with tf.control_dependencies([previous] if previous is not None else []):
+        outs = tf.py_function(eager_fn, list(inputs), list(out_dtypes),
+                              name=f"hvd_{what.split()[0]}")
+    if not isinstance(outs, (list, tuple)):
+        outs = [outs]
+    if outs:
+        graph._hvd_last_collective = outs[0].op
+    return list(outs)
+
+
+def _label(what: str, name) -> str:
+    return f'{what} "{name}"' if name else what
+
+
+def _tensor(x, what: str):
+    if isinstance(x, tf.IndexedSlices):
+        return x
+    if isinstance(x, tf.Variable):
+        return x.read_value() if tf.executing_eagerly() else tf.convert_to_tensor(x)
+    try:
+        return tf.convert_to_tensor(x)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{what}: expected a tf.Tensor (or a value convertible to one), got "
+                         f"{type(x).__name__}: {e}") from None
+
+
+def _grad_name(name):
+    return f"{name}.grad" if name else None
+
+
+def _check_differentiable(op, what):
+    if op not in (Sum, Average):
+        raise RuntimeError(f"{what}: the gradient of op={_basics._OP_NAMES.get(op, op)} is not "
+                           "defined; only Sum and Average are differentiable")
+
+
+def _differentiable(x) -> bool:
+    return x.dtype.is_floating
+
+
+# -- allreduce ----------------------------------------------------------------------------------
+def _grouped_allreduce_raw(tensors, op, name, prescale, postscale, process_set):
+    what = _label("grouped_allreduce" if len(tensors) > 1 else "allreduce", name)
+
+    def eager(*ts):
+        return synchronize(_c.grouped_allreduce_async(ts, op, name, prescale, postscale,
+                                                      process_set))
+
+    outs = _run(eager, tensors, [t.dtype for t in tensors], what)
+    for o, t in zip(outs, tensors):
+        o.set_shape(t.shape)
+    return outs
+
+
+def _grouped_allreduce_diff(tensors, op, name, prescale, postscale, process_set):
+    if not any(_differentiable(t) for t in tensors):
+        return _grouped_allreduce_raw(tensors, op, name, prescale, postscale, process_set)
+
+    @tf.custom_gradient
+    def fn(*ts):
+        outs = _grouped_allreduce_raw(list(ts), op, name, prescale, postscale, process_set)
+
+        def grad(*dys):
+            _check_differentiable(op, _label("allreduce backward", name))
+            dys = [tf.zeros_like(t) if d is None else d for d, t in zip(dys, ts)]
+            return _grouped_allreduce_raw(dys, op, _grad_name(name), prescale, postscale,
+                                          process_set)
+
+        return outs, grad
+
+    out = fn(*tensors)
+    return list(out) if isinstance(out, (list, tuple)) else [out]
+
+
+def _sparse_allreduce(slices: tf.IndexedSlices, op, name, process_set, scale=1.0):
+    """Horovod's sparse allreduce: an allgather of values and of indices; duplicate indices add
+    up where the slices are applied. `scale`: the product of the scale factors."""
+    if op not in (Average, Sum):
+        raise ValueError(f"{_label('allreduce', name)}: tf.IndexedSlices reduce with op=Sum or "
+                         "op=Average only (or pass sparse_as_dense=True)")
+    values = allgather(slices.values, name=f"{name}.values" if name else None,
+                       process_set=process_set)
+    indices = allgather(slices.indices, name=f"{name}.indices" if name else None,
+                        process_set=process_set)
+    if op == Average:
+        scale /= process_set.size()
+    if scale != 1.0:
+        values = values * tf.constant(scale, dtype=values.dtype)
+    return tf.IndexedSlices(values, indices, dense_shape=slices.dense_shape)
+
+
+def allreduce(tensor, average=None, device_dense="", device_sparse="",
+              compression=Compression.none, op=None, prescale_factor=1.0, postscale_factor=1.0,
+              name=None, process_set=global_process_set, ignore_name_scope=False):
+    """Reduces `tensor` over the ranks of the process set (default op: Average) into a new
+    tensor; tf.IndexedSlices are gathered (Sum or Average). Differentiable for Sum and Average.
+    device_dense, device_sparse and ignore_name_scope are accepted for Horovod's signature."""
+    del device_dense, device_sparse, ignore_name_scope
+    what = _label("allreduce", name)
+    op = Collectives._op(op, average, what)
+    tensor = _tensor(tensor, what)
+    if isinstance(tensor, tf.IndexedSlices):
+        return _sparse_allreduce(tensor, op, name, process_set,
+                                 prescale_factor * postscale_factor)
+    compressed, ctx = compression.compress(tensor)
+    out = _grouped_allreduce_diff([compressed], op, name, prescale_factor, postscale_factor,
+                                  process_set)[0]
+    return compression.decompress(out, ctx)
+
+
+def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="",
+                      compression=Compression.none, op=None, prescale_factor=1.0,
+                      postscale_factor=1.0, name=None, process_set=global_process_set,
+                      ignore_name_scope=False):
+    """Reduces several tensors as one operation (fused); returns the results in order.
+    tf.IndexedSlices among them are gathered as in allreduce()."""
+    del device_dense, device_sparse, ignore_name_scope
+    what = _label("grouped_allreduce", name)
+    op = Collectives._op(op, average, what)
+    tensors = [_tensor(t, what) for t in tensors]
+    results = [None] * len(tensors)
+    dense = [i for i, t in enumerate(tensors) if not isinstance(t, tf.IndexedSlices)]
+    for i, t in enumerate(tensors):
+        if isinstance(t, tf.IndexedSlices):
+            results[i] = _sparse_allreduce(t, op, f"{name}.{i}" if name else None, process_set,
+                                           prescale_factor * postscale_factor)
+    if dense:
+        pairs = [compression.compress(tensors[i]) for i in dense]
+        outs = _grouped_allreduce_diff([p[0] for p in pairs], op, name, prescale_factor,
+                                       postscale_factor, process_set)
+        for i, o, (_, ctx) in zip(dense, outs, pairs):
+            results[i] = compression.decompress(o, ctx)
+    return results
+
+
+# -- allgather ----------------------------------------------------------------------------------
+def _allgather_raw(tensor, name, process_set):
+    def eager(t):
+        return [synchronize(_c.allgather_async(t, name, process_set))]
+
+    out = _run(eager, [tensor], [tensor.dtype], _label("allgather", name))[0]
+    if tensor.shape.rank is not None:
+        out.set_shape(tf.TensorShape([None]).concatenate(tensor.shape[1:])
+                      if tensor.shape.rank > 0 else [None])
+    return out
+
+
+def allgather(tensor, name=None, ignore_name_scope=False, process_set=global_process_set):
+    """Concatenates every rank's tensor along the first dimension (which may differ per rank).
+    Differentiable."""
+    del ignore_name_scope
+    tensor = _tensor(tensor, _label("allgather", name))
+    if not _differentiable(tensor):
+        return _allgather_raw(tensor, name, process_set)
+
+    @tf.custom_gradient
+    def fn(x):
+        out = _allgather_raw(x, name, process_set)
+
+        def grad(dy):
+            rows = tf.shape(x, out_type=tf.int64)[:1] if x.shape.rank != 0 else \
+                tf.constant([1], tf.int64)
+            all_rows = _allgather_raw(rows, f"{name}.rows" if name else None, process_set)
+            summed = _grouped_allreduce_raw([dy], Sum, _grad_name(name), 1.0, 1.0,
+                                            process_set)[0]
+            me = process_set.rank()
+            offset = tf.reduce_sum(all_rows[:me])
+            part = summed[offset:offset + all_rows[me]]
+            return tf.reshape(part, tf.shape(x))
+
+        return out, grad
+
+    return fn(tensor)
+
+
+def grouped_allgather(tensors, name=None, ignore_name_scope=False,
+                      process_set=global_process_set):
+    """allgather of several tensors as one operation."""
+    del ignore_name_scope
+    what = _label("grouped_allgather", name)
+    tensors = [_tensor(t, what) for t in tensors]
+
+    def eager(*ts):
+        return synchronize(_c.grouped_allgather_async(ts, name, process_set))
+
+    outs = _run(eager, tensors, [t.dtype for t in tensors], what)
+    for o, t in zip(outs, tensors):
+        if t.shape.rank:
+            o.set_shape(tf.TensorShape([None]).concatenate(t.shape[1:]))
+    return outs
+
+
+# -- broadcast ----------------------------------------------------------------------------------
+def _broadcast_raw(tensor, root_rank, name, process_set):
+    def eager(t):
+        return [synchronize(_c.broadcast_async(t, root_rank, name, process_set))]
+
+    out = _run(eager, [tensor], [tensor.dtype], _label("broadcast", name))[0]
+    out.set_shape(tensor.shape)
+    return out
+
+
+def broadcast(tensor, root_rank, name=None, ignore_name_scope=False,
+              process_set=global_process_set):
+    """Returns root_rank's tensor (root_rank counts within the process set). Differentiable."""
+    del ignore_name_scope
+    tensor = _tensor(tensor, _label("broadcast", name))
+    if not _differentiable(tensor):
+        return _broadcast_raw(tensor, root_rank, name, process_set)
+
+    @tf.custom_gradient
+    def fn(x):
+        out = _broadcast_raw(x, root_rank, name, process_set)
+
+        def grad(dy):
+            summed = _grouped_allreduce_raw([dy], Sum, _grad_name(name), 1.0, 1.0,
+                                            process_set)[0]
+            return summed if process_set.rank() == root_rank else tf.zeros_like(summed)
+
+        return out, grad
+
+    return fn(tensor)
+
+
+# -- alltoall -----------------------------------------------------------------------------------
+def _alltoall_raw(tensor, splits, name, process_set):
+    def eager(t, *s):
+        split_list = s[0].numpy().tolist() if s else None
+        out, received = synchronize(_c.alltoall_async(t, split_list, name, process_set))
+        return [out, received]
+
+    inputs = [tensor] + ([] if splits is None else [splits])
+    out, received = _run(eager, inputs, [tensor.dtype, tf.int32], _label("alltoall", name))
+    if tensor.shape.rank:
+        out.set_shape(tf.TensorShape([None]).concatenate(tensor.shape[1:]))
+    received.set_shape([process_set.size()])
+    return out, received
+
+
+def alltoall(tensor, splits=None, name=None, ignore_name_scope=False,
+             process_set=global_process_set):
+    """Sends splits[j] rows to rank j (equal parts without splits) and returns (received rows,
+    rows received from each rank as an int32 tensor), as horovod.tensorflow. Differentiable."""
+    del ignore_name_scope
+    what = _label("alltoall", name)
+    tensor = _tensor(tensor, what)
+    if splits is not None:
+        splits = tf.cast(_tensor(splits, what), tf.int32)
+    if not _differentiable(tensor):
+        return _alltoall_raw(tensor, splits, name, process_set)
+
+    @tf.custom_gradient
+    def fn(x):
+        out, received = _alltoall_raw(x, splits, name, process_set)
+
+        def grad(dy, _received_grad=None):
+            back, _ = _alltoall_raw(dy, received, _grad_name(name), process_set)
+            return tf.reshape(back, tf.shape(x))
+
+        return (out, tf.stop_gradient(received)), grad
+
+    return fn(tensor)
+
+
+# -- reducescatter ------------------------------------------------------------------------------
+def _reducescatter_raw(tensors, op, name, process_set, prescale, postscale):
+    what = _label("grouped_reducescatter" if len(tensors) > 1 else "reducescatter", name)
+
+    def eager(*ts):
+        return synchronize(_c.grouped_reducescatter_async(ts, op, name, process_set, prescale,
+                                                          postscale))
+
+    outs = _run(eager, tensors, [t.dtype for t in tensors], what)
+    for o, t in zip(outs, tensors):
+        if t.shape.rank:
+            o.set_shape(tf.TensorShape([None]).concatenate(t.shape[1:]))
+    return outs
+
+
+def reducescatter(tensor, device_dense="", compression=Compression.none, op=Average, name=None,
+                  ignore_name_scope=False, process_set=global_process_set, prescale_factor=1.0,
+                  postscale_factor=1.0):
+    """Reduces (Average or Sum) and returns this rank's part of the first dimension (the first
+    parts one row larger when it does not divide). Differentiable."""
+    del device_dense, ignore_name_scope
+    what = _label("reducescatter", name)
+    op = Collectives._op(op, None, what)
+    compressed, ctx = compression.compress(_tensor(tensor, what))
+    if not _differentiable(compressed):
+        out = _reducescatter_raw([compressed], op, name, process_set, prescale_factor,
+                                 postscale_factor)[0]
+        return compression.decompress(out, ctx)
+
+    @tf.custom_gradient
+    def fn(x):
+        out = _reducescatter_raw([x], op, name, process_set, prescale_factor,
+                                 postscale_factor)[0]
+
+        def grad(dy):
+            gathered = _allgather_raw(dy, _grad_name(name), process_set)
+            scale = prescale_factor * postscale_factor / (
+                process_set.size() if op == Average else 1)
+            if scale != 1.0:
+                gathered = gathered * tf.constant(scale, dtype=gathered.dtype)
+            return tf.reshape(gathered, tf.shape(x))
+
+        return out, grad
+
+    return compression.decompress(fn(compressed), ctx)
+
+
+def grouped_reducescatter(tensors, device_dense="", compression=Compression.none, op=Average,
+                          name=None, ignore_name_scope=False, process_set=global_process_set,
+                          prescale_factor=1.0, postscale_factor=1.0):
+    """reducescatter of several tensors as one operation."""
+    del device_dense, ignore_name_scope
+    what = _label("grouped_reducescatter", name)
+    op = Collectives._op(op, None, what)
+    pairs = [compression.compress(_tensor(t, what)) for t in tensors]
+    outs = _reducescatter_raw([p[0] for p in pairs], op, name, process_set, prescale_factor,
+                              postscale_factor)
+    return [compression.decompress(o, c) for o, (_, c) in zip(outs, pairs)]
+
+
+# -- synchronisation and objects ----------------------------------------------------------------
+def barrier(process_set=global_process_set):
+    """Returns when every rank of the process set has called it."""
+    _c.barrier(process_set)
+
+
+def join(device=-1) -> int:
+    """This rank has no more batches: until every rank joined, the others' allreduces count it
+    as zeros. Returns the last rank to join."""
+    return _c.join(device)
+
+
+def broadcast_object(obj, root_rank=0, session=None, name=None,
+                     process_set=global_process_set):
+    """Returns root_rank's `obj` on every rank. Objects travel pickled, and unpickling runs code
+    the sender chose: use it between the trusted ranks of one job only."""
+    del session  # TF1 sessions: hvd runs eagerly
+    return _hvd_numpy.broadcast_object(obj, root_rank, name, process_set)
+
+
+def allgather_object(obj, session=None, name=None, process_set=global_process_set):
+    """Every rank's `obj`, in rank order (pickled: trusted peers only)."""
+    del session
+    return _hvd_numpy.allgather_object(obj, name, process_set)
+
+
+def broadcast_variables(variables, root_rank, process_set=global_process_set, inplace=None):
+    """Assigns root_rank's value to every variable (model.variables, optimizer.variables), all
+    broadcasts in flight together."""
+    del inplace  # variables are always assigned
+    variables = list(variables)
+    for v in variables:
+        if not isinstance(v, tf.Variable) and not hasattr(v, "assign"):
+            raise ValueError(f"broadcast_variables: expected variables, got {type(v).__name__}")
+    if not tf.executing_eagerly():
+        return tf.group(*[v.assign(broadcast(v, root_rank, f"broadcast_variables.{i}",
+                                             process_set=process_set))
+                          for i, v in enumerate(variables)])
+    handles = [_c.broadcast_async(_tensor(_value_of(v), "broadcast_variables"), root_rank,
+                                  f"broadcast_variables.{i}", process_set)
+               for i, v in enumerate(variables)]
+    for v, h in zip(variables, handles):
+        v.assign(synchronize(h))
+    return None
+
+
+def _value_of(v):
+    # Keras 3 variables wrap a tf.Variable (v.value); plain tf.Variables are their own value.
+    return v.value if not isinstance(v, tf.Variable) and hasattr(v, "value") else v
+
+
+def broadcast_global_variables(root_rank):
+    """TF1's collection of global variables does not exist in eager TensorFlow 2."""
+    raise RuntimeError("hvd.broadcast_global_variables() needs TF1's global variable "
+                       "collection; use hvd.broadcast_variables(model.variables, root_rank) "
+                       "(and the optimizer's variables), or the Keras "
+                       "BroadcastGlobalVariablesCallback")
+
+
+# -- graph-friendly topology queries (horovod.tensorflow's *_op functions) ----------------------
+def size_op(process_set_id=0, name=None):
+    return tf.constant(_basics.size() if process_set_id == 0 else
+                       len(_core.process_set_ranks(process_set_id)), tf.int32, name=name)
+
+
+def rank_op(name=None):
+    return tf.constant(_basics.rank(), tf.int32, name=name)
+
+
+def local_size_op(name=None):
+    return tf.constant(_basics.local_size(), tf.int32, name=name)
+
+
+def local_rank_op(name=None):
+    return tf.constant(_basics.local_rank(), tf.int32, name=name)
+
+
+def process_set_included_op(process_set_id=0, name=None):
+    return tf.constant(process_set_id == 0 or _basics.rank() in
+                       _core.process_set_ranks(process_set_id), tf.int32, name=name)
+
