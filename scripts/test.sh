@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets everything up, builds, and runs every test: the C++ suites through CTest, the Python
-# API suite under hvdrun with 2 and with 3 ranks, then the end-to-end pytest suites that run
-# hvdrun on real processes (last, so their summary closes the output).
+# API suites (PyTorch and NumPy, then TensorFlow) under hvdrun with 2 and with 3 ranks, then
+# the end-to-end pytest suites that run hvdrun on real processes (last, so their summary
+# closes the output).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$repo/scripts/setup.sh"
@@ -13,5 +14,9 @@ for np in 2 3; do
   echo "test/python under hvdrun -np $np"
   timeout 600 "$build/apps/hvdrun" -np "$np" -x HVD_OP_TIMEOUT=60 "$venv/bin/python" -m pytest \
     "$repo/test/python" -q -p no:cacheprovider
+  # In processes of their own: see test/python/conftest.py.
+  echo "test/python/tensorflow under hvdrun -np $np"
+  timeout 600 "$build/apps/hvdrun" -np "$np" -x HVD_OP_TIMEOUT=60 -x TF_CPP_MIN_LOG_LEVEL=2 \
+    "$venv/bin/python" -m pytest "$repo/test/python/tensorflow" -q -p no:cacheprovider
 done
 HVD_BUILD_DIR="$build" "$venv/bin/python" -m pytest "$repo/test/e2e" -q -p no:cacheprovider

@@ -77,6 +77,60 @@ def test_mnist_example_trains_and_only_rank_0_writes_checkpoints(tmp_path):
     assert [line.split(":")[0] for line in out if line.startswith("epoch")] == ["epoch 3"]
 
 
+def test_keras_example_trains_and_only_rank_0_writes_checkpoints(tmp_path):
+    pytest.importorskip("tensorflow")
+    ckpt = tmp_path / "ckpt"
+    args = ["-np", 2, sys.executable, "-c", AUDITED_RUN, ckpt, EXAMPLES / "keras_mnist.py",
+            "--checkpoint-dir", ckpt]
+    r = run_hvdrun(*args, "--epochs", 3, timeout=300, env=clean_env())
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = rank_lines(r.stdout, 0)
+    accuracy = float(out[-1].split(":")[1].strip().rstrip("%"))
+    assert accuracy > 90.0, out
+    assert rank_lines(r.stdout, 1) == []  # rank 0 alone reports
+    audits = [line for line in r.stderr.splitlines() if "AUDIT" in line]
+    assert audits and all("rank=0" in line for line in audits), audits
+    assert sorted(p.name for p in ckpt.iterdir()) == [f"checkpoint-{e}.keras" for e in (1, 2, 3)]
+
+    r = run_hvdrun(*args, "--epochs", 4, timeout=300, env=clean_env())
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = rank_lines(r.stdout, 0)
+    assert out[0] == f"resuming from {ckpt / 'checkpoint-3.keras'}"
+    assert [line.split()[1] for line in out if line.startswith("Epoch ")] == ["4/4"]
+
+
+HOROVOD_KERAS_SCRIPT = """
+import numpy as np, keras, tensorflow as tf
+import horovod.tensorflow.keras as hvd
+import horovod.tensorflow as hvd_tf
+from horovod.tensorflow.keras.callbacks import MetricAverageCallback
+hvd.init()
+model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4), keras.layers.Dense(1)])
+model.compile(optimizer=hvd.DistributedOptimizer(keras.optimizers.SGD(0.01 * hvd.size())),
+              loss="mse")
+x = np.random.default_rng(hvd.rank()).normal(size=(32, 3)).astype("float32")
+model.fit(x, x.sum(axis=1), batch_size=8, epochs=2, verbose=0,
+          callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0), MetricAverageCallback()])
+w = hvd_tf.allgather(tf.concat([tf.reshape(v, [-1]) for v in model.trainable_variables], 0)[None])
+assert np.array_equal(w[0].numpy(), w[-1].numpy())
+with tf.GradientTape() as tape:
+    loss = tf.reduce_sum(model(x))
+grads = hvd_tf.DistributedGradientTape(tape).gradient(loss, model.trainable_variables)
+print(f"horovod.tensorflow.keras on {hvd.__name__.split('.')[0]}: rank {hvd.rank()} of "
+      f"{hvd.size()}, {len(grads)} gradients, compat={__import__('horovod').IS_HVD_COMPAT}")
+"""
+
+
+def test_horovod_keras_scripts_run_unchanged_with_the_compat_flag():
+    pytest.importorskip("tensorflow")
+    r = run_hvdrun("-np", 2, "--horovod-compat", "-x", "TF_CPP_MIN_LOG_LEVEL=2", sys.executable,
+                   "-c", HOROVOD_KERAS_SCRIPT, timeout=180, env=clean_env())
+    assert r.returncode == 0, r.stderr[-3000:]
+    for rank in range(2):
+        assert rank_lines(r.stdout, rank) == [
+            f"horovod.tensorflow.keras on horovod: rank {rank} of 2, 4 gradients, compat=True"]
+
+
 HOROVOD_SCRIPT = """
 import torch
 import horovod.torch as hvd

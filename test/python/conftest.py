@@ -2,6 +2,7 @@
 collectives meet their peers. Run as `hvdrun -np N python -m pytest test/python`."""
 import os
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,19 @@ def pytest_configure(config):
         # other's old directories (PytestWarning: Directory not empty).
         config.option.basetemp = os.path.join(
             tempfile.gettempdir(), f"hvd-pytest-{os.getuid()}-rank{os.environ['HVD_RANK']}")
+
+
+TENSORFLOW_TESTS = Path(__file__).parent / "tensorflow"
+
+
+def pytest_ignore_collect(collection_path, config):
+    # TensorFlow and torch.compile's Triton each load their own LLVM, and whichever comes second
+    # aborts the process ("Option ... registered more than once"). The TensorFlow tests run in
+    # processes of their own: only when asked for by path (pytest test/python/tensorflow).
+    if Path(collection_path) == TENSORFLOW_TESTS:
+        asked = [Path(a.split("::")[0]).resolve() for a in config.args]
+        return not any(p == TENSORFLOW_TESTS or TENSORFLOW_TESTS in p.parents for p in asked)
+    return None
 
 
 @pytest.fixture(scope="session", autouse=True)
