@@ -252,6 +252,43 @@ def test_torch_threads_fit_each_ranks_cpus_unless_omp_num_threads_says_otherwise
     assert after == before
 
 
+
+TF_THREADS_SCRIPT = """
+import os, sys
+late = sys.argv[1] == "late"
+import tensorflow as tf
+if late:
+    tf.constant(1.0) + 1.0  # TensorFlow starts, which fixes its pool sizes
+import hvd.tensorflow as hvd
+hvd.init()
+print(len(os.sched_getaffinity(0)), tf.config.threading.get_intra_op_parallelism_threads())
+"""
+
+
+def test_tensorflow_threads_fit_each_ranks_cpus_when_tensorflow_has_not_started():
+    pytest.importorskip("tensorflow")
+    env = {k: v for k, v in clean_env(TF_CPP_MIN_LOG_LEVEL="2").items()
+           if k not in ("OMP_NUM_THREADS", "HVD_BIND_TO")}
+    r = run_hvdrun("-np", 2, "--log-level", "info", sys.executable, "-c", TF_THREADS_SCRIPT,
+                   "early", env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    for rank in range(2):
+        cpus, intra = map(int, rank_lines(r.stdout, rank)[0].split())
+        assert intra == cpus, (rank, cpus, intra)  # bound: the rank's own CPUs
+        assert f"[rank {rank}/2] info [tensorflow] TensorFlow intra-op threads: {cpus}" \
+            in r.stderr
+    # TensorFlow already ran an op: its pools keep their sizes, and hvd says why at info level.
+    r = run_hvdrun("-np", 2, "--log-level", "info", sys.executable, "-c", TF_THREADS_SCRIPT,
+                   "late", env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert [rank_lines(r.stdout, q)[0].split()[1] for q in range(2)] == ["0", "0"]
+    assert "TensorFlow started before hvd.init(): its thread pools keep their sizes" in r.stderr
+    # OMP_NUM_THREADS is the user's choice.
+    r = run_hvdrun("-np", 2, sys.executable, "-c", TF_THREADS_SCRIPT, "early",
+                   env=dict(env, OMP_NUM_THREADS="2"), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert [rank_lines(r.stdout, q)[0].split()[1] for q in range(2)] == ["0", "0"]
+
 ONE_PROCESS_SCRIPT = """
 import torch, hvd, hvd.torch as hvdt
 hvdt.init()
