@@ -412,10 +412,39 @@ def test_keras_value_functions_and_errors():
     assert hk.broadcast(np.array([hvd.rank()]), 0).tolist() == [0]
     with pytest.raises(ValueError, match="expected a keras.optimizers.Optimizer"):
         hk.DistributedOptimizer("sgd")
-    with pytest.raises(ValueError, match="wrap the inner optimizer"):
-        hk.DistributedOptimizer(keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD()))
+    with pytest.raises(ValueError, match="with a LossScaleOptimizer"):
+        hk.DistributedOptimizer(keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD()),
+                                backward_passes_per_step=2)
     with pytest.raises(ValueError, match="backward_passes_per_step must be a positive"):
         hk.DistributedOptimizer(keras.optimizers.SGD(), backward_passes_per_step=0)
+
+
+def test_keras_mixed_float16_reduces_before_the_loss_scale_check():
+    # A LossScaleOptimizer skips a step whose gradients hold inf or NaN. If each rank checked
+    # its own gradients, the rank with an inf would skip while the other waited in its
+    # reduction; hvd reduces first, so every rank skips together.
+    keras.config.set_dtype_policy("mixed_float16")
+    try:
+        steps, rows = 4, 4
+        (x, y), _ = keras_data(steps, rows)
+        if hvd.rank() == hvd.size() - 1:
+            x[rows:2 * rows] = np.inf  # the second batch of the last rank overflows
+        model = make_model(seed=5)
+        opt = hk.DistributedOptimizer(keras.optimizers.SGD(0.1))
+        assert isinstance(opt, keras.optimizers.LossScaleOptimizer)
+        model.compile(optimizer=opt, loss=LOSS)
+        assert model.optimizer is opt  # compile() did not wrap it a second time
+        model.fit(x, y, batch_size=rows, epochs=1, shuffle=False, verbose=0,
+                  callbacks=[hk.callbacks.BroadcastGlobalVariablesCallback(0)])
+        weights = flat_weights(model).astype(np.float32)
+        assert np.isfinite(weights).all()
+        assert_same_on_all_ranks(weights, "weights")
+        # One skipped step on every rank: the scale halved once, the same everywhere.
+        scale = float(opt.dynamic_scale.numpy())
+        assert_same_on_all_ranks(np.array([scale]), "loss scale")
+        assert scale == 32768.0 / 2
+    finally:
+        keras.config.set_dtype_policy("float32")
 
 
 def test_compat_modules_name_the_same_functions():

@@ -6,6 +6,12 @@ update, after its own gradient accumulation (gradient_accumulation_steps) and lo
 unscaling and before clipping, weight decay and the update: so backward_passes_per_step maps onto
 Keras's accumulation, and clipnorm clips the reduced gradients, as in Horovod. It runs inside
 Keras's compiled train step (as a tf.py_function) or eagerly (run_eagerly=True).
+
+A LossScaleOptimizer (mixed_float16) is the exception: it checks the gradients for inf and NaN
+before its inner optimizer sees them, and skips the update if it finds any. Checked per rank,
+one rank would skip while the others reduce, and the job would stall; so there the still-scaled
+gradients are reduced in the LossScaleOptimizer's apply, before the check, and every rank sees
+the same gradients and takes the same branch.
 """
 from __future__ import annotations
 
@@ -18,11 +24,8 @@ from hvd.tensorflow.compression import Compression
 from hvd.tensorflow.gradient_tape import check_options, reduce_gradients
 
 
-class _DistributedOptimizerMixin:
-    def _clip_gradients(self, grads):
-        return super()._clip_gradients(self._hvd_reduce(list(grads)))
-
-    def _hvd_reduce(self, grads):
+class _Reducing:
+    def _hvd_reduce(self, grads, variables):
         (op, compression, sparse_as_dense, predivide, process_set,
          prescale) = self._hvd_options
         if prescale != 1.0:  # Horovod sums accumulated gradients; Keras averages them
@@ -31,10 +34,23 @@ class _DistributedOptimizerMixin:
         # the objects each process happened to create, so they differ between ranks that built
         # their models differently (one loaded a checkpoint). The shapes tell two optimizers of
         # one job (a GAN's) apart.
-        signature = repr([(tuple(v.shape), str(v.dtype)) for v in self._trainable_variables])
+        signature = repr([(tuple(v.shape), str(v.dtype)) for v in variables])
         return reduce_gradients(grads, op, compression, sparse_as_dense, predivide,
                                 process_set,
                                 f"DistributedOptimizer.{zlib.crc32(signature.encode()):08x}")
+
+
+class _DistributedOptimizerMixin(_Reducing):
+    def _clip_gradients(self, grads):
+        return super()._clip_gradients(self._hvd_reduce(list(grads),
+                                                        self._trainable_variables))
+
+
+class _DistributedLossScaleMixin(_Reducing):
+    def apply(self, grads, trainable_variables=None):
+        variables = (list(trainable_variables) if trainable_variables is not None
+                     else self.inner_optimizer._trainable_variables)
+        return super().apply(self._hvd_reduce(list(grads), variables), trainable_variables)
 
 
 def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse="",
@@ -52,9 +68,6 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     if not isinstance(optimizer, keras.optimizers.Optimizer):
         raise ValueError(f"{what}: expected a keras.optimizers.Optimizer instance, got "
                          f"{type(optimizer).__name__} {optimizer!r}")
-    if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
-        raise ValueError(f"{what}: wrap the inner optimizer, then the LossScaleOptimizer "
-                         "around it (or let compile() add it under the mixed_float16 policy)")
     if keras.backend.backend() != "tensorflow":
         raise ValueError(f"{what}: Keras backend {keras.backend.backend()!r} is not supported: "
                          "set KERAS_BACKEND=tensorflow (with PyTorch, use hvd.torch)")
@@ -65,6 +78,15 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     if not isinstance(backward_passes_per_step, int) or backward_passes_per_step < 1:
         raise ValueError(f"{what}: backward_passes_per_step must be a positive integer, got "
                          f"{backward_passes_per_step!r}")
+    loss_scaled = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+    if not loss_scaled and keras.config.dtype_policy().name == "mixed_float16":
+        # compile() would wrap this optimizer in a LossScaleOptimizer whose check runs before
+        # the reduction (see above): wrap it here, and compile() leaves it as it is.
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+        loss_scaled = True
+    if loss_scaled and backward_passes_per_step > 1:
+        raise ValueError(f"{what}: backward_passes_per_step > 1 with a LossScaleOptimizer "
+                         "(mixed_float16) is not supported")
     config = optimizer.get_config()
     if name is not None:
         config["name"] = name
@@ -81,7 +103,8 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     base = optimizer.__class__
     # The class keeps the optimizer's name and module, so a model saved with it loads as the
     # plain Keras optimizer (hvd.tensorflow.keras.load_model wraps it again).
-    cls = type(base.__name__, (_DistributedOptimizerMixin, base),
+    mixin = _DistributedLossScaleMixin if loss_scaled else _DistributedOptimizerMixin
+    cls = type(base.__name__, (mixin, base),
                {"__module__": base.__module__, "__qualname__": base.__qualname__})
     distributed = cls.from_config(config)
     distributed._hvd_options = (op, compression, bool(sparse_as_dense),
