@@ -215,6 +215,22 @@ def test_gradients_of_the_collectives(graph):
     np.testing.assert_allclose(g_rs, [n, n])
 
 
+@modes()
+def test_join_lets_the_rank_with_more_data_train_alone(graph):
+    last = hvd.size() - 1
+    w = tf.Variable([1.0, 2.0])
+
+    def extra_step():
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(w * 3.0)
+        return htf.DistributedGradientTape(tape, op=htf.Sum).gradient(loss, [w])[0]
+
+    if hvd.rank() == last:
+        # The ranks that joined count as zeros.
+        assert run(extra_step, graph).numpy().tolist() == [3.0, 3.0]
+    assert htf.join() == last
+
+
 # -- DistributedGradientTape ----------------------------------------------------------------------
 def make_model(seed):
     keras.utils.set_random_seed(seed)
