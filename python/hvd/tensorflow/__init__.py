@@ -28,6 +28,22 @@ from hvd.tensorflow.mpi_ops import (allgather, allgather_object, allreduce, allt
                                     process_set_included_op, rank_op, reducescatter, size_op)
 
 
+def DistributedOptimizer(optimizer, *args, **kwargs):
+    """horovod.tensorflow.DistributedOptimizer: for a Keras optimizer (TensorFlow 2's kind),
+    hvd.tensorflow.keras.DistributedOptimizer with the same arguments."""
+    try:
+        import keras
+    except ImportError:
+        keras = None
+    if keras is None or not isinstance(optimizer, keras.optimizers.Optimizer):
+        raise ValueError("DistributedOptimizer: expected a Keras optimizer, got "
+                         f"{type(optimizer).__name__}; TF1's tf.compat.v1.train optimizers "
+                         "need graph sessions hvd does not support (use a Keras optimizer, or "
+                         "DistributedGradientTape)")
+    from hvd.tensorflow.keras.optimizer import DistributedOptimizer as _keras_optimizer
+    return _keras_optimizer(optimizer, *args, **kwargs)
+
+
 def init(comm=None, process_sets=None):
     """hvd.init(), then TensorFlow's thread pools fitted to this rank's CPUs when TensorFlow has
     not started yet (it sizes them from every CPU of the host, which ranks sharing the host
@@ -51,7 +67,7 @@ def init(comm=None, process_sets=None):
 
 
 __all__ = list(_basics_all) + [
-    "Compression", "DistributedGradientTape", "allgather", "allgather_object", "allreduce",
+    "Compression", "DistributedGradientTape", "DistributedOptimizer", "allgather", "allgather_object", "allreduce",
     "alltoall", "barrier", "broadcast", "broadcast_global_variables", "broadcast_object",
     "broadcast_variables", "grouped_allgather", "grouped_allreduce", "grouped_reducescatter",
     "join", "local_rank_op", "local_size_op", "poll", "process_set_included_op", "rank_op",
