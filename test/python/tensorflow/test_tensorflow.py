@@ -319,6 +319,31 @@ def test_distributed_gradient_tape_options_and_sparse_gradients():
         htf.DistributedGradientTape(object())
 
 
+def test_horovod_tf2_recipe_broadcasts_inside_the_first_compiled_step():
+    # Horovod's tensorflow2_mnist.py: the broadcast happens inside tf.function, after the
+    # first update, when the optimizer's slots exist.
+    model = make_model(seed=20 + hvd.rank())
+    opt = keras.optimizers.Adam(0.01)
+
+    @tf.function
+    def training_step(x, y, first_batch):
+        with tf.GradientTape() as tape:
+            loss = LOSS(y, model(x, training=True))
+        tape = htf.DistributedGradientTape(tape)
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+        if first_batch:
+            htf.broadcast_variables(model.variables, root_rank=0)
+            htf.broadcast_variables(opt.variables, root_rank=0)
+        return loss
+
+    for step in range(3):
+        training_step(*batch(hvd.rank(), step), step == 0)
+    assert_same_on_all_ranks(flat_weights(model), "weights")
+    assert_same_on_all_ranks(np.concatenate([v.numpy().ravel() for v in opt.variables]),
+                             "optimizer state")
+
+
 def test_broadcast_variables_objects_and_topology_ops():
     v = tf.Variable(tf.fill([3], float(hvd.rank())))
     w = tf.Variable(hvd.rank(), dtype=tf.int64)
