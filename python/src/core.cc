@@ -10,6 +10,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -139,22 +140,26 @@ struct Buffer {
   DeviceId device;
 };
 
+// A DLPack array that owns `owned` (freed when the last array made from it goes).
+OutputArray owningArray(OwnedBuffer owned, const std::vector<int64_t>& shape, DType dtype) {
+  auto* buffer = new OwnedBuffer(std::move(owned));
+  nb::capsule owner(buffer, [](void* p) noexcept { delete static_cast<OwnedBuffer*>(p); });
+  std::vector<size_t> dims(shape.begin(), shape.end());
+  DeviceId device = buffer->device;
+  return OutputArray(buffer->bytes.get(), dims.size(), dims.data(), owner, nullptr,
+                     toDlpack(dtype),
+                     device.isCpu() ? nb::device::cpu::value : nb::device::cuda::value,
+                     device.isCpu() ? 0 : device.index);
+}
+
 // Host memory for an output the caller hands to enqueue (a framework whose tensors are
 // immutable, TensorFlow's, cannot provide one): aligned as the engine's own outputs, uninitialised.
 Buffer emptyHostBuffer(const std::string& dtypeName, const std::vector<int64_t>& shape) {
-  DType dtype = collectives::parseDType(dtypeName);
-  std::size_t count = 1;
-  for (int64_t d : shape) {
+  TensorMeta meta{collectives::parseDType(dtypeName), shape};
+  for (int64_t d : shape)
     if (d < 0) throw InvalidArgument(detail::concat("empty: negative dimension in shape ",
                                                     hvd::shapeText(shape)));
-    count *= static_cast<std::size_t>(d);
-  }
-  auto* owned = new OwnedBuffer(allocateHostBuffer(count * collectives::dtypeSize(dtype)));
-  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<OwnedBuffer*>(p); });
-  std::vector<size_t> dims(shape.begin(), shape.end());
-  OutputArray array(owned->bytes.get(), dims.size(), dims.data(), owner, nullptr,
-                    toDlpack(dtype), nb::device::cpu::value, 0);
-  return Buffer{std::move(array), DeviceId{}};
+  return Buffer{owningArray(allocateHostBuffer(meta.bytes()), shape, meta.dtype), DeviceId{}};
 }
 
 // A Python-side handle: the engine's handle plus the arrays it reads and writes, kept alive
@@ -227,24 +232,13 @@ class PyHandle {
  private:
   // Hands an engine-allocated output to Python: the array owns the buffer.
   static nb::object adopt(OpResult& result, const Tensor& t, bool asNumpy) {
-    auto* buffer = new OwnedBuffer;
-    for (auto& owned : result.owned) {
-      if (owned.bytes && owned.bytes.get() == t.data) {
-        *buffer = std::move(owned);
-        break;
-      }
-    }
-    if (!buffer->bytes) {
-      delete buffer;
+    auto owned = std::find_if(result.owned.begin(), result.owned.end(), [&](auto& o) {
+      return o.bytes && o.bytes.get() == t.data;
+    });
+    if (owned == result.owned.end())
       throw InternalError("an engine output has no owned buffer");
-    }
-    nb::capsule owner(buffer, [](void* p) noexcept { delete static_cast<OwnedBuffer*>(p); });
-    std::vector<size_t> shape(t.shape.begin(), t.shape.end());
-    DeviceId device = buffer->device;
-    OutputArray array(buffer->bytes.get(), shape.size(), shape.data(), owner, nullptr,
-                      toDlpack(t.dtype),
-                      device.isCpu() ? nb::device::cpu::value : nb::device::cuda::value,
-                      device.isCpu() ? 0 : device.index);
+    DeviceId device = owned->device;
+    OutputArray array = owningArray(std::move(*owned), t.shape, t.dtype);
     if (asNumpy && device.isCpu()) return nb::cast(nb::ndarray<nb::numpy>(array));
     return nb::cast(Buffer{std::move(array), device});
   }
