@@ -1,27 +1,7 @@
-"""Gradient compression for allreduce, as horovod.tensorflow's: compress before the collective,
-decompress after."""
+"""Gradient compression for TensorFlow tensors (hvd._compression has the shared part)."""
 import tensorflow as tf
 
-
-class Compressor:
-    @staticmethod
-    def compress(tensor):
-        """Returns (compressed tensor, context for decompress)."""
-        raise NotImplementedError
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        raise NotImplementedError
-
-
-class NoneCompressor(Compressor):
-    @staticmethod
-    def compress(tensor):
-        return tensor, None
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        return tensor
+from hvd._compression import Compressor, NoneCompressor  # noqa: F401 (Horovod's names)
 
 
 class FP16Compressor(Compressor):

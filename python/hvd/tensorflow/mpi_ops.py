@@ -26,7 +26,7 @@ import tensorflow as tf
 from hvd import _basics, _core
 from hvd import numpy as _hvd_numpy
 from hvd._basics import Average, Sum, global_process_set
-from hvd._frontend import ArrayAdapter, Collectives
+from hvd._frontend import ArrayAdapter, Collectives, _label
 from hvd._handles import synchronize
 from hvd.tensorflow.compression import Compression
 
@@ -35,21 +35,18 @@ _from_dlpack = tf.experimental.dlpack.from_dlpack
 
 
 def _on_host(x):
-    device = x.device or ""
-    return not device or tf.DeviceSpec.from_string(device).device_type in (None, "CPU")
+    # An eager tensor's device reads ".../device:CPU:0"; no DeviceSpec parse per tensor per step.
+    return not x.device or "device:CPU:" in x.device
 
 
 class _TensorFlowAdapter(ArrayAdapter):
     name = "tf.Tensor"
     alltoall_always_returns_splits = True
 
+    # The frontend hands the core eager tensors only (_tensor converts variables; in graphs
+    # _run calls the collectives inside a py_function, on eager tensors).
     def is_array(self, x):
-        return isinstance(x, (tf.Tensor, tf.Variable))
-
-    def unsupported(self, x):
-        if tf.is_symbolic_tensor(x):
-            return "a symbolic tensor: hvd runs it through tf.py_function inside graphs"
-        return None
+        return isinstance(x, tf.Tensor)
 
     def dtype_name(self, x):
         return x.dtype.name
@@ -59,8 +56,6 @@ class _TensorFlowAdapter(ArrayAdapter):
 
     def contiguous(self, x):
         # TensorFlow's dense tensors are always row-major: only where they live matters.
-        if isinstance(x, tf.Variable):
-            x = x.read_value()
         if not _on_host(x):
             with tf.device("/CPU:0"):
                 x = tf.identity(x)
@@ -99,9 +94,11 @@ _c = Collectives(_TensorFlowAdapter())
 
 # -- running a collective eagerly or inside a graph --------------------------------------------
 def _run(eager_fn: Callable[..., List[tf.Tensor]], inputs: Sequence[tf.Tensor],
-         out_dtypes: Sequence[tf.DType], what: str) -> List[tf.Tensor]:
+         out_dtypes: Sequence[tf.DType], out_shapes: Sequence[tf.TensorShape],
+         what: str) -> List[tf.Tensor]:
     """eager_fn(*inputs) -> list of tensors. Eagerly it just runs; in a graph it becomes one
-    py_function, ordered after the graph's previous collective (see the module's docstring)."""
+    py_function, ordered after the graph's previous collective (see the module's docstring),
+    whose outputs get the static shapes a py_function cannot infer."""
     if tf.executing_eagerly():
         return list(eager_fn(*inputs))
     graph = tf.compat.v1.get_default_graph()
@@ -109,22 +106,24 @@ def _run(eager_fn: Callable[..., List[tf.Tensor]], inputs: Sequence[tf.Tensor],
     with tf.control_dependencies([previous] if previous is not None else []):
         outs = tf.py_function(eager_fn, list(inputs), list(out_dtypes),
                               name=f"hvd_{what.split()[0]}")
-    if not isinstance(outs, (list, tuple)):
-        outs = [outs]
+    outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+    for o, shape in zip(outs, out_shapes):
+        o.set_shape(shape)
     if outs:
         graph._hvd_last_collective = outs[0].op
-    return list(outs)
+    return outs
 
 
-def _label(what: str, name) -> str:
-    return f'{what} "{name}"' if name else what
+def _rows_vary(shape: tf.TensorShape) -> tf.TensorShape:
+    """The shape of a result whose first dimension depends on the other ranks' tensors."""
+    if shape.rank is None:
+        return shape
+    return tf.TensorShape([None]).concatenate(shape[1:] if shape.rank else [])
 
 
 def _tensor(x, what: str):
     if isinstance(x, tf.IndexedSlices):
         return x
-    if isinstance(x, tf.Variable):
-        return x.read_value() if tf.executing_eagerly() else tf.convert_to_tensor(x)
     try:
         return tf.convert_to_tensor(x)
     except (TypeError, ValueError) as e:
@@ -154,10 +153,7 @@ def _grouped_allreduce_raw(tensors, op, name, prescale, postscale, process_set):
         return synchronize(_c.grouped_allreduce_async(ts, op, name, prescale, postscale,
                                                       process_set))
 
-    outs = _run(eager, tensors, [t.dtype for t in tensors], what)
-    for o, t in zip(outs, tensors):
-        o.set_shape(t.shape)
-    return outs
+    return _run(eager, tensors, [t.dtype for t in tensors], [t.shape for t in tensors], what)
 
 
 def _grouped_allreduce_diff(tensors, op, name, prescale, postscale, process_set):
@@ -242,15 +238,18 @@ def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="",
 
 
 # -- allgather ----------------------------------------------------------------------------------
-def _allgather_raw(tensor, name, process_set):
-    def eager(t):
-        return [synchronize(_c.allgather_async(t, name, process_set))]
+def _grouped_allgather_raw(tensors, name, process_set):
+    what = _label("grouped_allgather" if len(tensors) > 1 else "allgather", name)
 
-    out = _run(eager, [tensor], [tensor.dtype], _label("allgather", name))[0]
-    if tensor.shape.rank is not None:
-        out.set_shape(tf.TensorShape([None]).concatenate(tensor.shape[1:])
-                      if tensor.shape.rank > 0 else [None])
-    return out
+    def eager(*ts):
+        return synchronize(_c.grouped_allgather_async(ts, name, process_set))
+
+    return _run(eager, tensors, [t.dtype for t in tensors],
+                [_rows_vary(t.shape) for t in tensors], what)
+
+
+def _allgather_raw(tensor, name, process_set):
+    return _grouped_allgather_raw([tensor], name, process_set)[0]
 
 
 def allgather(tensor, name=None, ignore_name_scope=False, process_set=global_process_set):
@@ -286,16 +285,7 @@ def grouped_allgather(tensors, name=None, ignore_name_scope=False,
     """allgather of several tensors as one operation."""
     del ignore_name_scope
     what = _label("grouped_allgather", name)
-    tensors = [_tensor(t, what) for t in tensors]
-
-    def eager(*ts):
-        return synchronize(_c.grouped_allgather_async(ts, name, process_set))
-
-    outs = _run(eager, tensors, [t.dtype for t in tensors], what)
-    for o, t in zip(outs, tensors):
-        if t.shape.rank:
-            o.set_shape(tf.TensorShape([None]).concatenate(t.shape[1:]))
-    return outs
+    return _grouped_allgather_raw([_tensor(t, what) for t in tensors], name, process_set)
 
 
 # -- broadcast ----------------------------------------------------------------------------------
@@ -303,9 +293,7 @@ def _broadcast_raw(tensor, root_rank, name, process_set):
     def eager(t):
         return [synchronize(_c.broadcast_async(t, root_rank, name, process_set))]
 
-    out = _run(eager, [tensor], [tensor.dtype], _label("broadcast", name))[0]
-    out.set_shape(tensor.shape)
-    return out
+    return _run(eager, [tensor], [tensor.dtype], [tensor.shape], _label("broadcast", name))[0]
 
 
 def broadcast(tensor, root_rank, name=None, ignore_name_scope=False,
@@ -338,10 +326,9 @@ def _alltoall_raw(tensor, splits, name, process_set):
         return [out, received]
 
     inputs = [tensor] + ([] if splits is None else [splits])
-    out, received = _run(eager, inputs, [tensor.dtype, tf.int32], _label("alltoall", name))
-    if tensor.shape.rank:
-        out.set_shape(tf.TensorShape([None]).concatenate(tensor.shape[1:]))
-    received.set_shape([process_set.size()])
+    out, received = _run(eager, inputs, [tensor.dtype, tf.int32],
+                         [_rows_vary(tensor.shape), tf.TensorShape([process_set.size()])],
+                         _label("alltoall", name))
     return out, received
 
 
@@ -378,11 +365,8 @@ def _reducescatter_raw(tensors, op, name, process_set, prescale, postscale):
         return synchronize(_c.grouped_reducescatter_async(ts, op, name, process_set, prescale,
                                                           postscale))
 
-    outs = _run(eager, tensors, [t.dtype for t in tensors], what)
-    for o, t in zip(outs, tensors):
-        if t.shape.rank:
-            o.set_shape(tf.TensorShape([None]).concatenate(t.shape[1:]))
-    return outs
+    return _run(eager, tensors, [t.dtype for t in tensors],
+                [_rows_vary(t.shape) for t in tensors], what)
 
 
 def reducescatter(tensor, device_dense="", compression=Compression.none, op=Average, name=None,
@@ -462,23 +446,18 @@ def broadcast_variables(variables, root_rank, process_set=global_process_set, in
     del inplace  # variables are always assigned
     variables = list(variables)
     for v in variables:
-        if not isinstance(v, tf.Variable) and not hasattr(v, "assign"):
+        if not hasattr(v, "assign"):  # tf.Variable, keras.Variable
             raise ValueError(f"broadcast_variables: expected variables, got {type(v).__name__}")
     if not tf.executing_eagerly():
         return tf.group(*[v.assign(broadcast(v, root_rank, f"broadcast_variables.{i}",
                                              process_set=process_set))
                           for i, v in enumerate(variables)])
-    handles = [_c.broadcast_async(_tensor(_value_of(v), "broadcast_variables"), root_rank,
+    handles = [_c.broadcast_async(_tensor(v, "broadcast_variables"), root_rank,
                                   f"broadcast_variables.{i}", process_set)
                for i, v in enumerate(variables)]
     for v, h in zip(variables, handles):
         v.assign(synchronize(h))
     return None
-
-
-def _value_of(v):
-    # Keras 3 variables wrap a tf.Variable (v.value); plain tf.Variables are their own value.
-    return v.value if not isinstance(v, tf.Variable) and hasattr(v, "value") else v
 
 
 def broadcast_global_variables(root_rank):
