@@ -2,44 +2,56 @@
 over the ranks, as horovod.tensorflow's."""
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import tensorflow as tf
 
 from hvd import _basics
-from hvd._basics import Average, Sum, global_process_set
+from hvd._basics import Average, ProcessSet, Sum, global_process_set
 from hvd.tensorflow.compression import Compression
 from hvd.tensorflow.mpi_ops import grouped_allreduce
 
 
-def reduce_gradients(grads, op, compression, sparse_as_dense, gradient_predivide_factor,
-                     process_set, name):
+class ReduceOptions(NamedTuple):
+    """How DistributedGradientTape and the Keras DistributedOptimizer reduce gradients."""
+    op: int
+    compression: Any
+    sparse_as_dense: bool
+    gradient_predivide_factor: float
+    process_set: ProcessSet
+    prescale: float = 1.0  # Keras's accumulated gradients: summed as Horovod, not averaged
+
+
+def reduce_gradients(grads, options: ReduceOptions, name: str):
     """The gradients (any nesting, None kept) reduced over the process set as one grouped
     allreduce, which the engine fuses; tf.IndexedSlices are gathered unless sparse_as_dense."""
     flat = tf.nest.flatten(grads, expand_composites=False)
     present = [i for i, g in enumerate(flat) if g is not None]
-    if not present or (process_set.size() == 1 and gradient_predivide_factor == 1.0):
+    o = options
+    if not present or (o.process_set.size() == 1 and o.gradient_predivide_factor == 1.0
+                       and o.prescale == 1.0):
         return grads  # nothing to reduce: skip the py_function a graph would run per step
-    tensors = []
-    for i in present:
-        g = flat[i]
-        if isinstance(g, tf.IndexedSlices) and sparse_as_dense:
-            g = tf.convert_to_tensor(g)
-        tensors.append(g)
-    prescale, postscale = 1.0, 1.0
-    if gradient_predivide_factor != 1.0:
+    tensors = [tf.convert_to_tensor(flat[i])
+               if o.sparse_as_dense and isinstance(flat[i], tf.IndexedSlices) else flat[i]
+               for i in present]
+    op, prescale, postscale = o.op, o.prescale, 1.0
+    if o.gradient_predivide_factor != 1.0:
         # Horovod's split of the average: divide by f before the sum and by size/f after, which
         # keeps float16 sums of many ranks in range.
-        prescale = 1.0 / gradient_predivide_factor
-        postscale = gradient_predivide_factor / process_set.size()
+        prescale /= o.gradient_predivide_factor
+        postscale = o.gradient_predivide_factor / o.process_set.size()
         op = Sum
-    reduced = grouped_allreduce(tensors, op=op, compression=compression,
+    reduced = grouped_allreduce(tensors, op=op, compression=o.compression,
                                 prescale_factor=prescale, postscale_factor=postscale,
-                                name=name, process_set=process_set)
+                                name=name, process_set=o.process_set)
     for i, g in zip(present, reduced):
         flat[i] = g
     return tf.nest.pack_sequence_as(grads, flat)
 
 
-def check_options(what, op, gradient_predivide_factor, num_groups, groups):
+def reduce_options(what, op, compression, sparse_as_dense, gradient_predivide_factor,
+                   num_groups, groups, process_set, prescale=1.0) -> ReduceOptions:
+    """Horovod's reduction arguments, checked."""
     op = _basics.check_reduce_op(op, what)
     if gradient_predivide_factor != 1.0 and op != Average:
         raise ValueError(f"{what}: gradient_predivide_factor needs op=Average")
@@ -51,9 +63,10 @@ def check_options(what, op, gradient_predivide_factor, num_groups, groups):
     if not isinstance(num_groups, int) or num_groups < 0:
         raise ValueError(f"{what}: num_groups must be a non-negative integer, got "
                          f"{num_groups!r}")
-    if groups is not None and not (isinstance(groups, int) or isinstance(groups, (list, tuple))):
+    if groups is not None and not isinstance(groups, (int, list, tuple)):
         raise ValueError(f"{what}: groups must be an integer or a list of lists of variables")
-    return op
+    return ReduceOptions(op, compression, bool(sparse_as_dense), float(gradient_predivide_factor),
+                         process_set, prescale)
 
 
 class _DistributedGradientTape:
@@ -62,10 +75,7 @@ class _DistributedGradientTape:
     def gradient(self, target, sources, output_gradients=None,
                  unconnected_gradients=tf.UnconnectedGradients.NONE):
         grads = super().gradient(target, sources, output_gradients, unconnected_gradients)
-        o = self._hvd_options
-        return reduce_gradients(grads, o["op"], o["compression"], o["sparse_as_dense"],
-                                o["gradient_predivide_factor"], o["process_set"],
-                                "DistributedGradientTape")
+        return reduce_gradients(grads, self._hvd_options, "DistributedGradientTape")
 
 
 def DistributedGradientTape(gradtape, device_dense="", device_sparse="",
@@ -79,13 +89,11 @@ def DistributedGradientTape(gradtape, device_dense="", device_sparse="",
     if not isinstance(gradtape, tf.GradientTape):
         raise ValueError("DistributedGradientTape: expected a tf.GradientTape, got "
                          f"{type(gradtape).__name__}")
-    op = check_options("DistributedGradientTape", op, gradient_predivide_factor, num_groups,
-                       groups)
+    options = reduce_options("DistributedGradientTape", op, compression, sparse_as_dense,
+                             gradient_predivide_factor, num_groups, groups, process_set)
     cls = type(gradtape.__class__.__name__, (_DistributedGradientTape, gradtape.__class__), {})
     tape = cls.__new__(cls)
     tape.__dict__.update(gradtape.__dict__)
-    tape._hvd_options = dict(op=op, compression=compression, sparse_as_dense=sparse_as_dense,
-                             gradient_predivide_factor=float(gradient_predivide_factor),
-                             process_set=process_set)
+    tape._hvd_options = options
     return tape
 

@@ -448,7 +448,7 @@ def test_keras_checkpoint_on_rank_0_resumes_on_every_rank(tmp_path_factory):
 
 def test_horovod_tensorflow_distributed_optimizer_wraps_keras_optimizers():
     opt = htf.DistributedOptimizer(keras.optimizers.Adam(0.01), op=htf.Sum)
-    assert isinstance(opt, keras.optimizers.Adam) and opt._hvd_options[0] == htf.Sum
+    assert isinstance(opt, keras.optimizers.Adam) and opt._hvd_options.op == htf.Sum
     with pytest.raises(ValueError, match="tf.compat.v1.train optimizers"):
         htf.DistributedOptimizer(tf.compat.v1.train.GradientDescentOptimizer(0.1))
 

@@ -21,22 +21,17 @@ import keras
 
 from hvd._basics import Average, global_process_set
 from hvd.tensorflow.compression import Compression
-from hvd.tensorflow.gradient_tape import check_options, reduce_gradients
+from hvd.tensorflow.gradient_tape import reduce_gradients, reduce_options
 
 
 class _Reducing:
     def _hvd_reduce(self, grads, variables):
-        (op, compression, sparse_as_dense, predivide, process_set,
-         prescale) = self._hvd_options
-        if prescale != 1.0:  # Horovod sums accumulated gradients; Keras averages them
-            grads = [None if g is None else g * prescale for g in grads]
         # Named by what every rank agrees on: Keras's own names (adam_1, dense_3/kernel) count
         # the objects each process happened to create, so they differ between ranks that built
         # their models differently (one loaded a checkpoint). The shapes tell two optimizers of
         # one job (a GAN's) apart.
         signature = repr([(tuple(v.shape), str(v.dtype)) for v in variables])
-        return reduce_gradients(grads, op, compression, sparse_as_dense, predivide,
-                                process_set,
+        return reduce_gradients(grads, self._hvd_options,
                                 f"DistributedOptimizer.{zlib.crc32(signature.encode()):08x}")
 
 
@@ -74,7 +69,8 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     if not hasattr(optimizer, "_clip_gradients"):
         raise RuntimeError(f"{what}: this Keras ({keras.__version__}) has no "
                            "Optimizer._clip_gradients, where hvd reduces the gradients")
-    op = check_options(what, op, gradient_predivide_factor, num_groups, groups)
+    options = reduce_options(what, op, compression, sparse_as_dense, gradient_predivide_factor,
+                             num_groups, groups, process_set)
     if not isinstance(backward_passes_per_step, int) or backward_passes_per_step < 1:
         raise ValueError(f"{what}: backward_passes_per_step must be a positive integer, got "
                          f"{backward_passes_per_step!r}")
@@ -90,7 +86,6 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     config = optimizer.get_config()
     if name is not None:
         config["name"] = name
-    prescale = 1.0
     if backward_passes_per_step > 1:
         if config.get("gradient_accumulation_steps"):
             raise ValueError(f"{what}: the optimizer already accumulates gradients "
@@ -99,7 +94,8 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
                              "backward_passes_per_step at 1")
         config["gradient_accumulation_steps"] = backward_passes_per_step
         if not average_aggregated_gradients:
-            prescale = float(backward_passes_per_step)
+            # Horovod sums the accumulated gradients; Keras averages them.
+            options = options._replace(prescale=float(backward_passes_per_step))
     base = optimizer.__class__
     # The class keeps the optimizer's name and module, so a model saved with it loads as the
     # plain Keras optimizer (hvd.tensorflow.keras.load_model wraps it again).
@@ -107,6 +103,5 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     cls = type(base.__name__, (mixin, base),
                {"__module__": base.__module__, "__qualname__": base.__qualname__})
     distributed = cls.from_config(config)
-    distributed._hvd_options = (op, compression, bool(sparse_as_dense),
-                                float(gradient_predivide_factor), process_set, prescale)
+    distributed._hvd_options = options
     return distributed
