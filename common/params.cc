@@ -37,6 +37,15 @@ const std::vector<ParamSpec>& allParams() {
        "Job secret for the HMAC handshake on every connection (set by hvdrun; never printed)."},
       {"HVD_JOB_ID", "", ParamType::String, "local", 0, 0, false,
        "Identifier that scopes this job's rendezvous keys (set by hvdrun)."},
+      {"HVD_ELASTIC", "HOROVOD_ELASTIC", ParamType::Int, "0", 0, 1, false,
+       "1: this worker belongs to an elastic job and takes its rank from the launcher's current "
+       "round at every init (set by hvdrun with --min-np, --max-np or --host-discovery-script)."},
+      {"HVD_WORKER_ID", "", ParamType::Int, "-1", -1, INT32_MAX, false,
+       "This worker's number in an elastic job, fixed for its life while its rank may change "
+       "(set by hvdrun)."},
+      {"HVD_ELASTIC_TIMEOUT", "HOROVOD_ELASTIC_TIMEOUT", ParamType::Int, "600", 1, 86400, false,
+       "Seconds an elastic worker waits at init for the launcher to form a round that includes "
+       "it, and hvdrun waits for --min-np slots after losing workers."},
       {"HVD_START_TIMEOUT", "HOROVOD_START_TIMEOUT", ParamType::Int, "30", 1, 86400, false,
        "Seconds a worker waits for all peers to join the rendezvous and connect."},
       {"HVD_OP_TIMEOUT", "", ParamType::Int, "300", 1, 86400, false,

@@ -103,6 +103,32 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
   app.add_option("--network-interface", o.networkInterface,
                  "Interface for the rendezvous and data plane: IFACE, or host=IFACE,... per "
                  "host (default: the address that reaches hvdrun)");
+  int elasticTimeout = static_cast<int>(
+      hvd::params::parseInt(hvd::params::spec("HVD_ELASTIC_TIMEOUT").defaultValue, 1, 86400,
+                            "HVD_ELASTIC_TIMEOUT"));
+  auto* elastic = app.add_option_group(
+      "Elastic", "Workers may fail or join while the job runs (hvd.elastic.run); any of "
+                 "--min-np, --max-np or --host-discovery-script makes the job elastic");
+  elastic->add_option("--min-np", o.elastic.minNp,
+                      "Fewest workers the job runs with; below that it waits for hosts "
+                      "(default: -np)")
+      ->check(CLI::Range(1, 1 << 20));
+  elastic->add_option("--max-np", o.elastic.maxNp,
+                      "Most workers the job runs with (default: every offered slot)")
+      ->check(CLI::Range(1, 1 << 20));
+  elastic->add_option("--host-discovery-script", o.elastic.discoveryScript,
+                      "Executable printing the usable hosts, one 'host[:slots]' per line; hvdrun "
+                      "runs it every second");
+  elastic->add_option("--slots-per-host", o.elastic.slotsPerHost,
+                      "Slots of a discovered host whose line gives none (default 1)")
+      ->check(CLI::Range(1, 1 << 16));
+  elastic->add_option("--elastic-timeout", elasticTimeout,
+                      "Seconds to wait for --min-np usable slots, and workers' wait for a new "
+                      "round (HVD_ELASTIC_TIMEOUT)")
+      ->check(CLI::Range(1, 86400));
+  elastic->add_option("--reset-limit", o.elastic.resetLimit,
+                      "Fail the job instead of forming more than this many new rounds")
+      ->check(CLI::Range(0, 1 << 30));
   RuntimeFlags& rf = out.runtime;
   auto* tuning = app.add_option_group("Runtime", "Engine knobs, exported to workers as HVD_*");
   tuning->add_option("--fusion-threshold-mb", rf.fusionThresholdMb,
@@ -189,6 +215,8 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
   if (hierAllreduce->count()) rf.hierarchicalAllreduce = hierarchicalAllreduce;
   if (hierAllgather->count()) rf.hierarchicalAllgather = hierarchicalAllgather;
   o.startTimeout = std::chrono::seconds(startTimeout);
+  o.elastic.timeout = std::chrono::seconds(elasticTimeout);
+  o.elastic.timeoutGiven = app.count("--elastic-timeout") > 0;
   o.grace = std::chrono::seconds(grace);
   o.ssh.connectTimeout = std::chrono::seconds(connectTimeout);
   out.logLevelGiven = app.count("--log-level") > 0;

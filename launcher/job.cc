@@ -27,10 +27,13 @@ constexpr auto kDrainTime = std::chrono::seconds(2);
 
 struct Job::Worker {
   RankPlacement placement;
+  int label = 0;  // the output's [N]: the rank, or an elastic job's worker number
   LocalWorker process;  // pid -1 for a remote rank
   int fds[2] = {-1, -1};
   bool exited = false;
   bool remote = false;
+  bool stoppedByPolicy = false;
+  Clock::time_point killAt{};  // stopWorker's SIGKILL deadline
   ExitStatus status;
 };
 
@@ -53,6 +56,7 @@ int Job::run() {
                                                                     SIGHUP});
   try {
     spawnAll();
+    if (policy_) policy_->tick(*this);
   } catch (const Error& e) {
     beginStop(std::string("could not start every worker: ") + e.what());
     log::logger("launcher")->error("{}", e.what());
@@ -63,6 +67,7 @@ int Job::run() {
   guardian_.dismiss();
   printSummary();
   if (firstFailure_ >= 0) return workers_[firstFailure_].status.shellCode();
+  if (!failReason_.empty()) return 1;
   if (firstFailure_ == -2) return 1;
   if (interruptSignal_) return 128 + interruptSignal_;
   return 0;
@@ -74,26 +79,53 @@ void Job::spawnAll() {
   for (const auto& streams : remote_.start()) {
     Worker w;
     w.placement = streams.placement;
+    w.label = w.placement.rank;
     w.remote = true;
     w.fds[0] = streams.stdoutFd;
     w.fds[1] = streams.stderrFd;
     workers_.push_back(w);
     log->info("starting rank {} on {} over ssh", w.placement.rank, w.placement.hostname);
   }
-  for (auto& spec : specs_) {
-    Worker w;
-    w.placement = spec.placement;
-    w.process = spawnLocal(spec.executable, spec.argv, spec.env);
-    w.fds[0] = w.process.stdoutFd;
-    w.fds[1] = w.process.stderrFd;
-    guardian_.watch(w.process.pid);
-    workers_.push_back(w);
-    log->info("started rank {} on {} as pid {}", w.placement.rank, w.placement.hostname,
-              w.process.pid);
-  }
+  for (auto& spec : specs_) startLocal(spec, spec.placement.rank);
+}
+
+void Job::startLocal(WorkerSpec& spec, int label) {
+  Worker w;
+  w.placement = spec.placement;
+  w.label = label;
+  w.process = spawnLocal(spec.executable, spec.argv, spec.env);
+  w.fds[0] = w.process.stdoutFd;
+  w.fds[1] = w.process.stderrFd;
+  guardian_.watch(w.process.pid);
+  workers_.push_back(w);
+  log::logger("launcher")->info("started {} {} on {} as pid {}", policy_ ? "worker" : "rank",
+                                label, w.placement.hostname, w.process.pid);
+}
+
+int Job::addWorker(WorkerSpec spec) {
+  int label = output_->addRank();
+  startLocal(spec, label);
+  return label;
+}
+
+void Job::stopWorker(int label) {
+  for (auto& w : workers_)
+    if (w.label == label && !w.exited && !w.remote) {
+      w.stoppedByPolicy = true;
+      ::kill(-w.process.pid, SIGTERM);
+      w.killAt = Clock::now() + options_.grace;
+    }
+}
+
+void Job::fail(const std::string& reason) {
+  if (stopping_) return;
+  failReason_ = reason;
+  firstFailure_ = -2;
+  beginStop(reason);
 }
 
 void Job::eventLoop() {
+  auto nextTick = Clock::now() + kPolicyTick;
   while (!allDone()) {
     std::vector<pollfd> fds{{signals_->fd(), POLLIN, 0}, {remote_.wakeFd(), POLLIN, 0}};
     std::vector<std::pair<Worker*, int>> owners{{nullptr, 0}, {nullptr, 0}};
@@ -105,7 +137,11 @@ void Job::eventLoop() {
         }
     int timeoutMs = -1;
     auto now = Clock::now();
-    for (auto deadline : {killDeadline_, drainDeadline_})
+    std::vector<Clock::time_point> deadlines{killDeadline_, drainDeadline_};
+    if (policy_ && !stopping_) deadlines.push_back(nextTick);
+    for (const auto& w : workers_)
+      if (!w.exited) deadlines.push_back(w.killAt);
+    for (auto deadline : deadlines)
       if (deadline != Clock::time_point{}) {
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
         int ms = static_cast<int>(std::max<long>(0, left) + 1);
@@ -125,16 +161,30 @@ void Job::eventLoop() {
       killAll(SIGKILL);
       killDeadline_ = {};
     }
+    for (auto& w : workers_)
+      if (!w.exited && w.killAt != Clock::time_point{} && now >= w.killAt) {
+        ::kill(-w.process.pid, SIGKILL);
+        w.killAt = {};
+      }
+    if (policy_ && !stopping_ && now >= nextTick) {
+      nextTick = now + kPolicyTick;
+      try {
+        policy_->tick(*this);
+      } catch (const Error& e) {
+        fail(e.what());
+      }
+    }
   }
   for (auto& w : workers_)
     for (int s = 0; s < 2; ++s)
       if (w.fds[s] >= 0) {
         readOutput(w, s);
-        output_->onEnd(w.placement.rank, static_cast<Stream>(s));
+        output_->onEnd(w.label, static_cast<Stream>(s));
       }
 }
 
 bool Job::allDone() const {
+  if (policy_ && !stopping_ && policy_->waiting()) return false;
   bool exited = true, drained = true;
   for (const auto& w : workers_) {
     exited &= w.exited;
@@ -149,12 +199,12 @@ void Job::readOutput(Worker& w, int stream) {
   for (;;) {
     ssize_t n = ::read(w.fds[stream], buf, sizeof buf);
     if (n > 0) {
-      output_->onData(w.placement.rank, static_cast<Stream>(stream), buf, n);
+      output_->onData(w.label, static_cast<Stream>(stream), buf, n);
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-    output_->onEnd(w.placement.rank, static_cast<Stream>(stream));
+    output_->onEnd(w.label, static_cast<Stream>(stream));
     ::close(w.fds[stream]);
     w.fds[stream] = -1;
     return;
@@ -194,19 +244,25 @@ void Job::onEnded(std::size_t i, ExitStatus status) {
   Worker& w = workers_[i];
   w.exited = true;
   w.status = status;
+  const char* kind = policy_ ? "worker" : "rank";
   if (w.remote)
-    log::logger("launcher")->info("rank {} on {} {}", w.placement.rank, w.placement.hostname,
+    log::logger("launcher")->info("{} {} on {} {}", kind, w.label, w.placement.hostname,
                                   w.status.describe());
   else
-    log::logger("launcher")->info("rank {} (pid {}) {}", w.placement.rank, w.process.pid,
+    log::logger("launcher")->info("{} {} (pid {}) {}", kind, w.label, w.process.pid,
                                   w.status.describe());
-  if (w.status.failed() && firstFailure_ == -1 && !stopping_) {
+  if (w.status.failed() && !w.stoppedByPolicy) lastFailed_ = static_cast<int>(i);
+  bool tolerated = policy_ && !stopping_ &&
+                   (w.stoppedByPolicy ||
+                    policy_->tolerate(*this, w.label, w.placement.hostname, w.status));
+  if (w.status.failed() && firstFailure_ == -1 && !stopping_ && !tolerated) {
     firstFailure_ = static_cast<int>(i);
-    beginStop(detail::concat("rank ", w.placement.rank, " ", w.status.describe()));
+    beginStop(detail::concat(kind, " ", w.label, " ", w.status.describe()));
   }
   bool allExited = true;
   for (const auto& other : workers_) allExited &= other.exited;
-  if (allExited && drainDeadline_ == Clock::time_point{}) {
+  if (allExited && drainDeadline_ == Clock::time_point{} && !(policy_ && policy_->waiting() &&
+                                                              !stopping_)) {
     drainDeadline_ = Clock::now() + kDrainTime;
     killDeadline_ = {};
   }
@@ -231,24 +287,30 @@ void Job::killAll(int sig) {
 }
 
 void Job::printSummary() const {
-  if (firstFailure_ >= 0) {
-    const Worker& w = workers_[firstFailure_];
-    std::string text = detail::concat("hvdrun: job failed: rank ", w.placement.rank, " on host ",
-                                      w.placement.hostname,
+  const char* kind = policy_ ? "worker" : "rank";
+  auto describe = [&](const Worker& w) {
+    std::string text = detail::concat(kind, " ", w.label, " on host ", w.placement.hostname,
                                       w.remote ? " (over ssh" : " (pid ",
                                       w.remote ? "" : std::to_string(w.process.pid), ") ",
                                       w.status.describe(), "\n");
-    auto lines = output_->lastStderrLines(w.placement.rank);
+    auto lines = output_->lastStderrLines(w.label);
     if (lines.empty()) {
-      text += "hvdrun: rank " + std::to_string(w.placement.rank) + " wrote nothing to stderr\n";
+      text += detail::concat("hvdrun: ", kind, " ", w.label, " wrote nothing to stderr\n");
     } else {
-      text += "hvdrun: last stderr lines of rank " + std::to_string(w.placement.rank) + ":\n";
+      text += detail::concat("hvdrun: last stderr lines of ", kind, " ", w.label, ":\n");
       for (const auto& l : lines) text += "    " + l + "\n";
     }
+    return text;
+  };
+  if (firstFailure_ >= 0) {
+    ::fputs(("hvdrun: job failed: " + describe(workers_[firstFailure_])).c_str(), stderr);
+  } else if (!failReason_.empty()) {
+    std::string text = "hvdrun: job failed: " + failReason_ + "\n";
+    if (lastFailed_ >= 0) text += "hvdrun: the last worker to fail: " + describe(workers_[lastFailed_]);
     ::fputs(text.c_str(), stderr);
   } else if (interruptSignal_) {
-    ::fprintf(stderr, "hvdrun: interrupted by %s: stopped %zu ranks\n",
-              signalName(interruptSignal_).c_str(), workers_.size());
+    ::fprintf(stderr, "hvdrun: interrupted by %s: stopped %zu %ss\n",
+              signalName(interruptSignal_).c_str(), workers_.size(), kind);
   }
 }
 

@@ -8,6 +8,7 @@
 // duration.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,8 +31,28 @@ struct WorkerSpec {
   std::vector<std::string> argv;
 };
 
+class Job;
+
+// What an elastic job decides that a static one does not (elastic_driver.h): workers join and
+// leave while the job runs, and a failed worker need not end the job.
+class JobPolicy {
+ public:
+  virtual ~JobPolicy() = default;
+  // Called once the job's event loop runs, then about every kPolicyTick until it stops; may add
+  // and stop workers, or fail the job.
+  virtual void tick(Job& job) = 0;
+  // Worker `label` ended while the job was not stopping. True: the job goes on without it;
+  // false: the job stops, reporting this worker's failure (as a static job does).
+  virtual bool tolerate(Job& job, int label, const std::string& host,
+                        const ExitStatus& status) = 0;
+  // True while the job must go on with no worker running (waiting for hosts to appear).
+  virtual bool waiting() const = 0;
+};
+
 class Job {
  public:
+  static constexpr auto kPolicyTick = std::chrono::milliseconds(250);
+
   // `remote` holds the ranks on other hosts (may be empty, not yet started).
   Job(const LaunchOptions& options, std::vector<WorkerSpec> workers, ssh::RemoteRanks& remote,
       OrphanGuardian& guardian);
@@ -41,11 +62,21 @@ class Job {
   // 128+signal when hvdrun itself was interrupted. Prints the failure summary on stderr.
   int run();
 
+  // With a policy the job is elastic: it may start with no workers, its workers are labelled by
+  // number ("worker N", the output's [N]) instead of rank, and the policy rules on failures.
+  void setPolicy(JobPolicy* policy) { policy_ = policy; }
+  // For the policy, from tick() or tolerate(): starts one more local worker and returns its
+  // label; stops one (SIGTERM, SIGKILL after the grace period); ends the job as failed.
+  int addWorker(WorkerSpec spec);
+  void stopWorker(int label);
+  void fail(const std::string& reason);
+
  private:
   struct Worker;
   void spawnAll();
   void eventLoop();
   void handleSignal(int sig);
+  void startLocal(WorkerSpec& spec, int label);
   void reapWorkers();
   void collectRemoteEnds();
   void onEnded(std::size_t index, ExitStatus status);
@@ -62,7 +93,10 @@ class Job {
   std::vector<Worker> workers_;
   std::unique_ptr<OutputForwarder> output_;
   std::unique_ptr<SignalPipe> signals_;  // while run() runs
-  int firstFailure_ = -1;     // rank
+  JobPolicy* policy_ = nullptr;
+  std::string failReason_;   // fail()'s
+  int lastFailed_ = -1;      // index of the latest worker that failed, for fail()'s summary
+  int firstFailure_ = -1;     // index into workers_; -2: no worker, see failReason_
   int interruptSignal_ = 0;   // signal that interrupted hvdrun
   int interrupts_ = 0;
   bool stopping_ = false;

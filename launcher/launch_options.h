@@ -10,6 +10,18 @@
 
 namespace hvd::launcher {
 
+// The elastic flags as given (-1 / empty: not given).
+struct ElasticFlags {
+  int minNp = -1;
+  int maxNp = -1;
+  std::string discoveryScript;
+  int slotsPerHost = 1;
+  std::chrono::seconds timeout{600};
+  bool timeoutGiven = false;
+  int resetLimit = -1;
+  bool requested() const { return minNp > 0 || maxNp > 0 || !discoveryScript.empty(); }
+};
+
 struct LaunchOptions {
   int np = -1;         // -1: not given (taken from a Slurm allocation, else an error)
   std::string hosts;   // -H
@@ -30,6 +42,7 @@ struct LaunchOptions {
   SshOptions ssh;
   // --network-interface: "IFACE" or "host=IFACE,..." (remote_hosts.h); empty: automatic.
   std::string networkInterface;
+  ElasticFlags elastic;
 };
 
 }  // namespace hvd::launcher

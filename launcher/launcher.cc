@@ -11,6 +11,7 @@
 #include "common/logging.h"
 #include "common/network.h"
 #include "common/params.h"
+#include "launcher/elastic_driver.h"
 #include "launcher/host_spec.h"
 #include "launcher/hostfile.h"
 #include "launcher/job.h"
@@ -19,6 +20,7 @@
 #include "launcher/python_path.h"
 #include "launcher/remote_hosts.h"
 #include "collectives/rendezvous/rendezvous_server.h"
+#include "collectives/rendezvous/tcp_store_client.h"
 #include "collectives/transport/shm/shm_segment.h"
 #include "launcher/slurm.h"
 #include "launcher/ssh/remote_command.h"
@@ -158,6 +160,92 @@ std::string rendezvousAddress(const HostPlan& plan, const std::vector<ssh::SshTa
   return chosen;
 }
 
+// Environment every worker gets beyond its placement: the runtime knobs and timeouts.
+Environment commonWorkerParams(const LaunchOptions& o) {
+  Environment extra(o.runtimeParams.begin(), o.runtimeParams.end());
+  extra["HVD_START_TIMEOUT"] = std::to_string(o.startTimeout.count());
+  if (!extra.count("HVD_LOG_LEVEL")) extra["HVD_LOG_LEVEL"] = o.logLevel;
+  return extra;
+}
+
+ElasticOptions elasticOptions(const LaunchOptions& o) {
+  const ElasticFlags& f = o.elastic;
+  ElasticOptions e;
+  e.minNp = f.minNp > 0 ? f.minNp : o.np;
+  if (e.minNp <= 0)
+    throw InvalidArgument("an elastic job needs --min-np or -np (the fewest workers it runs with)");
+  e.maxNp = f.maxNp;
+  if (e.maxNp > 0 && e.maxNp < e.minNp)
+    throw InvalidArgument(detail::concat("--max-np ", e.maxNp, " is below --min-np ", e.minNp));
+  if (o.np > 0 && e.maxNp > 0 && o.np > e.maxNp)
+    throw InvalidArgument(detail::concat("-np ", o.np, " is above --max-np ", e.maxNp));
+  e.timeout = f.timeout;
+  e.resetLimit = f.resetLimit;
+  return e;
+}
+
+// An elastic job: hvdrun's driver (elastic_driver.h) starts and replaces the workers, all on
+// this machine's host names.
+int launchElastic(const LaunchOptions& o, const Environment& base) {
+  auto log = log::logger("launcher");
+  const ElasticFlags& flags = o.elastic;
+  if (!flags.discoveryScript.empty() && (!o.hosts.empty() || !o.hostfile.empty()))
+    throw InvalidArgument("give either --host-discovery-script or -H/--hostfile, not both");
+  ElasticOptions elastic = elasticOptions(o);
+  std::string executable = resolveExecutable(o.command[0], base);
+  std::string script = flags.discoveryScript.empty()
+                           ? std::string()
+                           : resolveExecutable(flags.discoveryScript, base);
+  Environment extra = commonWorkerParams(o);
+  extra["HVD_ELASTIC"] = "1";
+  if (flags.timeoutGiven) extra["HVD_ELASTIC_TIMEOUT"] = std::to_string(flags.timeout.count());
+  JobIdentity job;
+  job.secret = auth::randomHex(32);
+  job.jobId = auth::randomHex(8);
+  workerEnvironment(base, RankPlacement{}, job, o.exports, extra);  // checks -x before starting
+  // Before any thread (the discovery's, the rendezvous server's): the guardian forks.
+  auto guardian = OrphanGuardian::start(o.grace);
+  std::unique_ptr<HostDiscovery> discovery;
+  HostSource hosts;
+  if (!script.empty()) {
+    discovery = std::make_unique<HostDiscovery>(script, flags.slotsPerHost, base,
+                                                std::chrono::seconds(1));
+    hosts = [&] { return discovery->latest(); };
+  } else {
+    HostPlan plan = planHosts(o, base);
+    if (o.hosts.empty() && o.hostfile.empty() && !plan.fromSlurm)
+      plan.hosts = {{"localhost", std::max(elastic.minNp, elastic.maxNp)}};
+    hosts = [fixed = plan.hosts] { return fixed; };
+  }
+  std::map<std::string, bool> localCache;
+  auto isLocal = [&](const std::string& host) {
+    auto it = localCache.find(host);
+    if (it == localCache.end())
+      it = localCache.emplace(host, net::isThisMachine(host, net::resolve(host))).first;
+    return it->second;
+  };
+  rendezvous::RendezvousServer server("127.0.0.1", job.secret);
+  job.rendezvousAddr = server.address();
+  job.rendezvousPort = server.port();
+  rendezvous::TcpStoreClient store(job.rendezvousAddr, job.rendezvousPort, job.secret,
+                                   o.startTimeout);
+  log->info("elastic job {}: --min-np {} --max-np {}; rendezvous at {}:{}", job.jobId,
+            elastic.minNp, elastic.maxNp, job.rendezvousAddr, job.rendezvousPort);
+  WorkerFactory factory = [&](int id, const RankPlacement& p) {
+    Environment env = workerEnvironment(base, p, job, o.exports, extra);
+    env["HVD_WORKER_ID"] = std::to_string(id);
+    return WorkerSpec{p, env, executable, o.command};
+  };
+  ssh::RemoteRanks remote;
+  Job running(o, {}, remote, *guardian);
+  ElasticDriver driver(elastic, hosts, script.empty(), isLocal, factory, store, job.jobId);
+  running.setPolicy(&driver);
+  int code = running.run();
+  if (int left = collectives::shm::removeSegments(collectives::shm::jobSegmentPrefix(job.jobId)))
+    log->info("removed {} shared-memory segments the job's workers left in /dev/shm", left);
+  return code;
+}
+
 }  // namespace
 
 int launch(const LaunchOptions& options) {
@@ -165,6 +253,7 @@ int launch(const LaunchOptions& options) {
   Environment base = params::environmentSnapshot();
   addPythonPath(base, findPythonPackage("/proc/self/exe"), options.horovodCompat);
   validate(options);
+  if (options.elastic.requested()) return launchElastic(options, base);
   HostPlan plan = planHosts(options, base);
   classifyHosts(plan);
   std::vector<HostSlots>& hosts = plan.hosts;
@@ -198,9 +287,7 @@ int launch(const LaunchOptions& options) {
                   ? std::string("the address that reaches the rendezvous")
                   : "interface " + interfaceFor(interfaces, t.alias));
 
-  Environment extra(options.runtimeParams.begin(), options.runtimeParams.end());
-  extra["HVD_START_TIMEOUT"] = std::to_string(options.startTimeout.count());
-  if (!extra.count("HVD_LOG_LEVEL")) extra["HVD_LOG_LEVEL"] = options.logLevel;
+  Environment extra = commonWorkerParams(options);
   std::vector<WorkerSpec> workers;
   std::map<std::string, std::vector<ssh::RemoteRankSpec>> remoteByHost;
   for (const auto& p : placements) {

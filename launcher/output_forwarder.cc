@@ -49,25 +49,34 @@ std::string rankDirName(int rank, int numRanks) {
 
 OutputForwarder::OutputForwarder(int numRanks, int consoleOut, int consoleErr,
                                  const std::string& outputDir, bool timestampLines)
-    : ranks_(numRanks), consoleFd_{consoleOut, consoleErr}, timestampLines_(timestampLines) {
-  if (outputDir.empty()) return;
-  for (int r = 0; r < numRanks; ++r) {
-    std::filesystem::path dir = std::filesystem::path(outputDir) / rankDirName(r, numRanks);
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec)
-      throw InvalidArgument("--output-filename: cannot create " + dir.string() + ": " +
-                            ec.message());
-    const char* names[2] = {"stdout", "stderr"};
-    for (int s = 0; s < 2; ++s) {
-      std::string path = (dir / names[s]).string();
-      int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (fd < 0)
-        throw InvalidArgument("--output-filename: cannot open " + path + ": " +
-                              std::strerror(errno));
-      ranks_[r].fileFd[s] = fd;
-    }
+    : consoleFd_{consoleOut, consoleErr},
+      timestampLines_(timestampLines),
+      outputDir_(outputDir),
+      dirWidthRanks_(numRanks) {
+  for (int r = 0; r < numRanks; ++r) addRank();
+}
+
+int OutputForwarder::addRank() {
+  int r = static_cast<int>(ranks_.size());
+  ranks_.emplace_back();
+  if (outputDir_.empty()) return r;
+  std::filesystem::path dir =
+      std::filesystem::path(outputDir_) / rankDirName(r, std::max(dirWidthRanks_, r + 1));
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    throw InvalidArgument("--output-filename: cannot create " + dir.string() + ": " +
+                          ec.message());
+  const char* names[2] = {"stdout", "stderr"};
+  for (int s = 0; s < 2; ++s) {
+    std::string path = (dir / names[s]).string();
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+      throw InvalidArgument("--output-filename: cannot open " + path + ": " +
+                            std::strerror(errno));
+    ranks_[r].fileFd[s] = fd;
   }
+  return r;
 }
 
 OutputForwarder::~OutputForwarder() {

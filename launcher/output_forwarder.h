@@ -29,6 +29,9 @@ class OutputForwarder {
                   bool timestampLines = false);
   ~OutputForwarder();
 
+  // One more stream pair (an elastic job's new worker); returns its number.
+  int addRank();
+
   void onData(int rank, Stream stream, const char* data, std::size_t size);
   void onEnd(int rank, Stream stream);
   std::vector<std::string> lastStderrLines(int rank) const;
@@ -47,9 +50,11 @@ class OutputForwarder {
   // `end` is '\n' for a line, '\r' for a segment a progress bar will redraw.
   void emitLine(int rank, Stream stream, const std::string& line, char end = '\n');
 
-  std::vector<RankStreams> ranks_;
+  std::deque<RankStreams> ranks_;  // grows without moving the streams
   int consoleFd_[2];
   bool timestampLines_;
+  std::string outputDir_;
+  int dirWidthRanks_;  // the directory names' digits fit this many ranks
 };
 
 }  // namespace hvd::launcher

@@ -131,6 +131,12 @@ Config Config::fromParams(const params::ParamValues& v) {
   c.logLevel = v.getString("HVD_LOG_LEVEL");
   c.logSubsystems = v.getString("HVD_LOG_SUBSYS");
   c.logHideTime = v.getInt("HVD_LOG_HIDE_TIME") == 1;
+  c.elastic = v.getInt("HVD_ELASTIC") == 1;
+  c.workerId = static_cast<int>(v.getInt("HVD_WORKER_ID"));
+  c.elasticTimeout = std::chrono::seconds(v.getInt("HVD_ELASTIC_TIMEOUT"));
+  if (c.elastic && (c.workerId < 0 || c.rendezvousAddr.empty()))
+    throw InvalidArgument("HVD_ELASTIC=1 needs HVD_WORKER_ID and HVD_RENDEZVOUS_ADDR: elastic "
+                          "workers are started by hvdrun");
   return c;
 }
 
@@ -158,6 +164,9 @@ Config fromSnapshot(std::map<std::string, std::string> env) {
                             "export HVD_SECRET=$(openssl rand -hex 32)" + how);
   }
   Config c = Config::fromParams(values);
+  if (c.elastic)
+    throw InvalidArgument(external->launcher + " started this rank with HVD_ELASTIC=1; elastic "
+                          "jobs are started by hvdrun (--min-np, --host-discovery-script)");
   c.externalLauncher = external->launcher;
   c.servesRendezvous = size > 1 && c.topology.rank == 0;
   return c;

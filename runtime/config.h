@@ -63,6 +63,12 @@ struct Config {
   std::string externalLauncher;
   bool servesRendezvous = false;
 
+  // An elastic job's worker (HVD_ELASTIC=1): Runtime::create replaces the topology with this
+  // worker's placement in hvdrun's newest round (elastic_rounds.h).
+  bool elastic = false;
+  int workerId = -1;
+  std::chrono::milliseconds elasticTimeout{};
+
   // Throws InvalidArgument naming the variable for an invalid or inconsistent value.
   static Config fromParams(const params::ParamValues& values);
   // The process environment, with the placement an external launcher gave (if any) applied.

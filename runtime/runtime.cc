@@ -1,5 +1,9 @@
 #include "runtime/runtime.h"
 
+#include "collectives/rendezvous/elastic_rounds.h"
+#include "collectives/rendezvous/tcp_store_client.h"
+#include "common/logging.h"
+
 namespace hvd::runtime {
 
 using namespace hvd::collectives;
@@ -34,7 +38,33 @@ Runtime::Runtime(Config config, World world)
 
 Runtime::~Runtime() { engine_.reset(); }
 
-std::unique_ptr<Runtime> Runtime::create(const Config& config, rendezvous::Store* store) {
+namespace {
+
+// An elastic worker's placement comes from hvdrun's newest round, and every round is a job of
+// its own for the rendezvous keys and shared-memory names, so nothing of an earlier round's
+// communicators is read back.
+Config joinElasticRound(const Config& given, rendezvous::Store* store) {
+  Config config = given;
+  std::unique_ptr<rendezvous::Store> client;
+  if (!store) {
+    client = std::make_unique<rendezvous::TcpStoreClient>(
+        config.rendezvousAddr, config.rendezvousPort, config.secret, config.startTimeout);
+    store = client.get();
+  }
+  auto joined = rendezvous::elastic::joinNextRound(*store, config.jobId, config.workerId,
+                                                   config.elasticTimeout);
+  config.topology = joined.placement;
+  config.jobId = detail::concat(config.jobId, "r", joined.round);
+  log::logger("runtime")->info("elastic worker {}: round {}, rank {} of {} on {}",
+                               config.workerId, joined.round, config.topology.rank,
+                               config.topology.size, config.topology.hostname);
+  return config;
+}
+
+}  // namespace
+
+std::unique_ptr<Runtime> Runtime::create(const Config& given, rendezvous::Store* store) {
+  Config config = given.elastic ? joinElasticRound(given, store) : given;
   World world = connectWorld(config, store, WorldUse::Engine);
   std::unique_ptr<Runtime> rt(new Runtime(config, std::move(world)));
   for (std::size_t i = 0; i < config.processSets.size(); ++i) {

@@ -1,0 +1,50 @@
+// The elastic job's rounds, kept in the rendezvous store: hvdrun (the driver) publishes each
+// membership of the job as a numbered round, mapping worker ids (fixed for a worker's life) to
+// placements (rank, local rank, ... which change from round to round); a worker joins the first
+// round published after the last one it ran in. Keys live under job/<jobId>/elastic/:
+//   round/<n>/worker/<id>  the placement of worker <id> in round n (absent: not a member)
+//   round/<n>/published    written last, once round n is complete
+//   current                the newest round's number
+//   ready/<id>             the round after which worker <id> waits for a new one
+//   joined/<id>            the round worker <id> joined last
+// Rounds are never rewritten, so a reader never sees half of one.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "collectives/rendezvous/store.h"
+#include "common/topology.h"
+
+namespace hvd::rendezvous::elastic {
+
+using Members = std::map<int, Topology>;  // worker id -> placement
+
+// The driver's side.
+void publishRound(Store& store, const std::string& jobId, int64_t round, const Members& members);
+// The round worker `id` waits to follow (ready/<id>); nullopt before its first init.
+std::optional<int64_t> waitingAfter(Store& store, const std::string& jobId, int id);
+// The round worker `id` joined last (joined/<id>); nullopt before its first join.
+std::optional<int64_t> joinedRound(Store& store, const std::string& jobId, int id);
+
+// The worker's side.
+struct Joined {
+  int64_t round = 0;
+  Topology placement;
+};
+// Announces that worker `id` wants a round after the one it joined last, waits up to `timeout`
+// for it and records the join. Throws TimeoutError naming the round and the timeout, and
+// InvalidArgument when the newest round leaves this worker out (hvdrun removed it).
+Joined joinNextRound(Store& store, const std::string& jobId, int id,
+                     std::chrono::milliseconds timeout);
+// The newest round's number, or -1 before the first.
+int64_t currentRound(Store& store, const std::string& jobId);
+
+// A placement as one line of text, and back; decode throws IoError for a malformed value.
+std::string encodePlacement(const Topology& t);
+Topology decodePlacement(const std::string& text);
+
+}  // namespace hvd::rendezvous::elastic

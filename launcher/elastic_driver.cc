@@ -1,0 +1,175 @@
+#include "launcher/elastic_driver.h"
+
+#include <algorithm>
+
+#include "collectives/rendezvous/elastic_rounds.h"
+#include "common/error.h"
+#include "common/logging.h"
+
+namespace hvd::launcher {
+
+namespace elastic = rendezvous::elastic;
+using Clock = std::chrono::steady_clock;
+
+ElasticDriver::ElasticDriver(ElasticOptions options, HostSource hosts, bool fixedHosts,
+                             std::function<bool(const std::string&)> isLocal,
+                             WorkerFactory factory, rendezvous::Store& store, std::string jobId)
+    : options_(options),
+      hosts_(std::move(hosts)),
+      fixedHosts_(fixedHosts),
+      isLocal_(std::move(isLocal)),
+      factory_(std::move(factory)),
+      store_(store),
+      jobId_(std::move(jobId)) {}
+
+std::vector<HostSlots> ElasticDriver::usableHosts() {
+  std::vector<HostSlots> usable;
+  for (const auto& h : hosts_()) {
+    if (blacklist_.count(h.host)) continue;
+    if (!isLocal_(h.host)) {
+      if (reportedRemote_.insert(h.host).second)
+        log::logger("launcher")->error(
+            "elastic: host {} is not this machine; hvdrun starts an elastic job's workers on "
+            "this machine's host names only, so {} is not used",
+            h.host, h.host);
+      continue;
+    }
+    if (std::find(hostOrder_.begin(), hostOrder_.end(), h.host) == hostOrder_.end())
+      hostOrder_.push_back(h.host);
+    usable.push_back(h);
+  }
+  std::stable_sort(usable.begin(), usable.end(), [&](const HostSlots& a, const HostSlots& b) {
+    return std::find(hostOrder_.begin(), hostOrder_.end(), a.host) <
+           std::find(hostOrder_.begin(), hostOrder_.end(), b.host);
+  });
+  return usable;
+}
+
+// Every member has joined the current round: its communicators are up (or about to be), and a
+// new round now cannot leave some members connecting in the old one.
+bool ElasticDriver::roundFormed() {
+  for (const auto& w : members_)
+    if (elastic::joinedRound(store_, jobId_, w.id).value_or(-1) != round_) return false;
+  return true;
+}
+
+// Every member finished the current round and waits for the next (they all reset together,
+// with no change of members).
+bool ElasticDriver::everyoneAsksForNewRound() {
+  if (members_.empty()) return false;
+  for (const auto& w : members_)
+    if (elastic::waitingAfter(store_, jobId_, w.id).value_or(-2) != round_) return false;
+  return true;
+}
+
+void ElasticDriver::tick(Job& job) {
+  if (finishing_ || failed_) return;
+  if (!forced_ && round_ >= 0 && !roundFormed()) return;
+  std::vector<HostSlots> offered = usableHosts();
+  MembershipChange change = planMembership(members_, offered, options_.maxNp);
+  if (!change.changed() && !forced_) {
+    if (everyoneAsksForNewRound()) publish(job, change);
+    return;
+  }
+  if (static_cast<int>(change.size()) < options_.minNp) {
+    auto log = log::logger("launcher");
+    int usable = 0;
+    for (const auto& h : offered) usable += h.slots;
+    std::string names;
+    for (const auto& h : blacklist_) names += (names.empty() ? "" : ",") + h;
+    std::string why = detail::concat(usable, " usable slots (",
+                                     offered.empty() ? "none" : describeHosts(offered),
+                                     names.empty() ? "" : "; blacklisted: ", names,
+                                     ") but --min-np ", options_.minNp);
+    if (fixedHosts_)
+      return failJob(job, why + " and the host list is fixed (no --host-discovery-script)" +
+                              (lastFailure_.empty() ? "" : "; last failure: " + lastFailure_));
+    if (shortSince_ == Clock::time_point{}) {
+      shortSince_ = Clock::now();
+      log->warn("elastic: {}; waiting up to {} s for the discovery script to offer more",
+                why, options_.timeout.count());
+    } else if (Clock::now() - shortSince_ > options_.timeout) {
+      return failJob(job, detail::concat(why, " for ", options_.timeout.count(),
+                                         " s (--elastic-timeout)",
+                                         lastFailure_.empty() ? "" : "; last failure: ",
+                                         lastFailure_));
+    }
+    return;
+  }
+  shortSince_ = {};
+  publish(job, change);
+}
+
+void ElasticDriver::publish(Job& job, const MembershipChange& change) {
+  auto log = log::logger("launcher");
+  if (round_ >= 0) {
+    if (options_.resetLimit >= 0 && resets_ >= options_.resetLimit)
+      return failJob(job, detail::concat("the job needs a new round (", change.size(),
+                                         " workers) but reached --reset-limit ",
+                                         options_.resetLimit));
+    ++resets_;
+  }
+  for (const auto& w : change.remove) {
+    log->warn("elastic: stopping worker {} on {} (its slot is no longer offered)", w.id,
+              w.where.host);
+    job.stopWorker(w.id);
+  }
+  std::vector<ElasticWorker> members = change.keep;
+  std::vector<ElasticWorker> added;
+  for (const auto& slot : change.add) added.push_back({nextId_++, slot});
+  members.insert(members.end(), added.begin(), added.end());
+  auto placements = placeMembers(members, hostOrder_);
+  ++round_;
+  // Published before the new workers start: their first init reads the newest round, which
+  // must already hold them.
+  elastic::publishRound(store_, jobId_, round_, placements);
+  members_ = members;
+  forced_ = false;
+  std::string text;
+  for (const auto& [id, p] : placements)
+    text += detail::concat(text.empty() ? "" : ", ", id, "->", p.rank, "@", p.hostname);
+  log->info("elastic: round {}: {} workers (worker->rank@host: {})", round_, placements.size(),
+            text);
+  for (const auto& w : added) {
+    int label = job.addWorker(factory_(w.id, placements.at(w.id)));
+    HVD_ENFORCE(label == w.id, "elastic: worker ", w.id, " got output stream ", label);
+  }
+}
+
+bool ElasticDriver::tolerate(Job& job, int label, const std::string& host,
+                             const ExitStatus& status) {
+  auto member = std::find_if(members_.begin(), members_.end(),
+                             [&](const ElasticWorker& w) { return w.id == label; });
+  if (!status.failed()) {
+    if (!finishing_ && member != members_.end())
+      log::logger("launcher")->info("elastic: worker {} finished; no new round follows", label);
+    finishing_ = finishing_ || member != members_.end();
+    if (member != members_.end()) members_.erase(member);
+    return true;
+  }
+  if (finishing_) return false;  // the job was ending: a failure now is the job's failure
+  if (member == members_.end()) return true;  // already out of the job
+  lastFailure_ = detail::concat("worker ", label, " on ", host, " ", status.describe());
+  log::logger("launcher")->warn("elastic: {}; blacklisting host {} and going on without it",
+                                lastFailure_, host);
+  blacklist_.insert(host);
+  members_.erase(member);
+  for (auto it = members_.begin(); it != members_.end();) {
+    if (it->where.host == host) {
+      job.stopWorker(it->id);
+      it = members_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  forced_ = true;
+  tick(job);
+  return true;
+}
+
+void ElasticDriver::failJob(Job& job, const std::string& reason) {
+  failed_ = true;
+  job.fail("elastic: " + reason);
+}
+
+}  // namespace hvd::launcher

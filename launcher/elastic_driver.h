@@ -1,0 +1,80 @@
+// hvdrun's side of an elastic job (--min-np, --max-np, --host-discovery-script): decides each
+// round's members, publishes the round in the rendezvous store (elastic_rounds.h) and starts and
+// stops workers through the Job. A failed worker takes its host out of the job (blacklisted,
+// as Horovod does; its other workers are stopped) and the survivors go on in a new round; hosts
+// the discovery script adds get workers in a new round, which the running workers pick up at
+// their next commit. The job fails when fewer than --min-np slots stay usable for
+// --elastic-timeout seconds, or after --reset-limit new rounds. A worker that exits 0 ends the
+// job's elasticity: no round follows, and the job ends as its workers end.
+// Thread model: everything runs on the Job's thread (tick, tolerate).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "collectives/rendezvous/store.h"
+#include "launcher/elastic_membership.h"
+#include "launcher/host_discovery.h"
+#include "launcher/job.h"
+
+namespace hvd::launcher {
+
+struct ElasticOptions {
+  int minNp = 1;
+  int maxNp = -1;  // -1: no cap
+  std::chrono::seconds timeout{600};
+  int resetLimit = -1;  // -1: no limit
+};
+
+// Where usable hosts come from: the discovery script, or the fixed -H/--hostfile list.
+using HostSource = std::function<std::vector<HostSlots>()>;
+// The spec of a new worker `id` at `placement` (its first round's).
+using WorkerFactory = std::function<WorkerSpec(int id, const RankPlacement& placement)>;
+
+class ElasticDriver : public JobPolicy {
+ public:
+  // `isLocal` says whether a host is this machine (the only kind this driver starts workers
+  // on); `fixedHosts`: the source never changes (no discovery script).
+  ElasticDriver(ElasticOptions options, HostSource hosts, bool fixedHosts,
+                std::function<bool(const std::string&)> isLocal, WorkerFactory factory,
+                rendezvous::Store& store, std::string jobId);
+
+  void tick(Job& job) override;
+  bool tolerate(Job& job, int label, const std::string& host,
+                const ExitStatus& status) override;
+  bool waiting() const override { return !finishing_ && !failed_; }
+
+ private:
+  std::vector<HostSlots> usableHosts();
+  bool roundFormed();
+  bool everyoneAsksForNewRound();
+  void publish(Job& job, const MembershipChange& change);
+  void failJob(Job& job, const std::string& reason);
+
+  ElasticOptions options_;
+  HostSource hosts_;
+  bool fixedHosts_;
+  std::function<bool(const std::string&)> isLocal_;
+  WorkerFactory factory_;
+  rendezvous::Store& store_;
+  std::string jobId_;
+
+  std::vector<ElasticWorker> members_;  // the current round's live members
+  std::vector<std::string> hostOrder_;  // hosts by first appearance
+  std::set<std::string> blacklist_;
+  std::set<std::string> reportedRemote_;
+  int64_t round_ = -1;
+  int nextId_ = 0;
+  int resets_ = 0;
+  bool forced_ = false;     // a member failed: the next round cannot wait for this one to form
+  bool finishing_ = false;  // a worker exited 0
+  bool failed_ = false;
+  std::string lastFailure_;
+  std::chrono::steady_clock::time_point shortSince_{};  // fewer than --min-np slots since
+};
+
+}  // namespace hvd::launcher
