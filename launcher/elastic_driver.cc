@@ -64,7 +64,10 @@ bool ElasticDriver::everyoneAsksForNewRound() {
 
 void ElasticDriver::tick(Job& job) {
   if (finishing_ || failed_) return;
-  if (!forced_ && round_ >= 0 && !roundFormed()) return;
+  if (!forced_ && round_ >= 0) {
+    if (!roundFormed()) return;
+    started_ = true;
+  }
   std::vector<HostSlots> offered = usableHosts();
   MembershipChange change = planMembership(members_, offered, options_.maxNp);
   if (!change.changed() && !forced_) {
@@ -148,6 +151,9 @@ bool ElasticDriver::tolerate(Job& job, int label, const std::string& host,
     return true;
   }
   if (finishing_) return false;  // the job was ending: a failure now is the job's failure
+  // Before the first round formed, a failure is the script's (an import error, a bad argument)
+  // far more often than the host's, and a replacement would fail the same way.
+  if (!started_) return false;
   if (member == members_.end()) return true;  // already out of the job
   lastFailure_ = detail::concat("worker ", label, " on ", host, " ", status.describe());
   log::logger("launcher")->warn("elastic: {}; blacklisting host {} and going on without it",

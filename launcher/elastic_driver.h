@@ -5,7 +5,9 @@
 // the discovery script adds get workers in a new round, which the running workers pick up at
 // their next commit. The job fails when fewer than --min-np slots stay usable for
 // --elastic-timeout seconds, or after --reset-limit new rounds. A worker that exits 0 ends the
-// job's elasticity: no round follows, and the job ends as its workers end.
+// job's elasticity: no round follows, and the job ends as its workers end. A failure before the
+// first round has formed fails the job at once, as in a static job: a replacement would run
+// into the same script error.
 // Thread model: everything runs on the Job's thread (tick, tolerate).
 #pragma once
 
@@ -71,6 +73,7 @@ class ElasticDriver : public JobPolicy {
   int nextId_ = 0;
   int resets_ = 0;
   bool forced_ = false;     // a member failed: the next round cannot wait for this one to form
+  bool started_ = false;    // a round has formed (every member joined it)
   bool finishing_ = false;  // a worker exited 0
   bool failed_ = false;
   std::string lastFailure_;

@@ -43,30 +43,44 @@ namespace {
 // An elastic worker's placement comes from hvdrun's newest round, and every round is a job of
 // its own for the rendezvous keys and shared-memory names, so nothing of an earlier round's
 // communicators is read back.
-Config joinElasticRound(const Config& given, rendezvous::Store* store) {
-  Config config = given;
-  std::unique_ptr<rendezvous::Store> client;
+struct ElasticJoin {
+  Config config;
+  int64_t round = -1;
+  std::unique_ptr<rendezvous::Store> client;  // kept for newestElasticRound()
+};
+
+ElasticJoin joinElasticRound(const Config& given, rendezvous::Store* store) {
+  ElasticJoin join{given};
   if (!store) {
-    client = std::make_unique<rendezvous::TcpStoreClient>(
-        config.rendezvousAddr, config.rendezvousPort, config.secret, config.startTimeout);
-    store = client.get();
+    join.client = std::make_unique<rendezvous::TcpStoreClient>(
+        given.rendezvousAddr, given.rendezvousPort, given.secret, given.startTimeout);
+    store = join.client.get();
   }
-  auto joined = rendezvous::elastic::joinNextRound(*store, config.jobId, config.workerId,
-                                                   config.elasticTimeout);
-  config.topology = joined.placement;
-  config.jobId = detail::concat(config.jobId, "r", joined.round);
-  log::logger("runtime")->info("elastic worker {}: round {}, rank {} of {} on {}",
-                               config.workerId, joined.round, config.topology.rank,
-                               config.topology.size, config.topology.hostname);
-  return config;
+  auto joined = rendezvous::elastic::joinNextRound(*store, given.jobId, given.workerId,
+                                                   given.elasticTimeout);
+  join.config.topology = joined.placement;
+  join.config.jobId = detail::concat(given.jobId, "r", joined.round);
+  join.round = joined.round;
+  return join;
 }
 
 }  // namespace
 
 std::unique_ptr<Runtime> Runtime::create(const Config& given, rendezvous::Store* store) {
-  Config config = given.elastic ? joinElasticRound(given, store) : given;
+  ElasticJoin join;
+  if (given.elastic) join = joinElasticRound(given, store);
+  const Config& config = given.elastic ? join.config : given;
   World world = connectWorld(config, store, WorldUse::Engine);
   std::unique_ptr<Runtime> rt(new Runtime(config, std::move(world)));
+  if (given.elastic) {
+    rt->elasticRound_ = join.round;
+    rt->elasticJobId_ = given.jobId;
+    rt->elasticStore_ = join.client ? std::move(join.client) : nullptr;
+    rt->elasticStoreRef_ = store ? store : rt->elasticStore_.get();
+    log::logger("runtime")->info("elastic worker {}: round {}, rank {} of {} on {}",
+                                 config.workerId, join.round, config.topology.rank,
+                                 config.topology.size, config.topology.hostname);
+  }
   for (std::size_t i = 0; i < config.processSets.size(); ++i) {
     Operation add;
     add.type = OpType::AddProcessSet;
@@ -78,6 +92,11 @@ std::unique_ptr<Runtime> Runtime::create(const Config& given, rendezvous::Store*
 }
 
 void Runtime::shutdown() { engine_->shutdown(); }
+
+int64_t Runtime::newestElasticRound() {
+  if (!elasticStoreRef_) return -1;
+  return rendezvous::elastic::currentRound(*elasticStoreRef_, elasticJobId_);
+}
 
 OpResult Runtime::run(Operation op) {
   Handle h = engine_->enqueue(std::move(op));

@@ -34,6 +34,11 @@ class Runtime : public BlockingCollectives {
   // thread and socket.
   void shutdown();
 
+  // An elastic worker's round (elastic_rounds.h) and the newest one hvdrun has published: a
+  // newer one means the job's members changed. Both -1 outside an elastic job.
+  int64_t elasticRound() const { return elasticRound_; }
+  int64_t newestElasticRound();
+
   // Enqueues and waits; the result of allgather/alltoall/reducescatter must outlive nothing
   // (outputs come from `allocate`).
   OpResult run(Operation op);
@@ -56,6 +61,10 @@ class Runtime : public BlockingCollectives {
   Config config_;
   World world_;  // the store client; the communicators move into the engine
   std::unique_ptr<Engine> engine_;
+  int64_t elasticRound_ = -1;
+  std::string elasticJobId_;
+  std::unique_ptr<rendezvous::Store> elasticStore_;
+  rendezvous::Store* elasticStoreRef_ = nullptr;  // elasticStore_, or the tests' store
 };
 
 EngineOptions engineOptions(const Config& config);

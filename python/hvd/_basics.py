@@ -51,8 +51,13 @@ HorovodInternalError = _core.HorovodInternalError
 
 
 class HostsUpdatedInterrupt(RuntimeError):
-    """Horovod's elastic-mode signal. hvd has no elastic mode; defined so scripts that catch it
-    import unchanged."""
+    """Raised by an elastic job's ``state.commit()`` on every rank at once when hvdrun has formed
+    a newer round (hosts joined or left); ``hvd.elastic.run`` catches it and moves the job to
+    the new round. ``skip_sync``: the new round needs no broadcast of the state."""
+
+    def __init__(self, message="", skip_sync=False):
+        super().__init__(message)
+        self.skip_sync = skip_sync
 
 
 # Reduction operations, with Horovod's names. Adasum is named so scripts can refer to it, and

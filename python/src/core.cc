@@ -379,6 +379,13 @@ NB_MODULE(_core, m) {
   m.def("cross_rank", &topologyValue<&Topology::crossRank>);
   m.def("cross_size", &topologyValue<&Topology::crossSize>);
   m.def("hostname", [] { return current()->topology().hostname; });
+  m.def("elastic_round", [] { return current()->elasticRound(); },
+        "This elastic worker's round; -1 outside an elastic job.");
+  m.def("elastic_newest_round", [] {
+    auto rt = current();
+    nb::gil_scoped_release release;
+    return rt->newestElasticRound();
+  }, "The newest round hvdrun has published (asks the rendezvous); -1 outside an elastic job.");
   m.def("compute_threads", [] { return current()->computeThreads(); });
   // The frontends log through the runtime's facade, so HVD_LOG_LEVEL and the rank prefix apply.
   m.def("log_info", [](const std::string& subsystem, const std::string& text) {

@@ -25,6 +25,7 @@ from hvd.torch.mpi_ops import (allgather, allgather_async, allreduce, allreduce_
 from hvd.torch.optimizer import DistributedOptimizer
 from hvd.torch.sync_batch_norm import SyncBatchNorm
 from hvd.torch.threads import fit_intra_op_threads as _fit_intra_op_threads
+from hvd.torch import elastic  # noqa: E402  (hvd.elastic.run, as horovod.torch)
 
 
 def init(comm=None, process_sets=None):

@@ -11,7 +11,7 @@ from typing import Dict, List, Optional
 import torch
 
 from hvd import _basics
-from hvd._basics import Average, global_process_set
+from hvd._basics import Average, HorovodInternalError, global_process_set
 from hvd.torch.compression import Compression
 from hvd.torch.mpi_ops import _c, _SparsePending, allreduce
 
@@ -256,7 +256,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         # (so their names leave the engine) and are discarded, and the per-step counts reset.
         for handle, _ in self._handles.values():
             if handle is not None:
-                handle.wait()
+                try:
+                    handle.wait()
+                except HorovodInternalError:
+                    pass  # an elastic job restoring its state after a failed round
         self._handles.clear()
         self._group_ready.clear()
         self._reset_delays()
