@@ -172,15 +172,15 @@ def test_horovod_scripts_run_unchanged_with_the_compat_flag_or_variable():
     assert r.returncode == 0, r.stderr[-3000:]
 
 
-def test_an_elastic_horovod_script_is_told_elastic_is_not_implemented():
-    script = ("import horovod.torch as hvd\n"
+def test_an_elastic_horovod_tensorflow_script_is_told_what_is_missing():
+    script = ("import horovod.tensorflow as hvd\n"
               "assert not hasattr(hvd, 'elastic')\n"
-              "import horovod.torch.elastic\n")
-    r = run_hvdrun("-np", 1, "--horovod-compat", sys.executable, "-c", script, timeout=60,
-                   env=clean_env())
+              "import horovod.tensorflow.elastic\n")
+    r = run_hvdrun("-np", 1, "--horovod-compat", sys.executable, "-c", script, timeout=120,
+                   env=clean_env(TF_CPP_MIN_LOG_LEVEL="2"))
     assert r.returncode != 0
-    assert ("ImportError: horovod elastic: hvd does not implement Horovod's elastic "
-            "training") in r.stderr
+    assert ("ImportError: horovod elastic: hvd implements Horovod's elastic training for "
+            "PyTorch") in r.stderr
     assert "hvdrun -np N" in r.stderr
 
 

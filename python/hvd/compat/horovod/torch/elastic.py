@@ -1,5 +1,0 @@
-"""horovod.torch.elastic is not provided: importing it says so instead of failing with a bare
-ModuleNotFoundError that reads like a broken installation."""
-from hvd.compat.horovod.torch._unsupported import ELASTIC_MESSAGE
-
-raise ImportError(ELASTIC_MESSAGE)

@@ -1,0 +1,2 @@
+"""horovod.torch.elastic.sampler on hvd."""
+from hvd.torch.elastic.sampler import ElasticSampler  # noqa: F401

@@ -1,0 +1,130 @@
+"""Elastic jobs end to end: hvdrun --min-np/--max-np/--host-discovery-script with real worker
+processes that fail and join while training through hvd.elastic.run. The job's "hosts" are
+names of this machine (localhost and 127.0.0.1), which hvdrun keeps apart as hosts."""
+import os
+import re
+import stat
+import sys
+import time
+
+import pytest
+
+from conftest import REPO, run_hvdrun
+
+WORKER = REPO / "test" / "e2e" / "elastic_worker.py"
+
+
+def clean_env(**extra):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(extra)
+    return env
+
+
+def finals(stdout):
+    """worker id -> its final line."""
+    out = {}
+    for line in stdout.splitlines():
+        m = re.match(r"\[\d+\]<stdout>:worker (\d+): (rank .*)", line)
+        if m:
+            out[int(m.group(1))] = m.group(2)
+    return out
+
+
+def discovery_script(tmp_path, body):
+    path = tmp_path / "hosts.sh"
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def test_a_failed_host_leaves_and_the_survivors_finish_from_the_last_commit(tmp_path):
+    r = run_hvdrun("--min-np", 2, "-H", "localhost:2,127.0.0.1:1", "-x", "CRASH_WORKER=2",
+                   "-x", "CRASH_AT=10", "-x", f"CRASH_MARKER={tmp_path / 'crashed'}",
+                   sys.executable, WORKER, timeout=180, env=clean_env())
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert "worker 2 dies at step 10" in r.stdout
+    assert ("elastic: worker 2 on 127.0.0.1 exited with code 3; blacklisting host 127.0.0.1 "
+            "and going on without it") in r.stderr
+    done = finals(r.stdout)
+    assert sorted(done) == [0, 1], r.stdout[-3000:]
+    for worker in (0, 1):
+        # Both survivors ran all 30 steps, first with 3 workers, then with 2, and agree.
+        assert done[worker].endswith("steps 30, sizes [2, 3], resets [2], identical True"), done
+    assert done[0].startswith("rank 0 of 2")
+
+
+def test_hosts_the_discovery_script_adds_join_the_running_job(tmp_path):
+    grow = tmp_path / "grow"
+    script = discovery_script(tmp_path, f"echo localhost:2\n[ -e {grow} ] && echo 127.0.0.1:1\n"
+                                        "exit 0\n")
+    r = run_hvdrun("--min-np", 2, "--max-np", 3, "--host-discovery-script", script,
+                   "-x", f"GROW_FILE={grow}", "-x", "GROW_AT=5", "-x", "WANT_SIZE=3",
+                   sys.executable, WORKER, timeout=180, env=clean_env())
+    assert r.returncode == 0, r.stderr[-4000:]
+    done = finals(r.stdout)
+    assert sorted(done) == [0, 1, 2], r.stdout[-3000:]
+    for worker in (0, 1):
+        assert done[worker].endswith("steps 30, sizes [2, 3], resets [3], identical True"), done
+    # The new worker took rank 0's state (the steps and the sizes they ran at), not step 0.
+    assert done[2] == "rank 2 of 3, steps 30, sizes [2, 3], resets [], identical True", done
+
+
+def test_the_horovod_elastic_api_runs_unchanged_with_the_compat_flag(tmp_path):
+    r = run_hvdrun("--min-np", 2, "--horovod-compat", "-x", "USE_HOROVOD_COMPAT=1",
+                   "-x", "STEPS=5", sys.executable, WORKER, timeout=120, env=clean_env())
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert finals(r.stdout)[1] == "rank 1 of 2, steps 5, sizes [2], resets [], identical True"
+
+
+def test_a_script_error_before_the_job_forms_fails_at_once_as_a_static_job():
+    start = time.monotonic()
+    r = run_hvdrun("--min-np", 2, "-H", "localhost:1,127.0.0.1:1", sys.executable, "-c",
+                   "import sys; sys.exit('bad flag --lr')", timeout=60, env=clean_env())
+    assert r.returncode == 1
+    assert "hvdrun: job failed: worker" in r.stderr
+    assert "bad flag --lr" in r.stderr
+    assert time.monotonic() - start < 30
+
+
+def test_too_few_slots_on_a_fixed_host_list_fail_the_job_naming_the_failure(tmp_path):
+    r = run_hvdrun("--min-np", 2, "-H", "localhost:1,127.0.0.1:1", "-x", "CRASH_WORKER=1",
+                   "-x", "CRASH_AT=5", "-x", f"CRASH_MARKER={tmp_path / 'crashed'}",
+                   sys.executable, WORKER, timeout=120, env=clean_env())
+    assert r.returncode == 1
+    assert ("hvdrun: job failed: elastic: 1 usable slots (localhost:1; blacklisted: 127.0.0.1) "
+            "but --min-np 2 and the host list is fixed (no --host-discovery-script); last "
+            "failure: worker 1 on 127.0.0.1 exited with code 3") in r.stderr, r.stderr[-3000:]
+    assert "worker 1 dies at step 5" in r.stdout
+
+
+def test_the_reset_limit_ends_a_job_that_keeps_changing(tmp_path):
+    r = run_hvdrun("--min-np", 1, "--reset-limit", 0, "-H", "localhost:1,127.0.0.1:1",
+                   "-x", "CRASH_WORKER=1", "-x", "CRASH_AT=5",
+                   "-x", f"CRASH_MARKER={tmp_path / 'crashed'}",
+                   sys.executable, WORKER, timeout=120, env=clean_env())
+    assert r.returncode == 1
+    assert "but reached --reset-limit 0" in r.stderr, r.stderr[-3000:]
+
+
+def test_a_failing_discovery_script_refuses_the_job_before_anything_starts(tmp_path):
+    script = discovery_script(tmp_path, "echo 'no cluster here' >&2\nexit 2\n")
+    r = run_hvdrun("--min-np", 1, "--host-discovery-script", script, sys.executable, "-c",
+                   "print('ran')", env=clean_env())
+    assert r.returncode != 0
+    assert f"{script} exited with code 2: no cluster here" in r.stderr
+    assert "ran" not in r.stdout
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--min-np", 3, "--max-np", 2], "--max-np 2 is below --min-np 3"),
+    (["--max-np", 2], "an elastic job needs --min-np or -np"),
+    (["--min-np", 1, "-H", "localhost:1", "--host-discovery-script", "/bin/true"],
+     "give either --host-discovery-script or -H/--hostfile, not both"),
+    (["--min-np", 1, "--host-discovery-script", "/nonexistent/hosts.sh"],
+     "/nonexistent/hosts.sh: not found"),
+])
+def test_inconsistent_elastic_flags_are_refused(args, message):
+    r = run_hvdrun(*args, sys.executable, "-c", "print('ran')", env=clean_env())
+    assert r.returncode != 0
+    assert message in r.stderr
+    assert "ran" not in r.stdout
