@@ -60,6 +60,10 @@ ElasticJoin joinElasticRound(const Config& given, rendezvous::Store* store) {
                                                    given.elasticTimeout);
   join.config.topology = joined.placement;
   join.config.jobId = detail::concat(given.jobId, "r", joined.round);
+  // A round's workers wait for each other as long as hvdrun waits for them: a new worker may
+  // be ready long before the running ones reach their next commit. A round given up meanwhile
+  // ends the wait early (RoundStore).
+  join.config.startTimeout = std::max(given.startTimeout, given.elasticTimeout);
   join.round = joined.round;
   return join;
 }
@@ -70,7 +74,12 @@ std::unique_ptr<Runtime> Runtime::create(const Config& given, rendezvous::Store*
   ElasticJoin join;
   if (given.elastic) join = joinElasticRound(given, store);
   const Config& config = given.elastic ? join.config : given;
-  World world = connectWorld(config, store, WorldUse::Engine);
+  StoreWrapper roundStore;
+  if (given.elastic)
+    roundStore = [&](rendezvous::Store& inner) -> std::unique_ptr<rendezvous::Store> {
+      return std::make_unique<rendezvous::elastic::RoundStore>(inner, given.jobId, join.round);
+    };
+  World world = connectWorld(config, store, WorldUse::Engine, roundStore);
   std::unique_ptr<Runtime> rt(new Runtime(config, std::move(world)));
   if (given.elastic) {
     rt->elasticRound_ = join.round;

@@ -128,7 +128,8 @@ int cpuShareOf(const Config& config, bool boundByHvd) {
 
 }  // namespace
 
-World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use) {
+World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
+                   const StoreWrapper& wrap) {
   bool withControl = use == WorldUse::Engine;
   const Topology& t = config.topology;
   log::configure({config.logLevel, config.logSubsystems,
@@ -157,6 +158,10 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use)
                       : net::addressOfInterface(config.networkInterface, t.hostname);
     store = client.get();
     world.ownedStore = std::move(client);
+  }
+  if (wrap) {
+    world.wrappedStore = wrap(*store);
+    store = world.wrappedStore.get();
   }
   // Every init of this rank in the job gets a new epoch, so a process that shuts down and
   // initialises again never reads the addresses its previous communicators published. Init

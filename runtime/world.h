@@ -3,6 +3,7 @@
 // on links of its own.
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "collectives/rendezvous/store.h"
@@ -13,6 +14,7 @@ namespace hvd::runtime {
 
 struct World {
   std::unique_ptr<rendezvous::Store> ownedStore;  // the launcher's store client, if used
+  std::unique_ptr<rendezvous::Store> wrappedStore;  // StoreWrapper's, over the one in use
   std::unique_ptr<collectives::Comm> data;
   std::unique_ptr<collectives::Comm> control;  // null unless asked for
   int cpuShare = 1;  // compute threads that fit this rank's CPUs (cpu_binding.h's cpuShare)
@@ -30,6 +32,10 @@ enum class WorldUse {
 // Sets up logging, joins the rendezvous (the launcher's server from the Config, or `store` for
 // in-process tests) and connects every peer. Throws InvalidArgument for a bad configuration,
 // TimeoutError naming the missing ranks, IoError for an unreachable server.
-World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use);
+// `wrap`, when given, wraps the store the communicators rendezvous through (an elastic round's
+// RoundStore).
+using StoreWrapper = std::function<std::unique_ptr<rendezvous::Store>(rendezvous::Store&)>;
+World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
+                   const StoreWrapper& wrap = {});
 
 }  // namespace hvd::runtime

@@ -88,4 +88,29 @@ Joined joinNextRound(Store& store, const std::string& jobId, int id,
   return joined;
 }
 
+void RoundStore::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    auto slice = std::min(left, std::chrono::milliseconds(1000));
+    try {
+      inner_.wait(keys, std::max(slice, std::chrono::milliseconds(1)));
+      return;
+    } catch (const StoreTimeout& e) {
+      if (slice >= left) {
+        throw StoreTimeout(describeTimeout(timeout, e.missingKeys()), e.missingKeys());
+      }
+    }
+    checkAbandoned();
+  }
+}
+
+void RoundStore::checkAbandoned() {
+  int64_t newest = currentRound(inner_, jobId_);
+  if (newest > round_)
+    throw Error(detail::concat("elastic: round ", round_, " was given up for round ", newest,
+                               " while its workers connected (a member left before it formed)"));
+}
+
 }  // namespace hvd::rendezvous::elastic

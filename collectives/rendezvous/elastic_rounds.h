@@ -43,6 +43,25 @@ Joined joinNextRound(Store& store, const std::string& jobId, int id,
 // The newest round's number, or -1 before the first.
 int64_t currentRound(Store& store, const std::string& jobId);
 
+// The store a worker of round `round` connects through: waits run in slices of at most a
+// second and end with an Error as soon as hvdrun has published a newer round (a member died
+// before the round formed, so the round never will).
+class RoundStore : public Store {
+ public:
+  RoundStore(Store& inner, std::string jobId, int64_t round)
+      : inner_(inner), jobId_(std::move(jobId)), round_(round) {}
+  void set(const std::string& key, const Bytes& value) override { inner_.set(key, value); }
+  std::optional<Bytes> get(const std::string& key) override { return inner_.get(key); }
+  void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override;
+  int64_t add(const std::string& key, int64_t delta) override { return inner_.add(key, delta); }
+  void checkAbandoned() override;
+
+ private:
+  Store& inner_;
+  std::string jobId_;
+  int64_t round_;
+};
+
 // A placement as one line of text, and back; decode throws IoError for a malformed value.
 std::string encodePlacement(const Topology& t);
 Topology decodePlacement(const std::string& text);

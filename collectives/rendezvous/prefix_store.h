@@ -15,6 +15,7 @@ class PrefixStore : public Store {
   std::optional<Bytes> get(const std::string& key) override;
   void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override;
   int64_t add(const std::string& key, int64_t delta) override;
+  void checkAbandoned() override { inner_.checkAbandoned(); }
 
  private:
   std::string prefix_;

@@ -37,6 +37,10 @@ class Store {
   virtual void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) = 0;
   // Atomically adds delta to the counter at key (absent counts as 0) and returns the new value.
   virtual int64_t add(const std::string& key, int64_t delta) = 0;
+  // Throws when what this store serves was abandoned (an elastic job's superseded round). Long
+  // waits outside the store (accepting peers) call it between slices; the store's own waits
+  // check it themselves.
+  virtual void checkAbandoned() {}
 
   Bytes waitGet(const std::string& key, std::chrono::milliseconds timeout);
 };

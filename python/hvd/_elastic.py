@@ -149,7 +149,7 @@ def reset_runtime(init, shutdown):
         try:
             init()
         except HorovodInternalError as e:
-            _core.log_info("elastic", f"joining the next round failed ({e}); waiting for the "
+            _core.log_warn("elastic", f"joining the next round failed ({e}); waiting for the "
                                       "round after it")
 
     return reset

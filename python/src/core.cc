@@ -391,6 +391,9 @@ NB_MODULE(_core, m) {
   m.def("log_info", [](const std::string& subsystem, const std::string& text) {
     hvd::log::logger(subsystem)->info("{}", text);
   });
+  m.def("log_warn", [](const std::string& subsystem, const std::string& text) {
+    hvd::log::logger(subsystem)->warn("{}", text);
+  });
   m.def("op_timeout_seconds",
         [] { return std::chrono::duration<double>(current()->config().opTimeout).count(); });
 

@@ -4,12 +4,17 @@ number of steps through hvd.elastic.run, with hooks the tests steer through the 
   CRASH_WORKER=N, CRASH_AT=S  worker N dies (exit 3) at step S, once (CRASH_MARKER records it)
   GROW_FILE=F, GROW_AT=S      rank 0 creates F at step S (the discovery script then offers more)
   WANT_SIZE=K                 the last step waits (up to 90 s) until the job has K workers
+  START_CRASH_WORKER=N        worker N exits before hvd.init(), after START_CRASH_DELAY s
 
 It prints, per worker, the step count, the sizes it trained at and a checksum of the weights.
 """
 import os
 import sys
 import time
+
+if os.environ.get("START_CRASH_WORKER") == os.environ["HVD_WORKER_ID"]:
+    time.sleep(float(os.environ.get("START_CRASH_DELAY", "0")))
+    sys.exit(f"worker {os.environ['HVD_WORKER_ID']}: this host lacks something")
 
 import torch
 

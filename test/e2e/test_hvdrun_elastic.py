@@ -69,6 +69,28 @@ def test_hosts_the_discovery_script_adds_join_the_running_job(tmp_path):
     assert done[2] == "rank 2 of 3, steps 30, sizes [2, 3], resets [], identical True", done
 
 
+def test_a_new_worker_that_fails_at_start_is_given_up_and_the_others_go_on(tmp_path):
+    # Worker 2 (the added host's) dies before its init; the running workers, already connecting
+    # in the round that included it, leave that round for the next one without it.
+    grow = tmp_path / "grow"
+    script = discovery_script(tmp_path, f"echo localhost:2\n[ -e {grow} ] && echo 127.0.0.1:1\n"
+                                        "exit 0\n")
+    start = time.monotonic()
+    r = run_hvdrun("--min-np", 2, "--host-discovery-script", script, "-x", f"GROW_FILE={grow}",
+                   "-x", "GROW_AT=5", "-x", "START_CRASH_WORKER=2", "-x", "START_CRASH_DELAY=4",
+                   "-x", "STEP_SLEEP=0.1", sys.executable, WORKER, timeout=180, env=clean_env())
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert "worker 2: this host lacks something" in r.stderr
+    assert "blacklisting host 127.0.0.1" in r.stderr
+    # The survivors were waiting for worker 2 in round 1 and left it when round 2 appeared.
+    assert "elastic: round 1 was given up for round 2 while its workers connected" in r.stderr
+    done = finals(r.stdout)
+    assert sorted(done) == [0, 1], r.stdout[-3000:]
+    for worker in (0, 1):
+        assert done[worker].endswith("steps 30, sizes [2], resets [2], identical True"), done
+    assert time.monotonic() - start < 60
+
+
 def test_the_horovod_elastic_api_runs_unchanged_with_the_compat_flag(tmp_path):
     r = run_hvdrun("--min-np", 2, "--horovod-compat", "-x", "USE_HOROVOD_COMPAT=1",
                    "-x", "STEPS=5", sys.executable, WORKER, timeout=120, env=clean_env())

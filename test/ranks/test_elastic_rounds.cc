@@ -133,3 +133,35 @@ TEST_CASE("elastic placements survive the trip through the store") {
   CHECK_THROWS_AS(elastic::decodePlacement("3 2 0 1 0 1 host"), IoError);  // rank >= size
   CHECK_THROWS_AS(elastic::decodePlacement("garbage"), IoError);
 }
+
+TEST_CASE("workers connecting in a round that hvdrun gave up leave it at once") {
+  // Round 0 has workers 0 and 1, but 1 never comes; hvdrun then forms round 1 without it.
+  // Worker 0 is rank 1 first (it waits in the store for rank 0's address), then rank 0 (it
+  // waits for rank 1 to connect): both waits end when round 1 appears, long before the
+  // 30 s HVD_ELASTIC_TIMEOUT.
+  for (int waiterRank : {1, 0}) {
+    INFO("the waiting worker is rank " << waiterRank);
+    rendezvous::InMemoryStore store;
+    elastic::publishRound(store, "job",
+                          0, {{0, placed(waiterRank, 2)}, {1, placed(1 - waiterRank, 2)}});
+    std::thread hvdrun([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      elastic::publishRound(store, "job", 1, {{0, placed(0, 1)}});
+    });
+    auto start = std::chrono::steady_clock::now();
+    std::string error;
+    try {
+      Runtime::create(elasticWorker(0, 30), store);
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    hvdrun.join();
+    CHECK_THAT(error, Catch::Contains("round 0 was given up for round 1"));
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+    // The worker then joins round 1, alone.
+    auto rt = Runtime::create(elasticWorker(0, 30), store);
+    CHECK(rt->elasticRound() == 1);
+    CHECK(rt->topology().size == 1);
+    rt->shutdown();
+  }
+}

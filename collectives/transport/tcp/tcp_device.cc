@@ -190,8 +190,15 @@ std::unique_ptr<Comm> TcpDevice::connectAll(int rank, int size, rendezvous::Stor
   std::vector<std::shared_ptr<Connection>> accepted;
   while (static_cast<int>(accepted.size()) < size - 1 - rank) {
     try {
-      if (auto c = acceptOne(rank, size, accepted, deadline)) accepted.push_back(c);
+      // In slices, so that a job that gave up on this rendezvous (an elastic job's superseded
+      // round) is noticed before the deadline.
+      auto slice = std::min(deadline, Clock::now() + std::chrono::seconds(1));
+      if (auto c = acceptOne(rank, size, accepted, slice, deadline)) accepted.push_back(c);
     } catch (const TimeoutError&) {
+      if (Clock::now() < deadline) {
+        store.checkAbandoned();
+        continue;
+      }
       std::set<int> absent, silent;  // never joined the rendezvous / joined but did not connect
       for (int r = rank + 1; r < size; ++r) absent.insert(r);
       for (auto& c : accepted) absent.erase(c->peerRank());
@@ -233,7 +240,7 @@ std::shared_ptr<Connection> TcpDevice::connectTo(int rank, int size, int peer,
 
 std::shared_ptr<Connection> TcpDevice::acceptOne(
     int rank, int size, const std::vector<std::shared_ptr<Connection>>& accepted,
-    Deadline deadline) {
+    Deadline acceptBy, Deadline deadline) {
   tcp::socket socket(io_);
   bool done = false;
   error_code result;
@@ -242,13 +249,15 @@ std::shared_ptr<Connection> TcpDevice::acceptOne(
     done = true;
   });
   while (!done) {
-    if (Clock::now() >= deadline) {
+    if (Clock::now() >= acceptBy) {
       acceptor_.cancel();
       while (!done) progressWithSpin(Clock::now() + std::chrono::seconds(1), kNoSpin);
+      // A connection that completed as the accept was cancelled is kept.
+      if (!result) break;
       throw TimeoutError("accept timed out");
     }
     // Peers connect when they start: nothing to gain by polling for them.
-    progressWithSpin(deadline, kNoSpin);
+    progressWithSpin(acceptBy, kNoSpin);
   }
   if (result) throw IoError(detail::concat("rank ", rank, "/", size, ": accept: ", result.message()));
   socket.set_option(tcp::no_delay(true));

@@ -91,10 +91,11 @@ class TcpDevice : public Device,
   std::shared_ptr<Connection> connectTo(int rank, int size, int peer, const std::string& address,
                                         Deadline deadline);
   // Accepts one authenticated peer with a rank in (rank, size) not yet in `accepted`; returns
-  // null for a rejected connection. Throws TimeoutError at the deadline.
+  // null for a rejected connection. Throws TimeoutError when no peer connected by `acceptBy`;
+  // the handshake of one that did is bounded by `deadline`.
   std::shared_ptr<Connection> acceptOne(int rank, int size,
                                         const std::vector<std::shared_ptr<Connection>>& accepted,
-                                        Deadline deadline);
+                                        Deadline acceptBy, Deadline deadline);
 
   boost::asio::io_context io_;
   boost::asio::ip::tcp::acceptor acceptor_{io_};
