@@ -150,3 +150,16 @@ def test_inconsistent_elastic_flags_are_refused(args, message):
     assert r.returncode != 0
     assert message in r.stderr
     assert "ran" not in r.stdout
+
+
+def test_the_elastic_mnist_example_survives_a_failure_and_still_learns(tmp_path):
+    r = run_hvdrun("--min-np", 2, "-H", "localhost:2,127.0.0.1:1", sys.executable,
+                   REPO / "examples" / "pytorch_mnist_elastic.py", "--simulate-failure", "2:2",
+                   "--epochs", 3, "--checkpoint-dir", tmp_path / "ckpt", timeout=300,
+                   env=clean_env())
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert "[2]<stdout>:worker 2: simulating a failure at epoch 2" in r.stdout
+    assert re.search(r"\[0\]<stdout>:epoch 1: test accuracy [\d.]+% \(3 workers\)", r.stdout)
+    m = re.search(r"\[0\]<stdout>:final test accuracy: ([\d.]+)% \(2 workers\)", r.stdout)
+    assert m and float(m.group(1)) >= 85.0, r.stdout[-3000:]
+    assert sorted(os.listdir(tmp_path / "ckpt")) == [f"checkpoint-{e}.pt" for e in (1, 2, 3)]
