@@ -163,3 +163,18 @@ def test_the_elastic_mnist_example_survives_a_failure_and_still_learns(tmp_path)
     m = re.search(r"\[0\]<stdout>:final test accuracy: ([\d.]+)% \(2 workers\)", r.stdout)
     assert m and float(m.group(1)) >= 85.0, r.stdout[-3000:]
     assert sorted(os.listdir(tmp_path / "ckpt")) == [f"checkpoint-{e}.pt" for e in (1, 2, 3)]
+
+
+@pytest.mark.parametrize("compat", [False, True])
+def test_keras_fit_survives_a_failed_host_with_the_elastic_callbacks(tmp_path, compat):
+    extra = ["--horovod-compat", "-x", "USE_HOROVOD_COMPAT=1"] if compat else []
+    r = run_hvdrun("--min-np", 2, "-H", "localhost:2,127.0.0.1:1", *extra,
+                   "-x", "CRASH_WORKER=2", "-x", f"CRASH_MARKER={tmp_path / 'crashed'}",
+                   sys.executable, REPO / "test" / "e2e" / "elastic_keras_worker.py",
+                   timeout=300, env=clean_env(TF_CPP_MIN_LOG_LEVEL="2"))
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert "worker 2 dies at epoch 2" in r.stdout
+    done = finals(r.stdout)
+    assert sorted(done) == [0, 1], r.stdout[-3000:]
+    for worker in (0, 1):
+        assert done[worker].endswith("epoch 5, sizes [2, 3], identical True"), done

@@ -19,6 +19,7 @@ from hvd import _basics, _core
 from hvd._basics import *  # noqa: F401,F403
 from hvd._basics import __all__ as _basics_all
 from hvd._handles import poll, synchronize  # noqa: F401
+from hvd.tensorflow import elastic  # noqa: F401  (hvd.elastic.run, as horovod.tensorflow)
 from hvd.tensorflow.compression import Compression
 from hvd.tensorflow.gradient_tape import DistributedGradientTape
 from hvd.tensorflow.mpi_ops import (allgather, allgather_object, allreduce, alltoall, barrier,

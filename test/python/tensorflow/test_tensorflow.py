@@ -511,3 +511,59 @@ def test_compat_modules_name_the_same_functions():
         sys.path.remove(compat)
         for name in [m for m in sys.modules if m == "horovod" or m.startswith("horovod.")]:
             del sys.modules[name]
+
+
+def test_keras_state_restores_and_syncs_the_model_and_optimizer():
+    keras.utils.set_random_seed(hvd.rank())  # every rank starts elsewhere; sync takes rank 0's
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    opt = hk.DistributedOptimizer(keras.optimizers.Adam(0.1))
+    model.compile(optimizer=opt, loss="mse", jit_compile=False)
+    state = hk.elastic.KerasState(model, epoch=hvd.rank())
+    state.sync()
+    assert state.epoch == 0
+    assert_same_on_all_ranks(flat_weights(model), "synced weights")
+    x, y = np.ones((4, 3), np.float32), np.zeros((4, 2), np.float32)
+    model.fit(x, y, epochs=1, verbose=0)
+    state.epoch = 1
+    state.commit()  # a fixed job: no newer round, nothing raised
+    committed = flat_weights(model)
+    committed_slots = [v.numpy().copy() for v in opt.variables]
+    model.fit(x, y, epochs=2, verbose=0)
+    state.epoch = 3
+    assert not np.array_equal(flat_weights(model), committed)
+    state.restore()
+    assert state.epoch == 1
+    np.testing.assert_array_equal(flat_weights(model), committed)
+    for v, saved in zip(opt.variables, committed_slots):
+        np.testing.assert_array_equal(v.numpy(), saved)
+
+
+def test_keras_state_needs_a_built_model():
+    model = keras.Sequential([keras.layers.Dense(2)])  # no input shape: no variables yet
+    with pytest.raises(ValueError, match="the model has no variables yet"):
+        hk.elastic.KerasState(model, optimizer=keras.optimizers.SGD())
+
+
+def test_elastic_run_takes_a_collective_failure_inside_tf_function_for_a_horovod_error():
+    # The failure reaches Python as TensorFlow's UnknownError; the run loop must restore the
+    # state and reset (here, every rank shuts down and initialises again: one round).
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    state = htf.elastic.TensorFlowKerasState(model, optimizer=keras.optimizers.SGD(), calls=0)
+    failing = tf.function(lambda t: htf.allreduce(t, name="elastic.mismatch"))
+
+    attempts = []
+
+    @htf.elastic.run
+    def train(state):
+        attempts.append(state.calls)
+        state.calls += 1
+        if len(attempts) == 1:
+            # float32 on one rank, float64 on the others: every rank's collective fails.
+            dtype = tf.float32 if hvd.rank() == 0 else tf.float64
+            failing(tf.ones([2], dtype=dtype))
+        return state.calls
+
+    # The second attempt starts from the restored state (calls=0), not from the failed one.
+    assert train(state) == 1
+    assert attempts == [0, 0]
+    assert hvd.is_initialized()

@@ -22,7 +22,7 @@ from hvd._basics import Average, global_process_set
 from hvd.tensorflow import init  # noqa: F401 (fits TensorFlow's threads)
 from hvd.tensorflow import mpi_ops as _ops
 from hvd.tensorflow.compression import Compression
-from hvd.tensorflow.keras import callbacks  # noqa: F401
+from hvd.tensorflow.keras import callbacks, elastic  # noqa: F401
 from hvd.tensorflow.keras.optimizer import DistributedOptimizer
 from hvd.tensorflow.mpi_ops import (allgather_object, barrier, broadcast_global_variables,
                                     broadcast_object, join)

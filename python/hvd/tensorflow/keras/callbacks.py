@@ -9,6 +9,18 @@ from hvd._basics import global_process_set
 from hvd.tensorflow import mpi_ops as _ops
 
 
+def training_variables(model, optimizer):
+    """The model's variables and the optimizer's, the optimizer built first: Keras creates its
+    slots at the first update, and building them now lets the root's values (a resumed Adam's
+    moments) reach every rank before it. Empty while the model is not built."""
+    if optimizer is not None and not optimizer.built and model.trainable_variables:
+        optimizer.build(model.trainable_variables)
+    variables = list(model.variables)
+    if optimizer is not None:
+        variables += list(optimizer.variables)
+    return variables
+
+
 class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
     """Starts every rank from root_rank's model and optimizer state (random initialisation, or a
     checkpoint only the root loaded), before the first batch."""
@@ -21,15 +33,7 @@ class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
         self.broadcast_done = False
 
     def _broadcast(self):
-        model = self.model
-        optimizer = getattr(model, "optimizer", None)
-        if optimizer is not None and not optimizer.built and model.trainable_variables:
-            # Keras creates the optimizer's slots at its first update; building them now lets
-            # the root's values (a resumed Adam's moments) reach every rank before that update.
-            optimizer.build(model.trainable_variables)
-        variables = list(model.variables)
-        if optimizer is not None:
-            variables += list(optimizer.variables)
+        variables = training_variables(self.model, getattr(self.model, "optimizer", None))
         if not variables:
             return False
         _ops.broadcast_variables(variables, self.root_rank, process_set=self.process_set)

@@ -1,5 +1,3 @@
-"""horovod.tensorflow.elastic is not provided yet: importing it says so instead of failing with
-a bare ModuleNotFoundError that reads like a broken installation."""
-from hvd.compat.horovod.torch._unsupported import ELASTIC_MESSAGE
-
-raise ImportError(ELASTIC_MESSAGE)
+"""horovod.tensorflow.elastic on hvd: the same names, backed by hvd.tensorflow.elastic."""
+from hvd.tensorflow.elastic import *  # noqa: F401,F403
+from hvd.tensorflow.elastic import __all__  # noqa: F401
