@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -90,7 +91,7 @@ class Job {
   std::vector<WorkerSpec> specs_;
   ssh::RemoteRanks& remote_;
   OrphanGuardian& guardian_;
-  std::vector<Worker> workers_;
+  std::deque<Worker> workers_;  // grows while references to its workers are held (addWorker)
   std::unique_ptr<OutputForwarder> output_;
   std::unique_ptr<SignalPipe> signals_;  // while run() runs
   JobPolicy* policy_ = nullptr;
