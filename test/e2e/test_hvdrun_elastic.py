@@ -91,6 +91,23 @@ def test_a_new_worker_that_fails_at_start_is_given_up_and_the_others_go_on(tmp_p
     assert time.monotonic() - start < 60
 
 
+def test_a_spare_host_replaces_a_failed_one_under_max_np(tmp_path):
+    # Three offered hosts, --max-np 2: the third stands by until worker 1's host fails, then
+    # worker 2 starts there (in the same step that handles the failure) and takes rank 1.
+    script = discovery_script(tmp_path, "echo localhost:1\necho 127.0.0.1:1\n"
+                                        "echo 127.0.0.2:1\n")
+    r = run_hvdrun("--min-np", 2, "--max-np", 2, "--host-discovery-script", script,
+                   "-x", "CRASH_WORKER=1", "-x", "CRASH_AT=10",
+                   "-x", f"CRASH_MARKER={tmp_path / 'crashed'}",
+                   sys.executable, WORKER, timeout=180, env=clean_env())
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert "worker 1 dies at step 10" in r.stdout
+    done = finals(r.stdout)
+    assert sorted(done) == [0, 2], r.stdout[-3000:]
+    assert done[0] == "rank 0 of 2, steps 30, sizes [2], resets [2], identical True", done
+    assert done[2] == "rank 1 of 2, steps 30, sizes [2], resets [], identical True", done
+
+
 def test_the_horovod_elastic_api_runs_unchanged_with_the_compat_flag(tmp_path):
     r = run_hvdrun("--min-np", 2, "--horovod-compat", "-x", "USE_HOROVOD_COMPAT=1",
                    "-x", "STEPS=5", sys.executable, WORKER, timeout=120, env=clean_env())
