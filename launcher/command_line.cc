@@ -195,7 +195,9 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
     args.pop_back();  // program name
     app.parse(args);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11 has a code per kind of error (105 for a value out of range); hvdrun's users get
+    // one: 2, a bad command line (docs/cli.md). --help and --version exit 0.
+    return app.exit(e) == 0 ? 0 : 2;
   }
   o.command = app.remaining();
   // An option hvdrun lacks (horovodrun's --mpi or --autotune, a typo) would otherwise be taken

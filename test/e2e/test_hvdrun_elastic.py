@@ -161,10 +161,12 @@ def test_a_failing_discovery_script_refuses_the_job_before_anything_starts(tmp_p
      "give either --host-discovery-script or -H/--hostfile, not both"),
     (["--min-np", 1, "--host-discovery-script", "/nonexistent/hosts.sh"],
      "/nonexistent/hosts.sh: not found"),
+    (["--min-np", 1, "--slots-per-host", 0], "--slots-per-host: Value 0 not in range 1"),
+    (["--min-np", 0], "--min-np: Value 0 not in range 1"),
 ])
 def test_inconsistent_elastic_flags_are_refused(args, message):
     r = run_hvdrun(*args, sys.executable, "-c", "print('ran')", env=clean_env())
-    assert r.returncode != 0
+    assert r.returncode == 2
     assert message in r.stderr
     assert "ran" not in r.stdout
 
