@@ -46,20 +46,17 @@ std::vector<HostSlots> ElasticDriver::usableHosts() {
 }
 
 // Every member has joined the current round: its communicators are up (or about to be), and a
-// new round now cannot leave some members connecting in the old one.
+// new round now cannot leave some members connecting in the old one. (Members that joined and
+// then failed still count, but a failure forces the next round without this check.)
 bool ElasticDriver::roundFormed() {
-  for (const auto& w : members_)
-    if (elastic::joinedRound(store_, jobId_, w.id).value_or(-1) != round_) return false;
-  return true;
+  return elastic::joinedCount(store_, jobId_, round_) >= static_cast<int64_t>(members_.size());
 }
 
 // Every member finished the current round and waits for the next (they all reset together,
 // with no change of members).
 bool ElasticDriver::everyoneAsksForNewRound() {
-  if (members_.empty()) return false;
-  for (const auto& w : members_)
-    if (elastic::waitingAfter(store_, jobId_, w.id).value_or(-2) != round_) return false;
-  return true;
+  return !members_.empty() &&
+         elastic::askingCount(store_, jobId_, round_) >= static_cast<int64_t>(members_.size());
 }
 
 void ElasticDriver::tick(Job& job) {

@@ -57,6 +57,14 @@ std::optional<int64_t> waitingAfter(Store& store, const std::string& jobId, int 
   return readNumber(store, key(jobId, "ready/" + std::to_string(id)));
 }
 
+int64_t joinedCount(Store& store, const std::string& jobId, int64_t round) {
+  return store.add(roundKey(jobId, round, "joined"), 0);
+}
+
+int64_t askingCount(Store& store, const std::string& jobId, int64_t round) {
+  return store.add(roundKey(jobId, round, "asking"), 0);
+}
+
 std::optional<int64_t> joinedRound(Store& store, const std::string& jobId, int id) {
   return readNumber(store, key(jobId, "joined/" + std::to_string(id)));
 }
@@ -68,8 +76,11 @@ int64_t currentRound(Store& store, const std::string& jobId) {
 Joined joinNextRound(Store& store, const std::string& jobId, int id,
                      std::chrono::milliseconds timeout) {
   const std::string worker = std::to_string(id);
-  int64_t last = readNumber(store, key(jobId, "joined/" + worker)).value_or(-1);
-  store.set(key(jobId, "ready/" + worker), bytesOf(std::to_string(last)));
+  int64_t last = joinedRound(store, jobId, id).value_or(-1);
+  if (waitingAfter(store, jobId, id) != last) {  // a retried join is not counted again
+    store.set(key(jobId, "ready/" + worker), bytesOf(std::to_string(last)));
+    store.add(roundKey(jobId, last, "asking"), 1);
+  }
   try {
     store.wait({roundKey(jobId, last + 1, "published")}, timeout);
   } catch (const TimeoutError&) {
@@ -85,6 +96,7 @@ Joined joinNextRound(Store& store, const std::string& jobId, int id,
                                          " leaves this worker out (hvdrun removed its host)"));
   Joined joined{round, decodePlacement(textOf(*placement))};
   store.set(key(jobId, "joined/" + worker), bytesOf(std::to_string(round)));
+  store.add(roundKey(jobId, round, "joined"), 1);
   return joined;
 }
 

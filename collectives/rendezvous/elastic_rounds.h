@@ -4,10 +4,13 @@
 // round published after the last one it ran in. Keys live under job/<jobId>/elastic/:
 //   round/<n>/worker/<id>  the placement of worker <id> in round n (absent: not a member)
 //   round/<n>/published    written last, once round n is complete
+//   round/<n>/joined       counter: members that joined round n
+//   round/<n>/asking       counter: workers waiting for a round after n
 //   current                the newest round's number
 //   ready/<id>             the round after which worker <id> waits for a new one
 //   joined/<id>            the round worker <id> joined last
-// Rounds are never rewritten, so a reader never sees half of one.
+// Rounds are never rewritten, so a reader never sees half of one. The counters let hvdrun watch a
+// round with one read, whatever the number of workers.
 #pragma once
 
 #include <chrono>
@@ -25,6 +28,10 @@ using Members = std::map<int, Topology>;  // worker id -> placement
 
 // The driver's side.
 void publishRound(Store& store, const std::string& jobId, int64_t round, const Members& members);
+// How many workers joined round `round`, and how many wait for a round after it (each counted
+// once, however often its join is retried).
+int64_t joinedCount(Store& store, const std::string& jobId, int64_t round);
+int64_t askingCount(Store& store, const std::string& jobId, int64_t round);
 // The round worker `id` waits to follow (ready/<id>); nullopt before its first init.
 std::optional<int64_t> waitingAfter(Store& store, const std::string& jobId, int id);
 // The round worker `id` joined last (joined/<id>); nullopt before its first join.

@@ -87,6 +87,8 @@ TEST_CASE("elastic workers take their ranks from each round and regroup in the n
     CHECK(elastic::waitingAfter(store, "job", id) == -1);
     CHECK(elastic::joinedRound(store, "job", id) == 0);
   }
+  CHECK(elastic::joinedCount(store, "job", 0) == 3);
+  CHECK(elastic::askingCount(store, "job", 0) == 0);
 
   // Round 1: worker 1 is gone; 0 and 2 regroup under new ranks.
   elastic::publishRound(store, "job", 1, {{0, placed(0, 2)}, {2, placed(1, 2)}});
@@ -99,6 +101,8 @@ TEST_CASE("elastic workers take their ranks from each round and regroup in the n
   CHECK(second[0].round == 1);
   CHECK(second[0].sum == 2.0f);
   CHECK(elastic::waitingAfter(store, "job", 0) == 0);
+  CHECK(elastic::askingCount(store, "job", 0) == 2);  // hvdrun reads one counter
+  CHECK(elastic::joinedCount(store, "job", 1) == 2);
 
   // Worker 1 asks to join after round 0: the newest round leaves it out.
   auto removed = runRound(store, {1});
@@ -158,6 +162,7 @@ TEST_CASE("workers connecting in a round that hvdrun gave up leave it at once") 
     hvdrun.join();
     CHECK_THAT(error, Catch::Contains("round 0 was given up for round 1"));
     CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+    CHECK(elastic::askingCount(store, "job", 0) == 0);  // its join never completed
     // The worker then joins round 1, alone.
     auto rt = Runtime::create(elasticWorker(0, 30), store);
     CHECK(rt->elasticRound() == 1);
