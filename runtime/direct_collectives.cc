@@ -1,6 +1,7 @@
 #include "runtime/direct_collectives.h"
 
 #include "collectives/algorithms/barrier.h"
+#include "collectives/rendezvous/tcp_store_client.h"  // connectWorld's client argument
 
 namespace hvd::runtime {
 

@@ -46,7 +46,7 @@ namespace {
 struct ElasticJoin {
   Config config;
   int64_t round = -1;
-  std::unique_ptr<rendezvous::Store> client;  // kept for newestElasticRound()
+  std::unique_ptr<rendezvous::TcpStoreClient> client;  // handed on to the World
 };
 
 ElasticJoin joinElasticRound(const Config& given, rendezvous::Store* store) {
@@ -79,13 +79,13 @@ std::unique_ptr<Runtime> Runtime::create(const Config& given, rendezvous::Store*
     roundStore = [&](rendezvous::Store& inner) -> std::unique_ptr<rendezvous::Store> {
       return std::make_unique<rendezvous::elastic::RoundStore>(inner, given.jobId, join.round);
     };
-  World world = connectWorld(config, store, WorldUse::Engine, roundStore);
+  World world =
+      connectWorld(config, store, WorldUse::Engine, roundStore, std::move(join.client));
   std::unique_ptr<Runtime> rt(new Runtime(config, std::move(world)));
   if (given.elastic) {
     rt->elasticRound_ = join.round;
     rt->elasticJobId_ = given.jobId;
-    rt->elasticStore_ = join.client ? std::move(join.client) : nullptr;
-    rt->elasticStoreRef_ = store ? store : rt->elasticStore_.get();
+    rt->elasticStore_ = store ? store : rt->world_.ownedStore.get();
     log::logger("runtime")->info("elastic worker {}: round {}, rank {} of {} on {}",
                                  config.workerId, join.round, config.topology.rank,
                                  config.topology.size, config.topology.hostname);
@@ -103,8 +103,8 @@ std::unique_ptr<Runtime> Runtime::create(const Config& given, rendezvous::Store*
 void Runtime::shutdown() { engine_->shutdown(); }
 
 int64_t Runtime::newestElasticRound() {
-  if (!elasticStoreRef_) return -1;
-  return rendezvous::elastic::currentRound(*elasticStoreRef_, elasticJobId_);
+  if (!elasticStore_) return -1;
+  return rendezvous::elastic::currentRound(*elasticStore_, elasticJobId_);
 }
 
 OpResult Runtime::run(Operation op) {

@@ -63,8 +63,7 @@ class Runtime : public BlockingCollectives {
   std::unique_ptr<Engine> engine_;
   int64_t elasticRound_ = -1;
   std::string elasticJobId_;
-  std::unique_ptr<rendezvous::Store> elasticStore_;
-  rendezvous::Store* elasticStoreRef_ = nullptr;  // elasticStore_, or the tests' store
+  rendezvous::Store* elasticStore_ = nullptr;  // world_'s launcher connection, or the tests' store
 };
 
 EngineOptions engineOptions(const Config& config);

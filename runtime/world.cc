@@ -129,13 +129,16 @@ int cpuShareOf(const Config& config, bool boundByHvd) {
 }  // namespace
 
 World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
-                   const StoreWrapper& wrap) {
+                   const StoreWrapper& wrap,
+                   std::unique_ptr<rendezvous::TcpStoreClient> client) {
   bool withControl = use == WorldUse::Engine;
   const Topology& t = config.topology;
   log::configure({config.logLevel, config.logSubsystems,
                   detail::concat(t.hostname, ":", getpid(), " [rank ", t.rank, "/", t.size, "]"),
                   config.logHideTime});
   World world;
+  rendezvous::TcpStoreClient* launcherClient = client.get();
+  world.ownedStore = std::move(client);
   if (t.size == 1) {
     world.data = singleRank(config);
     if (withControl) world.control = singleRank(config);
@@ -150,14 +153,17 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
     bool bound = config.externalLauncher.empty() && config.cpuBinding == CpuBinding::Core &&
                  bindToLocalShare(t);
     world.cpuShare = cpuShareOf(config, bound);
-    auto client = std::make_unique<rendezvous::TcpStoreClient>(
-        config.rendezvousAddr, config.rendezvousPort, config.secret, config.startTimeout);
+    if (!launcherClient) {
+      auto opened = std::make_unique<rendezvous::TcpStoreClient>(
+          config.rendezvousAddr, config.rendezvousPort, config.secret, config.startTimeout);
+      launcherClient = opened.get();
+      world.ownedStore = std::move(opened);
+    }
     // The address this worker reached the launcher from is one its peers can reach it on too.
     bindAddress = config.networkInterface.empty()
-                      ? client->localAddress()
+                      ? launcherClient->localAddress()
                       : net::addressOfInterface(config.networkInterface, t.hostname);
-    store = client.get();
-    world.ownedStore = std::move(client);
+    store = launcherClient;
   }
   if (wrap) {
     world.wrappedStore = wrap(*store);

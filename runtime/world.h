@@ -10,6 +10,10 @@
 #include "collectives/transport/comm.h"
 #include "runtime/config.h"
 
+namespace hvd::rendezvous {
+class TcpStoreClient;  // tcp_store_client.h (Boost.Asio) stays out of this header
+}  // namespace hvd::rendezvous
+
 namespace hvd::runtime {
 
 struct World {
@@ -32,10 +36,12 @@ enum class WorldUse {
 // Sets up logging, joins the rendezvous (the launcher's server from the Config, or `store` for
 // in-process tests) and connects every peer. Throws InvalidArgument for a bad configuration,
 // TimeoutError naming the missing ranks, IoError for an unreachable server.
-// `wrap`, when given, wraps the store the communicators rendezvous through (an elastic round's
-// RoundStore).
+// `client`, when given, is the connection to the launcher's server to use (an elastic worker
+// opened it to read its round); it becomes the World's ownedStore. `wrap`, when given, wraps
+// the store the communicators rendezvous through (an elastic round's RoundStore).
 using StoreWrapper = std::function<std::unique_ptr<rendezvous::Store>(rendezvous::Store&)>;
 World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
-                   const StoreWrapper& wrap = {});
+                   const StoreWrapper& wrap = {},
+                   std::unique_ptr<rendezvous::TcpStoreClient> client = nullptr);
 
 }  // namespace hvd::runtime
