@@ -49,6 +49,26 @@ def test_torch_state_restores_the_model_and_optimizer_of_the_last_commit():
     assert torch.equal(opt.state_dict()["state"][0]["exp_avg"], committed_moments)
 
 
+def test_two_failures_after_one_commit_restore_the_same_optimizer_state():
+    model = torch.nn.Linear(3, 1)
+    opt = hvd.DistributedOptimizer(torch.optim.Adam(model.parameters(), lr=0.1),
+                                   named_parameters=model.named_parameters())
+    state = hvd.elastic.TorchState(model, opt)
+
+    def step():
+        opt.zero_grad()
+        model(torch.ones(2, 3)).sum().backward()
+        opt.step()
+
+    step()
+    state.commit()
+    committed = opt.state_dict()["state"][0]["exp_avg"].clone()
+    for _ in range(2):
+        step()  # the restored optimizer updates its moments in place
+        state.restore()
+        assert torch.equal(opt.state_dict()["state"][0]["exp_avg"], committed)
+
+
 def test_restoring_an_optimizer_with_gradients_in_flight_discards_them():
     model = torch.nn.Linear(3, 1)
     opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),

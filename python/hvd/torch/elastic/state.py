@@ -13,39 +13,13 @@ from hvd.torch.functions import (allgather_object, broadcast_object, broadcast_o
                                  broadcast_parameters)
 
 
-class _ModelHandler:
-    def __init__(self, model):
-        self.value = model
-        self.save()
+class _StateDictHandler:
+    """Keeps a deep copy of value.state_dict() at every save. Restore loads a copy of that copy:
+    an optimizer's load_state_dict keeps the very tensors it is given, which its next steps then
+    change in place, and a second restore from the same commit must find them unchanged."""
 
-    def save(self):
-        self._saved = copy.deepcopy(self.value.state_dict())
-
-    def restore(self):
-        self.value.load_state_dict(self._saved)
-
-    def sync(self):
-        broadcast_parameters(self.value.state_dict(), root_rank=0)
-
-
-class _OptimizerHandler:
-    def __init__(self, optimizer):
-        self.value = optimizer
-        self.save()
-
-    def save(self):
-        self._saved = copy.deepcopy(self.value.state_dict())
-
-    def restore(self):
-        self.value.load_state_dict(self._saved)
-
-    def sync(self):
-        broadcast_optimizer_state(self.value, root_rank=0)
-
-
-class _SamplerHandler:
-    def __init__(self, sampler):
-        self.value = sampler
+    def __init__(self, value):
+        self.value = value
         self.save()
 
     def save(self):
@@ -54,6 +28,18 @@ class _SamplerHandler:
     def restore(self):
         self.value.load_state_dict(copy.deepcopy(self._saved))
 
+
+class _ModelHandler(_StateDictHandler):
+    def sync(self):
+        broadcast_parameters(self.value.state_dict(), root_rank=0)
+
+
+class _OptimizerHandler(_StateDictHandler):
+    def sync(self):
+        broadcast_optimizer_state(self.value, root_rank=0)
+
+
+class _SamplerHandler(_StateDictHandler):
     def sync(self):
         # Every worker's processed samples count (each saw its own share), then every worker
         # takes rank 0's epoch with that union and repartitions what is left over the new size.
