@@ -160,6 +160,22 @@ std::string rendezvousAddress(const HostPlan& plan, const std::vector<ssh::SshTa
   return chosen;
 }
 
+// A random job id and 256-bit secret.
+JobIdentity newJobIdentity() {
+  JobIdentity job;
+  job.secret = auth::randomHex(32);
+  job.jobId = auth::randomHex(8);
+  return job;
+}
+
+// A local worker stopped during init may not have unlinked its shared-memory segment (a remote
+// host's run script removes its ranks' own).
+void removeLeftSegments(const JobIdentity& job) {
+  if (int left = collectives::shm::removeSegments(collectives::shm::jobSegmentPrefix(job.jobId)))
+    log::logger("launcher")->info("removed {} shared-memory segments the job's ranks left in "
+                                  "/dev/shm", left);
+}
+
 // Environment every worker gets beyond its placement: the runtime knobs and timeouts.
 Environment commonWorkerParams(const LaunchOptions& o) {
   Environment extra(o.runtimeParams.begin(), o.runtimeParams.end());
@@ -199,9 +215,7 @@ int launchElastic(const LaunchOptions& o, const Environment& base) {
   Environment extra = commonWorkerParams(o);
   extra["HVD_ELASTIC"] = "1";
   if (flags.timeoutGiven) extra["HVD_ELASTIC_TIMEOUT"] = std::to_string(flags.timeout.count());
-  JobIdentity job;
-  job.secret = auth::randomHex(32);
-  job.jobId = auth::randomHex(8);
+  JobIdentity job = newJobIdentity();
   workerEnvironment(base, RankPlacement{}, job, o.exports, extra);  // checks -x before starting
   // Before any thread (the discovery's, the rendezvous server's): the guardian forks.
   auto guardian = OrphanGuardian::start(o.grace);
@@ -241,8 +255,7 @@ int launchElastic(const LaunchOptions& o, const Environment& base) {
   ElasticDriver driver(elastic, hosts, script.empty(), isLocal, factory, store, job.jobId);
   running.setPolicy(&driver);
   int code = running.run();
-  if (int left = collectives::shm::removeSegments(collectives::shm::jobSegmentPrefix(job.jobId)))
-    log->info("removed {} shared-memory segments the job's workers left in /dev/shm", left);
+  removeLeftSegments(job);
   return code;
 }
 
@@ -272,9 +285,7 @@ int launch(const LaunchOptions& options) {
   if (!targets.empty()) checked = checkRemoteHosts(targets, placements, options, base, cwd, interfaces);
   std::string bindAddress = rendezvousAddress(plan, targets, checked.ready, interfaces);
 
-  JobIdentity job;
-  job.secret = auth::randomHex(32);
-  job.jobId = auth::randomHex(8);
+  JobIdentity job = newJobIdentity();
   rendezvous::RendezvousServer server(bindAddress, job.secret);
   job.rendezvousAddr = server.address();
   job.rendezvousPort = server.port();
@@ -310,10 +321,7 @@ int launch(const LaunchOptions& options) {
     remote.addHost(std::move(checked.ready.at(t.alias)), std::move(remoteByHost[t.alias]));
   Job running(options, std::move(workers), remote, *guardian);
   int code = running.run();
-  // A local rank stopped during init may not have unlinked its shared-memory segment (a remote
-  // host's run script removes its ranks' own).
-  if (int left = collectives::shm::removeSegments(collectives::shm::jobSegmentPrefix(job.jobId)))
-    log->info("removed {} shared-memory segments the job's ranks left in /dev/shm", left);
+  removeLeftSegments(job);
   return code;
 }
 
