@@ -13,14 +13,12 @@
 
 #include <chrono>
 #include <functional>
-#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "collectives/rendezvous/store.h"
 #include "launcher/elastic_membership.h"
-#include "launcher/host_discovery.h"
 #include "launcher/job.h"
 
 namespace hvd::launcher {

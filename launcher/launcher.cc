@@ -12,6 +12,7 @@
 #include "common/network.h"
 #include "common/params.h"
 #include "launcher/elastic_driver.h"
+#include "launcher/host_discovery.h"
 #include "launcher/host_spec.h"
 #include "launcher/hostfile.h"
 #include "launcher/job.h"
