@@ -48,7 +48,8 @@ void setBufferSizes(tcp::acceptor& acceptor, std::size_t bytes) {
 }
 
 void connect(tcp::socket& socket, const std::string& host, uint16_t port, Deadline deadline,
-             const std::string& what, std::size_t bufferBytes) {
+             const std::string& what, std::size_t bufferBytes,
+             const std::function<void()>& betweenTries) {
   error_code ec;
   auto address = asio::ip::make_address(host, ec);
   if (ec) {
@@ -78,6 +79,7 @@ void connect(tcp::socket& socket, const std::string& host, uint16_t port, Deadli
     if (!retriable || Clock::now() + backoff >= deadline)
       throw IoError(what + ": connect to " + host + ":" + std::to_string(port) + ": " +
                     result.message());
+    if (betweenTries) betweenTries();
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(100));
   }

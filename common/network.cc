@@ -4,9 +4,12 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netdb.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <memory>
 #include <set>
 
@@ -74,6 +77,40 @@ std::vector<std::string> resolve(const std::string& host) {
     if (!text.empty() && std::find(out.begin(), out.end(), text) == out.end()) out.push_back(text);
   }
   return out;
+}
+
+std::string sourceAddressTowards(const std::string& host) {
+  auto addresses = resolve(host);
+  if (addresses.empty()) throw IoError("cannot resolve host '" + host + "'");
+  std::string last;
+  for (const auto& address : addresses) {
+    sockaddr_storage to{};
+    socklen_t length = 0;
+    auto* v4 = reinterpret_cast<sockaddr_in*>(&to);
+    auto* v6 = reinterpret_cast<sockaddr_in6*>(&to);
+    if (::inet_pton(AF_INET, address.c_str(), &v4->sin_addr) == 1) {
+      v4->sin_family = AF_INET;
+      v4->sin_port = htons(9);  // any port: a UDP connect sends nothing
+      length = sizeof *v4;
+    } else if (::inet_pton(AF_INET6, address.c_str(), &v6->sin6_addr) == 1) {
+      v6->sin6_family = AF_INET6;
+      v6->sin6_port = htons(9);
+      length = sizeof *v6;
+    } else {
+      continue;
+    }
+    int fd = ::socket(to.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    sockaddr_storage from{};
+    socklen_t fromLength = sizeof from;
+    bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&to), length) == 0 &&
+              ::getsockname(fd, reinterpret_cast<sockaddr*>(&from), &fromLength) == 0;
+    last = std::strerror(errno);
+    ::close(fd);
+    if (ok) return numeric(reinterpret_cast<const sockaddr*>(&from));
+  }
+  throw IoError("no route from this machine to host '" + host + "'" +
+                (last.empty() ? "" : " (" + last + ")"));
 }
 
 bool isLoopback(const std::string& a) { return a.rfind("127.", 0) == 0 || a == "::1"; }

@@ -27,6 +27,11 @@ std::vector<std::string> resolve(const std::string& host);
 
 bool isLoopback(const std::string& address);  // 127.0.0.0/8 or ::1
 
+// The address of this machine that the kernel's routing table would send packets to `host`
+// from (a UDP socket's connect() followed by getsockname(): no packet leaves). Throws IoError
+// naming `host` when it does not resolve or no route reaches it.
+std::string sourceAddressTowards(const std::string& host);
+
 // True if `host` is a loopback name or address, this machine's hostname, or one of `addresses`
 // (what `host` resolves to) is loopback or an address of this machine's interfaces.
 bool isThisMachine(const std::string& host, const std::vector<std::string>& addresses);

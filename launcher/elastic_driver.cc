@@ -12,13 +12,11 @@ namespace elastic = rendezvous::elastic;
 using Clock = std::chrono::steady_clock;
 
 ElasticDriver::ElasticDriver(ElasticOptions options, HostSource hosts, bool fixedHosts,
-                             std::function<bool(const std::string&)> isLocal,
-                             WorkerFactory factory, rendezvous::Store& store, std::string jobId)
+                             WorkerStarter& starter, rendezvous::Store& store, std::string jobId)
     : options_(options),
       hosts_(std::move(hosts)),
       fixedHosts_(fixedHosts),
-      isLocal_(std::move(isLocal)),
-      factory_(std::move(factory)),
+      starter_(starter),
       store_(store),
       jobId_(std::move(jobId)) {}
 
@@ -26,14 +24,6 @@ std::vector<HostSlots> ElasticDriver::usableHosts() {
   std::vector<HostSlots> usable;
   for (const auto& h : hosts_()) {
     if (blacklist_.count(h.host)) continue;
-    if (!isLocal_(h.host)) {
-      if (reportedRemote_.insert(h.host).second)
-        log::logger("launcher")->error(
-            "elastic: host {} is not this machine; hvdrun starts an elastic job's workers on "
-            "this machine's host names only, so {} is not used",
-            h.host, h.host);
-      continue;
-    }
     if (std::find(hostOrder_.begin(), hostOrder_.end(), h.host) == hostOrder_.end())
       hostOrder_.push_back(h.host);
     usable.push_back(h);
@@ -122,7 +112,7 @@ void ElasticDriver::publish(Job& job, const MembershipChange& change) {
   ++round_;
   // Published before the new workers start: their first init reads the newest round, which
   // must already hold them.
-  elastic::publishRound(store_, jobId_, round_, placements);
+  elastic::publishRound(store_, jobId_, round_, placements, starter_.addresses(placements));
   members_ = members;
   forced_ = false;
   std::string text;
@@ -130,10 +120,9 @@ void ElasticDriver::publish(Job& job, const MembershipChange& change) {
     text += detail::concat(text.empty() ? "" : ", ", id, "->", p.rank, "@", p.hostname);
   log->info("elastic: round {}: {} workers (worker->rank@host: {})", round_, placements.size(),
             text);
-  for (const auto& w : added) {
-    int label = job.addWorker(factory_(w.id, placements.at(w.id)));
-    HVD_ENFORCE(label == w.id, "elastic: worker ", w.id, " got output stream ", label);
-  }
+  elastic::Members fresh;
+  for (const auto& w : added) fresh[w.id] = placements.at(w.id);
+  starter_.start(job, fresh);
 }
 
 bool ElasticDriver::tolerate(Job& job, int label, const std::string& host,
@@ -150,7 +139,8 @@ bool ElasticDriver::tolerate(Job& job, int label, const std::string& host,
   if (finishing_) return false;  // the job was ending: a failure now is the job's failure
   // Before the first round formed, a failure is the script's (an import error, a bad argument)
   // far more often than the host's, and a replacement would fail the same way.
-  if (!started_) return false;
+  // A host that failed its SSH check is at fault whenever that happens.
+  if (!started_ && !status.unstarted) return false;
   if (member == members_.end()) return true;  // already out of the job
   lastFailure_ = detail::concat("worker ", label, " on ", host, " ", status.describe());
   log::logger("launcher")->warn("elastic: {}; blacklisting host {} and going on without it",

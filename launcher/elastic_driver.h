@@ -7,7 +7,7 @@
 // --elastic-timeout seconds, or after --reset-limit new rounds. A worker that exits 0 ends the
 // job's elasticity: no round follows, and the job ends as its workers end. A failure before the
 // first round has formed fails the job at once, as in a static job: a replacement would run
-// into the same script error.
+// into the same script error. A host that fails its SSH check is blacklisted at any time.
 // Thread model: everything runs on the Job's thread (tick, tolerate).
 #pragma once
 
@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/rendezvous/elastic_rounds.h"
 #include "collectives/rendezvous/store.h"
 #include "launcher/elastic_membership.h"
 #include "launcher/job.h"
@@ -32,15 +33,24 @@ struct ElasticOptions {
 
 // Where usable hosts come from: the discovery script, or the fixed -H/--hostfile list.
 using HostSource = std::function<std::vector<HostSlots>()>;
-// The spec of a new worker `id` at `placement` (its first round's).
-using WorkerFactory = std::function<WorkerSpec(int id, const RankPlacement& placement)>;
+
+// How a round's workers are started (elastic_workers.h): on this machine as child processes, on
+// other hosts over SSH.
+class WorkerStarter {
+ public:
+  virtual ~WorkerStarter() = default;
+  // For a round of `members`: the addresses to publish with it (elastic_rounds.h).
+  virtual rendezvous::elastic::HostAddresses addresses(
+      const rendezvous::elastic::Members& members) = 0;
+  // Starts the new workers, id -> placement in their first round, in `job`; each worker's
+  // output label is its id.
+  virtual void start(Job& job, const rendezvous::elastic::Members& added) = 0;
+};
 
 class ElasticDriver : public JobPolicy {
  public:
-  // `isLocal` says whether a host is this machine (the only kind this driver starts workers
-  // on); `fixedHosts`: the source never changes (no discovery script).
-  ElasticDriver(ElasticOptions options, HostSource hosts, bool fixedHosts,
-                std::function<bool(const std::string&)> isLocal, WorkerFactory factory,
+  // `fixedHosts`: the source never changes (no discovery script).
+  ElasticDriver(ElasticOptions options, HostSource hosts, bool fixedHosts, WorkerStarter& starter,
                 rendezvous::Store& store, std::string jobId);
 
   void tick(Job& job) override;
@@ -58,15 +68,13 @@ class ElasticDriver : public JobPolicy {
   ElasticOptions options_;
   HostSource hosts_;
   bool fixedHosts_;
-  std::function<bool(const std::string&)> isLocal_;
-  WorkerFactory factory_;
+  WorkerStarter& starter_;
   rendezvous::Store& store_;
   std::string jobId_;
 
   std::vector<ElasticWorker> members_;  // the current round's live members
   std::vector<std::string> hostOrder_;  // hosts by first appearance
   std::set<std::string> blacklist_;
-  std::set<std::string> reportedRemote_;
   int64_t round_ = -1;
   int nextId_ = 0;
   int resets_ = 0;

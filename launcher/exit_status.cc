@@ -17,6 +17,7 @@ ExitStatus fromWaitStatus(int status) {
 }
 
 std::string ExitStatus::describe() const {
+  if (unstarted) return "could not be started on its host (exit code " + std::to_string(code) + ")";
   if (!signaled) return "exited with code " + std::to_string(code);
   std::string out = "was killed by signal " + std::to_string(code) + " (" + signalName(code) + ")";
   if (code == SIGKILL)

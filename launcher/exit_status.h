@@ -9,6 +9,9 @@ namespace hvd::launcher {
 struct ExitStatus {
   bool signaled = false;
   int code = 0;    // exit code, or the signal number when signaled
+  // The worker never ran: its host failed the SSH check (unreachable, refused the login, lacks
+  // the program). Reported with code 255, as ssh does.
+  bool unstarted = false;
   int shellCode() const { return signaled ? 128 + code : code; }
   bool failed() const { return signaled || code != 0; }
   std::string describe() const;  // "exited with code 3", "was killed by signal SIGKILL (...)"

@@ -79,7 +79,7 @@ void Job::spawnAll() {
   for (const auto& streams : remote_.start()) {
     Worker w;
     w.placement = streams.placement;
-    w.label = w.placement.rank;
+    w.label = streams.id;
     w.remote = true;
     w.fds[0] = streams.stdoutFd;
     w.fds[1] = streams.stderrFd;
@@ -108,11 +108,30 @@ int Job::addWorker(WorkerSpec spec) {
   return label;
 }
 
+int Job::nextLabel() { return output_->addRank(); }
+
+void Job::addRemoteWorkers(ssh::LateHost host) {
+  std::string name = host.check.target.alias;
+  for (const auto& streams : remote_.launch(std::move(host))) {
+    Worker w;
+    w.placement = streams.placement;
+    w.label = streams.id;
+    w.remote = true;
+    w.fds[0] = streams.stdoutFd;
+    w.fds[1] = streams.stderrFd;
+    workers_.push_back(w);
+    log::logger("launcher")->info("starting worker {} on {} over ssh", w.label, name);
+  }
+}
+
 void Job::stopWorker(int label) {
   for (auto& w : workers_)
-    if (w.label == label && !w.exited && !w.remote) {
+    if (w.label == label && !w.exited) {
       w.stoppedByPolicy = true;
-      ::kill(-w.process.pid, SIGTERM);
+      if (w.remote)
+        remote_.signal(w.label, SIGTERM);
+      else
+        ::kill(-w.process.pid, SIGTERM);
       w.killAt = Clock::now() + options_.grace;
     }
 }
@@ -163,7 +182,10 @@ void Job::eventLoop() {
     }
     for (auto& w : workers_)
       if (!w.exited && w.killAt != Clock::time_point{} && now >= w.killAt) {
-        ::kill(-w.process.pid, SIGKILL);
+        if (w.remote)
+          remote_.signal(w.label, SIGKILL);
+        else
+          ::kill(-w.process.pid, SIGKILL);
         w.killAt = {};
       }
     if (policy_ && !stopping_ && now >= nextTick) {
@@ -234,9 +256,9 @@ void Job::reapWorkers() {
 }
 
 void Job::collectRemoteEnds() {
-  for (auto [rank, status] : remote_.takeEnded())
+  for (auto [id, status] : remote_.takeEnded())
     for (std::size_t i = 0; i < workers_.size(); ++i)
-      if (workers_[i].remote && workers_[i].placement.rank == rank && !workers_[i].exited)
+      if (workers_[i].remote && workers_[i].label == id && !workers_[i].exited)
         onEnded(i, status);
 }
 
@@ -279,7 +301,7 @@ void Job::beginStop(const std::string& reason) {
 void Job::killAll(int sig) {
   for (const auto& w : workers_) {
     if (w.remote) {
-      if (!w.exited) remote_.signal(w.placement.rank, sig);
+      if (!w.exited) remote_.signal(w.label, sig);
     } else if (!w.exited || sig == SIGKILL) {
       ::kill(-w.process.pid, sig);
     }

@@ -67,8 +67,12 @@ class Job {
   // number ("worker N", the output's [N]) instead of rank, and the policy rules on failures.
   void setPolicy(JobPolicy* policy) { policy_ = policy; }
   // For the policy, from tick() or tolerate(): starts one more local worker and returns its
-  // label; stops one (SIGTERM, SIGKILL after the grace period); ends the job as failed.
+  // label; starts workers on a remote host (checked first, on a thread of their own; each
+  // spec's id is its label, taken with nextLabel()); stops one (SIGTERM, SIGKILL after the grace
+  // period); ends the job as failed.
   int addWorker(WorkerSpec spec);
+  int nextLabel();
+  void addRemoteWorkers(ssh::LateHost host);
   void stopWorker(int label);
   void fail(const std::string& reason);
 

@@ -12,6 +12,7 @@
 #include "common/network.h"
 #include "common/params.h"
 #include "launcher/elastic_driver.h"
+#include "launcher/elastic_workers.h"
 #include "launcher/host_discovery.h"
 #include "launcher/host_spec.h"
 #include "launcher/hostfile.h"
@@ -201,37 +202,30 @@ ElasticOptions elasticOptions(const LaunchOptions& o) {
   return e;
 }
 
-// An elastic job: hvdrun's driver (elastic_driver.h) starts and replaces the workers, all on
-// this machine's host names.
+// Where an elastic job's store listens, and the address this machine's workers reach it on:
+// --network-interface's address; else every interface when other hosts may take part (a
+// discovery script, or a remote host in the list), loopback otherwise.
+std::pair<std::string, std::string> elasticRendezvousAddress(
+    const std::map<std::string, std::string>& interfaces, bool remotePossible) {
+  if (auto all = interfaces.find(""); all != interfaces.end()) {
+    std::string address = net::addressOfInterface(all->second, "(hvdrun's)");
+    return {address, address};
+  }
+  if (remotePossible) return {"0.0.0.0", "127.0.0.1"};
+  return {"127.0.0.1", "127.0.0.1"};
+}
+
+// An elastic job: hvdrun's driver (elastic_driver.h) starts and replaces the workers, on this
+// machine and over SSH (elastic_workers.h).
 int launchElastic(const LaunchOptions& o, const Environment& base) {
   auto log = log::logger("launcher");
   const ElasticFlags& flags = o.elastic;
   if (!flags.discoveryScript.empty() && (!o.hosts.empty() || !o.hostfile.empty()))
     throw InvalidArgument("give either --host-discovery-script or -H/--hostfile, not both");
   ElasticOptions elastic = elasticOptions(o);
-  std::string executable = resolveExecutable(o.command[0], base);
   std::string script = flags.discoveryScript.empty()
                            ? std::string()
                            : resolveExecutable(flags.discoveryScript, base);
-  Environment extra = commonWorkerParams(o);
-  extra["HVD_ELASTIC"] = "1";
-  if (flags.timeoutGiven) extra["HVD_ELASTIC_TIMEOUT"] = std::to_string(flags.timeout.count());
-  JobIdentity job = newJobIdentity();
-  workerEnvironment(base, RankPlacement{}, job, o.exports, extra);  // checks -x before starting
-  // Before any thread (the discovery's, the rendezvous server's): the guardian forks.
-  auto guardian = OrphanGuardian::start(o.grace);
-  std::unique_ptr<HostDiscovery> discovery;
-  HostSource hosts;
-  if (!script.empty()) {
-    discovery = std::make_unique<HostDiscovery>(script, flags.slotsPerHost, base,
-                                                std::chrono::seconds(1));
-    hosts = [&] { return discovery->latest(); };
-  } else {
-    HostPlan plan = planHosts(o, base);
-    if (o.hosts.empty() && o.hostfile.empty() && !plan.fromSlurm)
-      plan.hosts = {{"localhost", std::max(elastic.minNp, elastic.maxNp)}};
-    hosts = [fixed = plan.hosts] { return fixed; };
-  }
   std::map<std::string, bool> localCache;
   auto isLocal = [&](const std::string& host) {
     auto it = localCache.find(host);
@@ -239,21 +233,64 @@ int launchElastic(const LaunchOptions& o, const Environment& base) {
       it = localCache.emplace(host, net::isThisMachine(host, net::resolve(host))).first;
     return it->second;
   };
-  rendezvous::RendezvousServer server("127.0.0.1", job.secret);
-  job.rendezvousAddr = server.address();
-  job.rendezvousPort = server.port();
-  rendezvous::TcpStoreClient store(job.rendezvousAddr, job.rendezvousPort, job.secret,
+  std::vector<HostSlots> fixed;
+  if (script.empty()) {
+    HostPlan plan = planHosts(o, base);
+    fixed = plan.hosts;
+    if (o.hosts.empty() && o.hostfile.empty() && !plan.fromSlurm)
+      fixed = {{"localhost", std::max(elastic.minNp, elastic.maxNp)}};
+  } else if (o.networkInterface.find('=') != std::string::npos) {
+    throw InvalidArgument("--network-interface '" + o.networkInterface + "': with "
+                          "--host-discovery-script, give one interface for every host");
+  }
+  bool remotePossible = !script.empty() || std::any_of(fixed.begin(), fixed.end(),
+                                                        [&](const HostSlots& h) {
+                                                          return !isLocal(h.host);
+                                                        });
+  ElasticLaunch launch;
+  launch.base = base;
+  launch.exports = o.exports;
+  launch.command = o.command;
+  launch.workingDir = workingDirectory();
+  launch.interfaces = parseNetworkInterfaces(o.networkInterface, fixed);
+  launch.ssh = o.ssh;
+  launch.graceSeconds = static_cast<int>(o.grace.count());
+  // Workers on this machine run the program found here; with no local host in a fixed list,
+  // the remote hosts' checks look for it.
+  bool localPossible = !script.empty() || std::any_of(fixed.begin(), fixed.end(),
+                                                       [&](const HostSlots& h) {
+                                                         return isLocal(h.host);
+                                                       });
+  if (localPossible) launch.executable = resolveExecutable(o.command[0], base);
+  launch.extra = commonWorkerParams(o);
+  launch.extra["HVD_ELASTIC"] = "1";
+  if (flags.timeoutGiven)
+    launch.extra["HVD_ELASTIC_TIMEOUT"] = std::to_string(flags.timeout.count());
+  launch.job = newJobIdentity();
+  workerEnvironment(base, RankPlacement{}, launch.job, o.exports, launch.extra);  // checks -x
+  // Before any thread (the discovery's, the rendezvous server's): the guardian forks.
+  auto guardian = OrphanGuardian::start(o.grace);
+  std::unique_ptr<HostDiscovery> discovery;
+  HostSource hosts = [fixed] { return fixed; };
+  if (!script.empty()) {
+    discovery = std::make_unique<HostDiscovery>(script, flags.slotsPerHost, base,
+                                                std::chrono::seconds(1));
+    hosts = [&] { return discovery->latest(); };
+  }
+  auto [bindAddress, localAddress] = elasticRendezvousAddress(launch.interfaces, remotePossible);
+  rendezvous::RendezvousServer server(bindAddress, launch.job.secret);
+  launch.job.rendezvousAddr = localAddress;
+  launch.job.rendezvousPort = server.port();
+  if (bindAddress != "0.0.0.0") launch.remoteRendezvousAddr = bindAddress;
+  rendezvous::TcpStoreClient store(localAddress, server.port(), launch.job.secret,
                                    o.startTimeout);
-  log->info("elastic job {}: --min-np {} --max-np {}; rendezvous at {}:{}", job.jobId,
-            elastic.minNp, elastic.maxNp, job.rendezvousAddr, job.rendezvousPort);
-  WorkerFactory factory = [&](int id, const RankPlacement& p) {
-    Environment env = workerEnvironment(base, p, job, o.exports, extra);
-    env["HVD_WORKER_ID"] = std::to_string(id);
-    return WorkerSpec{p, env, executable, o.command};
-  };
+  log->info("elastic job {}: --min-np {} --max-np {}; rendezvous at {}:{}", launch.job.jobId,
+            elastic.minNp, elastic.maxNp, bindAddress, server.port());
+  JobIdentity job = launch.job;
+  ElasticWorkers workers(std::move(launch), isLocal);
   ssh::RemoteRanks remote;
   Job running(o, {}, remote, *guardian);
-  ElasticDriver driver(elastic, hosts, script.empty(), isLocal, factory, store, job.jobId);
+  ElasticDriver driver(elastic, hosts, script.empty(), workers, store, job.jobId);
   running.setPolicy(&driver);
   int code = running.run();
   removeLeftSegments(job);
@@ -312,7 +349,7 @@ int launch(const LaunchOptions& options) {
       ssh::RemoteRun run{p.hostname, cwd, ssh::forwardedEnvironment(env), options.command, iface,
                          static_cast<int>(options.grace.count()),
                          collectives::shm::jobSegmentPrefix(job.jobId)};
-      remoteByHost[p.hostname].push_back({p, ssh::runScript(run)});
+      remoteByHost[p.hostname].push_back({p, p.rank, ssh::runScript(run)});
     }
     log->info("rank {}: host {} local {}/{} cross {}/{}", p.rank, p.hostname, p.localRank,
               p.localSize, p.crossRank, p.crossSize);

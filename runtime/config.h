@@ -25,6 +25,9 @@ struct Config {
   std::string secret;
   std::string jobId;
   std::string networkInterface;  // empty: the address that reaches the rendezvous
+  // Set by an elastic round, not by the environment: the address to listen on for peers when
+  // this worker reaches hvdrun over loopback but the round has workers on other hosts.
+  std::string peerAddress;
   std::chrono::milliseconds startTimeout{};
   std::chrono::milliseconds opTimeout{};
   // How long a caller waits on a handle: twice the op timeout. The engine fails a hung

@@ -1,5 +1,7 @@
 #include "runtime/runtime.h"
 
+#include <optional>
+
 #include "collectives/rendezvous/elastic_rounds.h"
 #include "collectives/rendezvous/tcp_store_client.h"
 #include "common/logging.h"
@@ -50,7 +52,7 @@ struct ElasticJoin {
 };
 
 ElasticJoin joinElasticRound(const Config& given, rendezvous::Store* store) {
-  ElasticJoin join{given};
+  ElasticJoin join{given, -1, nullptr};
   if (!store) {
     join.client = std::make_unique<rendezvous::TcpStoreClient>(
         given.rendezvousAddr, given.rendezvousPort, given.secret, given.startTimeout);
@@ -60,6 +62,7 @@ ElasticJoin joinElasticRound(const Config& given, rendezvous::Store* store) {
                                                    given.elasticTimeout);
   join.config.topology = joined.placement;
   join.config.jobId = detail::concat(given.jobId, "r", joined.round);
+  join.config.peerAddress = joined.address;
   // A round's workers wait for each other as long as hvdrun waits for them: a new worker may
   // be ready long before the running ones reach their next commit. A round given up meanwhile
   // ends the wait early (RoundStore).
@@ -72,16 +75,26 @@ ElasticJoin joinElasticRound(const Config& given, rendezvous::Store* store) {
 
 std::unique_ptr<Runtime> Runtime::create(const Config& given, rendezvous::Store* store) {
   ElasticJoin join;
-  if (given.elastic) join = joinElasticRound(given, store);
+  std::optional<World> world;
+  // A round that hvdrun gives up while its workers connect (a member's host failed before it
+  // formed) is followed by a newer one, which this worker joins instead.
+  while (!world) {
+    if (given.elastic) join = joinElasticRound(given, store);
+    const Config& config = given.elastic ? join.config : given;
+    StoreWrapper roundStore;
+    if (given.elastic)
+      roundStore = [&](rendezvous::Store& inner) -> std::unique_ptr<rendezvous::Store> {
+        return std::make_unique<rendezvous::elastic::RoundStore>(inner, given.jobId, join.round);
+      };
+    try {
+      world = connectWorld(config, store, WorldUse::Engine, roundStore, std::move(join.client));
+    } catch (const rendezvous::elastic::RoundAbandoned& e) {
+      log::logger("runtime")->warn("elastic worker {}: {}; joining the newer round",
+                                   given.workerId, e.what());
+    }
+  }
   const Config& config = given.elastic ? join.config : given;
-  StoreWrapper roundStore;
-  if (given.elastic)
-    roundStore = [&](rendezvous::Store& inner) -> std::unique_ptr<rendezvous::Store> {
-      return std::make_unique<rendezvous::elastic::RoundStore>(inner, given.jobId, join.round);
-    };
-  World world =
-      connectWorld(config, store, WorldUse::Engine, roundStore, std::move(join.client));
-  std::unique_ptr<Runtime> rt(new Runtime(config, std::move(world)));
+  std::unique_ptr<Runtime> rt(new Runtime(config, std::move(*world)));
   if (given.elastic) {
     rt->elasticRound_ = join.round;
     rt->elasticJobId_ = given.jobId;

@@ -160,9 +160,12 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
       world.ownedStore = std::move(opened);
     }
     // The address this worker reached the launcher from is one its peers can reach it on too.
-    bindAddress = config.networkInterface.empty()
-                      ? launcherClient->localAddress()
-                      : net::addressOfInterface(config.networkInterface, t.hostname);
+    if (!config.networkInterface.empty())
+      bindAddress = net::addressOfInterface(config.networkInterface, t.hostname);
+    else if (!config.peerAddress.empty() && net::isLoopback(launcherClient->localAddress()))
+      bindAddress = config.peerAddress;
+    else
+      bindAddress = launcherClient->localAddress();
     store = launcherClient;
   }
   if (wrap) {

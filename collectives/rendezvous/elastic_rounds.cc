@@ -45,10 +45,13 @@ Topology decodePlacement(const std::string& text) {
   return t;
 }
 
-void publishRound(Store& store, const std::string& jobId, int64_t round, const Members& members) {
+void publishRound(Store& store, const std::string& jobId, int64_t round, const Members& members,
+                  const HostAddresses& addresses) {
   for (const auto& [id, placement] : members)
     store.set(roundKey(jobId, round, "worker/" + std::to_string(id)),
               bytesOf(encodePlacement(placement)));
+  for (const auto& [host, address] : addresses)
+    store.set(roundKey(jobId, round, "address/" + host), bytesOf(address));
   store.set(key(jobId, "current"), bytesOf(std::to_string(round)));
   store.set(roundKey(jobId, round, "published"), bytesOf(std::to_string(members.size())));
 }
@@ -94,7 +97,9 @@ Joined joinNextRound(Store& store, const std::string& jobId, int id,
   if (!placement)
     throw InvalidArgument(detail::concat("elastic worker ", id, ": round ", round,
                                          " leaves this worker out (hvdrun removed its host)"));
-  Joined joined{round, decodePlacement(textOf(*placement))};
+  Joined joined{round, decodePlacement(textOf(*placement)), {}};
+  if (auto address = store.get(roundKey(jobId, round, "address/" + joined.placement.hostname)))
+    joined.address = textOf(*address);
   store.set(key(jobId, "joined/" + worker), bytesOf(std::to_string(round)));
   store.add(roundKey(jobId, round, "joined"), 1);
   return joined;
@@ -121,7 +126,7 @@ void RoundStore::wait(const std::vector<std::string>& keys, std::chrono::millise
 void RoundStore::checkAbandoned() {
   int64_t newest = currentRound(inner_, jobId_);
   if (newest > round_)
-    throw Error(detail::concat("elastic: round ", round_, " was given up for round ", newest,
+    throw RoundAbandoned(detail::concat("elastic: round ", round_, " was given up for round ", newest,
                                " while its workers connected (a member left before it formed)"));
 }
 

@@ -3,6 +3,8 @@
 // placements (rank, local rank, ... which change from round to round); a worker joins the first
 // round published after the last one it ran in. Keys live under job/<jobId>/elastic/:
 //   round/<n>/worker/<id>  the placement of worker <id> in round n (absent: not a member)
+//   round/<n>/address/<host>  the address the workers on <host> listen on for their peers
+//                          (absent: the one they reach hvdrun's store from)
 //   round/<n>/published    written last, once round n is complete
 //   round/<n>/joined       counter: members that joined round n
 //   round/<n>/asking       counter: workers waiting for a round after n
@@ -20,14 +22,18 @@
 #include <string>
 
 #include "collectives/rendezvous/store.h"
+#include "common/error.h"
 #include "common/topology.h"
 
 namespace hvd::rendezvous::elastic {
 
 using Members = std::map<int, Topology>;  // worker id -> placement
+using HostAddresses = std::map<std::string, std::string>;  // host name -> address
 
-// The driver's side.
-void publishRound(Store& store, const std::string& jobId, int64_t round, const Members& members);
+// The driver's side. `addresses`: for hosts whose workers reach the store over loopback (hvdrun's
+// own) while the round spans several hosts, the address their peers reach them on.
+void publishRound(Store& store, const std::string& jobId, int64_t round, const Members& members,
+                  const HostAddresses& addresses = {});
 // How many workers joined round `round`, and how many wait for a round after it (each counted
 // once, however often its join is retried).
 int64_t joinedCount(Store& store, const std::string& jobId, int64_t round);
@@ -41,6 +47,7 @@ std::optional<int64_t> joinedRound(Store& store, const std::string& jobId, int i
 struct Joined {
   int64_t round = 0;
   Topology placement;
+  std::string address;  // round/<n>/address/<host> for the worker's host, else empty
 };
 // Announces that worker `id` wants a round after the one it joined last, waits up to `timeout`
 // for it and records the join. Throws TimeoutError naming the round and the timeout, and
@@ -50,9 +57,15 @@ Joined joinNextRound(Store& store, const std::string& jobId, int id,
 // The newest round's number, or -1 before the first.
 int64_t currentRound(Store& store, const std::string& jobId);
 
+// Thrown while a round's workers connect, when hvdrun has given that round up.
+class RoundAbandoned : public Error {
+ public:
+  using Error::Error;
+};
+
 // The store a worker of round `round` connects through: waits run in slices of at most a
-// second and end with an Error as soon as hvdrun has published a newer round (a member died
-// before the round formed, so the round never will).
+// second and end with RoundAbandoned as soon as hvdrun has published a newer round (a member
+// died before the round formed, so the round never will).
 class RoundStore : public Store {
  public:
   RoundStore(Store& inner, std::string jobId, int64_t round)

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <thread>
 
 #include "common/error.h"
@@ -75,11 +76,14 @@ struct RemoteRanks::Host {
   std::thread thread;
   int controlRead = -1, controlWrite = -1;  // wakes the host thread for requests
   std::mutex mutex;
-  std::vector<std::pair<int, int>> requests;  // (rank, signal)
+  std::vector<std::pair<int, int>> requests;  // (id, signal)
   bool quit = false;
-  std::function<void(int rank, ExitStatus)> report;
+  std::function<void(int id, ExitStatus)> report;
+  // A LateHost: checked by the thread itself before its ranks start.
+  std::optional<LateHost> late;
 
-  // The thread's body: send every rank its run script, then pump until all have ended.
+  // The thread's body: check a late host, send every rank its run script, then pump until all
+  // have ended.
   void run();
 
  private:
@@ -88,6 +92,7 @@ struct RemoteRanks::Host {
     bool pending = false;     // libssh2 holds unread data poll() cannot see
   };
   bool quitting();
+  bool checkLateHost();
   void applyRequests();
   void pump(RankChannel& r, Round& round, char* buf, std::size_t size);
   void collectExit(RankChannel& r);
@@ -141,34 +146,57 @@ void RemoteRanks::addHost(ReadyHost ready, std::vector<RemoteRankSpec> ranks) {
   hosts_.push_back(std::move(host));
 }
 
+std::vector<RemoteRankStreams> RemoteRanks::openStreams(Host& h) {
+  int control[2];
+  if (::pipe2(control, O_CLOEXEC | O_NONBLOCK) != 0)
+    throw IoError(std::string("remote ranks: pipe: ") + std::strerror(errno));
+  h.controlRead = control[0];
+  h.controlWrite = control[1];
+  std::vector<RemoteRankStreams> out;
+  for (auto& r : h.ranks) {
+    RemoteRankStreams streams{r.spec.placement, r.spec.id, -1, -1};
+    for (auto [readEnd, writeEnd] : {std::pair{&streams.stdoutFd, &r.outFd},
+                                     std::pair{&streams.stderrFd, &r.errFd}}) {
+      int sv[2];
+      if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        throw IoError(std::string("remote ranks: socketpair: ") + std::strerror(errno));
+      ::fcntl(sv[0], F_SETFL, ::fcntl(sv[0], F_GETFL) | O_NONBLOCK);
+      ::shutdown(sv[0], SHUT_WR);
+      *readEnd = sv[0];
+      *writeEnd = sv[1];
+    }
+    out.push_back(streams);
+  }
+  return out;
+}
+
+void RemoteRanks::startThread(Host& h) {
+  h.report = [this](int id, ExitStatus status) { report(id, status); };
+  h.thread = std::thread([host = &h] { host->run(); });
+}
+
 std::vector<RemoteRankStreams> RemoteRanks::start() {
   std::vector<RemoteRankStreams> out;
   for (auto& h : hosts_) {
-    int control[2];
-    if (::pipe2(control, O_CLOEXEC | O_NONBLOCK) != 0)
-      throw IoError(std::string("remote ranks: pipe: ") + std::strerror(errno));
-    h->controlRead = control[0];
-    h->controlWrite = control[1];
-    for (auto& r : h->ranks) {
-      RemoteRankStreams streams{r.spec.placement, -1, -1};
-      for (auto [readEnd, writeEnd] : {std::pair{&streams.stdoutFd, &r.outFd},
-                                       std::pair{&streams.stderrFd, &r.errFd}}) {
-        int sv[2];
-        if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-          throw IoError(std::string("remote ranks: socketpair: ") + std::strerror(errno));
-        ::fcntl(sv[0], F_SETFL, ::fcntl(sv[0], F_GETFL) | O_NONBLOCK);
-        ::shutdown(sv[0], SHUT_WR);
-        *readEnd = sv[0];
-        *writeEnd = sv[1];
-      }
-      out.push_back(streams);
-    }
+    auto streams = openStreams(*h);
+    out.insert(out.end(), streams.begin(), streams.end());
   }
-  for (auto& h : hosts_) {
-    h->report = [this](int rank, ExitStatus status) { report(rank, status); };
-    h->thread = std::thread([host = h.get()] { host->run(); });
-  }
+  for (auto& h : hosts_) startThread(*h);
   return out;
+}
+
+std::vector<RemoteRankStreams> RemoteRanks::launch(LateHost late) {
+  auto host = std::make_unique<Host>();
+  for (auto& spec : late.ranks) {
+    RankChannel r;
+    r.spec = spec;
+    host->ranks.push_back(std::move(r));
+  }
+  host->late = std::move(late);
+  auto streams = openStreams(*host);
+  hosts_.push_back(std::move(host));
+  startThread(*hosts_.back());
+  return streams;
 }
 
 std::size_t RemoteRanks::rankCount() const {
@@ -185,23 +213,23 @@ std::vector<std::pair<int, ExitStatus>> RemoteRanks::takeEnded() {
   return std::exchange(ended_, {});
 }
 
-void RemoteRanks::signal(int rank, int sig) {
+void RemoteRanks::signal(int id, int sig) {
   for (auto& h : hosts_)
     for (const auto& r : h->ranks)
-      if (r.spec.placement.rank == rank) {
+      if (r.spec.id == id) {
         {
           std::lock_guard<std::mutex> lock(h->mutex);
-          h->requests.emplace_back(rank, sig);
+          h->requests.emplace_back(id, sig);
         }
         (void)!::write(h->controlWrite, "s", 1);
         return;
       }
 }
 
-void RemoteRanks::report(int rank, ExitStatus status) {
+void RemoteRanks::report(int id, ExitStatus status) {
   {
     std::lock_guard<std::mutex> lock(endedMutex_);
-    ended_.emplace_back(rank, status);
+    ended_.emplace_back(id, status);
   }
   (void)!::write(wakeWrite_, "e", 1);
 }
@@ -213,7 +241,7 @@ void RemoteRanks::Host::finish(RankChannel& r, ExitStatus status, const std::str
   }
   closeFd(r.outFd);
   closeFd(r.errFd);
-  if (!r.reported) report(r.spec.placement.rank, status);
+  if (!r.reported) report(r.spec.id, status);
   r.reported = true;
 }
 
@@ -246,9 +274,9 @@ void RemoteRanks::Host::applyRequests() {
     std::lock_guard<std::mutex> lock(mutex);
     fresh.swap(requests);
   }
-  for (auto [rank, sig] : fresh)
+  for (auto [id, sig] : fresh)
     for (auto& r : ranks)
-      if (r.spec.placement.rank == rank) {
+      if (r.spec.id == id) {
         if (sig == SIGKILL && !r.killWanted) {
           r.killWanted = true;
           r.killConfirmBy = Clock::now() + kKillConfirmTime;
@@ -368,10 +396,44 @@ void RemoteRanks::Host::waitForActivity() {
                      sessions[owner[i]]->where() + "ssh connection lost while rank was running");
 }
 
+// A late host's check, on its own thread: false when it failed (every rank has ended).
+bool RemoteRanks::Host::checkLateHost() {
+  PreflightReport checked = preflight({late->check});
+  auto ready = checked.ready.find(late->check.target.alias);
+  if (!checked.failures.empty() || ready == checked.ready.end()) {
+    std::string why = checked.failures.empty() ? "the host failed the check" : checked.failures[0];
+    for (auto& r : ranks) {
+      ExitStatus status{false, 255};
+      status.unstarted = true;
+      finish(r, status, why);
+      r.phase = Phase::Done;
+    }
+    return false;
+  }
+  sessions = std::move(ready->second.sessions);
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    RankChannel& r = ranks[i];
+    r.connection = i / kRanksPerConnection;
+    r.channel = ready->second.channels[i];
+    r.spec.script = late->scriptFor(r.spec, ready->second.localAddress);
+  }
+  return true;
+}
+
 void RemoteRanks::Host::run() {
+  if (late && !checkLateHost()) return;
+  // A rank the job stopped while its host was being checked never starts: its check shell
+  // exits when the channel closes.
+  applyRequests();
   for (auto& r : ranks) {
     if (quitting()) break;
     if (r.phase == Phase::Done) continue;  // its connection was lost
+    if (r.termQueued || r.killWanted) {
+      finish(r, {true, r.killWanted ? SIGKILL : SIGTERM}, "");
+      r.lifeline.clear();
+      r.phase = Phase::Closing;
+      continue;
+    }
     try {
       sessions[r.connection]->writeAll(r.channel, framed(r.spec.script), "the rank");
     } catch (const Error& e) {

@@ -10,6 +10,7 @@
 // belongs to its host's thread alone.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -24,13 +25,25 @@ namespace hvd::launcher::ssh {
 
 struct RemoteRankSpec {
   RankPlacement placement;
+  int id = 0;          // names the rank in signal() and takeEnded(): its rank, or worker number
   std::string script;  // runScript(...) for this rank
 };
 
 struct RemoteRankStreams {
   RankPlacement placement;
+  int id = 0;
   int stdoutFd = -1;  // read ends, non-blocking, owned by the caller
   int stderrFd = -1;
+};
+
+// Ranks for a host that is checked only now (an elastic job's new host): the host's thread runs
+// the preflight, then writes each rank's script, made with this machine's address on the
+// connection to the host (what the ranks reach the rendezvous on).
+struct LateHost {
+  PreflightHost check;  // check.ranks: ranks.size()
+  std::vector<RemoteRankSpec> ranks;  // `script` is left empty and made by scriptFor
+  std::function<std::string(const RemoteRankSpec& rank, const std::string& localAddress)>
+      scriptFor;
 };
 
 class RemoteRanks {
@@ -48,6 +61,11 @@ class RemoteRanks {
   // with status 255 and the reason on its stderr, as ssh does.
   std::vector<RemoteRankStreams> start();
 
+  // At any time, also after start(): starts a thread that checks `host` and then runs its
+  // ranks, and returns their streams at once. When the check fails, every one of the ranks ends
+  // with ExitStatus::unstarted and the check's report on its stderr.
+  std::vector<RemoteRankStreams> launch(LateHost host);
+
   std::size_t rankCount() const;
 
   // Readable when ranks have ended since the last takeEnded().
@@ -55,12 +73,14 @@ class RemoteRanks {
   std::vector<std::pair<int, ExitStatus>> takeEnded();
   // Writes the command for `sig` on the rank's lifeline (SIGKILL: `kill`, any other: `term`).
   // The rank is reported when its remote script exits; after SIGKILL, within 2 s even if its
-  // host does not answer.
-  void signal(int rank, int sig);
+  // host does not answer. A rank whose host is still being checked never starts.
+  void signal(int id, int sig);
 
  private:
   struct Host;
-  void report(int rank, ExitStatus status);
+  void report(int id, ExitStatus status);
+  std::vector<RemoteRankStreams> openStreams(Host& host);
+  void startThread(Host& host);
 
   std::vector<std::unique_ptr<Host>> hosts_;
   int wakeRead_ = -1, wakeWrite_ = -1;

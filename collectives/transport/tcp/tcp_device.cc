@@ -185,7 +185,8 @@ std::unique_ptr<Comm> TcpDevice::connectAll(int rank, int size, rendezvous::Stor
   // k reaching their accept loop, so this order cannot deadlock.
   for (int r = 0; r < rank; ++r) {
     auto value = store.get("tcp/" + std::to_string(r));
-    connections[r] = connectTo(rank, size, r, std::string(value->begin(), value->end()), deadline);
+    connections[r] =
+        connectTo(rank, size, r, std::string(value->begin(), value->end()), deadline, store);
   }
   std::vector<std::shared_ptr<Connection>> accepted;
   while (static_cast<int>(accepted.size()) < size - 1 - rank) {
@@ -225,12 +226,18 @@ std::unique_ptr<Comm> TcpDevice::connectAll(int rank, int size, rendezvous::Stor
 }
 
 std::shared_ptr<Connection> TcpDevice::connectTo(int rank, int size, int peer,
-                                                 const std::string& address, Deadline deadline) {
+                                                 const std::string& address, Deadline deadline,
+                                                 rendezvous::Store& store) {
   auto [host, port] = splitAddress(address);
   std::string what = detail::concat("rank ", rank, "/", size, ": connect to rank ", peer, " (",
                                     address, ")");
   tcp::socket socket(io_);
-  io::connect(socket, host, port, deadline, what, socketBufferBytes_);
+  auto nextCheck = Clock::now() + std::chrono::seconds(1);
+  io::connect(socket, host, port, deadline, what, socketBufferBytes_, [&] {
+    if (Clock::now() < nextCheck) return;
+    nextCheck = Clock::now() + std::chrono::seconds(1);
+    store.checkAbandoned();
+  });
   io::authenticateAsConnector(socket, secret_, kAuthContext, deadline, what);
   uint32_t ownRank = static_cast<uint32_t>(rank);
   io::writeAll(socket, {asio::buffer(&ownRank, sizeof ownRank)}, deadline, what);

@@ -88,8 +88,10 @@ class TcpDevice : public Device,
   void handDirectReadsToAsio();
   void armWake();
   void drainWake();
+  // Refused connections are retried until `deadline`, checking once a second that the job has
+  // not given this rendezvous up (the peer may have died after publishing its address).
   std::shared_ptr<Connection> connectTo(int rank, int size, int peer, const std::string& address,
-                                        Deadline deadline);
+                                        Deadline deadline, rendezvous::Store& store);
   // Accepts one authenticated peer with a rank in (rank, size) not yet in `accepted`; returns
   // null for a rejected connection. Throws TimeoutError when no peer connected by `acceptBy`;
   // the handshake of one that did is bounded by `deadline`.

@@ -1,0 +1,105 @@
+#include "launcher/elastic_workers.h"
+
+#include "collectives/transport/shm/shm_segment.h"
+#include "common/error.h"
+#include "common/logging.h"
+#include "common/network.h"
+#include "launcher/job.h"
+#include "launcher/remote_hosts.h"
+#include "launcher/ssh/remote_command.h"
+
+namespace hvd::launcher {
+namespace {
+
+Environment environmentOf(const ElasticLaunch& launch, int id, const RankPlacement& placement,
+                          const std::string& rendezvousAddr) {
+  JobIdentity job = launch.job;
+  job.rendezvousAddr = rendezvousAddr;
+  Environment env = workerEnvironment(launch.base, placement, job, launch.exports, launch.extra);
+  env["HVD_WORKER_ID"] = std::to_string(id);
+  std::string iface = interfaceFor(launch.interfaces, placement.hostname);
+  if (!iface.empty()) env["HVD_NETWORK_INTERFACE"] = iface;
+  return env;
+}
+
+ssh::RemoteRun remoteRun(const ElasticLaunch& launch, const std::string& host, Environment env) {
+  return {host,
+          launch.workingDir,
+          ssh::forwardedEnvironment(env),
+          launch.command,
+          interfaceFor(launch.interfaces, host),
+          launch.graceSeconds,
+          collectives::shm::jobSegmentPrefix(launch.job.jobId)};
+}
+
+}  // namespace
+
+ElasticWorkers::ElasticWorkers(ElasticLaunch launch,
+                               std::function<bool(const std::string&)> isLocal)
+    : launch_(std::make_shared<const ElasticLaunch>(std::move(launch))),
+      isLocal_(std::move(isLocal)) {}
+
+rendezvous::elastic::HostAddresses ElasticWorkers::addresses(
+    const rendezvous::elastic::Members& members) {
+  std::string remote;
+  for (const auto& [id, p] : members)
+    if (!isLocal_(p.hostname)) {
+      remote = p.hostname;
+      break;
+    }
+  rendezvous::elastic::HostAddresses out;
+  if (remote.empty()) return out;  // one machine: loopback serves
+  auto source = routeSource_.find(remote);
+  if (source == routeSource_.end()) {
+    try {
+      source = routeSource_.emplace(remote, net::sourceAddressTowards(remote)).first;
+    } catch (const Error& e) {
+      // Its SSH check fails the same way, and the driver takes the host out.
+      log::logger("launcher")->warn("elastic: {}", e.what());
+      return out;
+    }
+  }
+  for (const auto& [id, p] : members)
+    if (isLocal_(p.hostname) && interfaceFor(launch_->interfaces, p.hostname).empty())
+      out[p.hostname] = source->second;
+  return out;
+}
+
+void ElasticWorkers::start(Job& job, const rendezvous::elastic::Members& added) {
+  // Labels are handed out in id order, whatever host a worker goes to.
+  std::map<std::string, ssh::LateHost> remote;
+  std::vector<std::string> remoteOrder;
+  for (const auto& [id, p] : added) {
+    if (isLocal_(p.hostname)) {
+      Environment env = environmentOf(*launch_, id, p, launch_->job.rendezvousAddr);
+      int label = job.addWorker({p, env, launch_->executable, launch_->command});
+      HVD_ENFORCE(label == id, "elastic: worker ", id, " got output stream ", label);
+      continue;
+    }
+    int label = job.nextLabel();
+    HVD_ENFORCE(label == id, "elastic: worker ", id, " got output stream ", label);
+    auto [it, fresh] = remote.try_emplace(p.hostname);
+    if (fresh) remoteOrder.push_back(p.hostname);
+    it->second.ranks.push_back({p, id, ""});
+  }
+  for (const auto& host : remoteOrder) {
+    ssh::LateHost& late = remote.at(host);
+    late.check.target = sshTargetFor({host, static_cast<int>(late.ranks.size())}, launch_->ssh,
+                                     launch_->base);
+    late.check.checkScript =
+        ssh::checkScript(remoteRun(*launch_, host, launch_->base));
+    late.check.ranks = late.ranks.size();
+    late.scriptFor = [launch = launch_](const ssh::RemoteRankSpec& rank,
+                                        const std::string& localAddress) {
+      std::string rendezvous = launch->remoteRendezvousAddr.empty()
+                                   ? localAddress
+                                   : launch->remoteRendezvousAddr;
+      return ssh::runScript(remoteRun(
+          *launch, rank.placement.hostname,
+          environmentOf(*launch, rank.id, rank.placement, rendezvous)));
+    };
+    job.addRemoteWorkers(std::move(late));
+  }
+}
+
+}  // namespace hvd::launcher
