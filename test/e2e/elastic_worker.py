@@ -5,6 +5,7 @@ number of steps through hvd.elastic.run, with hooks the tests steer through the 
   GROW_FILE=F, GROW_AT=S      rank 0 creates F at step S (the discovery script then offers more)
   WANT_SIZE=K                 the last step waits (up to 90 s) until the job has K workers
   START_CRASH_WORKER=N        worker N exits before hvd.init(), after START_CRASH_DELAY s
+  SHOW_HOST=1                 each worker prints the network namespace it runs in
 
 It prints, per worker, the step count, the sizes it trained at and a checksum of the weights.
 """
@@ -24,6 +25,9 @@ else:
     import hvd.torch as hvd
 
 hvd.init()
+if os.environ.get("SHOW_HOST"):
+    print(f"worker {os.environ['HVD_WORKER_ID']} runs on {os.readlink('/proc/self/ns/net')}",
+          flush=True)
 torch.manual_seed(1)
 model = torch.nn.Linear(4, 1)
 optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9),

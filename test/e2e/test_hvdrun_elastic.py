@@ -53,20 +53,25 @@ def test_a_failed_host_leaves_and_the_survivors_finish_from_the_last_commit(tmp_
     assert done[0].startswith("rank 0 of 2")
 
 
-def test_hosts_the_discovery_script_adds_join_the_running_job(tmp_path):
+# Starting with one worker matters: a one-worker job must keep DistributedOptimizer's hooks, or
+# it would not reduce its gradients once others joined.
+@pytest.mark.parametrize("first", [2, 1])
+def test_hosts_the_discovery_script_adds_join_the_running_job(tmp_path, first):
     grow = tmp_path / "grow"
-    script = discovery_script(tmp_path, f"echo localhost:2\n[ -e {grow} ] && echo 127.0.0.1:1\n"
-                                        "exit 0\n")
-    r = run_hvdrun("--min-np", 2, "--max-np", 3, "--host-discovery-script", script,
+    script = discovery_script(tmp_path, f"echo localhost:{first}\n"
+                                        f"[ -e {grow} ] && echo 127.0.0.1:{3 - first}\nexit 0\n")
+    r = run_hvdrun("--min-np", first, "--max-np", 3, "--host-discovery-script", script,
                    "-x", f"GROW_FILE={grow}", "-x", "GROW_AT=5", "-x", "WANT_SIZE=3",
                    sys.executable, WORKER, timeout=180, env=clean_env())
     assert r.returncode == 0, r.stderr[-4000:]
     done = finals(r.stdout)
     assert sorted(done) == [0, 1, 2], r.stdout[-3000:]
-    for worker in (0, 1):
-        assert done[worker].endswith("steps 30, sizes [2, 3], resets [3], identical True"), done
-    # The new worker took rank 0's state (the steps and the sizes they ran at), not step 0.
-    assert done[2] == "rank 2 of 3, steps 30, sizes [2, 3], resets [], identical True", done
+    for worker in range(first):
+        assert done[worker].endswith(f"steps 30, sizes [{first}, 3], resets [3], identical True"), done
+    # The new workers took rank 0's state (the steps and the sizes they ran at), not step 0.
+    for worker in range(first, 3):
+        assert done[worker] == (f"rank {worker} of 3, steps 30, sizes [{first}, 3], resets [], "
+                                "identical True"), done
 
 
 def test_a_new_worker_that_fails_at_start_is_given_up_and_the_others_go_on(tmp_path):
@@ -163,6 +168,8 @@ def test_a_failing_discovery_script_refuses_the_job_before_anything_starts(tmp_p
      "/nonexistent/hosts.sh: not found"),
     (["--min-np", 1, "--slots-per-host", 0], "--slots-per-host: Value 0 not in range 1"),
     (["--min-np", 0], "--min-np: Value 0 not in range 1"),
+    (["--min-np", 1, "--host-discovery-script", "/bin/true", "--network-interface", "localhost=lo"],
+     "with --host-discovery-script, give one interface for every host"),
 ])
 def test_inconsistent_elastic_flags_are_refused(args, message):
     r = run_hvdrun(*args, sys.executable, "-c", "print('ran')", env=clean_env())

@@ -10,7 +10,7 @@ from typing import Dict, List, Optional
 
 import torch
 
-from hvd import _basics
+from hvd import _basics, _core
 from hvd._basics import Average, HorovodInternalError, global_process_set
 from hvd.torch.compression import Compression
 from hvd.torch.mpi_ops import _c, _SparsePending, allreduce
@@ -67,7 +67,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._should_synchronize = True
         # As Horovod: a one-process job has nothing to average and a rank outside the process
         # set takes no part, so neither pays for hooks; their step() is the wrapped optimizer's.
-        self._communicates = _basics.size() > 1 and self._process_set.included()
+        # An elastic job of one worker may grow in a later round, so it keeps its hooks.
+        elastic = _core.elastic_round() >= 0
+        self._communicates = ((_basics.size() > 1 or elastic)
+                              and self._process_set.included())
         self._hooks = [p.register_post_accumulate_grad_hook(self._hook)
                        for p in self._requires_update] if self._communicates else []
 

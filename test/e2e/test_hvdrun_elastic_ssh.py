@@ -1,0 +1,131 @@
+"""Elastic jobs across hosts: hvdrun's own workers and workers it starts over SSH on real sshd
+servers in network namespaces (ssh_hosts.py), training through hvd.elastic.run while hosts fail,
+join and refuse the login. Skips with the reason when namespaces cannot be made."""
+import os
+import re
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import HVDRUN, REPO, process_gone
+from ssh_hosts import SSH_PORT, SshHosts, unavailable_reason
+from test_hvdrun_elastic import WORKER, finals
+
+_reason = unavailable_reason()
+pytestmark = pytest.mark.skipif(_reason is not None, reason=f"SSH hosts: {_reason}")
+
+
+@pytest.fixture(scope="module")
+def hosts():
+    h = SshHosts(2, 200 + os.getpid() % 50).start()
+    yield h
+    h.close()
+
+
+def command(*args):
+    return [str(HVDRUN), "--ssh-port", str(SSH_PORT), *map(str, args)]
+
+
+def environment(hosts):
+    env = hosts.env()
+    env.pop("PYTHONPATH", None)  # hvdrun finds hvd's package itself, for every host
+    return env
+
+
+def hvdrun(hosts, *args, timeout=180):
+    return subprocess.run(command(*args), capture_output=True, text=True, timeout=timeout,
+                          env=environment(hosts), cwd=REPO)
+
+
+def worker_hosts(stdout):
+    """worker id -> the network namespace it ran in (from its HOSTNAME line)."""
+    out = {}
+    for line in stdout.splitlines():
+        m = re.match(r"\[\d+\]<stdout>:worker (\d+) runs on (\S+)", line)
+        if m:
+            out[int(m.group(1))] = m.group(2)
+    return out
+
+
+def test_a_failed_remote_host_leaves_and_the_rest_finish_across_hosts(hosts, tmp_path):
+    a, b = hosts.addresses
+    r = hvdrun(hosts, "--min-np", 2, "-H", f"localhost:1,{a}:1,{b}:1", "-x", "CRASH_WORKER=2",
+               "-x", "CRASH_AT=10", "-x", f"CRASH_MARKER={tmp_path / 'crashed'}", "-x",
+               "SHOW_HOST=1", sys.executable, WORKER)
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert "worker 2 dies at step 10" in r.stdout
+    assert (f"elastic: worker 2 on {b} exited with code 3; blacklisting host {b} and going on "
+            "without it") in r.stderr
+    # Worker 0 ran here, worker 1 in host a's namespace: the survivors' round spans two hosts.
+    where = worker_hosts(r.stdout)
+    assert where[0] == os.readlink("/proc/self/ns/net"), where
+    assert where[1] != where[0] and where[2] not in (where[0], where[1]), where
+    done = finals(r.stdout)
+    assert sorted(done) == [0, 1], r.stdout[-3000:]
+    for worker in (0, 1):
+        assert done[worker].endswith("steps 30, sizes [2, 3], resets [2], identical True"), done
+    assert done[0].startswith("rank 0 of 2")
+
+
+def test_a_remote_host_the_discovery_script_adds_joins_the_running_job(hosts, tmp_path):
+    a, _ = hosts.addresses
+    grow = tmp_path / "grow"
+    script = tmp_path / "hosts.sh"
+    script.write_text(f"#!/bin/sh\necho localhost:1\n[ -e {grow} ] && echo {a}:2\nexit 0\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    r = hvdrun(hosts, "--min-np", 1, "--max-np", 3, "--host-discovery-script", script,
+               "-x", f"GROW_FILE={grow}", "-x", "GROW_AT=5", "-x", "WANT_SIZE=3",
+               "-x", "SHOW_HOST=1", sys.executable, WORKER)
+    assert r.returncode == 0, r.stderr[-4000:]
+    where = worker_hosts(r.stdout)
+    assert where[1] == where[2] != where[0], where
+    done = finals(r.stdout)
+    assert sorted(done) == [0, 1, 2], r.stdout[-3000:]
+    assert done[0].endswith("steps 30, sizes [1, 3], resets [3], identical True"), done
+    # The new workers took rank 0's state over the bridge.
+    assert done[1] == "rank 1 of 3, steps 30, sizes [1, 3], resets [], identical True", done
+    assert done[2] == "rank 2 of 3, steps 30, sizes [1, 3], resets [], identical True", done
+
+
+def test_a_host_that_fails_its_ssh_check_is_blacklisted_and_the_job_goes_on(hosts):
+    # No machine answers at this address: the check fails while workers 0 and 1 wait for the
+    # first round, which hvdrun then gives up for one without the host.
+    dead = f"{hosts.prefix}.250"
+    r = hvdrun(hosts, "--min-np", 2, "-H", f"localhost:2,{dead}:1", "--ssh-connect-timeout", 3,
+               sys.executable, WORKER)
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert f"worker 2 on {dead} could not be started on its host" in r.stderr
+    assert f"blacklisting host {dead}" in r.stderr
+    assert "elastic: round 0 was given up for round 1" in r.stderr
+    done = finals(r.stdout)
+    assert sorted(done) == [0, 1], r.stdout[-3000:]
+    for worker in (0, 1):
+        assert done[worker].endswith("steps 30, sizes [2], resets [], identical True"), done
+
+
+def test_interrupting_an_elastic_job_stops_its_remote_workers(hosts, tmp_path):
+    a, b = hosts.addresses
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    code = ("import os, time, hvd.numpy as hvd; hvd.init(); "
+            f"open(os.path.join({str(pids)!r}, str(os.getpid())), 'w').close(); "
+            "time.sleep(600)")
+    p = subprocess.Popen(command("--min-np", 2, "-H", f"{a}:1,{b}:1", sys.executable, "-c", code),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=environment(hosts), cwd=REPO)
+    deadline = time.monotonic() + 60
+    while len(os.listdir(pids)) < 2 and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.1)
+    if len(os.listdir(pids)) < 2:
+        p.kill()
+        pytest.fail(f"the workers did not start: {p.communicate(timeout=30)}")
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 128 + signal.SIGINT, err[-3000:]
+    assert "interrupted by SIGINT: stopped 2 workers" in err
+    for pid in map(int, os.listdir(pids)):
+        assert process_gone(pid), f"worker pid {pid} outlived hvdrun"
