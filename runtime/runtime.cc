@@ -89,8 +89,8 @@ std::unique_ptr<Runtime> Runtime::create(const Config& given, rendezvous::Store*
     try {
       world = connectWorld(config, store, WorldUse::Engine, roundStore, std::move(join.client));
     } catch (const rendezvous::elastic::RoundAbandoned& e) {
-      log::logger("runtime")->warn("elastic worker {}: {}; joining the newer round",
-                                   given.workerId, e.what());
+      log::logger("runtime")->warn("{}; worker {} joins the newer round", e.what(),
+                                   given.workerId);
     }
   }
   const Config& config = given.elastic ? join.config : given;
