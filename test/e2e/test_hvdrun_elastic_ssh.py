@@ -129,3 +129,22 @@ def test_interrupting_an_elastic_job_stops_its_remote_workers(hosts, tmp_path):
     assert "interrupted by SIGINT: stopped 2 workers" in err
     for pid in map(int, os.listdir(pids)):
         assert process_gone(pid), f"worker pid {pid} outlived hvdrun"
+
+
+LISTEN_WORKER = """
+import os, numpy as np, hvd.numpy as hvd
+hvd.init()
+total = hvd.allreduce(np.array([float(os.environ["HVD_WORKER_ID"]) + 1.0]), op=hvd.Sum)
+print("SUM", os.environ["HVD_WORKER_ID"], os.environ.get("HVD_NETWORK_INTERFACE", "-"),
+      int(total[0]), flush=True)
+hvd.shutdown()
+"""
+
+
+def test_per_host_network_interfaces_choose_where_each_hosts_workers_listen(hosts):
+    a, _ = hosts.addresses
+    r = hvdrun(hosts, "--min-np", 2, "-H", f"localhost:1,{a}:1", "--network-interface",
+               f"localhost={hosts.bridge},{a}=eth0", sys.executable, "-c", LISTEN_WORKER)
+    assert r.returncode == 0, r.stderr[-4000:]
+    lines = sorted(l.split("SUM ", 1)[1] for l in r.stdout.splitlines() if "SUM " in l)
+    assert lines == [f"0 {hosts.bridge} 3", "1 eth0 3"], r.stdout
