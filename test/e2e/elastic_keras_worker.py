@@ -1,7 +1,10 @@
 """The Keras script of the elastic end-to-end tests: model.fit through hvd.elastic.run with
 Horovod's elastic callbacks. CRASH_WORKER=N makes worker N exit (code 3) at the start of epoch
-2, once (CRASH_MARKER records it). USE_HOROVOD_COMPAT=1 imports horovod.tensorflow.keras."""
+2, once (CRASH_MARKER records it). GROW_FILE=F: rank 0 creates F at the start of epoch 1 (the
+discovery script then offers more), and epoch 3 waits (up to 90 s, committing) until the job has
+WANT_SIZE workers. USE_HOROVOD_COMPAT=1 imports horovod.tensorflow.keras."""
 import os
+import time
 
 import numpy as np
 import keras
@@ -14,6 +17,8 @@ else:
 hvd.init()
 me = int(os.environ["HVD_WORKER_ID"])
 crash_worker = int(os.environ.get("CRASH_WORKER", "-1"))
+grow_file = os.environ.get("GROW_FILE", "")
+want_size = int(os.environ.get("WANT_SIZE", "0"))
 marker = os.environ.get("CRASH_MARKER", "")
 rng = np.random.RandomState(hvd.rank())
 x = rng.randn(128, 4).astype("float32")
@@ -33,6 +38,12 @@ class Crash(keras.callbacks.Callback):
             open(marker, "w").close()
             print(f"worker {me} dies at epoch {epoch}", flush=True)
             os._exit(3)
+        if grow_file and epoch == 1 and hvd.rank() == 0:
+            open(grow_file, "w").close()
+        deadline = time.monotonic() + 90
+        while epoch == 3 and hvd.size() < want_size and time.monotonic() < deadline:
+            time.sleep(0.1)
+            state.commit()  # raises HostsUpdatedInterrupt once the new workers are in
 
 
 callbacks = [Crash(), hvd.elastic.UpdateBatchStateCallback(state),

@@ -204,3 +204,20 @@ def test_keras_fit_survives_a_failed_host_with_the_elastic_callbacks(tmp_path, c
     assert sorted(done) == [0, 1], r.stdout[-3000:]
     for worker in (0, 1):
         assert done[worker].endswith("epoch 5, sizes [2, 3], identical True"), done
+
+
+def test_keras_fit_started_by_one_worker_reduces_once_others_join(tmp_path):
+    # The graph model.fit traced with one worker must still reduce when a second one joins
+    # (and both must end with the same weights).
+    grow = tmp_path / "grow"
+    script = discovery_script(tmp_path, f"echo localhost:1\n[ -e {grow} ] && echo 127.0.0.1:1\n"
+                                        "exit 0\n")
+    r = run_hvdrun("--min-np", 1, "--max-np", 2, "--host-discovery-script", script,
+                   "-x", f"GROW_FILE={grow}", "-x", "WANT_SIZE=2",
+                   sys.executable, REPO / "test" / "e2e" / "elastic_keras_worker.py",
+                   timeout=150, env=clean_env(TF_CPP_MIN_LOG_LEVEL="2"))
+    assert r.returncode == 0, r.stderr[-4000:]
+    done = finals(r.stdout)
+    assert sorted(done) == [0, 1], r.stdout[-3000:]
+    assert done[0].endswith("epoch 5, sizes [1, 2], identical True"), done
+    assert done[1].endswith("epoch 5, sizes [2], identical True"), done

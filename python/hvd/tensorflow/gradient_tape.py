@@ -6,8 +6,8 @@ from typing import Any, NamedTuple
 
 import tensorflow as tf
 
-from hvd import _basics
-from hvd._basics import Average, ProcessSet, Sum, global_process_set
+from hvd import _basics, _core
+from hvd._basics import Average, ProcessSet, global_process_set
 from hvd.tensorflow.compression import Compression
 from hvd.tensorflow.mpi_ops import grouped_allreduce
 
@@ -28,8 +28,11 @@ def reduce_gradients(grads, options: ReduceOptions, name: str):
     flat = tf.nest.flatten(grads, expand_composites=False)
     present = [i for i, g in enumerate(flat) if g is not None]
     o = options
+    # A graph keeps what its tracing saw, and an elastic job's graphs outlive the round they
+    # were traced in: with one worker they must still reduce, and nothing may depend on the
+    # size at tracing time.
     if not present or (o.process_set.size() == 1 and o.gradient_predivide_factor == 1.0
-                       and o.prescale == 1.0):
+                       and o.prescale == 1.0 and _core.elastic_round() < 0):
         return grads  # nothing to reduce: skip the py_function a graph would run per step
     tensors = [tf.convert_to_tensor(flat[i])
                if o.sparse_as_dense and isinstance(flat[i], tf.IndexedSlices) else flat[i]
@@ -37,10 +40,10 @@ def reduce_gradients(grads, options: ReduceOptions, name: str):
     op, prescale, postscale = o.op, o.prescale, 1.0
     if o.gradient_predivide_factor != 1.0:
         # Horovod's split of the average: divide by f before the sum and by size/f after, which
-        # keeps float16 sums of many ranks in range.
+        # keeps float16 sums of many ranks in range. The engine's Average divides by the size
+        # of the step's round; the factor f goes back on after.
         prescale /= o.gradient_predivide_factor
-        postscale = o.gradient_predivide_factor / o.process_set.size()
-        op = Sum
+        postscale = o.gradient_predivide_factor
     reduced = grouped_allreduce(tensors, op=op, compression=o.compression,
                                 prescale_factor=prescale, postscale_factor=postscale,
                                 name=name, process_set=o.process_set)
