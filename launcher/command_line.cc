@@ -15,24 +15,36 @@
 namespace hvd::launcher {
 namespace {
 
+// How many values each of the app's options (its option groups' too) takes after its name: 0
+// for a flag. Read from the app itself, so that a new option cannot be forgotten.
+std::map<std::string, int> valueCounts(const CLI::App& app) {
+  std::map<std::string, int> out;
+  std::vector<const CLI::App*> apps{&app};
+  for (const CLI::App* group : app.get_subcommands([](const CLI::App* a) {
+         return a->get_name().empty();
+       }))
+    apps.push_back(group);
+  for (const CLI::App* a : apps)
+    for (const CLI::Option* opt : a->get_options()) {
+      int count = std::max(0, opt->get_items_expected_min());
+      for (const auto& name : opt->get_snames()) out["-" + name] = count;
+      for (const auto& name : opt->get_lnames()) out["--" + name] = count;
+    }
+  return out;
+}
+
 // CLI11 accepts only one-letter names after a single dash, but mpirun and horovodrun users type
 // -np, -hostfile and -cb (CLI11 would read -hostfile as -h and print the help). Rewrite them in
 // hvdrun's own options, stopping at the command so the command's arguments stay untouched.
-std::vector<std::string> normaliseArgs(int argc, char** argv) {
+std::vector<std::string> normaliseArgs(int argc, char** argv, const CLI::App& app) {
   static const std::map<std::string, std::string> kLongForms = {
       {"-np", "--num-proc"}, {"-hostfile", "--hostfile"}, {"-cb", "--check-build"}};
-  static const std::set<std::string> kTakesValue = {
-      "-n", "--num-proc", "-H", "--hosts", "--hostfile", "--start-timeout", "--grace-seconds",
-      "--output-filename", "-x", "--log-level", "--fusion-threshold-mb", "--cycle-time-ms",
-      "--cache-capacity", "--timeline-filename", "--stall-check-warning-time-seconds",
-      "--stall-check-shutdown-time-seconds", "--config-file", "-p", "--ssh-port", "-i",
-      "--ssh-identity-file", "--ssh-connect-timeout", "--network-interface", "--bind-to",
-      "--transport"};
+  const std::map<std::string, int> values = valueCounts(app);
   std::vector<std::string> args(argv, argv + argc);
   for (std::size_t i = 1; i < args.size(); ++i) {
     if (args[i].empty() || args[i][0] != '-' || args[i] == "--") break;
     if (auto it = kLongForms.find(args[i]); it != kLongForms.end()) args[i] = it->second;
-    if (kTakesValue.count(args[i])) ++i;
+    if (auto it = values.find(args[i]); it != values.end()) i += static_cast<std::size_t>(it->second);
   }
   return args;
 }
@@ -129,6 +141,11 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
   elastic->add_option("--reset-limit", o.elastic.resetLimit,
                       "Fail the job instead of forming more than this many new rounds")
       ->check(CLI::Range(0, 1 << 30));
+  elastic->add_option("--blacklist-cooldown-range", o.elastic.cooldownRange,
+                      "MIN MAX: a failed host comes back after MIN seconds, twice as long after "
+                      "each further failure, at most MAX (default: never)")
+      ->expected(2)
+      ->check(CLI::Range(1, 86400));
   RuntimeFlags& rf = out.runtime;
   auto* tuning = app.add_option_group("Runtime", "Engine knobs, exported to workers as HVD_*");
   tuning->add_option("--fusion-threshold-mb", rf.fusionThresholdMb,
@@ -190,7 +207,7 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
   app.footer("Usage: hvdrun -np N [-H host:slots,...] [options] command [args...]");
 
   try {
-    std::vector<std::string> args = normaliseArgs(argc, argv);
+    std::vector<std::string> args = normaliseArgs(argc, argv, app);
     std::reverse(args.begin(), args.end());
     args.pop_back();  // program name
     app.parse(args);

@@ -18,12 +18,13 @@ ElasticDriver::ElasticDriver(ElasticOptions options, HostSource hosts, bool fixe
       fixedHosts_(fixedHosts),
       starter_(starter),
       store_(store),
-      jobId_(std::move(jobId)) {}
+      jobId_(std::move(jobId)),
+      blacklist_(options_.cooldown) {}
 
 std::vector<HostSlots> ElasticDriver::usableHosts() {
   std::vector<HostSlots> usable;
   for (const auto& h : hosts_()) {
-    if (blacklist_.count(h.host)) continue;
+    if (blacklist_.blocked(h.host, Clock::now())) continue;
     if (std::find(hostOrder_.begin(), hostOrder_.end(), h.host) == hostOrder_.end())
       hostOrder_.push_back(h.host);
     usable.push_back(h);
@@ -55,6 +56,9 @@ void ElasticDriver::tick(Job& job) {
     if (!roundFormed()) return;
     started_ = true;
   }
+  for (const auto& host : blacklist_.takeReturned(Clock::now()))
+    log::logger("launcher")->info("elastic: host {}'s blacklist cooldown is over; its slots are "
+                                  "offered again", host);
   std::vector<HostSlots> offered = usableHosts();
   MembershipChange change = planMembership(members_, offered, options_.maxNp);
   if (!change.changed() && !forced_) {
@@ -65,19 +69,19 @@ void ElasticDriver::tick(Job& job) {
     auto log = log::logger("launcher");
     int usable = 0;
     for (const auto& h : offered) usable += h.slots;
-    std::string names;
-    for (const auto& h : blacklist_) names += (names.empty() ? "" : ",") + h;
+    std::string names = blacklist_.describe(Clock::now());
     std::string why = detail::concat(usable, " usable slots (",
                                      offered.empty() ? "none" : describeHosts(offered),
                                      names.empty() ? "" : "; blacklisted: ", names,
                                      ") but --min-np ", options_.minNp);
-    if (fixedHosts_)
+    // A fixed list gets no new hosts; its blacklisted ones may come back after their cooldown.
+    if (fixedHosts_ && !blacklist_.coolsDown())
       return failJob(job, why + " and the host list is fixed (no --host-discovery-script)" +
                               (lastFailure_.empty() ? "" : "; last failure: " + lastFailure_));
     if (shortSince_ == Clock::time_point{}) {
       shortSince_ = Clock::now();
-      log->warn("elastic: {}; waiting up to {} s for the discovery script to offer more",
-                why, options_.timeout.count());
+      log->warn("elastic: {}; waiting up to {} s for {}", why, options_.timeout.count(),
+                fixedHosts_ ? "blacklisted hosts to come back" : "the discovery script to offer more");
     } else if (Clock::now() - shortSince_ > options_.timeout) {
       return failJob(job, detail::concat(why, " for ", options_.timeout.count(),
                                          " s (--elastic-timeout)",
@@ -143,9 +147,10 @@ bool ElasticDriver::tolerate(Job& job, int label, const std::string& host,
   if (!started_ && !status.unstarted) return false;
   if (member == members_.end()) return true;  // already out of the job
   lastFailure_ = detail::concat("worker ", label, " on ", host, " ", status.describe());
-  log::logger("launcher")->warn("elastic: {}; blacklisting host {} and going on without it",
-                                lastFailure_, host);
-  blacklist_.insert(host);
+  auto out = blacklist_.add(host, Clock::now());
+  log::logger("launcher")->warn("elastic: {}; blacklisting host {} {}and going on without it",
+                                lastFailure_, host,
+                                out ? detail::concat("for ", out->count(), " s ") : "");
   members_.erase(member);
   for (auto it = members_.begin(); it != members_.end();) {
     if (it->where.host == host) {

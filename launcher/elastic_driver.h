@@ -1,7 +1,8 @@
 // hvdrun's side of an elastic job (--min-np, --max-np, --host-discovery-script): decides each
 // round's members, publishes the round in the rendezvous store (elastic_rounds.h) and starts and
 // stops workers through the Job. A failed worker takes its host out of the job (blacklisted,
-// as Horovod does; its other workers are stopped) and the survivors go on in a new round; hosts
+// as Horovod does, for good or for --blacklist-cooldown-range; its other workers are stopped)
+// and the survivors go on in a new round; hosts
 // the discovery script adds get workers in a new round, which the running workers pick up at
 // their next commit. The job fails when fewer than --min-np slots stay usable for
 // --elastic-timeout seconds, or after --reset-limit new rounds. A worker that exits 0 ends the
@@ -13,13 +14,14 @@
 
 #include <chrono>
 #include <functional>
-#include <set>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "collectives/rendezvous/elastic_rounds.h"
 #include "collectives/rendezvous/store.h"
 #include "launcher/elastic_membership.h"
+#include "launcher/host_blacklist.h"
 #include "launcher/job.h"
 
 namespace hvd::launcher {
@@ -29,6 +31,7 @@ struct ElasticOptions {
   int maxNp = -1;  // -1: no cap
   std::chrono::seconds timeout{600};
   int resetLimit = -1;  // -1: no limit
+  std::optional<CooldownRange> cooldown;  // --blacklist-cooldown-range; none: for good
 };
 
 // Where usable hosts come from: the discovery script, or the fixed -H/--hostfile list.
@@ -74,7 +77,7 @@ class ElasticDriver : public JobPolicy {
 
   std::vector<ElasticWorker> members_;  // the current round's live members
   std::vector<std::string> hostOrder_;  // hosts by first appearance
-  std::set<std::string> blacklist_;
+  HostBlacklist blacklist_;
   int64_t round_ = -1;
   int nextId_ = 0;
   int resets_ = 0;

@@ -19,6 +19,7 @@ struct ElasticFlags {
   std::chrono::seconds timeout{600};
   bool timeoutGiven = false;
   int resetLimit = -1;
+  std::vector<int> cooldownRange;  // --blacklist-cooldown-range MIN MAX; empty: not given
   bool requested() const { return minNp > 0 || maxNp > 0 || !discoveryScript.empty(); }
 };
 

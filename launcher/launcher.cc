@@ -199,6 +199,13 @@ ElasticOptions elasticOptions(const LaunchOptions& o) {
     throw InvalidArgument(detail::concat("-np ", o.np, " is above --max-np ", e.maxNp));
   e.timeout = f.timeout;
   e.resetLimit = f.resetLimit;
+  if (!f.cooldownRange.empty()) {
+    auto [lo, hi] = std::pair{f.cooldownRange.at(0), f.cooldownRange.at(1)};
+    if (hi < lo)
+      throw InvalidArgument(detail::concat("--blacklist-cooldown-range ", lo, " ", hi,
+                                           ": the maximum is below the minimum"));
+    e.cooldown = CooldownRange{std::chrono::seconds(lo), std::chrono::seconds(hi)};
+  }
   return e;
 }
 
@@ -305,6 +312,9 @@ int launch(const LaunchOptions& options) {
   addPythonPath(base, findPythonPackage("/proc/self/exe"), options.horovodCompat);
   validate(options);
   if (options.elastic.requested()) return launchElastic(options, base);
+  if (!options.elastic.cooldownRange.empty())
+    throw InvalidArgument("--blacklist-cooldown-range applies to elastic jobs only (give "
+                          "--min-np, --max-np or --host-discovery-script)");
   HostPlan plan = planHosts(options, base);
   classifyHosts(plan);
   std::vector<HostSlots>& hosts = plan.hosts;

@@ -96,6 +96,22 @@ def test_a_new_worker_that_fails_at_start_is_given_up_and_the_others_go_on(tmp_p
     assert time.monotonic() - start < 60
 
 
+def test_a_blacklisted_host_comes_back_after_its_cooldown(tmp_path):
+    r = run_hvdrun("--min-np", 2, "-H", "localhost:2,127.0.0.1:1", "--blacklist-cooldown-range",
+                   2, 10, "-x", "CRASH_WORKER=2", "-x", "CRASH_AT=10", "-x",
+                   f"CRASH_MARKER={tmp_path / 'crashed'}", "-x", "WANT_SIZE=3",
+                   sys.executable, WORKER, timeout=180, env=clean_env())
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert ("elastic: worker 2 on 127.0.0.1 exited with code 3; blacklisting host 127.0.0.1 "
+            "for 2 s and going on without it") in r.stderr
+    done = finals(r.stdout)
+    # Worker 3 took the returned host's slot; the job ended with three workers again.
+    assert sorted(done) == [0, 1, 3], r.stdout[-3000:]
+    for worker in (0, 1):
+        assert done[worker].endswith("steps 30, sizes [2, 3], resets [2, 3], identical True"), done
+    assert done[3] == "rank 2 of 3, steps 30, sizes [2, 3], resets [], identical True", done
+
+
 def test_a_spare_host_replaces_a_failed_one_under_max_np(tmp_path):
     # Three offered hosts, --max-np 2: the third stands by until worker 1's host fails, then
     # worker 2 starts there (in the same step that handles the failure) and takes rank 1.
@@ -170,6 +186,10 @@ def test_a_failing_discovery_script_refuses_the_job_before_anything_starts(tmp_p
     (["--min-np", 0], "--min-np: Value 0 not in range 1"),
     (["--min-np", 1, "--host-discovery-script", "/bin/true", "--network-interface", "localhost=lo"],
      "with --host-discovery-script, give one interface for every host"),
+    (["--blacklist-cooldown-range", 5, 2, "--min-np", 1], "the maximum is below the minimum"),
+    # -np after a two-value option is still read as -np
+    (["--blacklist-cooldown-range", 5, 6, "-np", 1], "applies to elastic jobs only"),
+    (["--min-np", 2, "-np", 1, "--max-np", 1], "--max-np 1 is below --min-np 2"),
 ])
 def test_inconsistent_elastic_flags_are_refused(args, message):
     r = run_hvdrun(*args, sys.executable, "-c", "print('ran')", env=clean_env())
