@@ -77,14 +77,8 @@ void Job::spawnAll() {
   auto log = log::logger("launcher");
   // Remote ranks first: their channels open on the host threads while local ranks start.
   for (const auto& streams : remote_.start()) {
-    Worker w;
-    w.placement = streams.placement;
-    w.label = streams.id;
-    w.remote = true;
-    w.fds[0] = streams.stdoutFd;
-    w.fds[1] = streams.stderrFd;
-    workers_.push_back(w);
-    log->info("starting rank {} on {} over ssh", w.placement.rank, w.placement.hostname);
+    adoptRemote(streams);
+    log->info("starting rank {} on {} over ssh", streams.id, streams.placement.hostname);
   }
   for (auto& spec : specs_) startLocal(spec, spec.placement.rank);
 }
@@ -113,15 +107,20 @@ int Job::nextLabel() { return output_->addRank(); }
 void Job::addRemoteWorkers(ssh::LateHost host) {
   std::string name = host.check.target.alias;
   for (const auto& streams : remote_.launch(std::move(host))) {
-    Worker w;
-    w.placement = streams.placement;
-    w.label = streams.id;
-    w.remote = true;
-    w.fds[0] = streams.stdoutFd;
-    w.fds[1] = streams.stderrFd;
-    workers_.push_back(w);
-    log::logger("launcher")->info("starting worker {} on {} over ssh", w.label, name);
+    adoptRemote(streams);
+    log::logger("launcher")->info("checking {} over ssh to start worker {} there", name,
+                                  streams.id);
   }
+}
+
+void Job::adoptRemote(const ssh::RemoteRankStreams& streams) {
+  Worker w;
+  w.placement = streams.placement;
+  w.label = streams.id;
+  w.remote = true;
+  w.fds[0] = streams.stdoutFd;
+  w.fds[1] = streams.stderrFd;
+  workers_.push_back(w);
 }
 
 void Job::stopWorker(int label) {

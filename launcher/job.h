@@ -82,6 +82,7 @@ class Job {
   void eventLoop();
   void handleSignal(int sig);
   void startLocal(WorkerSpec& spec, int label);
+  void adoptRemote(const ssh::RemoteRankStreams& streams);
   void reapWorkers();
   void collectRemoteEnds();
   void onEnded(std::size_t index, ExitStatus status);

@@ -398,26 +398,34 @@ void RemoteRanks::Host::waitForActivity() {
 
 // A late host's check, on its own thread: false when it failed (every rank has ended).
 bool RemoteRanks::Host::checkLateHost() {
-  PreflightReport checked = preflight({late->check});
-  auto ready = checked.ready.find(late->check.target.alias);
-  if (!checked.failures.empty() || ready == checked.ready.end()) {
-    std::string why = checked.failures.empty() ? "the host failed the check" : checked.failures[0];
-    for (auto& r : ranks) {
-      ExitStatus status{false, 255};
-      status.unstarted = true;
-      finish(r, status, why);
-      r.phase = Phase::Done;
+  std::string why;
+  try {
+    PreflightReport checked = preflight({late->check});
+    auto ready = checked.ready.find(late->check.target.alias);
+    if (ready == checked.ready.end()) {
+      why = checked.failures.empty() ? "the host failed the check" : checked.failures[0];
+    } else {
+      sessions = std::move(ready->second.sessions);
+      for (std::size_t i = 0; i < ranks.size(); ++i) {
+        RankChannel& r = ranks[i];
+        r.connection = i / kRanksPerConnection;
+        r.channel = ready->second.channels[i];
+        r.spec.script = late->scriptFor(r.spec, ready->second.localAddress);
+      }
+      return true;
     }
-    return false;
+  } catch (const Error& e) {
+    why = e.what();
   }
-  sessions = std::move(ready->second.sessions);
-  for (std::size_t i = 0; i < ranks.size(); ++i) {
-    RankChannel& r = ranks[i];
-    r.connection = i / kRanksPerConnection;
-    r.channel = ready->second.channels[i];
-    r.spec.script = late->scriptFor(r.spec, ready->second.localAddress);
+  for (auto& r : ranks) {
+    ExitStatus status{false, 255};
+    status.unstarted = true;
+    finish(r, status, why);
+    r.channel = nullptr;  // freed with the sessions
+    r.phase = Phase::Done;
   }
-  return true;
+  sessions.clear();
+  return false;
 }
 
 void RemoteRanks::Host::run() {
