@@ -75,7 +75,7 @@ hvd::collectives::DType toDType(hvd_dtype d) {
 }
 
 hvd::collectives::ReduceOp toOp(hvd_reduce_op op) {
-  if (op < HVD_SUM || op > HVD_PRODUCT)
+  if (op < HVD_SUM || op > HVD_ADASUM)
     throw hvd::InvalidArgument(hvd::detail::concat("invalid hvd_reduce_op ", static_cast<int>(op)));
   return static_cast<hvd::collectives::ReduceOp>(op);
 }

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <vector>
 
+#include "collectives/algorithms/adasum.h"
 #include "collectives/algorithms/reduce.h"
 #include "collectives/algorithms/ring_allreduce.h"
 #include "collectives/algorithms/tags.h"
@@ -95,6 +96,8 @@ void hierarchical(const Comm::Hierarchy& hierarchy, const std::byte* source, std
 
 void allreduce(Comm& comm, const void* input, void* output, std::size_t count, DType dtype,
                ReduceOp op, const AllreduceOptions& options) {
+  if (op == ReduceOp::Adasum)
+    return adasumAllreduce(comm, input, output, count, dtype, options.prescale, options.postscale);
   checkReducible(dtype, op);
   Tag tag = makeTag(TagPrefix::Allreduce, comm.nextSequence());
   if (count == 0) return;

@@ -9,7 +9,7 @@ constexpr DType kAllTypes[] = {DType::UInt8,    DType::Int8,    DType::UInt16,  
                                DType::Int32,    DType::Int64,   DType::Float16, DType::BFloat16,
                                DType::Float32,  DType::Float64, DType::Bool};
 constexpr ReduceOp kAllOps[] = {ReduceOp::Sum, ReduceOp::Average, ReduceOp::Min, ReduceOp::Max,
-                                ReduceOp::Product};
+                                ReduceOp::Product, ReduceOp::Adasum};
 }  // namespace
 
 std::size_t dtypeSize(DType t) {
@@ -60,6 +60,7 @@ const char* reduceOpName(ReduceOp op) {
     case ReduceOp::Min: return "min";
     case ReduceOp::Max: return "max";
     case ReduceOp::Product: return "product";
+    case ReduceOp::Adasum: return "adasum";
   }
   return "unknown";
 }
@@ -74,7 +75,7 @@ ReduceOp parseReduceOp(const std::string& name) {
   for (ReduceOp op : kAllOps)
     if (name == reduceOpName(op)) return op;
   throw InvalidArgument("unknown reduce op '" + name +
-                        "' (use sum, average, min, max or product)");
+                        "' (use sum, average, min, max, product or adasum)");
 }
 
 }  // namespace hvd::collectives

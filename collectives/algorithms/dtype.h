@@ -11,7 +11,8 @@ namespace hvd::collectives {
 enum class DType : uint8_t {
   UInt8, Int8, UInt16, Int16, Int32, Int64, Float16, BFloat16, Float32, Float64, Bool
 };
-enum class ReduceOp : uint8_t { Sum, Average, Min, Max, Product };
+// Adasum is allreduce-only and float-only (adasum.h); the elementwise reductions reject it.
+enum class ReduceOp : uint8_t { Sum, Average, Min, Max, Product, Adasum };
 
 std::size_t dtypeSize(DType t);
 const char* dtypeName(DType t);

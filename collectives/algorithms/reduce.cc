@@ -36,6 +36,7 @@ void reduceTyped(T* dst, const T* a, const T* b, std::size_t n, ReduceOp op) {
     case ReduceOp::Max: return apply(dst, a, b, n, [](T x, T y) { return std::max(x, y); });
     case ReduceOp::Product:
       return apply(dst, a, b, n, [](T x, T y) { return static_cast<T>(x * y); });
+    case ReduceOp::Adasum: break;  // refused by checkReducible
   }
 }
 
@@ -113,6 +114,8 @@ void divideTyped(T* data, std::size_t n, int divisor) {
 }  // namespace
 
 void checkReducible(DType dtype, ReduceOp op) {
+  if (op == ReduceOp::Adasum)
+    throw InvalidArgument("reduce op adasum combines whole vectors; only allreduce offers it");
   if (dtype == DType::Bool && op == ReduceOp::Average)
     throw InvalidArgument("reduce op average is not defined for dtype bool");
 }

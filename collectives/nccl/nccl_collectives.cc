@@ -45,6 +45,9 @@ ncclRedOp_t ncclOp(ReduceOp op, DType t) {
     case ReduceOp::Min: return ncclMin;
     case ReduceOp::Max: return ncclMax;
     case ReduceOp::Product: return ncclProd;
+    case ReduceOp::Adasum:
+      throw InvalidArgument("reduce op adasum runs on host memory only; copy GPU tensors to the "
+                            "CPU for it");
   }
   throw InternalError("unknown reduce op");
 }

@@ -258,7 +258,7 @@ PyHandle enqueue(int type, const std::string& name, const std::vector<InputArray
   auto rt = current();
   if (type < 0 || type > static_cast<int>(OpType::RemoveProcessSet))
     throw InvalidArgument(detail::concat("invalid operation type ", type));
-  if (reduceOp < 0 || reduceOp > static_cast<int>(ReduceOp::Product))
+  if (reduceOp < 0 || reduceOp > static_cast<int>(ReduceOp::Adasum))
     throw InvalidArgument(detail::concat("invalid reduce op ", reduceOp));
   Operation op;
   op.type = static_cast<OpType>(type);
@@ -453,6 +453,7 @@ NB_MODULE(_core, m) {
   reduceOps["min"] = static_cast<int>(ReduceOp::Min);
   reduceOps["max"] = static_cast<int>(ReduceOp::Max);
   reduceOps["product"] = static_cast<int>(ReduceOp::Product);
+  reduceOps["adasum"] = static_cast<int>(ReduceOp::Adasum);
   m.attr("REDUCE_OPS") = reduceOps;
   nb::list dtypes;
   for (DType t : collectives::allDTypes()) dtypes.append(collectives::dtypeName(t));

@@ -4,6 +4,7 @@
 
 #include "common/format.h"
 #include "common/logging.h"
+#include "collectives/algorithms/adasum.h"
 #include "runtime/engine/inline_allreduce.h"
 
 namespace hvd::runtime {
@@ -58,6 +59,25 @@ std::string Engine::autoName(OpType type, int32_t processSet) {
   return detail::concat(opTypeName(type), ".noname.", unnamed_[{type, processSet}]++);
 }
 
+namespace {
+
+// Refused on submission, on every rank alike, rather than when the collective runs.
+void checkAdasumOperation(const Operation& op, const std::string& opName, int setSize) {
+  auto what = [&] { return detail::concat(opTypeName(op.type), " ", opName, ": "); };
+  if (op.type != OpType::Allreduce)
+    throw InvalidArgument(what() + "reduce op adasum applies to allreduce only");
+  if (!op.device.isCpu())
+    throw InvalidArgument(what() + "reduce op adasum runs on host memory only; copy GPU "
+                                   "tensors to the CPU for it");
+  try {
+    for (const auto& t : op.inputs) collectives::checkAdasum(t.dtype, setSize);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(what() + e.what());
+  }
+}
+
+}  // namespace
+
 Handle Engine::enqueue(Operation op) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (fatal_) std::rethrow_exception(fatal_);
@@ -81,6 +101,7 @@ Handle Engine::enqueue(Operation op) {
           op.processSet, " ", rankSet(ranks)));
     setSize = static_cast<int>(ranks.size());
   }
+  if (op.reduceOp == ReduceOp::Adasum) checkAdasumOperation(op, opName, setSize);
   if (op.type == OpType::Join) op.name = "join";
   if (op.name.empty()) op.name = autoName(op.type, op.processSet);
   auto local = std::make_unique<LocalOp>();

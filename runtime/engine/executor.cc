@@ -64,7 +64,10 @@ void Executor::allreduce(const Response& response, const std::vector<LocalOp*>& 
   });
   std::vector<TensorMeta> metas;
   for (const auto& s : slots) metas.push_back(s.meta);
-  for (const auto& chunk : planFusion(metas, options_.fusionThresholdBytes))
+  // Adasum combines each tensor by its own dot products, so a grouped one is not fused.
+  std::size_t threshold =
+      params->reduceOp == ReduceOp::Adasum ? 0 : options_.fusionThresholdBytes;
+  for (const auto& chunk : planFusion(metas, threshold))
     allreduceChunk(slots, chunk, *params, comm);
 }
 

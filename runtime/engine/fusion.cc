@@ -3,7 +3,9 @@
 namespace hvd::runtime {
 
 std::optional<FusionKey> fusionKey(const OpRequest& r) {
-  if (r.type != OpType::Allreduce || r.tensors.empty()) return std::nullopt;
+  // Adasum's coefficients come from each tensor's own dot products: no shared buffer.
+  if (r.type != OpType::Allreduce || r.tensors.empty() || r.reduceOp == ReduceOp::Adasum)
+    return std::nullopt;
   for (const auto& t : r.tensors)
     if (t.bytes() >= kFuseBelowBytes || t.dtype != r.tensors[0].dtype) return std::nullopt;
   return FusionKey{r.tensors[0].dtype, r.reduceOp, r.prescale, r.postscale, r.device.index,

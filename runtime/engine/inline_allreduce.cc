@@ -10,7 +10,7 @@ namespace hvd::runtime {
 bool travelsInline(const OpRequest& request, std::size_t maxBytes) {
   std::size_t bytes = request.totalBytes();
   return request.type == OpType::Allreduce && request.device.isCpu() && bytes > 0 &&
-         bytes <= maxBytes;
+         bytes <= maxBytes && request.reduceOp != ReduceOp::Adasum;
 }
 
 std::string packInputs(const LocalOp& op) {

@@ -28,7 +28,8 @@ typedef enum {
   HVD_UINT16 = 10
 } hvd_dtype;
 
-typedef enum { HVD_SUM = 0, HVD_AVERAGE, HVD_MIN, HVD_MAX, HVD_PRODUCT } hvd_reduce_op;
+/* HVD_ADASUM: allreduce only, float dtypes, a power-of-two number of ranks, host memory. */
+typedef enum { HVD_SUM = 0, HVD_AVERAGE, HVD_MIN, HVD_MAX, HVD_PRODUCT, HVD_ADASUM } hvd_reduce_op;
 
 /* Joins the job. A second call while initialised does nothing. */
 hvd_status hvd_init(void);
