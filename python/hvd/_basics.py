@@ -60,24 +60,23 @@ class HostsUpdatedInterrupt(RuntimeError):
         self.skip_sync = skip_sync
 
 
-# Reduction operations, with Horovod's names. Adasum is named so scripts can refer to it, and
-# rejected when used.
+# Reduction operations, with Horovod's names. Adasum: allreduce only, float tensors in host
+# memory, a power-of-two number of ranks (the engine says which rule a call broke).
 Average = _core.REDUCE_OPS["average"]
 Sum = _core.REDUCE_OPS["sum"]
 Min = _core.REDUCE_OPS["min"]
 Max = _core.REDUCE_OPS["max"]
 Product = _core.REDUCE_OPS["product"]
-Adasum = -1
+Adasum = _core.REDUCE_OPS["adasum"]
 
-_OP_NAMES = {Average: "Average", Sum: "Sum", Min: "Min", Max: "Max", Product: "Product"}
+_OP_NAMES = {Average: "Average", Sum: "Sum", Min: "Min", Max: "Max", Product: "Product",
+             Adasum: "Adasum"}
 
 
 def check_reduce_op(op, what: str) -> int:
-    if op == Adasum:
-        raise ValueError(f"{what}: op=Adasum is not supported by hvd; use Average or Sum")
     if op not in _OP_NAMES:
         raise ValueError(f"{what}: unknown reduce op {op!r}; use hvd.Average, hvd.Sum, "
-                         "hvd.Min, hvd.Max or hvd.Product")
+                         "hvd.Min, hvd.Max, hvd.Product or hvd.Adasum")
     return op
 
 

@@ -63,7 +63,10 @@ namespace {
 
 // Refused on submission, on every rank alike, rather than when the collective runs.
 void checkAdasumOperation(const Operation& op, const std::string& opName, int setSize) {
-  auto what = [&] { return detail::concat(opTypeName(op.type), " ", opName, ": "); };
+  auto what = [&] {
+    return op.name.empty() ? detail::concat(opTypeName(op.type), ": ")
+                           : detail::concat(opTypeName(op.type), " ", opName, ": ");
+  };
   if (op.type != OpType::Allreduce)
     throw InvalidArgument(what() + "reduce op adasum applies to allreduce only");
   if (!op.device.isCpu())

@@ -209,9 +209,26 @@ def test_reducescatter_scale_factors_and_grouped():
         hnp.reducescatter(x, op=hvd.Max)
 
 
-def test_adasum_is_rejected():
-    with pytest.raises(ValueError, match="Adasum"):
-        hnp.allreduce(np.ones(1), op=hvd.Adasum)
+def _power_of_two(n):
+    return n & (n - 1) == 0
+
+
+def test_adasum_adds_orthogonal_vectors_and_keeps_equal_ones():
+    n, r = hvd.size(), hvd.rank()
+    if not _power_of_two(n):
+        with pytest.raises(ValueError, match="adasum needs a power-of-two number of ranks.*"
+                                             f"this one has {n}"):
+            hnp.allreduce(np.ones(2), op=hvd.Adasum, name="adasum.odd")
+        return
+    axis = np.zeros(n)
+    axis[r] = 3.0
+    np.testing.assert_array_equal(hnp.allreduce(axis, op=hvd.Adasum), np.full(n, 3.0))
+    same = np.array([1.5, -2.0], dtype=np.float32)
+    np.testing.assert_array_equal(hnp.allreduce(same, op=hvd.Adasum, name="same"), same)
+    with pytest.raises(ValueError, match='allreduce "ints": reduce op adasum combines float16'):
+        hnp.allreduce(np.ones(2, dtype=np.int32), op=hvd.Adasum, name="ints")
+    with pytest.raises(ValueError, match="supports op=Sum and op=Average only"):
+        hnp.reducescatter(np.ones(2 * n), op=hvd.Adasum)
 
 
 def test_barrier_and_objects():

@@ -241,8 +241,40 @@ def test_named_parameters_errors():
     with pytest.raises(ValueError, match="not in it"):
         hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
                                  named_parameters=named[:2])
-    with pytest.raises(ValueError, match="Adasum"):
-        hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), op=hvd.Adasum)
+    with pytest.raises(ValueError, match="gradient_predivide_factor needs op=Average"):
+        hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), op=hvd.Adasum,
+                                 gradient_predivide_factor=2.0)
+
+
+def _adasum(a, b):
+    ab, aa, bb = float(a @ b), float(a @ a), float(b @ b)
+    return (1 - ab / (2 * aa)) * a + (1 - ab / (2 * bb)) * b
+
+
+def test_adasum_optimizer_combines_the_ranks_steps():
+    # Horovod's op=Adasum: every rank steps on its own gradients; the parameter changes are
+    # combined with Adasum (pairwise, ranks 0 and 1 first).
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 1).double()
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                   named_parameters=model.named_parameters(), op=hvd.Adasum)
+    before = [p.detach().clone() for p in model.parameters()]
+    torch.manual_seed(10 + hvd.rank())
+    model(torch.randn(8, 4, dtype=torch.float64)).pow(2).sum().backward()
+    if hvd.size() & (hvd.size() - 1):
+        with pytest.raises(ValueError, match="adasum needs a power-of-two number of ranks"):
+            opt.step()
+        return
+    opt.step()
+    for p, start in zip(model.parameters(), before):
+        deltas = hvd.allgather((-0.1 * p.grad).flatten()[None])
+        level = list(deltas)
+        while len(level) > 1:
+            level = [_adasum(level[k], level[k + 1]) for k in range(0, len(level), 2)]
+        torch.testing.assert_close((p.detach() - start).flatten(), level[0])
+        gathered = hvd.allgather(p.detach()[None])
+        assert bool((gathered == gathered[0]).all())
 
 
 def test_sparse_gradients_reduced_and_as_dense():

@@ -278,6 +278,72 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         return super(self.__class__, self).zero_grad(set_to_none)
 
 
+class _DistributedAdasumOptimizer(torch.optim.Optimizer):
+    """op=Adasum, as Horovod's: each rank steps the wrapped optimizer on its own gradients, and
+    the ranks combine the resulting parameter changes with Adasum (an allreduce per parameter;
+    Adasum tensors are never fused), so the learning rate needs no scaling by the number of
+    ranks. step() waits for the combination; there is no overlap with backward."""
+
+    def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
+                 gradient_predivide_factor, groups, sparse_as_dense, process_set):
+        super(self.__class__, self).__init__(params)
+        del op, groups, sparse_as_dense  # Adasum; per parameter anyway; changes are dense
+        if gradient_predivide_factor != 1.0:
+            raise ValueError("DistributedOptimizer: gradient_predivide_factor needs op=Average "
+                             "(Adasum needs no scaling)")
+        if backward_passes_per_step < 1:
+            raise ValueError("DistributedOptimizer: backward_passes_per_step must be >= 1, got "
+                             f"{backward_passes_per_step}")
+        self.backward_passes_per_step = backward_passes_per_step
+        self._compression = compression
+        self._process_set = global_process_set if process_set is None else process_set
+        self._process_set_id = _basics.process_set_id(self._process_set)
+        all_params = [p for g in self.param_groups for p in g["params"]]
+        names = _DistributedOptimizer._name_parameters(named_parameters, all_params)
+        self._names = {key: f"{name}.adasum_delta" for key, name in names.items()}
+        self._should_synchronize = True
+        elastic = _core.elastic_round() >= 0
+        self._communicates = ((_basics.size() > 1 or elastic)
+                              and self._process_set.included())
+
+    def synchronize(self):
+        """Nothing to wait for before the step: the ranks combine the steps' changes."""
+
+    @contextlib.contextmanager
+    def skip_synchronize(self):
+        self._should_synchronize = False
+        try:
+            yield
+        finally:
+            self._should_synchronize = True
+
+    def step(self, closure=None):
+        params = [p for g in self.param_groups for p in g["params"] if p.requires_grad]
+        if not self._communicates:
+            return super(self.__class__, self).step(closure)
+        for p in params:
+            if p.is_cuda:
+                raise ValueError(f"DistributedOptimizer(op=Adasum): "
+                                 f"{self._names[id(p)].rsplit('.', 1)[0]} is a GPU tensor; "
+                                 "Adasum runs on host memory only")
+        starts = [p.detach().clone() for p in params]
+        loss = super(self.__class__, self).step(closure)
+        pending = []
+        with torch.no_grad():
+            for p, start in zip(params, starts):
+                delta = p.detach() - start
+                compressed, ctx = self._compression.compress(delta)
+                compressed = compressed.contiguous()
+                handle = _c.enqueue_inplace_allreduce([compressed], _basics.Adasum,
+                                                      self._names[id(p)], 1.0, 1.0,
+                                                      self._process_set_id)
+                pending.append((p, start, ctx, compressed, handle))
+            for p, start, ctx, compressed, handle in pending:
+                handle.wait()
+                p.copy_(start + self._compression.decompress(compressed, ctx))
+        return loss
+
+
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
                          backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
                          num_groups=0, groups=None, sparse_as_dense=False,
@@ -292,7 +358,7 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
             raise ValueError("DistributedOptimizer: pass groups or the deprecated num_groups, "
                              "not both")
         groups = num_groups
-    cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
-               dict(_DistributedOptimizer.__dict__))
+    mixin = _DistributedAdasumOptimizer if op == _basics.Adasum else _DistributedOptimizer
+    cls = type(optimizer.__class__.__name__, (optimizer.__class__,), dict(mixin.__dict__))
     return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
                op, gradient_predivide_factor, groups, sparse_as_dense, process_set)
