@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
   app.add_option("-o,--op", op, "allreduce, allgather, broadcast, alltoall, reducescatter, barrier");
   app.add_option("-d,--datatype", dtype, "Element type");
   app.add_option("-r,--root", o.root, "Root rank of broadcast");
-  app.add_option("--redop", redop, "Reduction: sum, average, min, max, product");
+  app.add_option("--redop", redop, "Reduction: sum, average, min, max, product, adasum (float dtypes, a power-of-two number of ranks)");
   app.add_option("-w,--warmup_iters", o.warmup, "Untimed runs before each measurement")->check(CLI::Range(0, 1000000));
   app.add_option("-n,--iters", o.iterations, "Timed runs per measurement")->check(CLI::Range(1, 1000000));
   app.add_option("-c,--check", check, "Check results (1) or not (0)");

@@ -73,6 +73,8 @@ inline bool close(double got, double want, DType t) {
 inline double fillValue(DType t, collectives::ReduceOp op, int rank, std::size_t i) {
   if (t == DType::Bool) return (i + rank) % 3 == 0;
   if (op == collectives::ReduceOp::Product) return i % 2 == 0 ? rank % 2 + 1 : 1;
+  // Adasum of equal vectors is that vector, exactly (each coefficient is 1/2).
+  if (op == collectives::ReduceOp::Adasum) return static_cast<double>(i % 3 + 1);
   return (rank + 1) * static_cast<double>(i % 3 + 1);
 }
 
@@ -80,6 +82,7 @@ inline double fillValue(DType t, collectives::ReduceOp op, int rank, std::size_t
 inline double expectedValue(DType t, collectives::ReduceOp op, int n, std::size_t i) {
   using collectives::ReduceOp;
   double acc = fillValue(t, op, 0, i);
+  if (op == ReduceOp::Adasum) return acc;
   for (int r = 1; r < n; ++r) {
     double v = fillValue(t, op, r, i);
     if (t == DType::Bool)
