@@ -14,42 +14,88 @@ namespace {
 // |a|^2 below this counts as a zero vector (Horovod's threshold): its side keeps coefficient 1.
 constexpr double kZeroNorm = 1e-8;
 
-std::vector<double> toDoubles(const void* data, std::size_t n, DType dtype, double factor) {
-  std::vector<double> out(n);
+// Values travel and are kept as float64 for float64 tensors and as float32 otherwise (half types
+// widen once on the way in): the dot products always accumulate in float64.
+template <typename T, typename F>
+void fill(std::vector<T>& out, F&& element, double factor) {
+  if (factor == 1.0) {
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(element(i));
+  } else {
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(element(i) * factor);
+  }
+}
+
+// Values travel and are kept as float64 for float64 tensors and as float32 otherwise (half types
+// widen once on the way in): the dot products always accumulate in float64. The dtype is
+// switched on outside the loops, which then vectorise.
+template <typename T>
+std::vector<T> widened(const void* data, std::size_t n, DType dtype, double factor) {
+  std::vector<T> out(n);
   const auto* u16 = static_cast<const uint16_t*>(data);
-  for (std::size_t i = 0; i < n; ++i) {
-    switch (dtype) {
-      case DType::Float16: out[i] = halfToFloat(u16[i]); break;
-      case DType::BFloat16: out[i] = bf16ToFloat(u16[i]); break;
-      case DType::Float32: out[i] = static_cast<const float*>(data)[i]; break;
-      default: out[i] = static_cast<const double*>(data)[i]; break;
-    }
-    out[i] *= factor;
+  const auto* f32 = static_cast<const float*>(data);
+  const auto* f64 = static_cast<const double*>(data);
+  switch (dtype) {
+    case DType::Float16: fill(out, [&](std::size_t i) { return double{halfToFloat(u16[i])}; }, factor); break;
+    case DType::BFloat16: fill(out, [&](std::size_t i) { return double{bf16ToFloat(u16[i])}; }, factor); break;
+    case DType::Float32: fill(out, [&](std::size_t i) { return double{f32[i]}; }, factor); break;
+    default: fill(out, [&](std::size_t i) { return f64[i]; }, factor); break;
   }
   return out;
 }
 
-void fromDoubles(const std::vector<double>& v, void* data, DType dtype, double factor) {
+template <typename T>
+void narrowed(std::vector<T>& v, void* data, DType dtype, double factor) {
+  if (factor != 1.0)
+    for (auto& x : v) x = static_cast<T>(static_cast<double>(x) * factor);
   auto* u16 = static_cast<uint16_t*>(data);
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    double x = v[i] * factor;
-    switch (dtype) {
-      case DType::Float16: u16[i] = floatToHalf(static_cast<float>(x)); break;
-      case DType::BFloat16: u16[i] = floatToBf16(static_cast<float>(x)); break;
-      case DType::Float32: static_cast<float*>(data)[i] = static_cast<float>(x); break;
-      default: static_cast<double*>(data)[i] = x; break;
-    }
+  switch (dtype) {
+    case DType::Float16:
+      for (std::size_t i = 0; i < v.size(); ++i) u16[i] = floatToHalf(static_cast<float>(v[i]));
+      break;
+    case DType::BFloat16:
+      for (std::size_t i = 0; i < v.size(); ++i) u16[i] = floatToBf16(static_cast<float>(v[i]));
+      break;
+    case DType::Float32:
+      for (std::size_t i = 0; i < v.size(); ++i) static_cast<float*>(data)[i] = static_cast<float>(v[i]);
+      break;
+    default:
+      std::memcpy(data, v.data(), v.size() * sizeof(T));
+      break;
   }
+}
+
+// a.b, |a|^2 and |b|^2 in float64, in four interleaved partial sums each (one chain per sum
+// would wait on the adder's latency for every element).
+template <typename T>
+std::array<double, 3> dotProducts(const T* a, const T* b, std::size_t n) {
+  double ab[4] = {}, aa[4] = {}, bb[4] = {};
+  std::size_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int k = 0; k < 4; ++k) {
+      double x = a[i + k], y = b[i + k];
+      ab[k] += x * y;
+      aa[k] += x * x;
+      bb[k] += y * y;
+    }
+  for (; i < n; ++i) {
+    double x = a[i], y = b[i];
+    ab[0] += x * y;
+    aa[0] += x * x;
+    bb[0] += y * y;
+  }
+  return {(ab[0] + ab[1]) + (ab[2] + ab[3]), (aa[0] + aa[1]) + (aa[2] + aa[3]),
+          (bb[0] + bb[1]) + (bb[2] + bb[3])};
 }
 
 struct Segment {
   std::size_t start = 0, length = 0;
 };
 
-void exchange(Connection& partner, const double* send, std::size_t sendCount, double* recv,
+template <typename T>
+void exchange(Connection& partner, const T* send, std::size_t sendCount, T* recv,
               std::size_t recvCount, Tag tag, Deadline deadline) {
-  Request in = partner.irecv(asWritableBytes(recv, recvCount * sizeof(double)), tag);
-  Request out = partner.isend(asBytes(send, sendCount * sizeof(double)), tag);
+  Request in = partner.irecv(asWritableBytes(recv, recvCount * sizeof(T)), tag);
+  Request out = partner.isend(asBytes(send, sendCount * sizeof(T)), tag);
   in.wait(deadline);
   out.wait(deadline);
 }
@@ -66,13 +112,14 @@ void checkAdasum(DType dtype, int ranks) {
                                          "(as Horovod's); this one has ", ranks));
 }
 
-void adasumAllreduce(Comm& comm, const void* input, void* output, std::size_t count, DType dtype,
-                     double prescale, double postscale) {
+namespace {
+
+template <typename T>
+void adasumTyped(Comm& comm, const void* input, void* output, std::size_t count, DType dtype,
+                 double prescale, double postscale) {
   int n = comm.size(), r = comm.rank();
-  checkAdasum(dtype, n);
-  if (count == 0) return;
-  std::vector<double> v = toDoubles(input, count, dtype, prescale);
-  std::vector<double> other(count / 2 + 1);
+  std::vector<T> v = widened<T>(input, count, dtype, prescale);
+  std::vector<T> other(count / 2 + 1);
   Tag dataTag = makeTag(TagPrefix::Allreduce, comm.nextSequence());
   Tag dotTag = makeTag(TagPrefix::Allreduce, comm.nextSequence());
   auto deadline = comm.deadline();
@@ -87,16 +134,11 @@ void adasumAllreduce(Comm& comm, const void* input, void* output, std::size_t co
     Segment keep = lower ? first : second, give = lower ? second : first;
     exchange(partner, v.data() + give.start, give.length, other.data(), keep.length, dataTag,
              deadline);
-    const double* own = v.data() + keep.start;
-    const double* theirs = other.data();
-    const double* a = lower ? own : theirs;
-    const double* b = lower ? theirs : own;
-    std::array<double, 3> dots{0, 0, 0};  // a.b, |a|^2, |b|^2 over this rank's piece
-    for (std::size_t i = 0; i < keep.length; ++i) {
-      dots[0] += a[i] * b[i];
-      dots[1] += a[i] * a[i];
-      dots[2] += b[i] * b[i];
-    }
+    const T* own = v.data() + keep.start;
+    const T* theirs = other.data();
+    const T* a = lower ? own : theirs;
+    const T* b = lower ? theirs : own;
+    std::array<double, 3> dots = dotProducts(a, b, keep.length);  // over this rank's piece
     // Summed over the 2d ranks that now hold the pieces of these two vectors. Each pair adds
     // the same two operands, so every rank of the group gets the same sums.
     for (int m = 1; m < 2 * d; m <<= 1) {
@@ -106,8 +148,10 @@ void adasumAllreduce(Comm& comm, const void* input, void* output, std::size_t co
     }
     double ca = dots[1] >= kZeroNorm ? 1.0 - dots[0] / (2.0 * dots[1]) : 1.0;
     double cb = dots[2] >= kZeroNorm ? 1.0 - dots[0] / (2.0 * dots[2]) : 1.0;
-    double* result = v.data() + keep.start;
-    for (std::size_t i = 0; i < keep.length; ++i) result[i] = ca * a[i] + cb * b[i];
+    // `own` aliases `result`; each element is read before it is written.
+    T* result = v.data() + keep.start;
+    for (std::size_t i = 0; i < keep.length; ++i)
+      result[i] = static_cast<T>(ca * static_cast<double>(a[i]) + cb * static_cast<double>(b[i]));
     kept.push_back(mine);
     mine = keep;
   }
@@ -123,7 +167,19 @@ void adasumAllreduce(Comm& comm, const void* input, void* output, std::size_t co
              theirs.length, dataTag, deadline);
     mine = whole;
   }
-  fromDoubles(v, output, dtype, postscale);
+  narrowed<T>(v, output, dtype, postscale);
+}
+
+}  // namespace
+
+void adasumAllreduce(Comm& comm, const void* input, void* output, std::size_t count, DType dtype,
+                     double prescale, double postscale) {
+  checkAdasum(dtype, comm.size());
+  if (count == 0) return;
+  if (dtype == DType::Float64)
+    adasumTyped<double>(comm, input, output, count, dtype, prescale, postscale);
+  else
+    adasumTyped<float>(comm, input, output, count, dtype, prescale, postscale);
 }
 
 }  // namespace hvd::collectives

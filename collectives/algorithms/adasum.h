@@ -11,7 +11,8 @@
 // (recursive doubling of three doubles), and each rank combines its piece. After log2 n levels
 // every rank owns 1/n of the result, and the halving is retraced backwards to gather it.
 // Bytes sent per rank: about 2 * size, as the ring's. Every element is computed by one rank and
-// copied to the others, so all ranks end bit-identical. Arithmetic is in float64.
+// copied to the others, so all ranks end bit-identical. Dot products accumulate in float64;
+// values travel and combine as float64 for float64 tensors, as float32 for the others.
 #pragma once
 
 #include <cstddef>
