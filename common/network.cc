@@ -113,6 +113,21 @@ std::string sourceAddressTowards(const std::string& host) {
                 (last.empty() ? "" : " (" + last + ")"));
 }
 
+uint16_t unusedTcpPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw IoError(std::string("cannot pick a free port: socket: ") + std::strerror(errno));
+  sockaddr_in any{};
+  any.sin_family = AF_INET;
+  any.sin_addr.s_addr = htonl(INADDR_ANY);
+  socklen_t length = sizeof any;
+  bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&any), sizeof any) == 0 &&
+            ::getsockname(fd, reinterpret_cast<sockaddr*>(&any), &length) == 0;
+  std::string why = ok ? "" : std::strerror(errno);
+  ::close(fd);
+  if (!ok) throw IoError("cannot pick a free port: " + why);
+  return ntohs(any.sin_port);
+}
+
 bool isLoopback(const std::string& a) { return a.rfind("127.", 0) == 0 || a == "::1"; }
 
 bool isThisMachine(const std::string& host) { return isThisMachine(host, resolve(host)); }

@@ -2,6 +2,7 @@
 // addresses a multi-host job listens on. Reads the kernel's tables (getifaddrs); no traffic.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,10 @@ std::string addressOfInterface(const std::string& iface, const std::string& host
 std::vector<std::string> resolve(const std::string& host);
 
 bool isLoopback(const std::string& address);  // 127.0.0.0/8 or ::1
+
+// A TCP port no socket of this machine uses now (the kernel's pick for port 0); another program
+// may take it before the caller's user does. Throws IoError.
+uint16_t unusedTcpPort();
 
 // The address of this machine that the kernel's routing table would send packets to `host`
 // from (a UDP socket's connect() followed by getsockname(): no packet leaves). Throws IoError

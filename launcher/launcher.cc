@@ -186,6 +186,44 @@ Environment commonWorkerParams(const LaunchOptions& o) {
   return extra;
 }
 
+// torch.distributed's env:// rendezvous, which torchrun gives a script (RANK, WORLD_SIZE and
+// LOCAL_RANK are placement variables): MASTER_ADDR, rank 0's host as the other hosts reach it,
+// and MASTER_PORT, a port free on this machine now. A value the user set (in hvdrun's
+// environment or with -x) is kept. Not for elastic jobs, whose rank 0 moves between rounds.
+bool userSet(const std::string& name, const Environment& base,
+             const std::vector<std::string>& exports) {
+  if (base.count(name)) return true;
+  for (const auto& x : exports)
+    if (x.substr(0, x.find('=')) == name) return true;
+  return false;
+}
+
+void addTorchRendezvous(Environment& extra, const Environment& base,
+                        const std::vector<std::string>& exports, const RankPlacement& rank0,
+                        const HostPlan& plan, const std::vector<ssh::SshTarget>& targets,
+                        const std::string& rendezvousAddress) {
+  auto given = [&](const std::string& name) { return userSet(name, base, exports); };
+  if (!given("MASTER_ADDR")) {
+    std::string address = rendezvousAddress;  // this machine's, as every host reaches it
+    if (!plan.local.count(rank0.hostname))
+      for (const auto& t : targets)
+        if (t.alias == rank0.hostname) address = t.address;
+    extra["MASTER_ADDR"] = address;
+  }
+  if (!given("MASTER_PORT")) extra["MASTER_PORT"] = std::to_string(net::unusedTcpPort());
+}
+
+// The interface torch's gloo backend listens on (GLOO_SOCKET_IFNAME; without it gloo takes the
+// address the host name resolves to, often loopback): --network-interface's for the host; on
+// this machine in a multi-host job, the interface of the rendezvous address.
+std::string glooInterface(const std::string& iface, bool local, bool oneMachine,
+                          const std::string& rendezvousAddress) {
+  if (!iface.empty() || !local || oneMachine) return iface;
+  for (const auto& a : net::interfaceAddresses())
+    if (a.address == rendezvousAddress) return a.interface;
+  return "";
+}
+
 ElasticOptions elasticOptions(const LaunchOptions& o) {
   const ElasticFlags& f = o.elastic;
   ElasticOptions e;
@@ -347,12 +385,17 @@ int launch(const LaunchOptions& options) {
                   : "interface " + interfaceFor(interfaces, t.alias));
 
   Environment extra = commonWorkerParams(options);
+  addTorchRendezvous(extra, base, options.exports, placements.front(), plan, targets, bindAddress);
   std::vector<WorkerSpec> workers;
   std::map<std::string, std::vector<ssh::RemoteRankSpec>> remoteByHost;
   for (const auto& p : placements) {
     Environment env = workerEnvironment(base, p, job, options.exports, extra);
     std::string iface = interfaceFor(interfaces, p.hostname);
     if (!iface.empty()) env["HVD_NETWORK_INTERFACE"] = iface;
+    std::string gloo = glooInterface(iface, plan.local.count(p.hostname) > 0, targets.empty(),
+                                     bindAddress);
+    if (!gloo.empty() && !userSet("GLOO_SOCKET_IFNAME", base, options.exports))
+      env["GLOO_SOCKET_IFNAME"] = gloo;
     if (plan.local.count(p.hostname)) {
       workers.push_back({p, env, localExecutable, options.command});
     } else {

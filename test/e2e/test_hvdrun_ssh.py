@@ -107,6 +107,19 @@ def test_local_and_remote_ranks_share_one_job(hosts):
     assert [int(rows[k][7]) for k in range(3)] == [6, 6, 6]
 
 
+def test_torch_distributed_reaches_rank_0_across_hosts(hosts):
+    from test_python_package import TORCH_DISTRIBUTED
+    a, _ = hosts.addresses
+    for spec in (f"localhost:1,{a}:1", f"{a}:1,localhost:1"):  # rank 0 here, then over there
+        # The host names of these namespaced hosts resolve to loopback, so their ranks name
+        # their interface; hvdrun's own ranks get the rendezvous address's interface.
+        r = hvdrun(hosts, "-np", 2, "-H", spec, "--network-interface", f"{a}=eth0",
+                   sys.executable, "-c", TORCH_DISTRIBUTED)
+        assert r.returncode == 0, r.stderr
+        assert sorted(l.split("TD ", 1)[1].split()[:3] for l in r.stdout.splitlines()
+                      if "TD " in l) == [["0", "2", "3"], ["1", "2", "3"]], r.stdout
+
+
 def test_per_host_network_interface_and_missing_interface(hosts):
     a, b = hosts.addresses
     r = hvdrun(hosts, "-np", 2, "-H", hosts.hosts(1), "--network-interface",

@@ -381,3 +381,27 @@ def test_pip_install_builds_a_working_package_and_hvdrun(tmp_path):
                        env=clean_env(PYTHONPATH=str(target)))
     assert r.returncode == 0, r.stderr
     assert f"[1]<stdout>:[2. 2.] {target / 'hvd' / 'numpy.py'}" in r.stdout
+
+
+TORCH_DISTRIBUTED = """
+import os, torch, torch.distributed as dist
+dist.init_process_group("gloo")  # env://, as under torchrun
+t = torch.ones(1) * (dist.get_rank() + 1)
+dist.all_reduce(t)
+print("TD", dist.get_rank(), dist.get_world_size(), int(t.item()), os.environ["MASTER_PORT"],
+      flush=True)
+dist.destroy_process_group()
+"""
+
+
+def test_torch_distributed_env_rendezvous_works_as_under_torchrun():
+    r = run_hvdrun("-np", 3, sys.executable, "-c", TORCH_DISTRIBUTED, timeout=120)
+    assert r.returncode == 0, r.stderr
+    rows = sorted(line.split("TD ", 1)[1].split() for line in r.stdout.splitlines()
+                  if "TD " in line)
+    assert [row[:3] for row in rows] == [["0", "3", "6"], ["1", "3", "6"], ["2", "3", "6"]]
+    # A port the user gives is kept.
+    r = run_hvdrun("-np", 2, "-x", "MASTER_PORT=29613", sys.executable, "-c", TORCH_DISTRIBUTED,
+                   timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert all(line.endswith(" 29613") for line in r.stdout.splitlines() if "TD " in line)
