@@ -210,7 +210,13 @@ void addTorchRendezvous(Environment& extra, const Environment& base,
         if (t.alias == rank0.hostname) address = t.address;
     extra["MASTER_ADDR"] = address;
   }
-  if (!given("MASTER_PORT")) extra["MASTER_PORT"] = std::to_string(net::unusedTcpPort());
+  if (!given("MASTER_PORT")) {
+    try {
+      extra["MASTER_PORT"] = std::to_string(net::unusedTcpPort());
+    } catch (const Error& e) {  // only torch.distributed needs it; hvd's jobs run without
+      log::logger("launcher")->warn("{}; workers get no MASTER_PORT (set it with -x)", e.what());
+    }
+  }
 }
 
 // The interface torch's gloo backend listens on (GLOO_SOCKET_IFNAME; without it gloo takes the
