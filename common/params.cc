@@ -114,6 +114,29 @@ const std::vector<ParamSpec>& allParams() {
       {"HVD_CYCLE_TIME", "HOROVOD_CYCLE_TIME", ParamType::Double, "0", 0, 10000, false,
        "Milliseconds the coordinator holds ready work to fuse more of it; 0 runs work as soon "
        "as every rank has submitted it."},
+      {"HVD_AUTOTUNE", "HOROVOD_AUTOTUNE", ParamType::Int, "0", 0, 1, false,
+       "1: rank 0 tunes the fusion threshold and the cycle time while the job trains, by "
+       "Bayesian optimization of the bytes reduced per second over samples of training steps, "
+       "then keeps the best; a knob set explicitly (HVD_FUSION_THRESHOLD, HVD_CYCLE_TIME) stays "
+       "as set. Same as hvdrun --autotune."},
+      {"HVD_AUTOTUNE_LOG", "HOROVOD_AUTOTUNE_LOG", ParamType::String, "", 0, 0, false,
+       "CSV file rank 0 appends the autotuner's samples to (setting, steps, seconds, bytes, "
+       "score) and, last, the chosen setting; needs HVD_AUTOTUNE=1."},
+      {"HVD_AUTOTUNE_WARMUP_SAMPLES", "HOROVOD_AUTOTUNE_WARMUP_SAMPLES", ParamType::Int, "3", 0,
+       100000, false,
+       "Samples at the start that the autotuner measures with the configured setting and "
+       "discards."},
+      {"HVD_AUTOTUNE_STEPS_PER_SAMPLE", "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE", ParamType::Int, "10",
+       1, 1000000, false,
+       "Training steps per autotune sample; a step ends when an operation name comes round "
+       "again."},
+      {"HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", "HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES",
+       ParamType::Int, "20", 1, 200, false,
+       "Samples the autotuner measures (after the warm-up) before it keeps the best setting."},
+      {"HVD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", "HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE",
+       ParamType::Double, "0.8", 0, 100, false,
+       "Noise the autotuner's Gaussian process assumes in one sample's score, as a share of the "
+       "scores' variance: higher trusts single samples less."},
       {"HVD_CACHE_CAPACITY", "HOROVOD_CACHE_CAPACITY", ParamType::Int, "1024", 0, 1 << 20, false,
        "Operations the response cache remembers, so repeated steps send a cache id instead of "
        "the tensor description; 0 turns the cache off."},

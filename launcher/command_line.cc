@@ -188,9 +188,25 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
                    "Allgather host memory across hosts over TCP, then within each host over "
                    "shared memory; needs as many ranks on every host "
                    "(HVD_HIERARCHICAL_ALLGATHER=1; the no- form overrides a config file)");
+  tuning->add_flag("--autotune", rf.autotune,
+                   "Rank 0 tunes the fusion threshold and cycle time while the job trains, then "
+                   "keeps the best; a knob given explicitly stays fixed (HVD_AUTOTUNE=1)");
+  tuning->add_option("--autotune-log-file", rf.autotuneLogFile,
+                     "CSV file rank 0 appends each autotune sample and the choice to "
+                     "(HVD_AUTOTUNE_LOG)");
+  tuning->add_option("--autotune-warmup-samples", rf.autotuneWarmupSamples,
+                     "Samples discarded at the start (HVD_AUTOTUNE_WARMUP_SAMPLES, default 3)");
+  tuning->add_option("--autotune-steps-per-sample", rf.autotuneStepsPerSample,
+                     "Training steps per sample (HVD_AUTOTUNE_STEPS_PER_SAMPLE, default 10)");
+  tuning->add_option("--autotune-bayes-opt-max-samples", rf.autotuneMaxSamples,
+                     "Samples measured before the best setting is kept "
+                     "(HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES, default 20)");
+  tuning->add_option("--autotune-gaussian-process-noise", rf.autotuneNoise,
+                     "Noise assumed in one sample's score, relative to the scores' variance "
+                     "(HVD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE, default 0.8)");
   tuning->add_option("--config-file", rf.configFile,
-                     "JSON file with Horovod's config sections (params, timeline, stall_check, "
-                     "logging); flags override it");
+                     "JSON file with Horovod's config sections (params, autotune, timeline, "
+                     "stall_check, logging); flags override it");
   // horovodrun's controller choice and its cache of host checks: hvdrun always runs its own
   // TCP controller (what --gloo picks) and caches nothing, so both are accepted and change nothing.
   auto* compat = app.add_option_group("horovodrun", "Accepted from horovodrun, no effect in hvd");
@@ -217,7 +233,7 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
     return app.exit(e) == 0 ? 0 : 2;
   }
   o.command = app.remaining();
-  // An option hvdrun lacks (horovodrun's --mpi or --autotune, a typo) would otherwise be taken
+  // An option hvdrun lacks (horovodrun's --mpi, a typo) would otherwise be taken
   // for the command and fail as "command not found".
   if (!o.command.empty() && o.command.front().size() > 1 && o.command.front()[0] == '-' &&
       o.command.front() != "--") {

@@ -87,6 +87,22 @@ void readConfigFile(const std::string& path, std::map<std::string, std::string>&
       else if (where == "stall_check.shutdown_time_seconds")
         out["HVD_STALL_SHUTDOWN_TIME_SECONDS"] =
             std::to_string(f.value(body, section, key, T::number_integer).get<long long>());
+      else if (where == "autotune.enabled")
+        out["HVD_AUTOTUNE"] = f.value(body, section, key, T::boolean).get<bool>() ? "1" : "0";
+      else if (where == "autotune.log_file")
+        out["HVD_AUTOTUNE_LOG"] = f.value(body, section, key, T::string).get<std::string>();
+      else if (where == "autotune.warmup_samples")
+        out["HVD_AUTOTUNE_WARMUP_SAMPLES"] =
+            std::to_string(f.value(body, section, key, T::number_integer).get<long long>());
+      else if (where == "autotune.steps_per_sample")
+        out["HVD_AUTOTUNE_STEPS_PER_SAMPLE"] =
+            std::to_string(f.value(body, section, key, T::number_integer).get<long long>());
+      else if (where == "autotune.bayes_opt_max_samples")
+        out["HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES"] =
+            std::to_string(f.value(body, section, key, T::number_integer).get<long long>());
+      else if (where == "autotune.gaussian_process_noise")
+        out["HVD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE"] =
+            number(f.value(body, section, key, T::number_float).get<double>());
       else if (where == "logging.level") {
         std::string level = f.value(body, section, key, T::string).get<std::string>();
         out["HVD_LOG_LEVEL"] = level == "warning" ? "warn" : level;
@@ -95,11 +111,34 @@ void readConfigFile(const std::string& path, std::map<std::string, std::string>&
             path + ": " + where +
             " is not supported by hvd (supported: params.fusion_threshold_mb, "
             "params.cycle_time_ms, params.cache_capacity, params.hierarchical_allreduce, "
-            "params.hierarchical_allgather, timeline.filename, "
+            "params.hierarchical_allgather, timeline.filename, autotune.enabled, "
+            "autotune.log_file, autotune.warmup_samples, autotune.steps_per_sample, "
+            "autotune.bayes_opt_max_samples, autotune.gaussian_process_noise, "
             "stall_check.enabled, stall_check.warning_time_seconds, "
             "stall_check.shutdown_time_seconds, logging.level)");
     }
   }
+}
+
+// The workers' Config refuses these combinations too; checking here fails the job before any
+// worker starts. What the workers see is hvdrun's environment with the flags on top.
+void checkAutotune(const std::map<std::string, std::string>& fromFlags) {
+  auto env = params::environmentSnapshot();
+  for (const auto& [name, value] : fromFlags) {
+    env[name] = value;
+    const auto& alias = params::spec(name).horovodAlias;
+    if (!alias.empty()) env.erase(alias);
+  }
+  auto values = params::ParamValues::fromMap(env);
+  bool autotune = values.getInt("HVD_AUTOTUNE") == 1;
+  if (!autotune && !values.getString("HVD_AUTOTUNE_LOG").empty())
+    throw InvalidArgument("--autotune-log-file (HVD_AUTOTUNE_LOG=" +
+                          values.getString("HVD_AUTOTUNE_LOG") +
+                          ") needs --autotune (HVD_AUTOTUNE=1)");
+  if (autotune && values.isSet("HVD_FUSION_THRESHOLD") && values.isSet("HVD_CYCLE_TIME"))
+    throw InvalidArgument("--autotune tunes the fusion threshold and the cycle time, but both "
+                          "are given (--fusion-threshold-mb/HVD_FUSION_THRESHOLD and "
+                          "--cycle-time-ms/HVD_CYCLE_TIME), which fixes them: leave one out");
 }
 
 }  // namespace
@@ -123,6 +162,16 @@ std::map<std::string, std::string> runtimeParams(const RuntimeFlags& flags) {
     out["HVD_HIERARCHICAL_ALLREDUCE"] = *flags.hierarchicalAllreduce ? "1" : "0";
   if (flags.hierarchicalAllgather)
     out["HVD_HIERARCHICAL_ALLGATHER"] = *flags.hierarchicalAllgather ? "1" : "0";
+  if (flags.autotune) out["HVD_AUTOTUNE"] = "1";
+  if (flags.autotuneLogFile) out["HVD_AUTOTUNE_LOG"] = *flags.autotuneLogFile;
+  if (flags.autotuneWarmupSamples)
+    out["HVD_AUTOTUNE_WARMUP_SAMPLES"] = std::to_string(*flags.autotuneWarmupSamples);
+  if (flags.autotuneStepsPerSample)
+    out["HVD_AUTOTUNE_STEPS_PER_SAMPLE"] = std::to_string(*flags.autotuneStepsPerSample);
+  if (flags.autotuneMaxSamples)
+    out["HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES"] = std::to_string(*flags.autotuneMaxSamples);
+  if (flags.autotuneNoise)
+    out["HVD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE"] = number(*flags.autotuneNoise);
   // Range and format checks, with the variable named, before any worker starts.
   for (const auto& [name, value] : out) {
     const auto& spec = params::spec(name);
@@ -132,6 +181,7 @@ std::map<std::string, std::string> runtimeParams(const RuntimeFlags& flags) {
     if (spec.type == params::ParamType::Double)
       params::parseDouble(value, static_cast<double>(spec.min), static_cast<double>(spec.max), what);
   }
+  checkAutotune(out);
   return out;
 }
 

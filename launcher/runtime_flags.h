@@ -22,6 +22,12 @@ struct RuntimeFlags {
   std::optional<std::string> transport;      // --transport auto|tcp|shm
   std::optional<bool> hierarchicalAllreduce;  // --[no-]hierarchical-allreduce
   std::optional<bool> hierarchicalAllgather;  // --[no-]hierarchical-allgather
+  bool autotune = false;                            // --autotune
+  std::optional<std::string> autotuneLogFile;       // --autotune-log-file
+  std::optional<long long> autotuneWarmupSamples;   // --autotune-warmup-samples
+  std::optional<long long> autotuneStepsPerSample;  // --autotune-steps-per-sample
+  std::optional<long long> autotuneMaxSamples;      // --autotune-bayes-opt-max-samples
+  std::optional<double> autotuneNoise;              // --autotune-gaussian-process-noise
   std::string configFile;                    // --config-file
 };
 

@@ -113,6 +113,21 @@ Config Config::fromParams(const params::ParamValues& v) {
   c.cycleTime = std::chrono::microseconds(
       static_cast<int64_t>(v.getDouble("HVD_CYCLE_TIME") * 1000.0));
   c.cacheCapacity = static_cast<std::size_t>(v.getInt("HVD_CACHE_CAPACITY"));
+  c.autotune = v.getInt("HVD_AUTOTUNE") == 1;
+  c.autotuneLog = v.getString("HVD_AUTOTUNE_LOG");
+  c.autotuneWarmupSamples = static_cast<int>(v.getInt("HVD_AUTOTUNE_WARMUP_SAMPLES"));
+  c.autotuneStepsPerSample = static_cast<int>(v.getInt("HVD_AUTOTUNE_STEPS_PER_SAMPLE"));
+  c.autotuneMaxSamples = static_cast<int>(v.getInt("HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES"));
+  c.autotuneNoise = v.getDouble("HVD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE");
+  c.fusionThresholdFixed = v.isSet("HVD_FUSION_THRESHOLD");
+  c.cycleTimeFixed = v.isSet("HVD_CYCLE_TIME");
+  if (!c.autotuneLog.empty() && !c.autotune)
+    throw InvalidArgument("HVD_AUTOTUNE_LOG=" + c.autotuneLog +
+                          " is set but HVD_AUTOTUNE is not 1: there would be nothing to log "
+                          "(hvdrun --autotune turns it on)");
+  if (c.autotune && c.fusionThresholdFixed && c.cycleTimeFixed)
+    throw InvalidArgument("HVD_AUTOTUNE=1 tunes HVD_FUSION_THRESHOLD and HVD_CYCLE_TIME, but "
+                          "both are set explicitly, which fixes them: unset one or both");
   c.timelinePath = v.getString("HVD_TIMELINE");
   c.networkInterface = v.getString("HVD_NETWORK_INTERFACE");
   c.stallCheck = v.getInt("HVD_STALL_CHECK_DISABLE") == 0;

@@ -45,6 +45,16 @@ struct Config {
   std::size_t inlineAllreduceBytes = 0;
   std::chrono::microseconds cycleTime{0};
   std::size_t cacheCapacity = 0;
+  // HVD_AUTOTUNE: rank 0 tunes fusion threshold and cycle time (runtime/engine/autotuner.h);
+  // a knob set explicitly stays fixed.
+  bool autotune = false;
+  std::string autotuneLog;
+  int autotuneWarmupSamples = 0;
+  int autotuneStepsPerSample = 0;
+  int autotuneMaxSamples = 0;
+  double autotuneNoise = 0;
+  bool fusionThresholdFixed = false;  // HVD_FUSION_THRESHOLD was set
+  bool cycleTimeFixed = false;        // HVD_CYCLE_TIME was set
   std::string timelinePath;
   bool stallCheck = true;
   std::chrono::seconds stallWarning{0};

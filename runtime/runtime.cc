@@ -17,7 +17,6 @@ EngineOptions engineOptions(const Config& c) {
   o.coordinator.stallCheck = c.stallCheck;
   o.coordinator.stallWarning = c.stallWarning;
   o.coordinator.stallShutdown = c.stallShutdown;
-  o.executor.fusionThresholdBytes = c.fusionThresholdBytes;
   o.executor.segmentBytes = c.segmentBytes;
   o.executor.ringThresholdBytes = c.ringThresholdBytes;
   o.executor.opTimeout = c.opTimeout;
@@ -29,6 +28,17 @@ EngineOptions engineOptions(const Config& c) {
   o.spinTime = c.spinTime;
   o.inlineAllreduceBytes = c.inlineAllreduceBytes;
   o.timelinePath = c.timelinePath;
+  if (c.autotune) {
+    AutotuneOptions a;
+    a.warmupSamples = c.autotuneWarmupSamples;
+    a.stepsPerSample = c.autotuneStepsPerSample;
+    a.maxSamples = c.autotuneMaxSamples;
+    a.noise = c.autotuneNoise;
+    a.tuneFusion = !c.fusionThresholdFixed;
+    a.tuneCycleTime = !c.cycleTimeFixed;
+    o.autotune = a;
+    o.autotuneLogPath = c.autotuneLog;
+  }
   return o;
 }
 

@@ -433,6 +433,7 @@ NB_MODULE(_core, m) {
     d["fused_tensors"] = s.fusedTensors;
     d["inline_allreduces"] = s.inlineAllreduces;
     d["response_lists"] = s.responseLists;
+    d["autotune_samples"] = s.autotuneSamples;
     return d;
   });
 

@@ -253,7 +253,10 @@ ResponseList Coordinator::dispatch(SteadyTime now) {
     OpRequest request = std::move(p.byRank.begin()->second);
     applyProcessSetChange(r, request);
     reduceIfInline(r, p, request);
-    if (r.kind == ResponseKind::Execute) r.cacheIds = {cache_.recordExecuted(request, list.seq)};
+    if (r.kind == ResponseKind::Execute) {
+      r.cacheIds = {cache_.recordExecuted(request, list.seq)};
+      r.fusionThresholdBytes = options_.fusionThresholdBytes;
+    }
     pending_.erase(it);
     fuseInto(out, openBytes, openKeys, std::move(r), request);
   }
@@ -291,6 +294,11 @@ ResponseList Coordinator::dispatch(SteadyTime now) {
   list.evictedCacheIds = cache_.takeEvicted();
   if (!out.empty()) ++nextSeq_;
   return list;
+}
+
+void Coordinator::retune(std::size_t fusionThresholdBytes, std::chrono::microseconds cycleTime) {
+  options_.fusionThresholdBytes = fusionThresholdBytes;
+  options_.cycleTime = cycleTime;
 }
 
 std::optional<SteadyTime> Coordinator::nextDeadline() const {

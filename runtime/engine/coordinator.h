@@ -58,6 +58,8 @@ class Coordinator {
   // with the cache ids of executed operations and the evicted ones. Records the process sets
   // that AddProcessSet/RemoveProcessSet responses create and remove.
   ResponseList dispatch(SteadyTime now);
+  // The autotuner's new setting, used from the next dispatch on.
+  void retune(std::size_t fusionThresholdBytes, std::chrono::microseconds cycleTime);
   // When dispatch() or stallWarnings() next has something to do without new input.
   std::optional<SteadyTime> nextDeadline() const;
   // One line per operation stalled past the warning time (each reported once per warning

@@ -45,6 +45,11 @@ Engine::Engine(EngineOptions options, std::unique_ptr<collectives::Comm> data,
     c.cacheCapacity = options_.cacheCapacity;
     coordinator_ = std::make_unique<Coordinator>(c);
     if (!options_.timelinePath.empty()) timeline_.start(options_.timelinePath);
+    if (options_.autotune) {
+      autotuner_ = std::make_unique<Autotuner>(
+          *options_.autotune, TuningParams{c.fusionThresholdBytes, c.cycleTime});
+      if (!options_.autotuneLogPath.empty()) autotuneLog_.open(options_.autotuneLogPath);
+    }
   }
   thread_ = std::thread([this] { loop(); });
 }
@@ -178,8 +183,35 @@ bool Engine::coordinate() {
   if (list.responses.empty()) return false;
   std::string bytes = list.encode();
   for (int r = 1; r < size_; ++r) control_->send(r, bytes);
+  if (autotuner_ && !autotuner_->done()) autotune(list, now);
   applyResponses(list);
   return true;
+}
+
+void Engine::autotune(const ResponseList& list, SteadyTime now) {
+  std::vector<std::pair<std::string_view, uint64_t>> executed;
+  for (const auto& r : list.responses) {
+    if (r.kind != ResponseKind::Execute) continue;
+    for (const auto& name : r.names) {
+      // Rank 0 holds every operation of the global set; an operation of a process set without
+      // rank 0 counts as a step marker without bytes.
+      auto it = waiting_.find(name);
+      executed.emplace_back(name, it == waiting_.end() ? 0 : it->second->request.totalBytes());
+    }
+  }
+  auto outcome = autotuner_->observe(executed, now);
+  for (const auto& sample : outcome.finished) {
+    autotuneLog_.write(sample);
+    ++autotuneSamples_;
+    if (sample.phase == "chosen")
+      log::logger("engine")->info(
+          "autotune: chose fusion threshold {} bytes and cycle time {} ms ({:.1f} MB/s)",
+          sample.params.fusionThresholdBytes, sample.params.cycleTime.count() / 1000.0,
+          sample.score / 1e6);
+  }
+  if (outcome.retuned)
+    coordinator_->retune(autotuner_->current().fusionThresholdBytes,
+                         autotuner_->current().cycleTime);
 }
 
 void Engine::applyResponses(const ResponseList& list) {
@@ -413,7 +445,7 @@ void Engine::shutdown() {
 
 EngineStats Engine::stats() const {
   return {submitted_,    cacheHits_,     cacheMisses_,      collectives_,
-          fusedTensors_, responseLists_, inlineAllreduces_};
+          fusedTensors_, responseLists_, inlineAllreduces_, autotuneSamples_};
 }
 
 std::optional<std::vector<int32_t>> Engine::processSet(int32_t id) const {

@@ -29,6 +29,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "runtime/engine/autotuner.h"
 #include "runtime/engine/control_channel.h"
 #include "runtime/engine/coordinator.h"
 #include "runtime/engine/executor.h"
@@ -51,6 +52,9 @@ struct EngineOptions {
   // reduced by the coordinator (inline_allreduce.h); 0: never.
   std::size_t inlineAllreduceBytes = 0;
   std::string timelinePath;  // rank 0 writes it; empty: none
+  // HVD_AUTOTUNE: rank 0 tunes the coordinator's fusion threshold and cycle time (autotuner.h).
+  std::optional<AutotuneOptions> autotune;
+  std::string autotuneLogPath;  // rank 0 appends a row per sample; empty: none
 };
 
 struct EngineStats {
@@ -61,6 +65,7 @@ struct EngineStats {
   uint64_t fusedTensors = 0;
   uint64_t responseLists = 0;
   uint64_t inlineAllreduces = 0;  // allreduces the coordinator reduced (no collective ran)
+  uint64_t autotuneSamples = 0;   // rank 0: samples the autotuner finished (warm-up included)
 };
 
 class Engine {
@@ -98,6 +103,7 @@ class Engine {
   bool takeSubmissions();
   bool readControl();
   bool coordinate();
+  void autotune(const ResponseList& list, SteadyTime now);
   void applyResponses(const ResponseList& list);
   void applyResponse(const Response& response);
   void execute(const Response& response);
@@ -120,6 +126,8 @@ class Engine {
   WorkerCache workerCache_;
   // Rank 0 only.
   std::unique_ptr<Coordinator> coordinator_;
+  std::unique_ptr<Autotuner> autotuner_;
+  AutotuneLog autotuneLog_;
 
   // Engine thread.
   std::unordered_map<std::string, std::unique_ptr<LocalOp>> waiting_;  // submitted, not yet run
@@ -141,6 +149,7 @@ class Engine {
   std::atomic<bool> abort_{false};
   std::atomic<uint64_t> submitted_{0}, cacheHits_{0}, cacheMisses_{0}, responseLists_{0};
   std::atomic<uint64_t> collectives_{0}, fusedTensors_{0}, inlineAllreduces_{0};
+  std::atomic<uint64_t> autotuneSamples_{0};
 
   std::thread thread_;
 };

@@ -66,7 +66,7 @@ void Executor::allreduce(const Response& response, const std::vector<LocalOp*>& 
   for (const auto& s : slots) metas.push_back(s.meta);
   // Adasum combines each tensor by its own dot products, so a grouped one is not fused.
   std::size_t threshold =
-      params->reduceOp == ReduceOp::Adasum ? 0 : options_.fusionThresholdBytes;
+      params->reduceOp == ReduceOp::Adasum ? 0 : response.fusionThresholdBytes;
   for (const auto& chunk : planFusion(metas, threshold))
     allreduceChunk(slots, chunk, *params, comm);
 }

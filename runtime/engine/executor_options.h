@@ -9,7 +9,6 @@
 namespace hvd::runtime {
 
 struct ExecutorOptions {
-  std::size_t fusionThresholdBytes = 0;  // 0: every tensor alone
   std::size_t segmentBytes = 512 * 1024;
   std::size_t ringThresholdBytes = 128 * 1024;
   std::chrono::milliseconds opTimeout{300000};  // bounds the wait for GPU work

@@ -226,7 +226,7 @@ void CudaExecutor::allreduce(const Response& response, const std::vector<LocalOp
   });
   std::vector<TensorMeta> metas;
   for (const auto& s : slots) metas.push_back(s.meta);
-  for (const auto& chunk : planFusion(metas, options_.fusionThresholdBytes))
+  for (const auto& chunk : planFusion(metas, response.fusionThresholdBytes))
     allreduceChunk(slots, chunk, *params, backends, state, counters);
 }
 

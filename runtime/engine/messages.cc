@@ -48,6 +48,7 @@ std::string ResponseList::encode() const {
     w.put<uint32_t>(static_cast<uint32_t>(x.forJoined.size()));
     for (const auto& j : x.forJoined) j.encode(w);
     w.putString(x.inlineResult);
+    w.put(x.fusionThresholdBytes);
   }
   return w.take();
 }
@@ -70,6 +71,7 @@ ResponseList ResponseList::decode(const std::string& bytes) {
     auto joined = r.get<uint32_t>();
     for (uint32_t k = 0; k < joined; ++k) x.forJoined.push_back(OpRequest::decode(r));
     x.inlineResult = r.getString();
+    x.fusionThresholdBytes = r.get<uint64_t>();
     l.responses.push_back(std::move(x));
   }
   if (!r.atEnd()) throw InternalError("response list has trailing bytes");

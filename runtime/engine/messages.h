@@ -52,6 +52,9 @@ struct Response {
   // Execute of an allreduce the coordinator reduced from the ranks' inline data: the result
   // (tensors back to back); ranks copy it out instead of running a collective.
   std::string inlineResult;
+  // Execute of an allreduce: the fusion threshold the coordinator grouped it with. Every rank's
+  // executor cuts the same chunks with it; the autotuner changes it while the job runs.
+  uint64_t fusionThresholdBytes = 0;
 };
 
 struct ResponseList {

@@ -71,10 +71,10 @@ def test_hierarchical_flags_reach_every_worker():
 
 def test_bad_knobs_are_rejected_naming_the_key_before_anything_starts(tmp_path):
     config = tmp_path / "hvd.json"
-    config.write_text(json.dumps({"autotune": {"enabled": True}}))
+    config.write_text(json.dumps({"timeline": {"mark_cycles": True}}))
     r = run_hvdrun("-np", 2, "--config-file", config, WORKER, "env")
     assert r.returncode == 2
-    assert "autotune.enabled is not supported by hvd" in r.stderr
+    assert "timeline.mark_cycles is not supported by hvd" in r.stderr
     config.write_text(json.dumps({"params": {"cache_capacity": "lots"}}))
     r = run_hvdrun("-np", 2, "--config-file", config, WORKER, "env")
     assert r.returncode == 2 and 'params.cache_capacity: expected a number, got "lots"' in r.stderr

@@ -81,7 +81,10 @@ def test_hvdrun_log_lines_start_with_the_time_unless_hidden():
     (["--tcp", "--transport", "shm"], "excludes"),
     (["--log-level", "loud"], "unknown log level 'loud'"),
     (["--mpi"], "unknown option '--mpi'"),
-    (["--autotune", "--autotune-log-file", "x"], "unknown option '--autotune'"),
+    (["--timeline-mark-cycles"], "unknown option '--timeline-mark-cycles'"),
+    (["--autotune-log-file", "x"], "--autotune-log-file (HVD_AUTOTUNE_LOG=x) needs --autotune"),
+    (["--autotune", "--fusion-threshold-mb", "1", "--cycle-time-ms", "0"],
+     "which fixes them: leave one out"),
 ])
 def test_conflicting_or_unknown_horovodrun_flags_are_refused(args, message):
     r = run_hvdrun("-np", 1, *args, "true")

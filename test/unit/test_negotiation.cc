@@ -83,6 +83,35 @@ TEST_CASE("fusion groups compatible allreduces up to the threshold") {
   CHECK(list.responses[2].names == std::vector<std::string>{"d"});
 }
 
+TEST_CASE("a retuned threshold groups the next dispatch and travels with its responses") {
+  Coordinator c(options(2, 4096));
+  auto submitBoth = [&](const OpRequest& r) {
+    c.submit(0, r, 0, t0);
+    c.submit(1, r, 0, t0);
+  };
+  submitBoth(allreduce("a", 256));
+  submitBoth(allreduce("b", 256));
+  auto list = c.dispatch(t0);
+  REQUIRE(list.responses.size() == 1);
+  CHECK(list.responses[0].fusionThresholdBytes == 4096);
+  c.retune(0, std::chrono::microseconds(0));
+  submitBoth(allreduce("a", 256));
+  submitBoth(allreduce("b", 256));
+  list = c.dispatch(t0);
+  REQUIRE(list.responses.size() == 2);
+  CHECK(list.responses[0].fusionThresholdBytes == 0);
+  // A cycle time set by retune holds the next ready work.
+  c.retune(1024, std::chrono::milliseconds(2));
+  submitBoth(allreduce("c", 128));
+  CHECK(c.dispatch(t0).responses.empty());
+  CHECK(c.nextDeadline() == t0 + std::chrono::milliseconds(2));
+  submitBoth(allreduce("d", 128));
+  list = c.dispatch(t0 + std::chrono::milliseconds(2));
+  REQUIRE(list.responses.size() == 1);
+  CHECK(list.responses[0].names == std::vector<std::string>{"c", "d"});
+  CHECK(list.responses[0].fusionThresholdBytes == 1024);
+}
+
 TEST_CASE("allreduces fuse only when dtype, op, scale factors, device and process set agree") {
   OpRequest base = allreduce("a", 256);
   REQUIRE(fusionKey(base));
@@ -208,10 +237,12 @@ TEST_CASE("control messages survive encoding, and a truncated one is an error") 
   inlined.names = {"loss"};
   inlined.cacheIds = {5};
   inlined.inlineResult = std::string("\0\0\200?", 4);
+  inlined.fusionThresholdBytes = 3 << 20;
   responses.responses = {inlined};
   auto r = ResponseList::decode(responses.encode());
   REQUIRE(r.responses.size() == 1);
   CHECK(r.responses[0].inlineResult == inlined.inlineResult);
+  CHECK(r.responses[0].fusionThresholdBytes == 3 << 20);
   CHECK(r.responses[0].names == inlined.names);
   std::string bytes = l.encode();
   bytes.pop_back();
