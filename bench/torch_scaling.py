@@ -16,6 +16,7 @@ of gradients) on batch 8: each step is short and has many small gradients, so it
 each gradient costs the library per step rather than bandwidth.
 """
 import argparse
+import csv
 import importlib.util
 import json
 import os
@@ -24,6 +25,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -31,8 +33,15 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 # efficiency no synchronous data-parallel library can beat on this machine (unequal cores,
 # per-step jitter: each step lasts as long as the slower rank's).
 # "hvd" runs on hvd's default transport (shared memory between ranks of one host), "hvd-tcp"
-# with --transport tcp.
+# with --transport tcp, "hvd-autotune" with hvdrun --autotune (timed after the tuning's steps,
+# which run as warm-up; --kinds adds it).
 KINDS = ("single", "hvd", "hvd-tcp", "ddp", "lockstep")
+ALL_KINDS = KINDS + ("hvd-autotune",)
+# A short tuning, so that a benchmark run can afford it: 1 warm-up and 12 search samples of 5
+# steps each (Horovod's defaults take 230 steps).
+AUTOTUNE_FLAGS = ["--autotune", "--autotune-warmup-samples", "1",
+                  "--autotune-steps-per-sample", "5", "--autotune-bayes-opt-max-samples", "12"]
+AUTOTUNE_STEPS = (1 + 12) * 5 + 1
 BUILD = pathlib.Path(os.environ.get("HVD_BUILD_DIR", REPO / "build"))
 
 
@@ -137,16 +146,22 @@ class RunFailed(Exception):
 
 def run_config(kind, args):
     """Runs one configuration to completion; returns rank 0's JSON record."""
-    cmd = [sys.executable, __file__, "--worker", "hvd" if kind == "hvd-tcp" else kind,
+    warmup = args.warmup + (AUTOTUNE_STEPS if kind == "hvd-autotune" else 0)
+    cmd = [sys.executable, __file__, "--worker", "hvd" if kind.startswith("hvd") else kind,
            "--steps", str(args.steps),
-           "--warmup", str(args.warmup), "--batch", str(args.batch), "--model", args.model]
+           "--warmup", str(warmup), "--batch", str(args.batch), "--model", args.model]
     env = dict(os.environ)
+    log = None
     if kind == "single":
         procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)]
-    elif kind in ("hvd", "hvd-tcp", "lockstep"):
-        transport = ["--transport", "tcp"] if kind == "hvd-tcp" else []
+    elif kind in ("hvd", "hvd-tcp", "hvd-autotune", "lockstep"):
+        flags = {"hvd-tcp": ["--transport", "tcp"], "hvd-autotune": AUTOTUNE_FLAGS}.get(kind, [])
+        if kind == "hvd-autotune":
+            fd, log = tempfile.mkstemp(suffix=".csv", prefix="hvd_autotune_")
+            os.close(fd)
+            flags = flags + ["--autotune-log-file", log]
         procs = [subprocess.Popen([str(BUILD / "apps" / "hvdrun"), "-np", str(args.ranks),
-                                   *transport, *cmd], stdout=subprocess.PIPE, text=True, env=env)]
+                                   *flags, *cmd], stdout=subprocess.PIPE, text=True, env=env)]
     else:
         port = free_port()
         procs = []
@@ -169,6 +184,16 @@ def run_config(kind, args):
                 records.append(json.loads(text))
     if len(records) != 1:
         raise RunFailed(f"{kind}: expected one result line, got {records}")
+    if log:
+        with open(log) as f:
+            rows = list(csv.DictReader(f))
+        os.unlink(log)
+        chosen = [row for row in rows if row["phase"] == "chosen"]
+        if not chosen:
+            raise RunFailed(f"{kind}: the tuning did not finish within the warm-up: {rows}")
+        records[0]["autotune_chosen"] = {
+            "fusion_threshold_bytes": int(chosen[-1]["fusion_threshold_bytes"]),
+            "cycle_time_ms": float(chosen[-1]["cycle_time_ms"])}
     return records[0]
 
 
@@ -185,12 +210,19 @@ def main():
     parser.add_argument("--model", choices=sorted(MODELS), default="mnist")
     parser.add_argument("--timeout", type=int, default=600)
     parser.add_argument("--json", help="write the rounds and medians here")
+    parser.add_argument("--kinds", default=",".join(KINDS),
+                        help=f"configurations to run, of {','.join(ALL_KINDS)} "
+                             "(single is always run: efficiency is against it)")
     args = parser.parse_args()
     if args.batch is None:
         args.batch = 128 if args.model == "mnist" else 8
     if args.worker:
         return worker(args)
 
+    kinds = ["single"] + [k for k in args.kinds.split(",") if k and k != "single"]
+    unknown = [k for k in kinds if k not in ALL_KINDS]
+    if unknown:
+        parser.error(f"--kinds: unknown {','.join(unknown)} (choose from {','.join(ALL_KINDS)})")
     rounds, failures = [], []
 
     def measured(kind, round_number):
@@ -207,27 +239,35 @@ def main():
                 raise SystemExit(f"round {round_number}: {again} (twice)")
 
     for i in range(args.rounds):
-        row = {kind: measured(kind, i + 1) for kind in KINDS}
+        row = {kind: measured(kind, i + 1) for kind in kinds}
         rounds.append(row)
         print(f"round {i + 1}: " + ", ".join(
             f"{k} {v['samples_per_s']:.1f} samples/s" for k, v in row.items()), flush=True)
     median = {k: statistics.median(r[k]["samples_per_s"] for r in rounds)
-              for k in KINDS}
-    efficiency = {k: median[k] / (args.ranks * median["single"]) for k in KINDS[1:]}
+              for k in kinds}
+    efficiency = {k: median[k] / (args.ranks * median["single"]) for k in kinds[1:]}
     per_round = [{k: r[k]["samples_per_s"] / (args.ranks * r["single"]["samples_per_s"])
-                  for k in KINDS[1:]} for r in rounds]
+                  for k in kinds[1:]} for r in rounds]
     print(f"\n| peer | ranks | samples/s (median of {args.rounds}) | scaling efficiency |")
     print("|---|---|---|---|")
     print(f"| one process | 1 | {median['single']:.1f} | - |")
     for k, label in (("hvd", "hvd DistributedOptimizer"),
                      ("hvd-tcp", "hvd DistributedOptimizer, --transport tcp"),
+                     ("hvd-autotune", "hvd DistributedOptimizer, --autotune (after tuning)"),
                      ("ddp", "torch DDP (gloo)"),
                      ("lockstep", "lockstep: no gradients, one barrier per step (ceiling)")):
-        print(f"| {label} | {args.ranks} | {median[k]:.1f} | {100 * efficiency[k]:.1f}% |")
-    print(f"\nhvd / DDP throughput: {median['hvd'] / median['ddp']:.3f}x")
-    print(f"hvd / hvd-tcp throughput: {median['hvd'] / median['hvd-tcp']:.3f}x")
-    print(f"hvd / lockstep throughput (share of the ceiling): "
-          f"{median['hvd'] / median['lockstep']:.3f}")
+        if k in median:
+            print(f"| {label} | {args.ranks} | {median[k]:.1f} | {100 * efficiency[k]:.1f}% |")
+    print()
+    for a, b, what in (("hvd", "ddp", "hvd / DDP throughput"),
+                       ("hvd", "hvd-tcp", "hvd / hvd-tcp throughput"),
+                       ("hvd-autotune", "hvd", "hvd --autotune / hvd throughput"),
+                       ("hvd", "lockstep", "hvd / lockstep throughput (share of the ceiling)")):
+        if a in median and b in median:
+            print(f"{what}: {median[a] / median[b]:.3f}x")
+    for i, r in enumerate(rounds):
+        if "hvd-autotune" in r:
+            print(f"round {i + 1}: autotune chose {r['hvd-autotune']['autotune_chosen']}")
     if args.json:
         pathlib.Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         with open(args.json, "w") as f:
