@@ -134,7 +134,7 @@ const std::vector<ParamSpec>& allParams() {
        ParamType::Int, "20", 1, 200, false,
        "Samples the autotuner measures (after the warm-up) before it keeps the best setting."},
       {"HVD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", "HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE",
-       ParamType::Double, "0.8", 0, 100, false,
+       ParamType::Double, "0.8", 0, 1, false,
        "Noise the autotuner's Gaussian process assumes in one sample's score, as a share of the "
        "scores' variance: higher trusts single samples less."},
       {"HVD_CACHE_CAPACITY", "HOROVOD_CACHE_CAPACITY", ParamType::Int, "1024", 0, 1 << 20, false,
@@ -143,6 +143,10 @@ const std::vector<ParamSpec>& allParams() {
       {"HVD_TIMELINE", "HOROVOD_TIMELINE", ParamType::String, "", 0, 0, false,
        "File rank 0 writes a Chrome-trace/Perfetto timeline of every tensor's phases to; empty: "
        "no timeline."},
+      {"HVD_TIMELINE_MARK_CYCLES", "HOROVOD_TIMELINE_MARK_CYCLES", ParamType::Int, "0", 0, 1,
+       false,
+       "1: the timeline also marks (CYCLE_START) each list of work rank 0 dispatches; hvd has "
+       "no fixed cycle, so these show when negotiation released work."},
       {"HVD_HOROVOD_COMPAT", "", ParamType::Int, "0", 0, 1, false,
        "1 makes hvdrun put hvd's horovod compatibility package on the workers' PYTHONPATH, so "
        "'import horovod.torch as hvd' runs on hvd (same as --horovod-compat)."},

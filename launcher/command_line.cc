@@ -156,6 +156,9 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
                      "Response cache entries; 0 turns it off (HVD_CACHE_CAPACITY)");
   tuning->add_option("--timeline-filename", rf.timelineFilename,
                      "Rank 0 writes a Chrome-trace timeline here (HVD_TIMELINE)");
+  tuning->add_flag("--timeline-mark-cycles", rf.timelineMarkCycles,
+                   "Mark each list of work rank 0 dispatches in the timeline "
+                   "(HVD_TIMELINE_MARK_CYCLES=1)");
   tuning->add_option("--stall-check-warning-time-seconds", rf.stallWarningSeconds,
                      "Report operations some ranks have not submitted after this long "
                      "(HVD_STALL_CHECK_TIME_SECONDS)");

@@ -78,6 +78,11 @@ void readConfigFile(const std::string& path, std::map<std::string, std::string>&
             f.value(body, section, key, T::boolean).get<bool>() ? "1" : "0";
       else if (where == "timeline.filename")
         out["HVD_TIMELINE"] = f.value(body, section, key, T::string).get<std::string>();
+      else if (where == "timeline.mark_cycles")
+        out["HVD_TIMELINE_MARK_CYCLES"] =
+            f.value(body, section, key, T::boolean).get<bool>() ? "1" : "0";
+      else if (where == "logging.with_timestamp")
+        out["HVD_LOG_HIDE_TIME"] = f.value(body, section, key, T::boolean).get<bool>() ? "0" : "1";
       else if (where == "stall_check.enabled")
         out["HVD_STALL_CHECK_DISABLE"] =
             f.value(body, section, key, T::boolean).get<bool>() ? "0" : "1";
@@ -111,18 +116,18 @@ void readConfigFile(const std::string& path, std::map<std::string, std::string>&
             path + ": " + where +
             " is not supported by hvd (supported: params.fusion_threshold_mb, "
             "params.cycle_time_ms, params.cache_capacity, params.hierarchical_allreduce, "
-            "params.hierarchical_allgather, timeline.filename, autotune.enabled, "
+            "params.hierarchical_allgather, timeline.filename, timeline.mark_cycles, autotune.enabled, "
             "autotune.log_file, autotune.warmup_samples, autotune.steps_per_sample, "
             "autotune.bayes_opt_max_samples, autotune.gaussian_process_noise, "
             "stall_check.enabled, stall_check.warning_time_seconds, "
-            "stall_check.shutdown_time_seconds, logging.level)");
+            "stall_check.shutdown_time_seconds, logging.level, logging.with_timestamp)");
     }
   }
 }
 
 // The workers' Config refuses these combinations too; checking here fails the job before any
 // worker starts. What the workers see is hvdrun's environment with the flags on top.
-void checkAutotune(const std::map<std::string, std::string>& fromFlags) {
+void checkCombinations(const std::map<std::string, std::string>& fromFlags) {
   auto env = params::environmentSnapshot();
   for (const auto& [name, value] : fromFlags) {
     env[name] = value;
@@ -139,6 +144,9 @@ void checkAutotune(const std::map<std::string, std::string>& fromFlags) {
     throw InvalidArgument("--autotune tunes the fusion threshold and the cycle time, but both "
                           "are given (--fusion-threshold-mb/HVD_FUSION_THRESHOLD and "
                           "--cycle-time-ms/HVD_CYCLE_TIME), which fixes them: leave one out");
+  if (values.getInt("HVD_TIMELINE_MARK_CYCLES") == 1 && values.getString("HVD_TIMELINE").empty())
+    throw InvalidArgument("--timeline-mark-cycles (HVD_TIMELINE_MARK_CYCLES=1) needs a timeline "
+                          "(--timeline-filename, HVD_TIMELINE)");
 }
 
 }  // namespace
@@ -151,6 +159,7 @@ std::map<std::string, std::string> runtimeParams(const RuntimeFlags& flags) {
   if (flags.cycleTimeMs) out["HVD_CYCLE_TIME"] = number(*flags.cycleTimeMs);
   if (flags.cacheCapacity) out["HVD_CACHE_CAPACITY"] = std::to_string(*flags.cacheCapacity);
   if (flags.timelineFilename) out["HVD_TIMELINE"] = *flags.timelineFilename;
+  if (flags.timelineMarkCycles) out["HVD_TIMELINE_MARK_CYCLES"] = "1";
   if (flags.stallWarningSeconds)
     out["HVD_STALL_CHECK_TIME_SECONDS"] = std::to_string(*flags.stallWarningSeconds);
   if (flags.stallShutdownSeconds)
@@ -181,7 +190,7 @@ std::map<std::string, std::string> runtimeParams(const RuntimeFlags& flags) {
     if (spec.type == params::ParamType::Double)
       params::parseDouble(value, static_cast<double>(spec.min), static_cast<double>(spec.max), what);
   }
-  checkAutotune(out);
+  checkCombinations(out);
   return out;
 }
 

@@ -15,6 +15,7 @@ struct RuntimeFlags {
   std::optional<double> cycleTimeMs;         // --cycle-time-ms
   std::optional<long long> cacheCapacity;    // --cache-capacity
   std::optional<std::string> timelineFilename;  // --timeline-filename
+  bool timelineMarkCycles = false;              // --timeline-mark-cycles
   std::optional<long long> stallWarningSeconds;   // --stall-check-warning-time-seconds
   std::optional<long long> stallShutdownSeconds;  // --stall-check-shutdown-time-seconds
   bool noStallCheck = false;                 // --no-stall-check

@@ -129,6 +129,7 @@ Config Config::fromParams(const params::ParamValues& v) {
     throw InvalidArgument("HVD_AUTOTUNE=1 tunes HVD_FUSION_THRESHOLD and HVD_CYCLE_TIME, but "
                           "both are set explicitly, which fixes them: unset one or both");
   c.timelinePath = v.getString("HVD_TIMELINE");
+  c.timelineMarkCycles = v.getInt("HVD_TIMELINE_MARK_CYCLES") == 1;
   c.networkInterface = v.getString("HVD_NETWORK_INTERFACE");
   c.stallCheck = v.getInt("HVD_STALL_CHECK_DISABLE") == 0;
   c.stallWarning = std::chrono::seconds(v.getInt("HVD_STALL_CHECK_TIME_SECONDS"));

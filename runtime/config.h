@@ -56,6 +56,7 @@ struct Config {
   bool fusionThresholdFixed = false;  // HVD_FUSION_THRESHOLD was set
   bool cycleTimeFixed = false;        // HVD_CYCLE_TIME was set
   std::string timelinePath;
+  bool timelineMarkCycles = false;  // HVD_TIMELINE_MARK_CYCLES=1
   bool stallCheck = true;
   std::chrono::seconds stallWarning{0};
   std::chrono::seconds stallShutdown{0};

@@ -28,6 +28,7 @@ EngineOptions engineOptions(const Config& c) {
   o.spinTime = c.spinTime;
   o.inlineAllreduceBytes = c.inlineAllreduceBytes;
   o.timelinePath = c.timelinePath;
+  o.timelineMarkCycles = c.timelineMarkCycles;
   if (c.autotune) {
     AutotuneOptions a;
     a.warmupSamples = c.autotuneWarmupSamples;

@@ -268,9 +268,9 @@ def remove_process_set(process_set: ProcessSet) -> bool:
 
 
 def start_timeline(file_path: str, mark_cycles: bool = False):
-    """Starts writing the Chrome-trace timeline (rank 0 writes it)."""
-    del mark_cycles  # hvd has no cycles to mark: work starts as soon as it is ready
-    _core.start_timeline(str(file_path))
+    """Starts writing the Chrome-trace timeline (rank 0 writes it). `mark_cycles` adds a
+    CYCLE_START mark for each list of work rank 0 dispatches."""
+    _core.start_timeline(str(file_path), bool(mark_cycles))
 
 
 def stop_timeline():

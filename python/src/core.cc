@@ -421,7 +421,9 @@ NB_MODULE(_core, m) {
   m.def("process_set_ranks",
         [](int id) { return current()->engine().processSet(id); }, nb::arg("id"));
   m.def("process_set_ids", [] { return current()->engine().processSetIds(); });
-  m.def("start_timeline", [](const std::string& path) { current()->engine().startTimeline(path); });
+  m.def("start_timeline", [](const std::string& path, bool markCycles) {
+    current()->engine().startTimeline(path, markCycles);
+  }, nb::arg("path"), nb::arg("mark_cycles") = false);
   m.def("stop_timeline", [] { current()->engine().stopTimeline(); });
   m.def("stats", [] {
     EngineStats s = current()->engine().stats();

@@ -143,7 +143,8 @@ void Autotuner::finishSample(Clock::time_point now, Outcome& out) {
   if (static_cast<int>(search_.samples()) < options_.maxSamples) {
     current_ = candidates_[search_.next()];
   } else {
-    current_ = measured_[search_.best()];
+    // The configured setting was the first search sample; it stays unless clearly beaten.
+    current_ = measured_[search_.best(0)];
     done_ = true;
     AutotuneSample chosen;
     chosen.index = samplesTaken_;

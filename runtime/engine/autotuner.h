@@ -11,7 +11,9 @@
 // steps allocate, fill caches and warm up the framework). Then `maxSamples` samples: the
 // configured setting, a few settings spread over the grid, and then the candidates a Bayesian
 // search (bayesian_search.h) expects to improve most. After them the setting with the best
-// fitted score stays for the rest of the job. A knob the user set explicitly is not tuned.
+// fitted score stays for the rest of the job, if it beats the configured setting by more than
+// the fits' uncertainty (else the configured one stays). A knob the user set explicitly is not
+// tuned.
 //
 // Pure logic: the caller passes the time and writes the samples it returns (AutotuneLog).
 // Thread model: owned by rank 0's engine thread.

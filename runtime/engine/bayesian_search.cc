@@ -13,6 +13,13 @@ constexpr double kPi = 3.14159265358979323846;
 // Smooth to rough: on a grid of 5 to 10 values per knob, 0.1 lets neighbours differ and 1.0
 // fits nearly a plane. The marginal likelihood picks among these.
 constexpr double kLengthScales[] = {0.1, 0.15, 0.25, 0.4, 0.6, 1.0};
+// How much of the scores' spread is the settings' doing (the rest is noise): when every
+// setting scores the same up to noise, a small one fits best, and the fit stays flat instead
+// of chasing lucky samples.
+constexpr double kSignalVariances[] = {0.01, 0.05, 0.2, 0.5, 1.0, 2.0};
+// A move away from the incumbent must gain this many standard deviations of the two fits'
+// combined uncertainty: a lucky run of samples should rarely move a job off its configuration.
+constexpr double kKeepIncumbentSigmas = 2.0;
 // Keeps the factorisation positive definite when the caller asks for no noise at all.
 constexpr double kJitter = 1e-9;
 // Expected improvement must beat the best by this share of the scores' range, so that with
@@ -25,8 +32,8 @@ double squaredDistance(const SearchPoint& a, const SearchPoint& b) {
   return d;
 }
 
-double kernel(const SearchPoint& a, const SearchPoint& b, double scale) {
-  return std::exp(-squaredDistance(a, b) / (2 * scale * scale));
+double kernel(const SearchPoint& a, const SearchPoint& b, double scale, double variance) {
+  return variance * std::exp(-squaredDistance(a, b) / (2 * scale * scale));
 }
 
 // Solves L z = b for lower-triangular L (row-major n x n).
@@ -66,25 +73,29 @@ void GaussianProcess::fit(const std::vector<SearchPoint>& x, const std::vector<d
   if (yScale_ < 1e-12 * std::max(1.0, std::fabs(yMean_))) yScale_ = 1.0;
   y_.clear();
   for (double v : y) y_.push_back((v - yMean_) / yScale_);
-  double bestScale = kLengthScales[0];
+  double bestScale = kLengthScales[0], bestVariance = kSignalVariances[0];
   double bestLikelihood = -std::numeric_limits<double>::infinity();
   for (double scale : kLengthScales) {
-    double l = factorise(scale);
-    if (l > bestLikelihood) {
-      bestLikelihood = l;
-      bestScale = scale;
+    for (double variance : kSignalVariances) {
+      double l = factorise(scale, variance);
+      if (l > bestLikelihood) {
+        bestLikelihood = l;
+        bestScale = scale;
+        bestVariance = variance;
+      }
     }
   }
-  factorise(bestScale);
+  factorise(bestScale, bestVariance);
 }
 
-double GaussianProcess::factorise(double scale) {
+double GaussianProcess::factorise(double scale, double variance) {
   lengthScale_ = scale;
+  signalVariance_ = variance;
   std::size_t n = x_.size();
   lower_.assign(n * n, 0.0);
   for (std::size_t i = 0; i < n; ++i) {
     for (std::size_t j = 0; j <= i; ++j) {
-      double sum = kernel(x_[i], x_[j], scale) + (i == j ? noise_ : 0.0);
+      double sum = kernel(x_[i], x_[j], scale, variance) + (i == j ? noise_ : 0.0);
       for (std::size_t k = 0; k < j; ++k) sum -= lower_[i * n + k] * lower_[j * n + k];
       if (i == j) lower_[i * n + i] = std::sqrt(std::max(sum, kJitter));
       else lower_[i * n + j] = sum / lower_[j * n + j];
@@ -102,11 +113,11 @@ GaussianProcess::Prediction GaussianProcess::predict(const SearchPoint& p) const
   std::vector<double> k(n);
   double mean = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    k[i] = kernel(p, x_[i], lengthScale_);
+    k[i] = kernel(p, x_[i], lengthScale_, signalVariance_);
     mean += k[i] * alpha_[i];
   }
   auto v = forward(lower_, k);
-  double var = 1.0;
+  double var = signalVariance_;
   for (double e : v) var -= e * e;
   return {yMean_ + yScale_ * mean, yScale_ * std::sqrt(std::max(var, 0.0))};
 }
@@ -165,18 +176,25 @@ std::size_t BayesianSearch::next() const {
   return pick;
 }
 
-std::size_t BayesianSearch::best() const {
+std::size_t BayesianSearch::best(std::optional<std::size_t> incumbent) const {
   HVD_ENFORCE(!measured_.empty(), "Bayesian search: best() before any measurement");
+  HVD_ENFORCE(!incumbent || *incumbent < measured_.size(), "Bayesian search: incumbent ",
+              *incumbent, " of ", measured_.size(), " measurements");
   GaussianProcess gp(noise_);
   gp.fit(measured_, scores_);
   std::size_t pick = 0;
-  double top = -std::numeric_limits<double>::infinity();
+  GaussianProcess::Prediction top{-std::numeric_limits<double>::infinity(), 0};
   for (std::size_t i = 0; i < measured_.size(); ++i) {
-    double mean = gp.predict(measured_[i]).mean;
-    if (mean > top) {
-      top = mean;
+    auto p = gp.predict(measured_[i]);
+    if (p.mean > top.mean) {
+      top = p;
       pick = i;
     }
+  }
+  if (incumbent) {
+    auto kept = gp.predict(measured_[*incumbent]);
+    double doubt = std::sqrt(top.stddev * top.stddev + kept.stddev * kept.stddev);
+    if (top.mean - kept.mean <= kKeepIncumbentSigmas * doubt) return *incumbent;
   }
   return pick;
 }

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 namespace hvd::runtime {
@@ -19,8 +20,8 @@ namespace hvd::runtime {
 using SearchPoint = std::vector<double>;  // one coordinate per tuned knob, each in [0,1]
 
 // Gaussian-process regression with a squared-exponential kernel. Scores are standardised
-// (mean 0, variance 1) before fitting, the kernel's variance is 1, and the length scale is the
-// one of a fixed ladder with the highest marginal likelihood.
+// (mean 0, variance 1) before fitting; the kernel's length scale and variance are the pair of
+// a fixed ladder with the highest marginal likelihood.
 class GaussianProcess {
  public:
   // `noise`: the variance of one measurement's error, in units of the scores' variance.
@@ -37,12 +38,13 @@ class GaussianProcess {
   double lengthScale() const { return lengthScale_; }
 
  private:
-  // Factorises K + noise*I for `scale`; returns the log marginal likelihood of the
-  // standardised scores.
-  double factorise(double scale);
+  // Factorises K + noise*I for the kernel's length scale and variance; returns the log
+  // marginal likelihood of the standardised scores.
+  double factorise(double scale, double variance);
 
   double noise_;
   double lengthScale_ = 0;
+  double signalVariance_ = 1;
   double yMean_ = 0, yScale_ = 1;
   std::vector<SearchPoint> x_;
   std::vector<double> y_;             // standardised
@@ -64,9 +66,13 @@ class BayesianSearch {
   // Index into candidates() of the point to measure next. May repeat a measured candidate:
   // measuring it again is what the noise calls for.
   std::size_t next() const;
-  // Index (in the order of add()) of the measured point with the highest predicted score:
-  // with noisy measurements, the best fit rather than the luckiest single measurement.
-  std::size_t best() const;
+  // Index (in the order of add()) of the measured point with the highest fitted score: with
+  // noisy measurements, the best fit rather than the luckiest single measurement. With
+  // `incumbent` (an index of a measured point, such as the setting the user configured), that
+  // point is kept unless the best beats its fitted score by more than twice the two fits'
+  // combined uncertainty: a difference the measurements cannot tell from noise is no reason to
+  // move.
+  std::size_t best(std::optional<std::size_t> incumbent = std::nullopt) const;
 
   const std::vector<SearchPoint>& candidates() const { return candidates_; }
   std::size_t samples() const { return scores_.size(); }

@@ -45,6 +45,7 @@ Engine::Engine(EngineOptions options, std::unique_ptr<collectives::Comm> data,
     c.cacheCapacity = options_.cacheCapacity;
     coordinator_ = std::make_unique<Coordinator>(c);
     if (!options_.timelinePath.empty()) timeline_.start(options_.timelinePath);
+    markCycles_ = options_.timelineMarkCycles;
     if (options_.autotune) {
       autotuner_ = std::make_unique<Autotuner>(
           *options_.autotune, TuningParams{c.fusionThresholdBytes, c.cycleTime});
@@ -181,6 +182,7 @@ bool Engine::coordinate() {
     log::logger("engine")->warn("stall: {} (HVD_STALL_CHECK_TIME_SECONDS)", line);
   ResponseList list = coordinator_->dispatch(now);
   if (list.responses.empty()) return false;
+  if (markCycles_ && timeline_.active()) timeline_.markCycle(now);
   std::string bytes = list.encode();
   for (int r = 1; r < size_; ++r) control_->send(r, bytes);
   if (autotuner_ && !autotuner_->done()) autotune(list, now);
@@ -462,8 +464,10 @@ std::vector<int32_t> Engine::processSetIds() const {
   return ids;
 }
 
-void Engine::startTimeline(const std::string& path) {
-  if (rank_ == 0) timeline_.start(path);
+void Engine::startTimeline(const std::string& path, bool markCycles) {
+  if (rank_ != 0) return;
+  markCycles_ = markCycles;
+  timeline_.start(path);
 }
 
 void Engine::stopTimeline() { timeline_.stop(); }

@@ -52,6 +52,7 @@ struct EngineOptions {
   // reduced by the coordinator (inline_allreduce.h); 0: never.
   std::size_t inlineAllreduceBytes = 0;
   std::string timelinePath;  // rank 0 writes it; empty: none
+  bool timelineMarkCycles = false;  // HVD_TIMELINE_MARK_CYCLES
   // HVD_AUTOTUNE: rank 0 tunes the coordinator's fusion threshold and cycle time (autotuner.h).
   std::optional<AutotuneOptions> autotune;
   std::string autotuneLogPath;  // rank 0 appends a row per sample; empty: none
@@ -90,7 +91,7 @@ class Engine {
   // Ranks of process set `id`, or nullopt when it does not exist (as this rank knows it).
   std::optional<std::vector<int32_t>> processSet(int32_t id) const;
   std::vector<int32_t> processSetIds() const;
-  void startTimeline(const std::string& path);
+  void startTimeline(const std::string& path, bool markCycles);
   void stopTimeline();
 
  private:
@@ -147,6 +148,7 @@ class Engine {
   bool shutdownCalled_ = false;
   bool threadDone_ = false;
   std::atomic<bool> abort_{false};
+  std::atomic<bool> markCycles_{false};
   std::atomic<uint64_t> submitted_{0}, cacheHits_{0}, cacheMisses_{0}, responseLists_{0};
   std::atomic<uint64_t> collectives_{0}, fusedTensors_{0}, inlineAllreduces_{0};
   std::atomic<uint64_t> autotuneSamples_{0};

@@ -68,6 +68,16 @@ void Timeline::record(const std::vector<Event>& events) {
   append(text);
 }
 
+void Timeline::markCycle(Time at) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (fd_ < 0) return;
+  auto us = std::chrono::duration_cast<std::chrono::microseconds>(at - origin_).count();
+  nlohmann::json e = {{"name", "CYCLE_START"}, {"ph", "i"}, {"s", "g"}, {"pid", rank_},
+                      {"tid", 0},              {"ts", us}};
+  append((first_ ? "\n" : ",\n") + e.dump());
+  first_ = false;
+}
+
 // One pwrite replaces the closing bracket, so the file is valid JSON before and after it.
 void Timeline::append(const std::string& text) {
   std::string chunk = text + "\n]";

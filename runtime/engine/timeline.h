@@ -1,6 +1,6 @@
 // A Chrome-trace / Perfetto timeline (open it in ui.perfetto.dev or chrome://tracing): one row
 // per tensor name, one complete event per phase (NEGOTIATE, MEMCPY_IN_FUSION_BUFFER, the
-// collective, MEMCPY_OUT_FUSION_BUFFER). The file is valid JSON after every write: each batch of
+// collective, MEMCPY_OUT_FUSION_BUFFER), and optionally CYCLE_START marks. The file is valid JSON after every write: each batch of
 // events replaces the closing "]" in one pwrite, so a job stopped by Ctrl-C or SIGKILL leaves a
 // file that parses.
 // Thread model: start/stop from any thread; record from the engine thread; a mutex guards the
@@ -34,6 +34,9 @@ class Timeline {
     std::size_t bytes = 0;
   };
   void record(const std::vector<Event>& events);
+  // An instant event across all rows (Horovod's CYCLE_START): hvd has no fixed cycle, so rank
+  // 0's engine marks each list of work it dispatches.
+  void markCycle(Time at);
 
  private:
   void append(const std::string& text);

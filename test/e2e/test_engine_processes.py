@@ -71,10 +71,13 @@ def test_hierarchical_flags_reach_every_worker():
 
 def test_bad_knobs_are_rejected_naming_the_key_before_anything_starts(tmp_path):
     config = tmp_path / "hvd.json"
-    config.write_text(json.dumps({"timeline": {"mark_cycles": True}}))
+    config.write_text(json.dumps({"library_options": {"num_nccl_streams": 2}}))
     r = run_hvdrun("-np", 2, "--config-file", config, WORKER, "env")
     assert r.returncode == 2
-    assert "timeline.mark_cycles is not supported by hvd" in r.stderr
+    assert "library_options.num_nccl_streams is not supported by hvd" in r.stderr
+    r = run_hvdrun("-np", 2, "--timeline-mark-cycles", WORKER, "env")
+    assert r.returncode == 2 and "--timeline-mark-cycles (HVD_TIMELINE_MARK_CYCLES=1) needs a " \
+        "timeline" in r.stderr
     config.write_text(json.dumps({"params": {"cache_capacity": "lots"}}))
     r = run_hvdrun("-np", 2, "--config-file", config, WORKER, "env")
     assert r.returncode == 2 and 'params.cache_capacity: expected a number, got "lots"' in r.stderr
@@ -97,6 +100,24 @@ def test_timeline_is_valid_json_after_a_normal_end(tmp_path):
     assert "NEGOTIATE" in phases and "ALLREDUCE" in phases, phases
     names = [e["args"]["name"] for e in json.loads(timeline.read_text()) if e.get("ph") == "M"]
     assert any(n.startswith("allreduce.noname.") for n in names)
+    assert not any(e["name"] == "CYCLE_START" for e in json.loads(timeline.read_text()))
+
+
+def test_timeline_marks_each_dispatch_when_asked_from_flags_or_the_config_file(tmp_path):
+    timeline = tmp_path / "timeline.json"
+    config = tmp_path / "hvd.json"
+    config.write_text(json.dumps({"timeline": {"filename": str(timeline), "mark_cycles": True}}))
+    for how in (["--timeline-filename", timeline, "--timeline-mark-cycles"],
+                ["--config-file", config]):
+        r = run_hvdrun("-np", 2, *how, WORKER, "allreduce", 1000)
+        assert r.returncode == 0, r.stderr
+        events = json.loads(timeline.read_text())
+        marks = [e for e in events if e["name"] == "CYCLE_START"]
+        assert marks and all(e["ph"] == "i" for e in marks)
+        # At least one mark per allreduce the worker ran (each is dispatched on its own).
+        runs = [e for e in events if e.get("ph") == "X" and e["name"] == "ALLREDUCE"]
+        assert len(marks) >= len({e["args"]["tensor"] for e in runs}) >= 1
+        timeline.unlink()
 
 
 def test_timeline_is_valid_json_after_ctrl_c(tmp_path):

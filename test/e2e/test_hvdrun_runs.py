@@ -81,7 +81,7 @@ def test_hvdrun_log_lines_start_with_the_time_unless_hidden():
     (["--tcp", "--transport", "shm"], "excludes"),
     (["--log-level", "loud"], "unknown log level 'loud'"),
     (["--mpi"], "unknown option '--mpi'"),
-    (["--timeline-mark-cycles"], "unknown option '--timeline-mark-cycles'"),
+    (["--num-nccl-streams", "2"], "unknown option '--num-nccl-streams'"),
     (["--autotune-log-file", "x"], "--autotune-log-file (HVD_AUTOTUNE_LOG=x) needs --autotune"),
     (["--autotune", "--fusion-threshold-mb", "1", "--cycle-time-ms", "0"],
      "which fixes them: leave one out"),

@@ -133,7 +133,7 @@ TEST_CASE("one rank's GPU operations run through NCCL, fused, with NCCL phases i
   auto outcome = test::runRuntimes(1, [&](Runtime& rt, int) -> std::string {
     Problems p;
     auto wait = [](Handle h) -> OpResult& { return h->wait(std::chrono::seconds(20)); };
-    rt.engine().startTimeline(timeline);
+    rt.engine().startTimeline(timeline, false);
     std::vector<float> v(1000);
     std::iota(v.begin(), v.end(), 1.0f);
     DeviceVector<float> in(v), out(std::vector<float>(1000, -1.0f));

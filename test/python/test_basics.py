@@ -102,3 +102,17 @@ def test_timeline_is_written_by_rank_0(tmp_path):
         import json
         events = json.load(open(shared))
         assert any('timeline.t' in json.dumps(e) for e in events)
+        assert not any(e["name"] == "CYCLE_START" for e in events)
+
+
+def test_a_timeline_started_with_mark_cycles_marks_each_dispatch(tmp_path):
+    path = str(tmp_path / f"cycles.{os.environ.get('HVD_JOB_ID', 'single')}.json")
+    shared = hvd.numpy.broadcast_object(path, 0)
+    hvd.start_timeline(shared, mark_cycles=True)
+    for i in range(3):
+        hnp.allreduce(np.ones(8, dtype=np.float32), name=f"cycles.{i}")
+    hvd.stop_timeline()
+    if hvd.rank() == 0:
+        import json
+        marks = [e for e in json.load(open(shared)) if e["name"] == "CYCLE_START"]
+        assert len(marks) >= 3 and all(e["ph"] == "i" for e in marks)

@@ -99,6 +99,31 @@ TEST_CASE("the Bayesian search finds the top of a noisy function in 20 of 63 poi
   }
 }
 
+TEST_CASE("the incumbent stays unless the best measured point beats it beyond the noise") {
+  auto candidates = grid(9, 7);
+  for (unsigned seed : {11u, 12u, 13u, 14u, 15u, 16u}) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<double> noise(0.0, 3.0);
+    // Flat: every setting scores 100, measured with noise.
+    BayesianSearch flat(candidates, 0.8, 5);
+    flat.add({1.0, 0.0}, 100 + noise(rng));
+    while (flat.samples() < 20) flat.add(candidates[flat.next()], 100 + noise(rng));
+    CHECK(flat.best(0) == 0);
+    // Sloped: the far corner is clearly better than the incumbent, and wins.
+    BayesianSearch sloped(candidates, 0.8, 5);
+    auto truth = [](const SearchPoint& p) { return 100 + 30 * p[1] - 30 * (1 - p[0]); };
+    SearchPoint incumbent{1.0, 0.0};
+    sloped.add(incumbent, truth(incumbent) + noise(rng));
+    std::vector<SearchPoint> measured{incumbent};
+    while (sloped.samples() < 20) {
+      auto next = candidates[sloped.next()];
+      sloped.add(next, truth(next) + noise(rng));
+      measured.push_back(next);
+    }
+    CHECK(truth(measured[sloped.best(0)]) > truth(incumbent) + 20);
+  }
+}
+
 TEST_CASE("the first samples spread over the grid before expected improvement takes over") {
   BayesianSearch search(grid(3, 3), 0.8, 3);
   search.add({0.0, 0.0}, 1.0);
@@ -220,6 +245,29 @@ TEST_CASE("autotune finds the setting a simulated job trains fastest with") {
     CHECK(chosen < configured);
     CHECK(chosen <= best * 1.03);
   }
+}
+
+TEST_CASE("autotune keeps the configured setting when no other trains measurably faster") {
+  int kept = 0;
+  for (unsigned seed = 20; seed < 30; ++seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<double> jitter(0.0, 0.03);
+    AutotuneOptions o;
+    o.warmupSamples = 0;
+    o.stepsPerSample = 5;
+    o.maxSamples = 12;
+    TuningParams configured{128 * kMiB, microseconds(0)};
+    Autotuner tuner(o, configured);
+    auto t = Clock::time_point{};
+    for (int s = 0; s < 1000 && !tuner.done(); ++s) {
+      tuner.observe({{"grad", 1 << 20}}, t);
+      t += std::chrono::duration_cast<Clock::duration>(
+          std::chrono::duration<double>(0.05 * (1 + jitter(rng))));
+    }
+    REQUIRE(tuner.done());
+    kept += tuner.current() == configured;
+  }
+  CHECK(kept >= 9);
 }
 
 TEST_CASE("the autotune log is CSV with a header, appended to, and names a file it cannot open") {

@@ -275,6 +275,12 @@ TEST_CASE("the timeline file is valid JSON after every batch of events") {
   auto events = parse();
   CHECK(events.size() == 5);
   CHECK(events[0]["args"]["name"] == "grad \"w\"");
+  timeline.markCycle(now + std::chrono::microseconds(7));
+  events = parse();
+  REQUIRE(events.size() == 6);
+  CHECK(events[5]["name"] == "CYCLE_START");
+  CHECK(events[5]["ph"] == "i");
+  CHECK(events[5]["s"] == "g");
   timeline.stop();
   std::remove(path.c_str());
 }
