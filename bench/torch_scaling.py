@@ -203,10 +203,7 @@ def main():
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=20)
-    # Two-rank runs reach their steady pace only after some steps (allocations, page faults in
-    # the transport's buffers, the frameworks' caches): 60 warm-up steps measured 2-8% more
-    # samples/s than 3 for every multi-rank configuration (docs/performance.md, run 11).
-    parser.add_argument("--warmup", type=int, default=60)
+    parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--batch", type=int, default=None,
                         help="per rank (default 128 for mnist, 8 for mlp)")
     parser.add_argument("--model", choices=sorted(MODELS), default="mnist")
@@ -226,8 +223,8 @@ def main():
     if unknown:
         parser.error(f"--kinds: unknown {','.join(unknown)} (choose from {','.join(ALL_KINDS)})")
     if "hvd-autotune" in kinds:
-        # The tuning runs within the warm-up; every configuration gets the same warm-up, since
-        # a longer one alone measured 5-8% more samples/s on the mlp model.
+        # The tuning runs within the warm-up; every configuration gets the same warm-up, so
+        # that the comparison does not depend on what a longer warm-up does.
         args.warmup += AUTOTUNE_STEPS
     rounds, failures = [], []
 
