@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <set>
 #include <cstring>
 #include <functional>
 #include <optional>
@@ -79,8 +80,11 @@ struct RemoteRanks::Host {
   std::vector<std::pair<int, int>> requests;  // (id, signal)
   bool quit = false;
   std::function<void(int id, ExitStatus)> report;
-  // A LateHost: checked by the thread itself before its ranks start.
+  // A LateHost: checked by the thread itself before its ranks start. The ranks signalled so
+  // far (guarded by `mutex`): once every one of them is, nothing waits for the check, which is
+  // interrupted instead of running to its timeout.
   std::optional<LateHost> late;
+  std::set<int> signalled;
 
   // The thread's body: check a late host, send every rank its run script, then pump until all
   // have ended.
@@ -115,6 +119,7 @@ RemoteRanks::~RemoteRanks() {
       std::lock_guard<std::mutex> lock(h->mutex);
       h->quit = true;
     }
+    if (h->late && h->late->check.interrupt) h->late->check.interrupt->interrupt();
     if (h->controlWrite >= 0) (void)!::write(h->controlWrite, "q", 1);
   }
   for (auto& h : hosts_) {
@@ -193,6 +198,7 @@ std::vector<RemoteRankStreams> RemoteRanks::launch(LateHost late) {
     host->ranks.push_back(std::move(r));
   }
   host->late = std::move(late);
+  host->late->check.interrupt = std::make_shared<CheckInterrupt>();
   auto streams = openStreams(*host);
   hosts_.push_back(std::move(host));
   startThread(*hosts_.back());
@@ -217,10 +223,14 @@ void RemoteRanks::signal(int id, int sig) {
   for (auto& h : hosts_)
     for (const auto& r : h->ranks)
       if (r.spec.id == id) {
+        bool everyRank = false;
         {
           std::lock_guard<std::mutex> lock(h->mutex);
           h->requests.emplace_back(id, sig);
+          h->signalled.insert(id);
+          everyRank = h->signalled.size() == h->ranks.size();
         }
+        if (everyRank && h->late) h->late->check.interrupt->interrupt();
         (void)!::write(h->controlWrite, "s", 1);
         return;
       }
@@ -417,10 +427,14 @@ bool RemoteRanks::Host::checkLateHost() {
   } catch (const Error& e) {
     why = e.what();
   }
+  // Stopped while being checked: the ranks end as the signal asked, not as a failed host.
+  bool stopped = late->check.interrupt->interrupted();
+  if (stopped) applyRequests();
   for (auto& r : ranks) {
     ExitStatus status{false, 255};
     status.unstarted = true;
-    finish(r, status, why);
+    if (stopped) status = {true, r.killWanted ? SIGKILL : SIGTERM};
+    finish(r, status, stopped ? "" : why);
     r.channel = nullptr;  // freed with the sessions
     r.phase = Phase::Done;
   }

@@ -76,7 +76,7 @@ Outcome check(const PreflightHost& host) {
   try {
     std::size_t connections = (host.ranks + kRanksPerConnection - 1) / kRanksPerConnection;
     for (std::size_t c = 0; c < connections; ++c) {
-      ready.sessions.push_back(SshSession::connect(host.target));
+      ready.sessions.push_back(SshSession::connect(host.target, host.interrupt.get()));
       if (c == 0) ready.localAddress = ready.sessions[0]->localAddress();
     }
     // The remote shells start side by side: their login scripts run in parallel.
@@ -88,7 +88,10 @@ Outcome check(const PreflightHost& host) {
   } catch (const Error& e) {
     out.failure = e.what();
   }
+  if (!out.failure.empty() && host.interrupt && host.interrupt->interrupted())
+    out.failure = host.target.describe() + ": the check was interrupted (hvdrun is stopping)";
   if (!out.failure.empty()) out.host = {};
+  for (auto& session : out.host.sessions) session->stopWatching();
   return out;
 }
 

@@ -23,6 +23,9 @@ struct PreflightHost {
   SshTarget target;
   std::string checkScript;
   std::size_t ranks = 1;
+  // Lets another thread stop this host's check at once (an elastic job's new host, checked
+  // while hvdrun runs); null: the check runs to its end or its timeout.
+  std::shared_ptr<CheckInterrupt> interrupt;
 };
 
 // A checked host: its connections and one channel per rank, each waiting for its run script.

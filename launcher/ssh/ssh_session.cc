@@ -36,8 +36,14 @@ int remainingMs(Clock::time_point deadline) {
   return static_cast<int>(std::max<long>(0, left.count()));
 }
 
+SshError interrupted(const std::string& where) {
+  return SshError(SshFailure::Interrupted, where + "the check was interrupted (hvdrun is stopping)");
+}
+
 // Non-blocking connect to each resolved address in turn until one answers or time runs out.
-int connectWithTimeout(const SshTarget& t, const std::string& where) {
+// With an interrupt, waits in slices so that a stop is seen within one; the socket is watched
+// from its creation.
+int connectWithTimeout(const SshTarget& t, const std::string& where, CheckInterrupt* interrupt) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -56,12 +62,27 @@ int connectWithTimeout(const SshTarget& t, const std::string& where) {
       lastErrno = errno;
       continue;
     }
+    if (interrupt) interrupt->watch(fd);
+    auto discard = [&] {
+      if (interrupt) interrupt->unwatch(fd);
+      ::close(fd);
+    };
     int err = 0;
     if (::connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
       err = errno;
       if (err == EINPROGRESS) {
         pollfd p{fd, POLLOUT, 0};
-        int n = ::poll(&p, 1, remainingMs(deadline));
+        int n = 0;
+        for (;;) {
+          int wait = remainingMs(deadline);
+          if (interrupt) wait = std::min(wait, 100);
+          n = ::poll(&p, 1, wait);
+          if (n != 0 || remainingMs(deadline) == 0) break;
+          if (interrupt && interrupt->interrupted()) {
+            discard();
+            throw interrupted(where);
+          }
+        }
         if (n == 0) {
           err = ETIMEDOUT;
         } else {
@@ -76,7 +97,8 @@ int connectWithTimeout(const SshTarget& t, const std::string& where) {
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       return fd;
     }
-    ::close(fd);
+    discard();
+    if (interrupt && interrupt->interrupted()) throw interrupted(where);
     lastErrno = err;
     if (remainingMs(deadline) == 0) break;
   }
@@ -147,16 +169,33 @@ void appendKnownHost(const std::string& path, const std::string& line) {
   if (!out) throw IoError("cannot append to " + path + ": " + std::strerror(errno));
 }
 
-std::unique_ptr<SshSession> SshSession::connect(const SshTarget& target) {
+std::unique_ptr<SshSession> SshSession::connect(const SshTarget& target,
+                                                CheckInterrupt* interrupt) {
   initLibssh2Once();
   std::string where = target.describe() + ": ";
-  int fd = connectWithTimeout(target, where);
+  int fd = connectWithTimeout(target, where, interrupt);
   LIBSSH2_SESSION* s = libssh2_session_init();
   if (!s) {
+    if (interrupt) interrupt->unwatch(fd);
     ::close(fd);
     throw IoError(where + "libssh2_session_init failed");
   }
-  std::unique_ptr<SshSession> session(new SshSession(target, fd, s));
+  std::unique_ptr<SshSession> session(new SshSession(target, fd, s, interrupt));
+  try {
+    session->establish();
+  } catch (const SshError&) {
+    // The interrupt shut the socket down under libssh2: say so rather than libssh2's error.
+    if (interrupt && interrupt->interrupted()) throw interrupted(where);
+    throw;
+  }
+  return session;
+}
+
+void SshSession::establish() {
+  LIBSSH2_SESSION* s = session_;
+  const SshTarget& target = target_;
+  std::string where = this->where();
+  int fd = fd_;
   libssh2_session_set_blocking(s, 1);
   // Every blocking libssh2 call below (handshake, auth, channel setup) shares this bound.
   libssh2_session_set_timeout(s, static_cast<long>(target.connectTimeout.count()));
@@ -166,14 +205,19 @@ std::unique_ptr<SshSession> SshSession::connect(const SshTarget& target) {
                      where + "no SSH greeting within the connect timeout (" +
                          std::to_string(target.connectTimeout.count()) +
                          " ms, --ssh-connect-timeout): is this port an sshd?");
-    throw SshError(SshFailure::Protocol, where + "ssh handshake failed: " + session->lastError());
+    throw SshError(SshFailure::Protocol, where + "ssh handshake failed: " + lastError());
   }
-  session->verifyHostKey();
-  session->authenticate();
-  return session;
+  verifyHostKey();
+  authenticate();
+}
+
+void SshSession::stopWatching() {
+  if (interrupt_) interrupt_->unwatch(fd_);
+  interrupt_ = nullptr;
 }
 
 SshSession::~SshSession() {
+  stopWatching();
   if (session_) {
     libssh2_session_set_timeout(session_, 2000);
     libssh2_session_disconnect(session_, "hvdrun done");

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "launcher/ssh/check_interrupt.h"
 
 namespace hvd::launcher::ssh {
 
@@ -48,6 +49,7 @@ enum class SshFailure {
   HostKeyUnknown,  // not in known_hosts under Strict
   HostKeyChanged,  // known_hosts has a different key: possible man-in-the-middle
   Auth,            // no method was accepted
+  Interrupted,     // hvdrun stopped while the check waited (CheckInterrupt)
 };
 
 class SshError : public Error {
@@ -61,13 +63,18 @@ class SshError : public Error {
 
 class SshSession {
  public:
-  // Connects, verifies the host key and authenticates. Throws SshError.
-  static std::unique_ptr<SshSession> connect(const SshTarget& target);
+  // Connects, verifies the host key and authenticates. Throws SshError. With `interrupt`, the
+  // socket stays registered there (and the session's waits stop when it fires) until
+  // stopWatching() or the session's end.
+  static std::unique_ptr<SshSession> connect(const SshTarget& target,
+                                             CheckInterrupt* interrupt = nullptr);
   ~SshSession();
   SshSession(const SshSession&) = delete;
   SshSession& operator=(const SshSession&) = delete;
 
   const SshTarget& target() const { return target_; }
+  // The check is over: the session goes on to run a rank, out of the interrupt's reach.
+  void stopWatching();
   LIBSSH2_SESSION* raw() const { return session_; }
   int socket() const { return fd_; }
   // This side's address of the connection: an address of this machine the host can reach.
@@ -82,14 +89,16 @@ class SshSession {
   void writeAll(LIBSSH2_CHANNEL* channel, const std::string& data, const std::string& what);
 
  private:
-  SshSession(SshTarget target, int fd, LIBSSH2_SESSION* session)
-      : target_(std::move(target)), fd_(fd), session_(session) {}
+  SshSession(SshTarget target, int fd, LIBSSH2_SESSION* session, CheckInterrupt* interrupt)
+      : target_(std::move(target)), fd_(fd), session_(session), interrupt_(interrupt) {}
+  void establish();  // handshake, host key, authentication
   void verifyHostKey();
   void authenticate();
 
   SshTarget target_;
   int fd_ = -1;
   LIBSSH2_SESSION* session_ = nullptr;
+  CheckInterrupt* interrupt_ = nullptr;
 };
 
 // "SHA256:base64" of the host key the session was offered, as ssh-keygen -l prints it.

@@ -148,3 +148,54 @@ def test_per_host_network_interfaces_choose_where_each_hosts_workers_listen(host
     assert r.returncode == 0, r.stderr[-4000:]
     lines = sorted(l.split("SUM ", 1)[1] for l in r.stdout.splitlines() if "SUM " in l)
     assert lines == [f"0 {hosts.bridge} 3", "1 eth0 3"], r.stdout
+
+
+
+BLACK_HOLE = """
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1])))
+s.listen()
+print("listening", flush=True)
+held = []
+while True:
+    held.append(s.accept()[0])  # accepted, never answered: an SSH handshake waits for a banner
+"""
+
+
+def test_interrupting_while_a_new_host_is_checked_does_not_wait_for_its_timeout(hosts, tmp_path):
+    # A "host" that accepts the TCP connection and never sends SSH's banner, with a long connect
+    # timeout: Ctrl-C must stop the job at once, not when the host's check gives up.
+    port = 2299
+    hole = subprocess.Popen(["ip", "netns", "exec", hosts.namespaces[1], sys.executable, "-c",
+                             BLACK_HOLE, str(port)], stdout=subprocess.PIPE, text=True)
+    config = hosts.home / ".ssh" / "config"
+    try:
+        assert hole.stdout.readline().strip() == "listening"
+        config.write_text(f"Host blackhole\n  HostName {hosts.addresses[1]}\n  Port {port}\n")
+        pids = tmp_path / "pids"
+        pids.mkdir()
+        code = ("import os, time; "
+                f"open(os.path.join({str(pids)!r}, str(os.getpid())), 'w').close(); "
+                "import hvd.numpy as hvd; hvd.init(); time.sleep(600)")
+        p = subprocess.Popen([str(HVDRUN), "--min-np", "2", "-H", "localhost:2,blackhole:1",
+                              "--ssh-connect-timeout", "120", sys.executable, "-c", code],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=environment(hosts), cwd=REPO)
+        deadline = time.monotonic() + 60
+        while len(os.listdir(pids)) < 2 and time.monotonic() < deadline and p.poll() is None:
+            time.sleep(0.1)
+        time.sleep(2)  # the black hole's check is waiting for the banner
+        asked = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=150)
+        took = time.monotonic() - asked
+        assert p.returncode == 128 + signal.SIGINT, err[-3000:]
+        assert took < 10, f"hvdrun took {took:.1f} s to stop: {err[-3000:]}"
+        for pid in map(int, os.listdir(pids)):
+            assert process_gone(pid), f"worker pid {pid} outlived hvdrun"
+    finally:
+        config.unlink(missing_ok=True)
+        hole.kill()
+        hole.wait()
