@@ -115,14 +115,14 @@ void allreduce(Comm& comm, const void* input, void* output, std::size_t count, D
     hierarchical(*h, source, data, count, dtype, op, options, comm.size());
     return;
   }
-  if (comm.size() > 1) {
-    if (bytes < options.ringThresholdBytes) {
-      recursiveDoubling(comm, source, data, count, dtype, op, tag);
-    } else {
-      Blocks blocks = evenBlocks(count, comm.size());
-      ringAllreduce(comm, source, data, blocks, dtype, op, segmentBytesFor(bytes, comm.size(), options), tag);
-    }
+  if (comm.size() > 1 && bytes >= options.ringThresholdBytes) {
+    // The ring finishes (averages, postscales) each segment on the rank that completes it.
+    Blocks blocks = evenBlocks(count, comm.size());
+    ringAllreduce(comm, source, data, blocks, dtype, op,
+                  segmentBytesFor(bytes, comm.size(), options), tag, options.postscale);
+    return;
   }
+  if (comm.size() > 1) recursiveDoubling(comm, source, data, count, dtype, op, tag);
   finishAllreduce(output, count, dtype, op, comm.size(), options.postscale);
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -108,6 +109,16 @@ void scaleTyped(T* data, std::size_t n, double factor) {
 
 template <typename T>
 void divideTyped(T* data, std::size_t n, int divisor) {
+  // Dividing by a power of two and multiplying by its reciprocal round the same exact value,
+  // so the results are identical, and a multiply is several times cheaper than a vector
+  // divide (Average over 2, 4, 8 ... ranks).
+  if constexpr (std::is_floating_point_v<T>) {
+    if ((divisor & (divisor - 1)) == 0) {
+      const T reciprocal = T(1) / static_cast<T>(divisor);
+      for (std::size_t i = 0; i < n; ++i) data[i] *= reciprocal;
+      return;
+    }
+  }
   for (std::size_t i = 0; i < n; ++i) data[i] = static_cast<T>(data[i] / static_cast<T>(divisor));
 }
 

@@ -13,6 +13,7 @@
 #include "collectives/algorithms/ring_allreduce.h"
 
 #include <algorithm>
+#include <cstring>
 #include <deque>
 #include <vector>
 
@@ -32,8 +33,9 @@ struct Piece {
 class PipelinedRing {
  public:
   PipelinedRing(Comm& comm, const std::byte* input, std::byte* data, const Blocks& blocks,
-                DType dtype, ReduceOp op, std::size_t segmentBytes, Tag tag)
+                DType dtype, ReduceOp op, std::size_t segmentBytes, Tag tag, double postscale)
       : comm_(comm), input_(input), data_(data), blocks_(blocks), dtype_(dtype), op_(op),
+        postscale_(postscale),
         elem_(dtypeSize(dtype)), perSegment_(std::max<std::size_t>(1, segmentBytes / elem_)),
         tag_(tag), n_(comm.size()), r_(comm.rank()),
         next_(comm.peer(ringIndex(r_ + 1, n_))), prev_(comm.peer(ringIndex(r_ - 1, n_))) {}
@@ -54,6 +56,8 @@ class PipelinedRing {
       if (p.step < n_ - 1) {
         reduce(data_ + at, input_ + at, slot(i), p.count, dtype_, op_);
         ++freeSlots_;
+        // The last reduce-scatter step completes this segment: finish it before it travels.
+        if (p.step == n_ - 2) finishAllreduce(data_ + at, p.count, dtype_, op_, n_, postscale_);
       }
       if (p.step + 1 < steps()) send({p.step + 1, p.offset, p.count}, data_);
       postReceives();
@@ -106,6 +110,7 @@ class PipelinedRing {
   const Blocks& blocks_;
   DType dtype_;
   ReduceOp op_;
+  double postscale_;
   std::size_t elem_, perSegment_;
   Tag tag_;
   int n_, r_;
@@ -123,9 +128,15 @@ class PipelinedRing {
 }  // namespace
 
 void ringAllreduce(Comm& comm, const std::byte* input, std::byte* data, const Blocks& blocks,
-                   DType dtype, ReduceOp op, std::size_t segmentBytes, Tag tag) {
-  if (comm.size() == 1) return;
-  PipelinedRing(comm, input, data, blocks, dtype, op, segmentBytes, tag).run();
+                   DType dtype, ReduceOp op, std::size_t segmentBytes, Tag tag,
+                   double postscale) {
+  if (comm.size() == 1) {
+    std::size_t count = 0;
+    for (auto c : blocks.counts) count += c;
+    if (input != data) std::memcpy(data, input, count * dtypeSize(dtype));
+    return finishAllreduce(data, count, dtype, op, 1, postscale);
+  }
+  PipelinedRing(comm, input, data, blocks, dtype, op, segmentBytes, tag, postscale).run();
 }
 
 }  // namespace hvd::collectives

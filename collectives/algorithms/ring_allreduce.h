@@ -10,8 +10,12 @@
 namespace hvd::collectives {
 
 // Reduces `input` (left unchanged unless it is `data`) across the ring into `data`. `blocks`
-// cuts the buffer into n blocks; messages are segments of at most segmentBytes.
+// cuts the buffer into n blocks; messages are segments of at most segmentBytes. The result is
+// finished as finishAllreduce does (Average's division, then `postscale`) by the rank that
+// completes each segment, before the allgather passes it on: each rank finishes 1/n of the
+// buffer instead of all of it, with the same values.
 void ringAllreduce(Comm& comm, const std::byte* input, std::byte* data, const Blocks& blocks,
-                   DType dtype, ReduceOp op, std::size_t segmentBytes, Tag tag);
+                   DType dtype, ReduceOp op, std::size_t segmentBytes, Tag tag,
+                   double postscale = 1.0);
 
 }  // namespace hvd::collectives

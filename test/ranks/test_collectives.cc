@@ -5,6 +5,8 @@
 // not thread-safe); runRanks rethrows the first failure on the main thread.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include <algorithm>
 #include <atomic>
 #include <numeric>
@@ -102,6 +104,35 @@ TEST_CASE("allreduce applies prescale and postscale factors", "[allreduce]") {
                       " is ", getElement(buf.data(), t, i), ", want ", want, " n=", n);
         }
       }
+  }, over(transport)));
+}
+
+TEST_CASE("a ring average equals the sum divided by the ranks, bit for bit", "[allreduce]") {
+  // The ring finishes each segment on the rank that completes it (and multiplies by the exact
+  // reciprocal for a power of two): the values must be those of dividing the whole sum.
+  int n = GENERATE(2, 3, 4);
+  Transport transport = GENERATE(Transport::Tcp, Transport::Shm);
+  INFO(nameOf(transport) << " n=" << n);
+  REQUIRE_NOTHROW(runRanks(n, [n](Comm& comm) {
+    const std::size_t count = 100003;
+    for (DType t : {DType::Float32, DType::Float64}) {
+      std::size_t size = dtypeSize(t);
+      std::vector<std::byte> in(count * size), sum(count * size), avg(count * size);
+      for (std::size_t i = 0; i < count; ++i)
+        setElement(in.data(), t, i, std::sin(0.37 * double(i) + comm.rank()) * 1e3 / 7.0);
+      AllreduceOptions o{kSegmentBytes, 0, 1.0, 1.0};  // ring at every size
+      allreduce(comm, in.data(), sum.data(), count, t, ReduceOp::Sum, o);
+      allreduce(comm, in.data(), avg.data(), count, t, ReduceOp::Average, o);
+      for (std::size_t i = 0; i < count; ++i) {
+        bool same = t == DType::Float32
+                        ? reinterpret_cast<float*>(avg.data())[i] ==
+                              reinterpret_cast<float*>(sum.data())[i] / float(n)
+                        : reinterpret_cast<double*>(avg.data())[i] ==
+                              reinterpret_cast<double*>(sum.data())[i] / double(n);
+        HVD_ENFORCE(same, dtypeName(t), " element ", i, ": average ",
+                    getElement(avg.data(), t, i), ", sum/n ", getElement(sum.data(), t, i) / n);
+      }
+    }
   }, over(transport)));
 }
 
