@@ -212,6 +212,20 @@ double parseDouble(const std::string& text, double min, double max, const std::s
   return value;
 }
 
+void checkCombinations(const ParamValues& v) {
+  bool autotune = v.getInt("HVD_AUTOTUNE") == 1;
+  if (!autotune && !v.getString("HVD_AUTOTUNE_LOG").empty())
+    throw InvalidArgument("--autotune-log-file (HVD_AUTOTUNE_LOG=" +
+                          v.getString("HVD_AUTOTUNE_LOG") + ") needs --autotune (HVD_AUTOTUNE=1)");
+  if (autotune && v.isSet("HVD_FUSION_THRESHOLD") && v.isSet("HVD_CYCLE_TIME"))
+    throw InvalidArgument("--autotune tunes the fusion threshold and the cycle time, but both "
+                          "are given (--fusion-threshold-mb/HVD_FUSION_THRESHOLD and "
+                          "--cycle-time-ms/HVD_CYCLE_TIME), which fixes them: leave one out");
+  if (v.getInt("HVD_TIMELINE_MARK_CYCLES") == 1 && v.getString("HVD_TIMELINE").empty())
+    throw InvalidArgument("--timeline-mark-cycles (HVD_TIMELINE_MARK_CYCLES=1) needs a timeline "
+                          "(--timeline-filename, HVD_TIMELINE)");
+}
+
 std::map<std::string, std::string> environmentSnapshot() {
   std::map<std::string, std::string> env;
   for (char** e = environ; e && *e; ++e) {

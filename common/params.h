@@ -66,6 +66,11 @@ class ParamValues {
 // the environment; everything else takes the map (the launcher forwards it to workers).
 std::map<std::string, std::string> environmentSnapshot();
 
+// Checks combinations of values that are each valid alone but make no sense together (a log file
+// for autotune without autotune, ...). Throws InvalidArgument naming the variables and hvdrun's
+// flags for them. hvdrun calls it before any worker starts; every worker's Config again.
+void checkCombinations(const ParamValues& values);
+
 // One line per parameter: name, Horovod alias, type, default, range, description, and the
 // value the environment gives it now (secret values are shown as "(set)", never printed).
 std::string describeAll(const ParamValues& current);

@@ -25,23 +25,63 @@ std::string number(double x) {
   return out.str();
 }
 
-struct FileReader {
-  std::string path;
-  const json& value(const json& section, const std::string& sectionName,
-                    const std::string& key, json::value_t type) const {
-    const json& v = section.at(key);
-    bool ok = type == json::value_t::number_float ? v.is_number()
-              : type == json::value_t::number_integer ? v.is_number_integer()
-              : v.type() == type;
-    if (!ok)
-      throw InvalidArgument(detail::concat(path, ": ", sectionName, ".", key, ": expected ",
-                                           type == json::value_t::boolean  ? "true or false"
-                                           : type == json::value_t::string ? "a string"
-                                                                           : "a number",
-                                           ", got ", v.dump()));
-    return v;
-  }
+// How a config-file value becomes its variable's text.
+enum class Kind { Megabytes, Number, Integer, Flag, NegatedFlag, Text, LogLevel };
+
+struct ConfigKey {
+  const char* key;       // section.key, as in Horovod's YAML config file
+  const char* variable;  // the HVD_* variable it sets
+  Kind kind;
 };
+
+constexpr ConfigKey kConfigKeys[] = {
+    {"params.fusion_threshold_mb", "HVD_FUSION_THRESHOLD", Kind::Megabytes},
+    {"params.cycle_time_ms", "HVD_CYCLE_TIME", Kind::Number},
+    {"params.cache_capacity", "HVD_CACHE_CAPACITY", Kind::Integer},
+    {"params.hierarchical_allreduce", "HVD_HIERARCHICAL_ALLREDUCE", Kind::Flag},
+    {"params.hierarchical_allgather", "HVD_HIERARCHICAL_ALLGATHER", Kind::Flag},
+    {"timeline.filename", "HVD_TIMELINE", Kind::Text},
+    {"timeline.mark_cycles", "HVD_TIMELINE_MARK_CYCLES", Kind::Flag},
+    {"autotune.enabled", "HVD_AUTOTUNE", Kind::Flag},
+    {"autotune.log_file", "HVD_AUTOTUNE_LOG", Kind::Text},
+    {"autotune.warmup_samples", "HVD_AUTOTUNE_WARMUP_SAMPLES", Kind::Integer},
+    {"autotune.steps_per_sample", "HVD_AUTOTUNE_STEPS_PER_SAMPLE", Kind::Integer},
+    {"autotune.bayes_opt_max_samples", "HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", Kind::Integer},
+    {"autotune.gaussian_process_noise", "HVD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", Kind::Number},
+    {"stall_check.enabled", "HVD_STALL_CHECK_DISABLE", Kind::NegatedFlag},
+    {"stall_check.warning_time_seconds", "HVD_STALL_CHECK_TIME_SECONDS", Kind::Integer},
+    {"stall_check.shutdown_time_seconds", "HVD_STALL_SHUTDOWN_TIME_SECONDS", Kind::Integer},
+    {"logging.level", "HVD_LOG_LEVEL", Kind::LogLevel},
+    {"logging.with_timestamp", "HVD_LOG_HIDE_TIME", Kind::NegatedFlag},
+};
+
+// The variable's text for a file value; throws naming the file and key for a wrong type.
+std::string convert(const ConfigKey& k, const json& v, const std::string& path) {
+  std::string where = path + ": " + k.key;
+  auto wrongType = [&](const char* expected) {
+    return InvalidArgument(where + ": expected " + expected + ", got " + v.dump());
+  };
+  switch (k.kind) {
+    case Kind::Megabytes:
+    case Kind::Number:
+      if (!v.is_number()) throw wrongType("a number");
+      return k.kind == Kind::Megabytes ? megabytes(v.get<double>(), where) : number(v.get<double>());
+    case Kind::Integer:
+      if (!v.is_number_integer()) throw wrongType("a number");
+      return std::to_string(v.get<long long>());
+    case Kind::Flag:
+    case Kind::NegatedFlag:
+      if (!v.is_boolean()) throw wrongType("true or false");
+      return v.get<bool>() == (k.kind == Kind::Flag) ? "1" : "0";
+    case Kind::Text:
+    case Kind::LogLevel: {
+      if (!v.is_string()) throw wrongType("a string");
+      std::string text = v.get<std::string>();
+      return k.kind == Kind::LogLevel && text == "warning" ? "warn" : text;
+    }
+  }
+  throw InternalError("config key " + std::string(k.key) + " has no conversion");
+}
 
 // Horovod's config file sections and the keys hvd understands; keys Horovod has and hvd does not
 // are named in the error so a user knows the setting was not silently dropped.
@@ -55,98 +95,35 @@ void readConfigFile(const std::string& path, std::map<std::string, std::string>&
     throw InvalidArgument("--config-file " + path + ": not valid JSON: " + e.what());
   }
   if (!doc.is_object()) throw InvalidArgument(path + ": expected a JSON object of sections");
-  FileReader f{path};
-  using T = json::value_t;
   for (const auto& [section, body] : doc.items()) {
     if (!body.is_object())
       throw InvalidArgument(path + ": section " + section + " must be an object");
     for (const auto& [key, v] : body.items()) {
       std::string where = section + "." + key;
-      if (where == "params.fusion_threshold_mb")
-        out["HVD_FUSION_THRESHOLD"] =
-            megabytes(f.value(body, section, key, T::number_float).get<double>(), path + ": " + where);
-      else if (where == "params.cycle_time_ms")
-        out["HVD_CYCLE_TIME"] = number(f.value(body, section, key, T::number_float).get<double>());
-      else if (where == "params.cache_capacity")
-        out["HVD_CACHE_CAPACITY"] =
-            std::to_string(f.value(body, section, key, T::number_integer).get<long long>());
-      else if (where == "params.hierarchical_allreduce")
-        out["HVD_HIERARCHICAL_ALLREDUCE"] =
-            f.value(body, section, key, T::boolean).get<bool>() ? "1" : "0";
-      else if (where == "params.hierarchical_allgather")
-        out["HVD_HIERARCHICAL_ALLGATHER"] =
-            f.value(body, section, key, T::boolean).get<bool>() ? "1" : "0";
-      else if (where == "timeline.filename")
-        out["HVD_TIMELINE"] = f.value(body, section, key, T::string).get<std::string>();
-      else if (where == "timeline.mark_cycles")
-        out["HVD_TIMELINE_MARK_CYCLES"] =
-            f.value(body, section, key, T::boolean).get<bool>() ? "1" : "0";
-      else if (where == "logging.with_timestamp")
-        out["HVD_LOG_HIDE_TIME"] = f.value(body, section, key, T::boolean).get<bool>() ? "0" : "1";
-      else if (where == "stall_check.enabled")
-        out["HVD_STALL_CHECK_DISABLE"] =
-            f.value(body, section, key, T::boolean).get<bool>() ? "0" : "1";
-      else if (where == "stall_check.warning_time_seconds")
-        out["HVD_STALL_CHECK_TIME_SECONDS"] =
-            std::to_string(f.value(body, section, key, T::number_integer).get<long long>());
-      else if (where == "stall_check.shutdown_time_seconds")
-        out["HVD_STALL_SHUTDOWN_TIME_SECONDS"] =
-            std::to_string(f.value(body, section, key, T::number_integer).get<long long>());
-      else if (where == "autotune.enabled")
-        out["HVD_AUTOTUNE"] = f.value(body, section, key, T::boolean).get<bool>() ? "1" : "0";
-      else if (where == "autotune.log_file")
-        out["HVD_AUTOTUNE_LOG"] = f.value(body, section, key, T::string).get<std::string>();
-      else if (where == "autotune.warmup_samples")
-        out["HVD_AUTOTUNE_WARMUP_SAMPLES"] =
-            std::to_string(f.value(body, section, key, T::number_integer).get<long long>());
-      else if (where == "autotune.steps_per_sample")
-        out["HVD_AUTOTUNE_STEPS_PER_SAMPLE"] =
-            std::to_string(f.value(body, section, key, T::number_integer).get<long long>());
-      else if (where == "autotune.bayes_opt_max_samples")
-        out["HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES"] =
-            std::to_string(f.value(body, section, key, T::number_integer).get<long long>());
-      else if (where == "autotune.gaussian_process_noise")
-        out["HVD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE"] =
-            number(f.value(body, section, key, T::number_float).get<double>());
-      else if (where == "logging.level") {
-        std::string level = f.value(body, section, key, T::string).get<std::string>();
-        out["HVD_LOG_LEVEL"] = level == "warning" ? "warn" : level;
-      } else
-        throw InvalidArgument(
-            path + ": " + where +
-            " is not supported by hvd (supported: params.fusion_threshold_mb, "
-            "params.cycle_time_ms, params.cache_capacity, params.hierarchical_allreduce, "
-            "params.hierarchical_allgather, timeline.filename, timeline.mark_cycles, autotune.enabled, "
-            "autotune.log_file, autotune.warmup_samples, autotune.steps_per_sample, "
-            "autotune.bayes_opt_max_samples, autotune.gaussian_process_noise, "
-            "stall_check.enabled, stall_check.warning_time_seconds, "
-            "stall_check.shutdown_time_seconds, logging.level, logging.with_timestamp)");
+      const ConfigKey* known = nullptr;
+      for (const auto& k : kConfigKeys)
+        if (where == k.key) known = &k;
+      if (!known) {
+        std::string supported;
+        for (const auto& k : kConfigKeys)
+          supported += (supported.empty() ? "" : ", ") + std::string(k.key);
+        throw InvalidArgument(path + ": " + where + " is not supported by hvd (supported: " +
+                              supported + ")");
+      }
+      out[known->variable] = convert(*known, v, path);
     }
   }
 }
 
-// The workers' Config refuses these combinations too; checking here fails the job before any
-// worker starts. What the workers see is hvdrun's environment with the flags on top.
-void checkCombinations(const std::map<std::string, std::string>& fromFlags) {
+// What the workers will see: hvdrun's environment with the flags on top.
+params::ParamValues workerValues(const std::map<std::string, std::string>& fromFlags) {
   auto env = params::environmentSnapshot();
   for (const auto& [name, value] : fromFlags) {
     env[name] = value;
     const auto& alias = params::spec(name).horovodAlias;
     if (!alias.empty()) env.erase(alias);
   }
-  auto values = params::ParamValues::fromMap(env);
-  bool autotune = values.getInt("HVD_AUTOTUNE") == 1;
-  if (!autotune && !values.getString("HVD_AUTOTUNE_LOG").empty())
-    throw InvalidArgument("--autotune-log-file (HVD_AUTOTUNE_LOG=" +
-                          values.getString("HVD_AUTOTUNE_LOG") +
-                          ") needs --autotune (HVD_AUTOTUNE=1)");
-  if (autotune && values.isSet("HVD_FUSION_THRESHOLD") && values.isSet("HVD_CYCLE_TIME"))
-    throw InvalidArgument("--autotune tunes the fusion threshold and the cycle time, but both "
-                          "are given (--fusion-threshold-mb/HVD_FUSION_THRESHOLD and "
-                          "--cycle-time-ms/HVD_CYCLE_TIME), which fixes them: leave one out");
-  if (values.getInt("HVD_TIMELINE_MARK_CYCLES") == 1 && values.getString("HVD_TIMELINE").empty())
-    throw InvalidArgument("--timeline-mark-cycles (HVD_TIMELINE_MARK_CYCLES=1) needs a timeline "
-                          "(--timeline-filename, HVD_TIMELINE)");
+  return params::ParamValues::fromMap(env);
 }
 
 }  // namespace
@@ -190,7 +167,7 @@ std::map<std::string, std::string> runtimeParams(const RuntimeFlags& flags) {
     if (spec.type == params::ParamType::Double)
       params::parseDouble(value, static_cast<double>(spec.min), static_cast<double>(spec.max), what);
   }
-  checkCombinations(out);
+  params::checkCombinations(workerValues(out));
   return out;
 }
 

@@ -121,13 +121,7 @@ Config Config::fromParams(const params::ParamValues& v) {
   c.autotuneNoise = v.getDouble("HVD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE");
   c.fusionThresholdFixed = v.isSet("HVD_FUSION_THRESHOLD");
   c.cycleTimeFixed = v.isSet("HVD_CYCLE_TIME");
-  if (!c.autotuneLog.empty() && !c.autotune)
-    throw InvalidArgument("HVD_AUTOTUNE_LOG=" + c.autotuneLog +
-                          " is set but HVD_AUTOTUNE is not 1: there would be nothing to log "
-                          "(hvdrun --autotune turns it on)");
-  if (c.autotune && c.fusionThresholdFixed && c.cycleTimeFixed)
-    throw InvalidArgument("HVD_AUTOTUNE=1 tunes HVD_FUSION_THRESHOLD and HVD_CYCLE_TIME, but "
-                          "both are set explicitly, which fixes them: unset one or both");
+  params::checkCombinations(v);
   c.timelinePath = v.getString("HVD_TIMELINE");
   c.timelineMarkCycles = v.getInt("HVD_TIMELINE_MARK_CYCLES") == 1;
   c.networkInterface = v.getString("HVD_NETWORK_INTERFACE");
