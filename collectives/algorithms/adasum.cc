@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "collectives/algorithms/half.h"
+#include "collectives/algorithms/ring.h"
 #include "collectives/algorithms/tags.h"
 #include "common/error.h"
 
@@ -14,8 +15,6 @@ namespace {
 // |a|^2 below this counts as a zero vector (Horovod's threshold): its side keeps coefficient 1.
 constexpr double kZeroNorm = 1e-8;
 
-// Values travel and are kept as float64 for float64 tensors and as float32 otherwise (half types
-// widen once on the way in): the dot products always accumulate in float64.
 template <typename T, typename F>
 void fill(std::vector<T>& out, F&& element, double factor) {
   if (factor == 1.0) {
@@ -87,10 +86,6 @@ std::array<double, 3> dotProducts(const T* a, const T* b, std::size_t n) {
           (bb[0] + bb[1]) + (bb[2] + bb[3])};
 }
 
-struct Segment {
-  std::size_t start = 0, length = 0;
-};
-
 template <typename T>
 void exchange(Connection& partner, const T* send, std::size_t sendCount, T* recv,
               std::size_t recvCount, Tag tag, Deadline deadline) {
@@ -128,17 +123,17 @@ void adasumTyped(Comm& comm, const void* input, void* output, std::size_t count,
   for (int d = 1; d < n; d <<= 1) {
     Connection& partner = comm.peer(r ^ d);
     bool lower = (r & d) == 0;  // the lower half of the tree is `a`
-    std::size_t firstLength = mine.length / 2;
-    Segment first{mine.start, firstLength};
-    Segment second{mine.start + firstLength, mine.length - firstLength};
+    std::size_t firstLength = mine.count / 2;
+    Segment first{mine.offset, firstLength};
+    Segment second{mine.offset + firstLength, mine.count - firstLength};
     Segment keep = lower ? first : second, give = lower ? second : first;
-    exchange(partner, v.data() + give.start, give.length, other.data(), keep.length, dataTag,
+    exchange(partner, v.data() + give.offset, give.count, other.data(), keep.count, dataTag,
              deadline);
-    const T* own = v.data() + keep.start;
+    const T* own = v.data() + keep.offset;
     const T* theirs = other.data();
     const T* a = lower ? own : theirs;
     const T* b = lower ? theirs : own;
-    std::array<double, 3> dots = dotProducts(a, b, keep.length);  // over this rank's piece
+    std::array<double, 3> dots = dotProducts(a, b, keep.count);  // over this rank's piece
     // Summed over the 2d ranks that now hold the pieces of these two vectors. Each pair adds
     // the same two operands, so every rank of the group gets the same sums.
     for (int m = 1; m < 2 * d; m <<= 1) {
@@ -149,8 +144,8 @@ void adasumTyped(Comm& comm, const void* input, void* output, std::size_t count,
     double ca = dots[1] >= kZeroNorm ? 1.0 - dots[0] / (2.0 * dots[1]) : 1.0;
     double cb = dots[2] >= kZeroNorm ? 1.0 - dots[0] / (2.0 * dots[2]) : 1.0;
     // `own` aliases `result`; each element is read before it is written.
-    T* result = v.data() + keep.start;
-    for (std::size_t i = 0; i < keep.length; ++i)
+    T* result = v.data() + keep.offset;
+    for (std::size_t i = 0; i < keep.count; ++i)
       result[i] = static_cast<T>(ca * static_cast<double>(a[i]) + cb * static_cast<double>(b[i]));
     kept.push_back(mine);
     mine = keep;
@@ -159,12 +154,12 @@ void adasumTyped(Comm& comm, const void* input, void* output, std::size_t count,
   for (int level = static_cast<int>(kept.size()) - 1; level >= 0; --level) {
     int d = 1 << level;
     Segment whole = kept[static_cast<std::size_t>(level)];
-    std::size_t firstLength = whole.length / 2;
+    std::size_t firstLength = whole.count / 2;
     bool lower = (r & d) == 0;
-    Segment theirs = lower ? Segment{whole.start + firstLength, whole.length - firstLength}
-                           : Segment{whole.start, firstLength};
-    exchange(comm.peer(r ^ d), v.data() + mine.start, mine.length, v.data() + theirs.start,
-             theirs.length, dataTag, deadline);
+    Segment theirs = lower ? Segment{whole.offset + firstLength, whole.count - firstLength}
+                           : Segment{whole.offset, firstLength};
+    exchange(comm.peer(r ^ d), v.data() + mine.offset, mine.count, v.data() + theirs.offset,
+             theirs.count, dataTag, deadline);
     mine = whole;
   }
   narrowed<T>(v, output, dtype, postscale);
