@@ -30,6 +30,17 @@ def load_keeping_param_groups(optimizer, load) -> None:
     optimizer.param_groups = groups
 
 
+def _participation(process_set):
+    """(process set, its id, whether this rank communicates). As Horovod: a one-process job has
+    nothing to combine and a rank outside the process set takes no part, so neither pays for
+    hooks or collectives; their step() is the wrapped optimizer's. An elastic job of one worker
+    may grow in a later round, so it communicates. The id is looked up once, not per gradient."""
+    process_set = global_process_set if process_set is None else process_set
+    elastic = _core.elastic_round() >= 0
+    communicates = (_basics.size() > 1 or elastic) and process_set.included()
+    return process_set, _basics.process_set_id(process_set), communicates
+
+
 class _DistributedOptimizer(torch.optim.Optimizer):
     # Methods of this class are mixed into a subclass of the user's optimizer class (see
     # DistributedOptimizer), so isinstance(opt, torch.optim.SGD) stays true.
@@ -48,8 +59,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._prescale = 1.0 / float(gradient_predivide_factor)
         self._postscale = float(gradient_predivide_factor)
         self._sparse_as_dense = sparse_as_dense
-        self._process_set = global_process_set if process_set is None else process_set
-        self._process_set_id = _basics.process_set_id(self._process_set)  # once, not per gradient
+        self._process_set, self._process_set_id, self._communicates = _participation(process_set)
         self.backward_passes_per_step = backward_passes_per_step
 
         # Per-parameter state is keyed by id(p): a dict keyed by the tensor itself calls
@@ -65,12 +75,6 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._reset_delays()
         self._synchronized = False
         self._should_synchronize = True
-        # As Horovod: a one-process job has nothing to average and a rank outside the process
-        # set takes no part, so neither pays for hooks; their step() is the wrapped optimizer's.
-        # An elastic job of one worker may grow in a later round, so it keeps its hooks.
-        elastic = _core.elastic_round() >= 0
-        self._communicates = ((_basics.size() > 1 or elastic)
-                              and self._process_set.included())
         self._hooks = [p.register_post_accumulate_grad_hook(self._hook)
                        for p in self._requires_update] if self._communicates else []
 
@@ -296,26 +300,18 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
                              f"{backward_passes_per_step}")
         self.backward_passes_per_step = backward_passes_per_step
         self._compression = compression
-        self._process_set = global_process_set if process_set is None else process_set
-        self._process_set_id = _basics.process_set_id(self._process_set)
+        self._process_set, self._process_set_id, self._communicates = _participation(process_set)
         all_params = [p for g in self.param_groups for p in g["params"]]
         names = _DistributedOptimizer._name_parameters(named_parameters, all_params)
         self._names = {key: f"{name}.adasum_delta" for key, name in names.items()}
-        self._should_synchronize = True
-        elastic = _core.elastic_round() >= 0
-        self._communicates = ((_basics.size() > 1 or elastic)
-                              and self._process_set.included())
 
     def synchronize(self):
         """Nothing to wait for before the step: the ranks combine the steps' changes."""
 
     @contextlib.contextmanager
     def skip_synchronize(self):
-        self._should_synchronize = False
-        try:
-            yield
-        finally:
-            self._should_synchronize = True
+        """Nothing to skip: synchronize() waits for nothing (kept for Horovod's API)."""
+        yield
 
     def step(self, closure=None):
         params = [p for g in self.param_groups for p in g["params"] if p.requires_grad]
