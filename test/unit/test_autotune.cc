@@ -38,6 +38,18 @@ std::vector<std::pair<std::string_view, uint64_t>> step(const std::vector<std::s
   return out;
 }
 
+// Runs a job of one `bytes`-long gradient per step, each step lasting stepSeconds(setting),
+// until the tuner is done (at most 1000 steps).
+template <typename StepSeconds>
+void trainUntilTuned(Autotuner& tuner, uint64_t bytes, StepSeconds stepSeconds) {
+  auto t = Clock::time_point{};
+  for (int s = 0; s < 1000 && !tuner.done(); ++s) {
+    tuner.observe({{"grad", bytes}}, t);
+    t += std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(stepSeconds(tuner.current())));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("the Gaussian process interpolates measured scores and is unsure far from them") {
@@ -144,10 +156,8 @@ TEST_CASE("autotune: warm-up discarded, samples of whole steps, then the best se
   std::vector<std::string> names{"grad.a", "grad.b", "loss"};
   auto t = Clock::time_point{} + std::chrono::seconds(100);
   std::vector<AutotuneSample> samples;
-  std::vector<TuningParams> settings;
   int retunes = 0;
   for (int s = 0; s < 40 && !tuner.done(); ++s) {
-    settings.push_back(tuner.current());
     auto out = tuner.observe(step(names, 1000), t);
     retunes += out.retuned;
     for (auto& x : out.finished) samples.push_back(x);
@@ -230,12 +240,8 @@ TEST_CASE("autotune finds the setting a simulated job trains fastest with") {
     o.warmupSamples = 1;
     o.stepsPerSample = 5;
     Autotuner tuner(o, {128 * kMiB, microseconds(0)});
-    auto t = Clock::time_point{};
-    for (int s = 0; s < 1000 && !tuner.done(); ++s) {
-      tuner.observe({{"grad", 4 << 20}}, t);
-      t += std::chrono::duration_cast<Clock::duration>(
-          std::chrono::duration<double>(stepSeconds(tuner.current(), jitter(rng))));
-    }
+    trainUntilTuned(tuner, 4 << 20,
+                    [&](const TuningParams& p) { return stepSeconds(p, jitter(rng)); });
     REQUIRE(tuner.done());
     double chosen = stepSeconds(tuner.current(), 0);
     double configured = stepSeconds({128 * kMiB, microseconds(0)}, 0);
@@ -258,12 +264,7 @@ TEST_CASE("autotune keeps the configured setting when no other trains measurably
     o.maxSamples = 12;
     TuningParams configured{128 * kMiB, microseconds(0)};
     Autotuner tuner(o, configured);
-    auto t = Clock::time_point{};
-    for (int s = 0; s < 1000 && !tuner.done(); ++s) {
-      tuner.observe({{"grad", 1 << 20}}, t);
-      t += std::chrono::duration_cast<Clock::duration>(
-          std::chrono::duration<double>(0.05 * (1 + jitter(rng))));
-    }
+    trainUntilTuned(tuner, 1 << 20, [&](const TuningParams&) { return 0.05 * (1 + jitter(rng)); });
     REQUIRE(tuner.done());
     kept += tuner.current() == configured;
   }
