@@ -14,6 +14,10 @@ medians are reported, because the machine is shared and noisy.
 `--model mlp` trains instead a stack of 150 Linear(64, 64) layers (300 parameter tensors, 2.5 MB
 of gradients) on batch 8: each step is short and has many small gradients, so it measures what
 each gradient costs the library per step rather than bandwidth.
+
+`--malloc-retain-mb 256` runs every configuration with malloc keeping freed memory for reuse
+(HVD_MALLOC_RETAIN_MB), which removes the kernel time CPU training otherwise spends re-faulting
+its activations each step.
 """
 import argparse
 import csv
@@ -77,12 +81,14 @@ def train(model, optimizer, steps, warmup, batch, after_step=None, shape=(1, 28,
     for i in range(warmup + steps):
         if i == warmup:
             start = time.perf_counter()
+            cpu_start = time.process_time()
         optimizer.zero_grad()
         F.nll_loss(model(data), target).backward()
         optimizer.step()
         if after_step:
             after_step()
-    return time.perf_counter() - start
+    # Wall time, and the CPU time of every thread of this process (the library's included).
+    return time.perf_counter() - start, time.process_time() - cpu_start
 
 
 def worker(args):
@@ -94,7 +100,7 @@ def worker(args):
     if args.worker == "single":
         size, rank = 1, 0
         optimizer = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
-        elapsed = train(net, optimizer, args.steps, args.warmup, args.batch, shape=shape)
+        elapsed, cpu = train(net, optimizer, args.steps, args.warmup, args.batch, shape=shape)
     elif args.worker == "lockstep":
         # The ceiling any synchronous data-parallel library can reach here: the ranks train
         # alone (no gradient traffic) but meet once per step, as synchronous SGD makes them.
@@ -103,8 +109,10 @@ def worker(args):
         size, rank = hvd.size(), hvd.rank()
         optimizer = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
         hvd.barrier()
-        elapsed = train(net, optimizer, args.steps, args.warmup, args.batch, hvd.barrier, shape)
+        elapsed, cpu = train(net, optimizer, args.steps, args.warmup, args.batch, hvd.barrier,
+                             shape)
         elapsed = hvd.allreduce(torch.tensor(elapsed), op=hvd.Max).item()
+        cpu = hvd.allreduce(torch.tensor(cpu), op=hvd.Average).item()
     elif args.worker == "hvd":
         import hvd.torch as hvd
         hvd.init()
@@ -114,8 +122,9 @@ def worker(args):
             torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9),
             named_parameters=net.named_parameters())
         hvd.barrier()
-        elapsed = train(net, optimizer, args.steps, args.warmup, args.batch, shape=shape)
+        elapsed, cpu = train(net, optimizer, args.steps, args.warmup, args.batch, shape=shape)
         elapsed = hvd.allreduce(torch.tensor(elapsed), op=hvd.Max).item()
+        cpu = hvd.allreduce(torch.tensor(cpu), op=hvd.Average).item()
     else:  # ddp
         import torch.distributed as dist
         dist.init_process_group("gloo")
@@ -123,15 +132,19 @@ def worker(args):
         model = torch.nn.parallel.DistributedDataParallel(net)
         optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
         dist.barrier()
-        elapsed = train(model, optimizer, args.steps, args.warmup, args.batch, shape=shape)
+        elapsed, cpu = train(model, optimizer, args.steps, args.warmup, args.batch, shape=shape)
         t = torch.tensor(elapsed)
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         elapsed = t.item()
+        t = torch.tensor(cpu)
+        dist.all_reduce(t)
+        cpu = t.item() / size
         dist.destroy_process_group()
     if rank == 0:
         rate = args.steps * args.batch * size / elapsed
         print(json.dumps({"peer": args.worker, "ranks": size, "samples_per_s": rate,
-                          "step_ms": 1000 * elapsed / args.steps}), flush=True)
+                          "step_ms": 1000 * elapsed / args.steps,
+                          "cpu_ms_per_step": 1000 * cpu / args.steps}), flush=True)
 
 
 def free_port():
@@ -150,6 +163,14 @@ def run_config(kind, args):
            "--steps", str(args.steps),
            "--warmup", str(args.warmup), "--batch", str(args.batch), "--model", args.model]
     env = dict(os.environ)
+    retain = []
+    if args.malloc_retain_mb:
+        # The same malloc setting for every configuration: hvd's workers through the
+        # launcher's flag, the others through glibc's own variables, which mean the same.
+        retain = ["--malloc-retain-mb", str(args.malloc_retain_mb)]
+        if kind in ("single", "ddp"):
+            threshold = str(args.malloc_retain_mb << 20)
+            env.update(MALLOC_MMAP_THRESHOLD_=threshold, MALLOC_TRIM_THRESHOLD_=threshold)
     log = None
     if kind == "single":
         procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)]
@@ -160,7 +181,8 @@ def run_config(kind, args):
             os.close(fd)
             flags = flags + ["--autotune-log-file", log]
         procs = [subprocess.Popen([str(BUILD / "apps" / "hvdrun"), "-np", str(args.ranks),
-                                   *flags, *cmd], stdout=subprocess.PIPE, text=True, env=env)]
+                                   *flags, *retain, *cmd],
+                                  stdout=subprocess.PIPE, text=True, env=env)]
     else:
         port = free_port()
         procs = []
@@ -209,6 +231,10 @@ def main():
     parser.add_argument("--model", choices=sorted(MODELS), default="mnist")
     parser.add_argument("--timeout", type=int, default=600)
     parser.add_argument("--json", help="write the rounds and medians here")
+    parser.add_argument("--malloc-retain-mb", type=int, default=0,
+                        help="run every configuration with malloc keeping this many MB of "
+                             "freed memory (hvdrun --malloc-retain-mb; glibc's MALLOC_*_ "
+                             "variables for the others); 0: glibc's defaults")
     parser.add_argument("--kinds", default=",".join(KINDS),
                         help=f"configurations to run, of {','.join(ALL_KINDS)} "
                              "(single is always run: efficiency is against it)")
@@ -245,22 +271,26 @@ def main():
         row = {kind: measured(kind, i + 1) for kind in kinds}
         rounds.append(row)
         print(f"round {i + 1}: " + ", ".join(
-            f"{k} {v['samples_per_s']:.1f} samples/s" for k, v in row.items()), flush=True)
+            f"{k} {v['samples_per_s']:.1f} samples/s ({v['step_ms']:.1f} ms/step, "
+            f"cpu {v['cpu_ms_per_step']:.1f})" for k, v in row.items()), flush=True)
     median = {k: statistics.median(r[k]["samples_per_s"] for r in rounds)
               for k in kinds}
+    cpu = {k: statistics.median(r[k]["cpu_ms_per_step"] for r in rounds) for k in kinds}
     efficiency = {k: median[k] / (args.ranks * median["single"]) for k in kinds[1:]}
     per_round = [{k: r[k]["samples_per_s"] / (args.ranks * r["single"]["samples_per_s"])
                   for k in kinds[1:]} for r in rounds]
-    print(f"\n| peer | ranks | samples/s (median of {args.rounds}) | scaling efficiency |")
-    print("|---|---|---|---|")
-    print(f"| one process | 1 | {median['single']:.1f} | - |")
+    print(f"\n| peer | ranks | samples/s (median of {args.rounds}) | scaling efficiency "
+          "| CPU ms per step and rank |")
+    print("|---|---|---|---|---|")
+    print(f"| one process | 1 | {median['single']:.1f} | - | {cpu['single']:.1f} |")
     for k, label in (("hvd", "hvd DistributedOptimizer"),
                      ("hvd-tcp", "hvd DistributedOptimizer, --transport tcp"),
                      ("hvd-autotune", "hvd DistributedOptimizer, --autotune (after tuning)"),
                      ("ddp", "torch DDP (gloo)"),
                      ("lockstep", "lockstep: no gradients, one barrier per step (ceiling)")):
         if k in median:
-            print(f"| {label} | {args.ranks} | {median[k]:.1f} | {100 * efficiency[k]:.1f}% |")
+            print(f"| {label} | {args.ranks} | {median[k]:.1f} | {100 * efficiency[k]:.1f}% "
+                  f"| {cpu[k]:.1f} |")
     print()
     for a, b, what in (("hvd", "ddp", "hvd / DDP throughput"),
                        ("hvd", "hvd-tcp", "hvd / hvd-tcp throughput"),
@@ -276,8 +306,10 @@ def main():
         with open(args.json, "w") as f:
             json.dump({"benchmark": "torch_scaling", "model": MODELS[args.model],
                        "batch_per_rank": args.batch, "ranks": args.ranks, "steps": args.steps,
-                       "warmup": args.warmup, "threads_per_rank": 1, "rounds": rounds,
+                       "warmup": args.warmup, "threads_per_rank": 1,
+                       "malloc_retain_mb": args.malloc_retain_mb, "rounds": rounds,
                        "median_samples_per_s": median, "median_efficiency": efficiency,
+                       "median_cpu_ms_per_step": cpu,
                        "efficiency_per_round": per_round, "failed_runs": failures}, f,
                       indent=2)
 

@@ -177,6 +177,10 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
       "auto: shared memory between ranks when all are on one host, else TCP (default); tcp: "
       "always TCP; shm: shared memory or fail (HVD_TRANSPORT)")
       ->check(CLI::IsMember({"auto", "tcp", "shm"}));
+  tuning->add_option("--malloc-retain-mb", rf.mallocRetainMb,
+                     "Workers' malloc serves blocks up to this size from its heap and keeps up "
+                     "to this much freed memory for reuse, so CPU training stops re-faulting its "
+                     "activations every step; 0: glibc's defaults (HVD_MALLOC_RETAIN_MB)");
   bool tcpOnly = false;
   tuning->add_flag("--tcp", tcpOnly, "Same as --transport tcp (horovodrun's flag)")
       ->excludes(transport);

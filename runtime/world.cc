@@ -11,6 +11,7 @@
 #include "common/network.h"
 #include "runtime/cpu_binding.h"
 #include "runtime/host_hierarchy.h"
+#include "runtime/malloc_retention.h"
 
 namespace hvd::runtime {
 namespace {
@@ -136,6 +137,7 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
   log::configure({config.logLevel, config.logSubsystems,
                   detail::concat(t.hostname, ":", getpid(), " [rank ", t.rank, "/", t.size, "]"),
                   config.logHideTime});
+  retainFreedMemory(config.mallocRetainBytes);
   World world;
   rendezvous::TcpStoreClient* launcherClient = client.get();
   world.ownedStore = std::move(client);

@@ -271,3 +271,49 @@ def test_an_unknown_binding_is_refused_before_any_worker_starts():
     assert r.returncode != 0
     assert "HVD_BIND_TO='socket': expected one of core, none" in r.stderr
     assert "cpus" not in r.stdout
+
+
+# Fills and frees a 64 MiB block twice and prints the page faults of the second pass. The block
+# is above glibc's largest self-adjusted mmap threshold (32 MiB on 64-bit), so by default each
+# pass maps it afresh and the kernel faults in every page again (at least 32 faults even with
+# transparent huge pages); kept in the heap, the second pass finds its pages already there.
+REFAULTS = """
+import resource, numpy as np, hvd.numpy as hvd
+hvd.init()
+def fill_and_free():
+    block = np.ones(64 << 20, dtype=np.uint8)
+    del block
+fill_and_free()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+fill_and_free()
+print('refaults', resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+hvd.shutdown()
+"""
+
+
+def _refaults(result, np):
+    counts = [int(m) for m in re.findall(r"<stdout>:refaults (\d+)", result.stdout)]
+    assert len(counts) == np, result.stdout
+    return counts
+
+
+def test_malloc_retention_keeps_freed_blocks_from_being_faulted_in_again(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    default = _refaults(run_hvdrun("-np", 2, *python_worker(REFAULTS), env=env), 2)
+    assert all(n >= 32 for n in default), default
+    r = run_hvdrun("-np", 2, "--malloc-retain-mb", 256, *python_worker(REFAULTS), env=env)
+    assert r.returncode == 0, r.stderr
+    assert all(n < 8 for n in _refaults(r, 2)), r.stdout
+    # The same through the environment and through the config file.
+    r = run_hvdrun("-np", 1, *python_worker(REFAULTS), env=dict(env, HVD_MALLOC_RETAIN_MB="256"))
+    assert all(n < 8 for n in _refaults(r, 1)), r.stdout
+    config = tmp_path / "hvd.json"
+    config.write_text('{"params": {"malloc_retain_mb": 256}}')
+    r = run_hvdrun("-np", 1, "--config-file", config, *python_worker(REFAULTS), env=env)
+    assert all(n < 8 for n in _refaults(r, 1)), r.stdout
+
+
+def test_a_malloc_retention_glibc_cannot_take_is_refused_before_any_worker_starts():
+    r = run_hvdrun("-np", 2, "--malloc-retain-mb", 4096, *python_worker("print('started')"))
+    assert r.returncode == 2 and "HVD_MALLOC_RETAIN_MB" in r.stderr and "4096" in r.stderr
+    assert "started" not in r.stdout
