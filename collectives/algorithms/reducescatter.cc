@@ -3,7 +3,6 @@
 #include "collectives/algorithms/reducescatter.h"
 
 #include <cstring>
-#include <vector>
 
 #include "collectives/algorithms/reduce.h"
 #include "collectives/algorithms/tags.h"
@@ -20,12 +19,14 @@ void reducescatter(Comm& comm, const void* input, void* output, const Blocks& bl
   HVD_ENFORCE_EQ(static_cast<int>(blocks.counts.size()), comm.size());
   std::size_t elem = dtypeSize(dtype), total = blocks.offsets.back() + blocks.counts.back();
   if (total == 0) return;
-  std::vector<std::byte> work(total * elem);
+  // Left over from an earlier call, `work` needs no clearing: the ring writes every block of
+  // it before reading that block.
+  std::byte* work = comm.workspace(total * elem);
   const auto* in = static_cast<const std::byte*>(input);
-  if (comm.size() == 1) std::memcpy(work.data(), in, total * elem);
-  ringReduceScatter(comm, in, work.data(), blocks, dtype, op, -1, segmentBytes, tag);
+  if (comm.size() == 1) std::memcpy(work, in, total * elem);
+  ringReduceScatter(comm, in, work, blocks, dtype, op, -1, segmentBytes, tag);
   int r = comm.rank();
-  std::memcpy(output, work.data() + blocks.offsets[r] * elem, blocks.counts[r] * elem);
+  std::memcpy(output, work + blocks.offsets[r] * elem, blocks.counts[r] * elem);
   if (op == ReduceOp::Average && comm.size() > 1)
     divide(output, blocks.counts[r], dtype, comm.size());
 }

@@ -33,6 +33,15 @@ std::byte* Comm::scratch(std::size_t bytes) {
   return scratch_.get();
 }
 
+std::byte* Comm::workspace(std::size_t bytes) {
+  if (bytes > workspaceBytes_) {
+    workspace_.reset();  // before allocating, so the old and new never coexist
+    workspace_ = std::make_unique_for_overwrite<std::byte[]>(bytes);
+    workspaceBytes_ = bytes;
+  }
+  return workspace_.get();
+}
+
 std::unique_ptr<Comm> Comm::subset(const std::vector<int>& ranks) const {
   std::vector<std::shared_ptr<Connection>> links;
   int self = -1;

@@ -35,6 +35,11 @@ class Comm {
   // A reusable scratch buffer of at least `bytes` (contents undefined), valid until the next
   // call; saves collectives an allocation per operation.
   std::byte* scratch(std::size_t bytes);
+  // A second reusable buffer, for a collective's whole-payload working copy while the ring
+  // uses scratch() for its receive slots. Kept at the largest size asked for: a fresh
+  // allocation of tens of MiB costs a page fault per 4 KiB page on every operation (64 MiB
+  // reducescatter: 29 ms with one, 15 ms without).
+  std::byte* workspace(std::size_t bytes);
   // The transport's progress engine (null for a single rank), for waiting on several requests.
   ProgressEngine* progress() const { return progress_.get(); }
   // A communicator over some of this one's ranks (`ranks` sorted, unique, containing this rank;
@@ -69,6 +74,8 @@ class Comm {
   uint64_t sequence_ = 0;
   std::unique_ptr<std::byte[]> scratch_;
   std::size_t scratchBytes_ = 0;
+  std::unique_ptr<std::byte[]> workspace_;
+  std::size_t workspaceBytes_ = 0;
   std::unique_ptr<Hierarchy> hierarchy_;
 };
 
