@@ -53,8 +53,10 @@ const std::vector<ParamSpec>& allParams() {
       {"HVD_ALLREDUCE_RING_THRESHOLD", "", ParamType::Int, "131072", 0, INT64_MAX, false,
        "Allreduce payloads of at least this many bytes use the ring; smaller ones use recursive "
        "doubling."},
-      {"HVD_SEGMENT_BYTES", "", ParamType::Int, "524288", 1024, 1 << 30, false,
-       "Largest message of the pipelined ring and broadcast chain."},
+      {"HVD_SEGMENT_BYTES", "", ParamType::Int, "0", 0, 1 << 30, false,
+       "Largest message of allreduce's pipelined ring and broadcast's chain. 0: the "
+       "transport's, 512 KiB over TCP (fewer system calls) and 128 KiB over shared memory "
+       "(segments stay in the core's cache); otherwise at least 1024."},
       {"HVD_SOCKET_BUFFER_BYTES", "", ParamType::Int, "4194304", 0, 1 << 30, false,
        "SO_SNDBUF/SO_RCVBUF of worker links (capped by net.core.[rw]mem_max); 0 keeps the "
        "kernel's autotuning."},

@@ -97,6 +97,9 @@ Config Config::fromParams(const params::ParamValues& v) {
   c.opTimeout = std::chrono::seconds(v.getInt("HVD_OP_TIMEOUT"));
   c.ringThresholdBytes = static_cast<std::size_t>(v.getInt("HVD_ALLREDUCE_RING_THRESHOLD"));
   c.segmentBytes = static_cast<std::size_t>(v.getInt("HVD_SEGMENT_BYTES"));
+  if (c.segmentBytes != 0 && c.segmentBytes < 1024)
+    throw InvalidArgument(detail::concat("HVD_SEGMENT_BYTES=", c.segmentBytes,
+                                         ": expected 0 (the transport's) or at least 1024"));
   c.socketBufferBytes = static_cast<std::size_t>(v.getInt("HVD_SOCKET_BUFFER_BYTES"));
   std::string transport = v.getString("HVD_TRANSPORT");
   c.transport = transport == "tcp"   ? Transport::Tcp

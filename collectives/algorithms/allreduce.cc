@@ -61,9 +61,11 @@ void recursiveDoubling(Comm& comm, const std::byte* input, std::byte* data, std:
 // About four segments per block keep the pipeline full without paying a message per few
 // kilobytes; measured on loopback TCP, 128 KiB segments win at 256 KiB-1 MiB and 512 KiB ones
 // from 4 MiB up.
-std::size_t segmentBytesFor(std::size_t bytes, int n, const AllreduceOptions& options) {
+std::size_t segmentBytesFor(std::size_t bytes, const Comm& comm,
+                            const AllreduceOptions& options) {
   constexpr std::size_t kMinSegment = 128 * 1024;
-  return std::min(options.maxSegmentBytes, std::max(kMinSegment, bytes / n / 4));
+  std::size_t most = options.maxSegmentBytes ? options.maxSegmentBytes : comm.ringSegmentBytes();
+  return std::min(most, std::max(kMinSegment, bytes / comm.size() / 4));
 }
 
 void hierarchical(const Comm::Hierarchy& hierarchy, const std::byte* source, std::byte* data,
@@ -77,7 +79,7 @@ void hierarchical(const Comm::Hierarchy& hierarchy, const std::byte* source, std
   Blocks blocks = evenBlocks(count, local.size());
   int me = local.rank();
   Tag tag = makeTag(TagPrefix::Allreduce, local.nextSequence());
-  std::size_t segmentBytes = segmentBytesFor(bytes, local.size(), options);
+  std::size_t segmentBytes = segmentBytesFor(bytes, local, options);
   // shift -1: local rank i ends holding block i.
   if (local.size() > 1)
     ringReduceScatter(local, source, data, blocks, dtype, stageOp, -1, segmentBytes, tag);
@@ -119,7 +121,7 @@ void allreduce(Comm& comm, const void* input, void* output, std::size_t count, D
     // The ring finishes (averages, postscales) each segment on the rank that completes it.
     Blocks blocks = evenBlocks(count, comm.size());
     ringAllreduce(comm, source, data, blocks, dtype, op,
-                  segmentBytesFor(bytes, comm.size(), options), tag, options.postscale);
+                  segmentBytesFor(bytes, comm, options), tag, options.postscale);
     return;
   }
   if (comm.size() > 1) recursiveDoubling(comm, source, data, count, dtype, op, tag);

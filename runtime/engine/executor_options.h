@@ -9,7 +9,7 @@
 namespace hvd::runtime {
 
 struct ExecutorOptions {
-  std::size_t segmentBytes = 512 * 1024;
+  std::size_t segmentBytes = 0;  // HVD_SEGMENT_BYTES; 0: the communicator's
   std::size_t ringThresholdBytes = 128 * 1024;
   std::chrono::milliseconds opTimeout{300000};  // bounds the wait for GPU work
   bool gpuUseNccl = true;                 // HVD_GPU_BACKEND=nccl

@@ -273,3 +273,13 @@ TEST_CASE("shm: a receive from a peer process that died fails naming it, within 
   CHECK_THAT(message, Catch::Contains("rank 0/2: rank 1 (shm, pid " + std::to_string(child) +
                                       ") exited"));
 }
+
+TEST_CASE("shm and tcp communicators offer their own ring segment size, and subsets keep it") {
+  for (auto [transport, expected] : {std::pair{Transport::Shm, std::size_t{128 * 1024}},
+                                     std::pair{Transport::Tcp, std::size_t{512 * 1024}}}) {
+    test::runRanks(3, [expected](Comm& comm) {
+      HVD_ENFORCE_EQ(comm.ringSegmentBytes(), expected);
+      HVD_ENFORCE_EQ(comm.subset({0, comm.rank() == 2 ? 2 : 1})->ringSegmentBytes(), expected);
+    }, test::over(transport));
+  }
+}

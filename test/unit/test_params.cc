@@ -68,3 +68,12 @@ TEST_CASE("the engine's and the direct collectives' polling times come from thei
   REQUIRE_THROWS_WITH(ParamValues::fromMap({{"HVD_DIRECT_SPIN_MICROSECONDS", "-5"}}),
                       Catch::Contains("HVD_DIRECT_SPIN_MICROSECONDS"));
 }
+
+TEST_CASE("HVD_SEGMENT_BYTES is 0 (each transport's own) or at least 1024") {
+  CHECK(Config::fromParams(ParamValues::fromMap({})).segmentBytes == 0);
+  CHECK(Config::fromParams(ParamValues::fromMap({{"HVD_SEGMENT_BYTES", "1024"}})).segmentBytes ==
+        1024);
+  REQUIRE_THROWS_WITH(
+      Config::fromParams(ParamValues::fromMap({{"HVD_SEGMENT_BYTES", "512"}})),
+      Catch::Contains("HVD_SEGMENT_BYTES=512: expected 0 (the transport's) or at least 1024"));
+}

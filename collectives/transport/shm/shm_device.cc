@@ -150,8 +150,10 @@ std::unique_ptr<Comm> ShmDevice::connectAll(int rank, int size, rendezvous::Stor
   }
   log->debug("{}: shared memory with {} local peers, rings of {} KiB", self, size - 1,
             options_.ringBytes >> 10);
-  return std::make_unique<Comm>(rank, size, std::move(connections), opTimeout,
-                                shared_from_this());
+  auto comm = std::make_unique<Comm>(rank, size, std::move(connections), opTimeout,
+                                     shared_from_this());
+  comm->setRingSegmentBytes(128 * 1024);
+  return comm;
 }
 
 void ShmDevice::watchPeerProcesses() {
