@@ -35,7 +35,7 @@ struct Config {
   // the NCCL call); this limit is only the safety net behind it, and must not fire first.
   std::chrono::milliseconds handleWaitLimit() const { return 2 * opTimeout; }
   std::size_t ringThresholdBytes = 0;
-  std::size_t segmentBytes = 0;  // HVD_SEGMENT_BYTES; 0: each communicator's ringSegmentBytes()
+  std::size_t segmentBytes = 0;  // HVD_SEGMENT_BYTES; 0: each communicator's pipelineSegmentBytes()
   std::size_t socketBufferBytes = 0;
   Transport transport = Transport::Auto;
   std::size_t shmBufferBytes = 0;

@@ -15,9 +15,8 @@ void retainFreedMemory(std::size_t bytes) {
   if (bytes == 0) return;
   std::size_t mb = bytes >> 20;
 #if defined(__GLIBC__)
-  if (bytes > static_cast<std::size_t>(INT_MAX))
-    throw InvalidArgument(detail::concat("HVD_MALLOC_RETAIN_MB=", mb,
-                                         ": glibc's malloc takes at most 2047 MB"));
+  HVD_ENFORCE(bytes <= static_cast<std::size_t>(INT_MAX), "HVD_MALLOC_RETAIN_MB=", mb,
+              " passed the registry's range check");  // params.cc caps it at 2047
   // Setting either threshold also ends glibc's own adjustment of the mmap threshold, which
   // would otherwise stop at 32 MiB and keep trimming what the next step allocates again.
   if (mallopt(M_MMAP_THRESHOLD, static_cast<int>(bytes)) != 1 ||

@@ -64,8 +64,8 @@ void recursiveDoubling(Comm& comm, const std::byte* input, std::byte* data, std:
 std::size_t segmentBytesFor(std::size_t bytes, const Comm& comm,
                             const AllreduceOptions& options) {
   constexpr std::size_t kMinSegment = 128 * 1024;
-  std::size_t most = options.maxSegmentBytes ? options.maxSegmentBytes : comm.ringSegmentBytes();
-  return std::min(most, std::max(kMinSegment, bytes / comm.size() / 4));
+  return std::min(segmentLimit(comm, options.maxSegmentBytes),
+                  std::max(kMinSegment, bytes / comm.size() / 4));
 }
 
 void hierarchical(const Comm::Hierarchy& hierarchy, const std::byte* source, std::byte* data,

@@ -12,7 +12,7 @@ namespace hvd::collectives {
 struct AllreduceOptions {
   // Largest message of the ring, which is pipelined in segments (about a quarter of a block,
   // at least 128 KiB, at most this) so that sending, receiving and reducing overlap; 0: the
-  // communicator's ringSegmentBytes(). Tests set it tiny to reach multi-segment paths.
+  // communicator's pipelineSegmentBytes(). Tests set it tiny to reach multi-segment paths.
   std::size_t maxSegmentBytes = 0;
   // Payloads below this use recursive doubling (log2 n rounds, latency-optimal); larger ones
   // use the ring (2(n-1) rounds, bandwidth-optimal).

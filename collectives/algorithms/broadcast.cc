@@ -62,8 +62,7 @@ void broadcast(Comm& comm, void* data, std::size_t bytes, int root,
   if (n == 1 || bytes == 0) return;
   auto* buf = static_cast<std::byte*>(data);
   if (n > 2 && bytes >= options.pipelineThresholdBytes)
-    pipelinedChain(comm, buf, bytes, root, tag,
-                   options.maxSegmentBytes ? options.maxSegmentBytes : comm.ringSegmentBytes());
+    pipelinedChain(comm, buf, bytes, root, tag, segmentLimit(comm, options.maxSegmentBytes));
   else
     binomialTree(comm, buf, bytes, root, tag);
 }

@@ -9,7 +9,7 @@ namespace hvd::collectives {
 
 struct BroadcastOptions {
   std::size_t pipelineThresholdBytes = 256 * 1024;  // from here on, a pipelined chain
-  std::size_t maxSegmentBytes = 0;  // the chain's largest message; 0: comm.ringSegmentBytes()
+  std::size_t maxSegmentBytes = 0;  // the chain's largest message; 0: comm.pipelineSegmentBytes()
 };
 
 // Throws InvalidArgument if root is outside [0, size).

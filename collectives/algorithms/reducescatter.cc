@@ -19,16 +19,18 @@ void reducescatter(Comm& comm, const void* input, void* output, const Blocks& bl
   HVD_ENFORCE_EQ(static_cast<int>(blocks.counts.size()), comm.size());
   std::size_t elem = dtypeSize(dtype), total = blocks.offsets.back() + blocks.counts.back();
   if (total == 0) return;
+  const auto* in = static_cast<const std::byte*>(input);
+  if (comm.size() == 1) {
+    std::memmove(output, in, total * elem);  // the whole input is rank 0's block
+    return;
+  }
   // Left over from an earlier call, `work` needs no clearing: the ring writes every block of
   // it before reading that block.
   std::byte* work = comm.workspace(total * elem);
-  const auto* in = static_cast<const std::byte*>(input);
-  if (comm.size() == 1) std::memcpy(work, in, total * elem);
   ringReduceScatter(comm, in, work, blocks, dtype, op, -1, segmentBytes, tag);
   int r = comm.rank();
   std::memcpy(output, work + blocks.offsets[r] * elem, blocks.counts[r] * elem);
-  if (op == ReduceOp::Average && comm.size() > 1)
-    divide(output, blocks.counts[r], dtype, comm.size());
+  if (op == ReduceOp::Average) divide(output, blocks.counts[r], dtype, comm.size());
 }
 
 }  // namespace hvd::collectives

@@ -26,6 +26,12 @@ struct Segment {
 // sender and the receiver of a block compute the same cuts, which keeps their messages matched.
 std::vector<Segment> segmentsOf(std::size_t offset, std::size_t count, std::size_t perSegment);
 
+// The largest message of a pipelined collective: `chosen` (HVD_SEGMENT_BYTES), or when 0 the
+// size the communicator's transport prefers.
+inline std::size_t segmentLimit(const Comm& comm, std::size_t chosen) {
+  return chosen ? chosen : comm.pipelineSegmentBytes();
+}
+
 // a mod n in [0, n), for ring positions that step below zero.
 inline int ringIndex(int a, int n) { return ((a % n) + n) % n; }
 

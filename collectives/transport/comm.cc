@@ -56,7 +56,7 @@ std::unique_ptr<Comm> Comm::subset(const std::vector<int>& ranks) const {
   auto sub = std::make_unique<Comm>(self, static_cast<int>(ranks.size()), std::move(links),
                                     timeout_, progress_);
   sub->ownsConnections_ = false;
-  sub->ringSegmentBytes_ = ringSegmentBytes_;
+  sub->pipelineSegmentBytes_ = pipelineSegmentBytes_;
   return sub;
 }
 

@@ -40,13 +40,11 @@ class Comm {
   // allocation of tens of MiB costs a page fault per 4 KiB page on every operation (64 MiB
   // reducescatter: 29 ms with one, 15 ms without).
   std::byte* workspace(std::size_t bytes);
-  // The largest message of a pipelined ring or chain that suits this transport, used where a
-  // collective is not given one: TCP wants few large system calls (512 KiB), shared memory
-  // segments that stay in the core's cache between the copy in and the reduction (the shm
-  // device sets 128 KiB: 4 and 16 MiB allreduces 9-12% faster than with 512 KiB). Subsets keep
-  // it.
-  std::size_t ringSegmentBytes() const { return ringSegmentBytes_; }
-  void setRingSegmentBytes(std::size_t bytes) { ringSegmentBytes_ = bytes; }
+  // The message size that suits this transport when a collective streams a large payload as a
+  // pipeline of messages and is not told a size (algorithms/ring.h's segmentLimit). The default
+  // is TCP's, whose few large system calls win; the shm device sets its own. Subsets keep it.
+  std::size_t pipelineSegmentBytes() const { return pipelineSegmentBytes_; }
+  void setPipelineSegmentBytes(std::size_t bytes) { pipelineSegmentBytes_ = bytes; }
   // The transport's progress engine (null for a single rank), for waiting on several requests.
   ProgressEngine* progress() const { return progress_.get(); }
   // A communicator over some of this one's ranks (`ranks` sorted, unique, containing this rank;
@@ -83,7 +81,7 @@ class Comm {
   std::size_t scratchBytes_ = 0;
   std::unique_ptr<std::byte[]> workspace_;
   std::size_t workspaceBytes_ = 0;
-  std::size_t ringSegmentBytes_ = 512 * 1024;
+  std::size_t pipelineSegmentBytes_ = 512 * 1024;
   std::unique_ptr<Hierarchy> hierarchy_;
 };
 

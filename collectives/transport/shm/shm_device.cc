@@ -152,7 +152,7 @@ std::unique_ptr<Comm> ShmDevice::connectAll(int rank, int size, rendezvous::Stor
             options_.ringBytes >> 10);
   auto comm = std::make_unique<Comm>(rank, size, std::move(connections), opTimeout,
                                      shared_from_this());
-  comm->setRingSegmentBytes(128 * 1024);
+  comm->setPipelineSegmentBytes(kPipelineSegmentBytes);
   return comm;
 }
 

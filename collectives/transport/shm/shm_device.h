@@ -32,6 +32,12 @@ class ShmUnavailable : public IoError {
   using IoError::IoError;
 };
 
+// The message size this transport's communicators ask pipelined collectives for: a message is
+// copied into a ring by its sender and out of it (often reduced) by its receiver, and at 128 KiB
+// it is still in the core's cache for the second copy (4 and 16 MiB allreduces 7-13% faster
+// than with TCP's 512 KiB on this project's machine).
+inline constexpr std::size_t kPipelineSegmentBytes = 128 * 1024;
+
 struct ShmOptions {
   std::size_t ringBytes = 1 << 20;  // per direction of each link; a multiple of 64
   std::chrono::microseconds smallSpin{0};  // polling before a sleep, waiting on a small message
