@@ -62,7 +62,7 @@ struct EngineStats {
   uint64_t submitted = 0;
   uint64_t cacheHits = 0;    // submissions sent as a response-cache id
   uint64_t cacheMisses = 0;  // submissions sent in full
-  uint64_t collectives = 0;  // collective calls made (a fused allreduce counts once)
+  uint64_t collectives = 0;  // collective calls made (each piece of a fused allreduce once)
   uint64_t fusedTensors = 0;
   uint64_t responseLists = 0;
   uint64_t inlineAllreduces = 0;  // allreduces the coordinator reduced (no collective ran)

@@ -1,8 +1,10 @@
 #include "runtime/engine/executor.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "collectives/algorithms/barrier.h"
+#include "collectives/transport/request.h"
 #include "common/error.h"
 
 namespace hvd::runtime {
@@ -71,6 +73,16 @@ void Executor::allreduce(const Response& response, const std::vector<LocalOp*>& 
     allreduceChunk(slots, chunk, *params, comm);
 }
 
+std::size_t Executor::fusionPieceBytes(std::size_t totalBytes, std::size_t elementBytes,
+                                       const collectives::Comm& comm) const {
+  if (!options_.fuseInPieces) return totalBytes;
+  // Blocks of kLatencyBoundBytes keep every message of the piece's allreduce on the transports'
+  // polling path, and the piece with the tensors it is copied from and to within the core's
+  // cache; a whole 2.5 MiB buffer does neither (docs/performance.md, "Fusion in pieces").
+  std::size_t piece = static_cast<std::size_t>(comm.size()) * collectives::kLatencyBoundBytes;
+  return std::max(elementBytes, piece / elementBytes * elementBytes);
+}
+
 void Executor::allreduceChunk(const std::vector<AllreduceSlot>& slots,
                               const std::vector<std::size_t>& chunk, const OpRequest& params,
                               collectives::Comm& comm) {
@@ -78,47 +90,75 @@ void Executor::allreduceChunk(const std::vector<AllreduceSlot>& slots,
                                         params.prescale, params.postscale};
   std::vector<Timeline::Event> events;
   bool timeline = timeline_.active();
-  auto mark = [&](const char* phase, Clock::time_point begin, Clock::time_point end) {
+  // Marks a phase for the chunk's tensors at positions [first, last).
+  auto mark = [&](const char* phase, std::size_t first, std::size_t last, Clock::time_point begin,
+                  Clock::time_point end) {
     if (!timeline) return;
-    for (auto i : chunk) events.push_back({slots[i].name, phase, begin, end, slots[i].meta.bytes()});
+    for (std::size_t k = first; k < last; ++k) {
+      const AllreduceSlot& s = slots[chunk[k]];
+      events.push_back({s.name, phase, begin, end, s.meta.bytes()});
+    }
   };
   // The timeline names the algorithm when the communicator allreduces in stages across hosts.
   const char* phase = chunk.size() > 1 ? "ALLREDUCE (fused)" : "ALLREDUCE";
   if (comm.hierarchy() && comm.hierarchy()->allreduce)
     phase = chunk.size() > 1 ? "HIERARCHICAL_ALLREDUCE (fused)" : "HIERARCHICAL_ALLREDUCE";
-  auto t0 = Clock::now();
-  ++counters_.collectives;
   if (chunk.size() == 1) {
+    auto t0 = Clock::now();
+    ++counters_.collectives;
     const AllreduceSlot& s = slots[chunk[0]];
     Tensor in{const_cast<void*>(s.input), s.meta.dtype, s.meta.shape};
     Tensor out{s.output, s.meta.dtype, s.meta.shape};
     collectives::allreduce(comm, in, out, params.reduceOp, options);
-    mark(phase, t0, Clock::now());
+    mark(phase, 0, 1, t0, Clock::now());
     timeline_.record(events);
     return;
   }
-  std::size_t total = 0;
-  for (auto i : chunk) total += slots[i].meta.bytes();
-  if (fusionBuffer_.size() < total) fusionBuffer_.resize(total);
-  std::size_t offset = 0;
-  for (auto i : chunk) {
-    std::memcpy(fusionBuffer_.data() + offset, slots[i].input, slots[i].meta.bytes());
-    offset += slots[i].meta.bytes();
-  }
-  auto t1 = Clock::now();
-  mark("MEMCPY_IN_FUSION_BUFFER", t0, t1);
+  // The chunk's tensors are reduced as their concatenation, one piece of it at a time: copied
+  // into the fusion buffer, allreduced, copied back out. Every rank cuts the same pieces.
+  std::vector<std::size_t> starts{0};  // where each tensor begins in the concatenation
+  for (auto i : chunk) starts.push_back(starts.back() + slots[i].meta.bytes());
+  std::size_t total = starts.back();
   DType dtype = slots[chunk[0]].meta.dtype;
-  Tensor fused{fusionBuffer_.data(), dtype, {static_cast<int64_t>(total / collectives::dtypeSize(dtype))}};
-  collectives::allreduce(comm, fused, fused, params.reduceOp, options);
-  auto t2 = Clock::now();
-  mark(phase, t1, t2);
-  offset = 0;
-  for (auto i : chunk) {
-    std::memcpy(slots[i].output, fusionBuffer_.data() + offset, slots[i].meta.bytes());
-    offset += slots[i].meta.bytes();
+  std::size_t elementBytes = collectives::dtypeSize(dtype);
+  std::size_t piece = fusionPieceBytes(total, elementBytes, comm);
+  if (fusionBuffer_.size() < std::min(piece, total)) fusionBuffer_.resize(std::min(piece, total));
+  std::size_t first = 0;  // the first tensor with bytes at or after `begin`
+  for (std::size_t begin = 0; begin < total; begin += piece) {
+    std::size_t end = std::min(total, begin + piece);
+    while (starts[first + 1] <= begin) ++first;
+    std::size_t last = first;  // one past the last tensor with bytes before `end`
+    while (last < chunk.size() && starts[last] < end) ++last;
+    // Calls copy(tensor, offset in the tensor, offset in the buffer, bytes) for each tensor's
+    // run of bytes within [begin, end).
+    auto forEachRun = [&](auto copy) {
+      for (std::size_t k = first; k < last; ++k) {
+        std::size_t from = std::max(begin, starts[k]), to = std::min(end, starts[k + 1]);
+        if (to > from) copy(slots[chunk[k]], from - starts[k], from - begin, to - from);
+      }
+    };
+    auto t0 = Clock::now();
+    forEachRun([&](const AllreduceSlot& s, std::size_t inTensor, std::size_t inBuffer,
+                   std::size_t bytes) {
+      std::memcpy(fusionBuffer_.data() + inBuffer,
+                  static_cast<const std::byte*>(s.input) + inTensor, bytes);
+    });
+    auto t1 = Clock::now();
+    Tensor fused{fusionBuffer_.data(), dtype,
+                 {static_cast<int64_t>((end - begin) / elementBytes)}};
+    ++counters_.collectives;
+    collectives::allreduce(comm, fused, fused, params.reduceOp, options);
+    auto t2 = Clock::now();
+    forEachRun([&](const AllreduceSlot& s, std::size_t inTensor, std::size_t inBuffer,
+                   std::size_t bytes) {
+      std::memcpy(static_cast<std::byte*>(s.output) + inTensor, fusionBuffer_.data() + inBuffer,
+                  bytes);
+    });
+    mark("MEMCPY_IN_FUSION_BUFFER", first, last, t0, t1);
+    mark(phase, first, last, t1, t2);
+    mark("MEMCPY_OUT_FUSION_BUFFER", first, last, t2, Clock::now());
   }
   counters_.fusedTensors += chunk.size();
-  mark("MEMCPY_OUT_FUSION_BUFFER", t2, Clock::now());
   timeline_.record(events);
 }
 

@@ -62,6 +62,9 @@ class Executor {
                  collectives::Comm& comm);
   void allreduceChunk(const std::vector<AllreduceSlot>& slots, const std::vector<std::size_t>& chunk,
                       const OpRequest& params, collectives::Comm& comm);
+  // Bytes of a fused chunk of `totalBytes` reduced at a time (a multiple of the element size).
+  std::size_t fusionPieceBytes(std::size_t totalBytes, std::size_t elementBytes,
+                               const collectives::Comm& comm) const;
   void runOne(LocalOp& op, collectives::Comm& comm);
   collectives::Allocate allocatorFor(LocalOp& op);
 
