@@ -46,7 +46,9 @@ EngineOptions engineOptions(const Config& c) {
 
 Runtime::Runtime(Config config, World world)
     : config_(std::move(config)), world_(std::move(world)) {
-  engine_ = std::make_unique<Engine>(engineOptions(config_), std::move(world_.data),
+  EngineOptions options = engineOptions(config_);
+  options.blockedCallers = world_.blockedCallers;
+  engine_ = std::make_unique<Engine>(std::move(options), std::move(world_.data),
                                      std::move(world_.control));
 }
 

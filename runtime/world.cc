@@ -52,7 +52,7 @@ std::unique_ptr<Comm> connectScope(const Config& config, rendezvous::Store& stor
     try {
       auto device = collectives::shm::ShmDevice::create(
           {shmRingBytes, waits.smallSpin, waits.largeSpin,
-           collectives::shm::jobSegmentPrefix(config.jobId)});
+           collectives::shm::jobSegmentPrefix(config.jobId), waits.blockedCallers});
       auto comm = device->connectAll(t.rank, t.size, scoped, config.startTimeout,
                                      config.opTimeout);
       log->info("{}: shared memory with {} local peers, rings of {} KiB", scope, t.size - 1,
@@ -183,11 +183,17 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
   // may sleep in a blocking receive, after polling for a while. A collective called directly
   // has a caller with nothing else to do, so it polls long, as MPI's blocking calls do: on a
   // VM whose idle vCPUs halt, a blocking receive's wake-up measured 7 us on one day and
-  // 30-170 us on another. The engine's data links poll for small messages only: polling
-  // through a large transfer would take CPU from the training step sharing the engine's core.
+  // 30-170 us on another. The engine's data links poll for small messages, and for large ones
+  // only while a caller is blocked on a result: polling through a large transfer while the
+  // training step runs would take CPU from it (the step shares the engine's core).
   collectives::tcp::WaitPolicy data{.mode = collectives::tcp::WaitMode::Blocking};
-  if (withControl) data.smallSpin = config.spinTime;
-  else data.smallSpin = data.largeSpin = config.directSpinTime;
+  if (withControl) {
+    data.smallSpin = config.spinTime;
+    world.blockedCallers = std::make_shared<std::atomic<int>>(0);
+    data.blockedCallers = world.blockedCallers;
+  } else {
+    data.smallSpin = data.largeSpin = config.directSpinTime;
+  }
   bool shm = useShm(config);
   world.data = connectScope(config, *store, bindAddress, epoch, "global", data,
                             config.shmBufferBytes, shm);

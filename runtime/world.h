@@ -3,6 +3,7 @@
 // on links of its own.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 
@@ -22,11 +23,15 @@ struct World {
   std::unique_ptr<collectives::Comm> data;
   std::unique_ptr<collectives::Comm> control;  // null unless asked for
   int cpuShare = 1;  // compute threads that fit this rank's CPUs (cpu_binding.h's cpuShare)
+  // WorldUse::Engine: the count of callers blocked on an operation's result, which the data
+  // links read (collectives/transport/request.h, BlockedCallers) and the engine's handles keep.
+  std::shared_ptr<std::atomic<int>> blockedCallers;
 };
 
 enum class WorldUse {
   // The engine's: a control communicator too; the data links poll for config.spinTime
-  // before sleeping on a small message, and sleep at once on a large one.
+  // before sleeping on a small message, and on a large one only while a caller is blocked on
+  // a result (World::blockedCallers).
   Engine,
   // Collectives called directly: data links only, which poll for config.directSpinTime
   // before sleeping on any message (the caller is blocked in the collective anyway).

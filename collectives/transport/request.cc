@@ -1,5 +1,7 @@
 #include "collectives/transport/request.h"
 
+#include <algorithm>
+
 #include "common/error.h"
 
 namespace hvd::collectives {
@@ -13,6 +15,14 @@ void Request::wait(Deadline deadline) {
     engine_->progressUntil(deadline, state_->bytes <= kLatencyBoundBytes);
   }
   if (state_->error) std::rethrow_exception(state_->error);
+}
+
+std::chrono::microseconds spinFor(bool latencyBound, std::chrono::microseconds smallSpin,
+                                  std::chrono::microseconds largeSpin,
+                                  const BlockedCallers& blocked) {
+  if (latencyBound) return smallSpin;
+  if (blocked && blocked->load(std::memory_order_relaxed) > 0) return std::max(smallSpin, largeSpin);
+  return largeSpin;
 }
 
 bool Request::test() const {

@@ -4,6 +4,7 @@
 // Thread model: a Request is used by the thread that owns its Comm.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -18,6 +19,18 @@ using Deadline = Clock::time_point;
 
 // A message up to this size is latency-bound: a wait for one may spin (see progressUntil).
 inline constexpr std::size_t kLatencyBoundBytes = 64 * 1024;
+
+// A count of callers blocked until an operation's result comes (the runtime's handle waits).
+// While it is above zero, a data link's waits on large transfers poll as its waits on small
+// messages do: the blocked callers' cores have nothing else to run, so polling takes nothing
+// from them, and each sleep on a large transfer costs a wake-up.
+using BlockedCallers = std::shared_ptr<const std::atomic<int>>;
+
+// How long a wait polls before it sleeps: `smallSpin` for a latency-bound message; `largeSpin`
+// for a larger one, or `smallSpin` if that is longer while `blocked` counts any caller.
+std::chrono::microseconds spinFor(bool latencyBound, std::chrono::microseconds smallSpin,
+                                  std::chrono::microseconds largeSpin,
+                                  const BlockedCallers& blocked);
 
 // Implemented by a transport: run completion handlers until at least one has run or the
 // deadline passes.

@@ -123,7 +123,8 @@ Handle Engine::enqueue(Operation op) {
   inFlight_.insert(local->request.key());
   if (op.type == OpType::Join) joined_ = true;
   local->op = std::move(op);
-  local->handle = std::make_shared<OpHandle>(local->request.describe(), options_.spinTime);
+  local->handle = std::make_shared<OpHandle>(local->request.describe(), options_.spinTime,
+                                               options_.blockedCallers);
   local->submittedAt = Clock::now();
   Handle handle = local->handle;
   // The engine takes the whole queue at once, so only the first entry needs to wake it.

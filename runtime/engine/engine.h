@@ -48,6 +48,8 @@ struct EngineOptions {
   // the coordinator's reply usually follows within microseconds, and catching it by polling
   // saves a kernel wake-up of the engine thread. Handles' wait() polls as long.
   std::chrono::microseconds spinTime{0};
+  // Handles count their blocked waiters here; the data links read it (World::blockedCallers).
+  std::shared_ptr<std::atomic<int>> blockedCallers;
   // Host-memory allreduces of at most this many bytes travel with their requests and are
   // reduced by the coordinator (inline_allreduce.h); 0: never.
   std::size_t inlineAllreduceBytes = 0;

@@ -21,6 +21,11 @@ OwnedBuffer allocateHostBuffer(std::size_t bytes) {
 bool OpHandle::poll() const { return finished_.load(std::memory_order_acquire); }
 
 OpResult& OpHandle::wait(std::chrono::milliseconds timeout) {
+  struct Blocked {  // counts this waiter for the data links while it waits
+    std::atomic<int>* count;
+    explicit Blocked(std::atomic<int>* c) : count(c) { if (count) count->fetch_add(1); }
+    ~Blocked() { if (count) count->fetch_sub(1); }
+  } blocked(blocked_.get());
   if (spin_.count() > 0)
     spinUntil(std::chrono::steady_clock::now() + std::min<std::chrono::microseconds>(spin_, timeout),
               [&] { return finished_.load(std::memory_order_acquire); });

@@ -43,8 +43,10 @@ class OpHandle {
  public:
   // `spin`: how long wait() polls (yielding the core between polls) before it sleeps. A result
   // that arrives within it costs the waiter no kernel wake-up, and the engine no futex call.
-  explicit OpHandle(std::string description, std::chrono::microseconds spin = {})
-      : description_(std::move(description)), spin_(spin) {}
+  // `blocked`, when given, counts this handle's waiters while they wait.
+  explicit OpHandle(std::string description, std::chrono::microseconds spin = {},
+                    std::shared_ptr<std::atomic<int>> blocked = nullptr)
+      : description_(std::move(description)), spin_(spin), blocked_(std::move(blocked)) {}
   const std::string& description() const { return description_; }
 
   bool poll() const;
@@ -59,6 +61,7 @@ class OpHandle {
  private:
   std::string description_;
   std::chrono::microseconds spin_;
+  std::shared_ptr<std::atomic<int>> blocked_;
   mutable std::mutex mutex_;
   std::condition_variable done_;
   std::atomic<bool> finished_{false};  // written under mutex_; read without it by the spin

@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -281,5 +282,38 @@ TEST_CASE("shm and tcp communicators offer their own ring segment size, and subs
       HVD_ENFORCE_EQ(comm.pipelineSegmentBytes(), expected);
       HVD_ENFORCE_EQ(comm.subset({0, comm.rank() == 2 ? 2 : 1})->pipelineSegmentBytes(), expected);
     }, test::over(transport));
+  }
+}
+
+TEST_CASE("shm and tcp: a wait on a large transfer polls while a caller is blocked, else sleeps") {
+  // The receiver's wait for a 1 MiB message (sent 100 ms late) with a small-message spin longer
+  // than that: while the blocked-callers count is above zero it polls through, so its thread
+  // never sleeps (no voluntary context switch); at zero it sleeps at once.
+  for (Transport transport : {Transport::Shm, Transport::Tcp}) {
+    for (int blockedNow : {0, 1}) {
+      INFO(test::nameOf(transport) << ", blocked callers " << blockedNow);
+      auto blocked = std::make_shared<std::atomic<int>>(blockedNow);
+      RankOptions options = test::over(transport);
+      options.waits = {.smallSpin = 5s, .largeSpin = 0us,
+                       .mode = tcp::WaitMode::Blocking, .blockedCallers = blocked};
+      std::atomic<long> sleeps{-1};
+      test::runRanks(2, [&](Comm& comm) {
+        std::vector<uint8_t> message(1 << 20);
+        if (comm.rank() == 0) {
+          message = pattern(0, 0, message.size());
+          std::this_thread::sleep_for(100ms);
+          comm.peer(1).isend(bytesOf(message), 7).wait(comm.deadline());
+          return;
+        }
+        rusage before{}, after{};
+        ::getrusage(RUSAGE_THREAD, &before);
+        comm.peer(0).irecv(bytesOf(message), 7).wait(comm.deadline());
+        ::getrusage(RUSAGE_THREAD, &after);
+        HVD_ENFORCE(message == pattern(0, 0, message.size()), "message arrived wrong");
+        sleeps = after.ru_nvcsw - before.ru_nvcsw;
+      }, options);
+      if (blockedNow) CHECK(sleeps == 0);
+      else CHECK(sleeps >= 1);
+    }
   }
 }

@@ -44,3 +44,26 @@ TEST_CASE("a wait on a handle that never completes times out naming the operatio
   CHECK(std::chrono::steady_clock::now() - start >= 50ms);
   CHECK_FALSE(handle.poll());
 }
+
+TEST_CASE("a handle counts its waiters as blocked callers while they wait, also on errors") {
+  auto blocked = std::make_shared<std::atomic<int>>(0);
+  for (bool fails : {false, true}) {
+    OpHandle handle("allreduce \"z\"", 100us, blocked);
+    std::atomic<int> seenWhileWaiting{-1};
+    std::thread engine([&] {
+      while (blocked->load() == 0) std::this_thread::yield();
+      seenWhileWaiting = blocked->load();
+      if (fails) handle.fail(std::make_exception_ptr(IoError("rank 1 exited")));
+      else handle.complete(OpResult{});
+    });
+    if (fails) CHECK_THROWS_WITH(handle.wait(5000ms), "rank 1 exited");
+    else handle.wait(5000ms);
+    engine.join();
+    CHECK(seenWhileWaiting == 1);
+    CHECK(blocked->load() == 0);
+  }
+  // A timed-out wait stops counting too.
+  OpHandle never("allgather \"y\"", 0us, blocked);
+  CHECK_THROWS(never.wait(10ms));
+  CHECK(blocked->load() == 0);
+}

@@ -48,6 +48,8 @@ struct WaitPolicy {
   // waiter many times); one whose core has other work to run loses by it.
   std::chrono::microseconds largeSpin{0};
   WaitMode mode = WaitMode::Interruptible;
+  // While it counts a caller, waits on larger transfers poll for smallSpin too (request.h).
+  BlockedCallers blockedCallers = nullptr;
 };
 
 class TcpDevice : public Device,
