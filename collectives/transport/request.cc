@@ -21,7 +21,8 @@ std::chrono::microseconds spinFor(bool latencyBound, std::chrono::microseconds s
                                   std::chrono::microseconds largeSpin,
                                   const BlockedCallers& blocked) {
   if (latencyBound) return smallSpin;
-  if (blocked && blocked->load(std::memory_order_relaxed) > 0) return std::max(smallSpin, largeSpin);
+  if (blocked && blocked->load(std::memory_order_relaxed) > 0)
+    return std::max(smallSpin, largeSpin);
   return largeSpin;
 }
 

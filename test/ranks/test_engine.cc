@@ -147,11 +147,13 @@ TEST_CASE("a fused allreduce larger than a piece: tensors cut across pieces, sca
       for (std::size_t t = 0; t < counts.size(); ++t) {
         in[t].resize(counts[t]);
         out[t].assign(counts[t], -1.0f);
-        for (std::size_t i = 0; i < counts[t]; ++i) in[t][i] = static_cast<float>(rank + (i + t) % 7);
+        for (std::size_t i = 0; i < counts[t]; ++i)
+          in[t][i] = static_cast<float>(rank + (i + t) % 7);
         std::vector<int64_t> shape{static_cast<int64_t>(counts[t])};
         grouped.inputs.push_back(Tensor{in[t].data(), DType::Float32, shape});
         // Every other tensor out of place.
-        grouped.outputs.push_back(Tensor{t % 2 ? out[t].data() : in[t].data(), DType::Float32, shape});
+        float* output = t % 2 ? out[t].data() : in[t].data();
+        grouped.outputs.push_back(Tensor{output, DType::Float32, shape});
       }
       auto before = rt.engine().stats();
       rt.run(grouped);

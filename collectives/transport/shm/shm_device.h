@@ -43,8 +43,8 @@ struct ShmOptions {
   std::chrono::microseconds smallSpin{0};  // polling before a sleep, waiting on a small message
   std::chrono::microseconds largeSpin{0};  // ... on a transfer over kLatencyBoundBytes
   std::string namePrefix = "hvd";  // of the segment's name in /dev/shm (jobSegmentPrefix)
-  BlockedCallers blockedCallers = nullptr;  // while it counts one, large transfers poll for smallSpin
-
+  // While it counts a caller, waits on larger transfers poll for smallSpin too (request.h).
+  BlockedCallers blockedCallers = nullptr;
 };
 
 class ShmDevice : public Device,
