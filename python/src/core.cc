@@ -387,8 +387,6 @@ NB_MODULE(_core, m) {
     return rt->newestElasticRound();
   }, "The newest round hvdrun has published (asks the rendezvous); -1 outside an elastic job.");
   m.def("compute_threads", [] { return current()->computeThreads(); });
-  m.def("gradient_overlap", [] { return current()->config().gradientOverlap; },
-        "HVD_GRADIENT_OVERLAP: auto, on or off.");
   // The frontends log through the runtime's facade, so HVD_LOG_LEVEL and the rank prefix apply.
   m.def("log_info", [](const std::string& subsystem, const std::string& text) {
     hvd::log::logger(subsystem)->info("{}", text);

@@ -7,7 +7,6 @@ import pytest
 import torch
 
 import hvd.torch as hvd
-from hvd import _core
 
 BATCH = 4
 
@@ -37,9 +36,8 @@ def assert_identical_on_all_ranks(model):
         assert torch.equal(rows[0], rows[r]), f"rank {r} differs from rank 0"
 
 
-@pytest.mark.parametrize("overlap", ["on", "off"])
 @pytest.mark.parametrize("opt_name", ["SGD", "Adam", "AdamW"])
-def test_distributed_training_matches_single_process_on_the_combined_batch(opt_name, overlap):
+def test_distributed_training_matches_single_process_on_the_combined_batch(opt_name):
     make_opt = {"SGD": lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
                 "Adam": lambda p: torch.optim.Adam(p, lr=0.01),
                 "AdamW": lambda p: torch.optim.AdamW(p, lr=0.01, weight_decay=0.1)}[opt_name]
@@ -48,8 +46,7 @@ def test_distributed_training_matches_single_process_on_the_combined_batch(opt_n
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
     assert torch.equal(flat(model), flat(reference))
     opt = hvd.DistributedOptimizer(make_opt(model.parameters()),
-                                   named_parameters=model.named_parameters(),
-                                   gradient_overlap=overlap)
+                                   named_parameters=model.named_parameters())
     assert isinstance(opt, getattr(torch.optim, opt_name))
     ref_opt = make_opt(reference.parameters())
     loss_fn = torch.nn.CrossEntropyLoss()
@@ -152,12 +149,11 @@ def test_a_channels_last_model_is_broadcast_and_trained():
     torch.testing.assert_close(flat(model), flat(reference), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("overlap", ["on", "off"])
-def test_backward_passes_per_step_accumulates_locally(overlap):
+def test_backward_passes_per_step_accumulates_locally():
     model = make_model()
     opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
                                    named_parameters=model.named_parameters(),
-                                   backward_passes_per_step=2, gradient_overlap=overlap)
+                                   backward_passes_per_step=2)
     reference = make_model()
     ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
     loss_fn = torch.nn.MSELoss(reduction="sum")
@@ -182,9 +178,8 @@ def test_backward_passes_per_step_accumulates_locally(overlap):
     opt.synchronize()
 
 
-@pytest.mark.parametrize("overlap", ["on", "off"])
 @pytest.mark.parametrize("groups", [2, "explicit", "num_groups"])
-def test_groups_and_fp16_compression(groups, overlap):
+def test_groups_and_fp16_compression(groups):
     model = make_model()
     params = list(model.parameters())
     grouping = {2: {"groups": 2}, "explicit": {"groups": [params[:2], params[2:]]},
@@ -193,8 +188,7 @@ def test_groups_and_fp16_compression(groups, overlap):
         warnings.simplefilter("always")
         opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
                                        named_parameters=model.named_parameters(),
-                                       compression=hvd.Compression.fp16,
-                                       gradient_overlap=overlap, **grouping)
+                                       compression=hvd.Compression.fp16, **grouping)
     deprecations = [w for w in caught if issubclass(w.category, DeprecationWarning)]
     assert len(deprecations) == (groups == "num_groups")
     assert len(opt._groups) == 2
@@ -208,37 +202,6 @@ def test_groups_and_fp16_compression(groups, overlap):
     ref_opt.step()
     assert_identical_on_all_ranks(model)
     torch.testing.assert_close(flat(model), flat(reference), rtol=1e-2, atol=1e-3)
-
-
-@pytest.mark.parametrize("overlap", ["on", "off", "auto", None])
-def test_gradient_overlap_decides_whether_backward_or_step_starts_the_allreduces(overlap):
-    # on: each gradient's hook submits its allreduce during backward; off: step() submits them
-    # all; auto: off here when every rank is on one host (host-memory gradients); None: the
-    # job's HVD_GRADIENT_OVERLAP (auto unless the suite's launcher set it).
-    model = make_model()
-    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
-                                   named_parameters=model.named_parameters(),
-                                   gradient_overlap=overlap)
-    policy = _core.gradient_overlap() if overlap is None else overlap
-    in_backward = policy == "on" or (policy == "auto" and hvd.local_size() < hvd.size())
-    gradients = len(list(model.parameters()))
-    before = _core.stats()["submitted"]
-    x, y = batch_of(hvd.rank(), 0)
-    torch.nn.functional.cross_entropy(model(x), y).backward()
-    during = _core.stats()["submitted"] - before
-    opt.step()
-    assert during == (gradients if in_backward else 0)
-    assert _core.stats()["submitted"] - before == gradients
-    assert_identical_on_all_ranks(model)
-
-
-def test_gradient_overlap_refuses_other_values():
-    model = make_model()
-    with pytest.raises(ValueError, match="gradient_overlap must be 'auto', 'on' or 'off', "
-                                         "got 'sometimes'"):
-        hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
-                                 named_parameters=model.named_parameters(),
-                                 gradient_overlap="sometimes")
 
 
 def test_synchronize_then_skip_synchronize_and_zero_grad_guard():
