@@ -75,8 +75,9 @@ const std::vector<ParamSpec>& allParams() {
        "collective the engine runs polls for a message of at most 64 KiB before it sleeps on "
        "a peer, and a wait on an operation's handle polls before it sleeps: a message or "
        "result arriving within it costs no kernel wake-up (5-170 us each on a VM). Costs up "
-       "to that much CPU per wait; 0 always sleeps at once. The engine never polls through "
-       "a larger transfer: that would take CPU from the training step on its core."},
+       "to that much CPU per wait; 0 always sleeps at once. The engine polls through a larger "
+       "transfer only while a caller is blocked on a handle: otherwise that would take CPU "
+       "from the training step on its core."},
       {"HVD_DIRECT_SPIN_MICROSECONDS", "", ParamType::Int, "2000", 0, 1000000, false,
        "Microseconds a collective called directly, not through the engine (hvd-bench's "
        "sweeps), polls for each message of any size before it sleeps, as MPI's blocking "

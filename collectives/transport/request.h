@@ -39,8 +39,8 @@ class ProgressEngine {
   virtual ~ProgressEngine() = default;
   // `latencyBound`: the caller waits for a small message (at most kLatencyBoundBytes), so a
   // transport configured to spin may poll for a while before it sleeps. Waits on larger
-  // transfers always sleep: spinning through them would take the core from the rank's own
-  // computation (training measured 6% slower).
+  // transfers poll only as the device's policy says (spinFor): spinning through them while
+  // the rank computes would take its core (training measured up to 6% slower).
   virtual void progressUntil(Deadline deadline, bool latencyBound) = 0;
   // Runs the handlers that are ready now, without blocking.
   virtual void poll() = 0;
