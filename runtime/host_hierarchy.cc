@@ -79,8 +79,7 @@ std::unique_ptr<Comm> connectLocal(const Config& config, Comm& data, rendezvous:
                                      ranks.begin());
     try {
       auto device = collectives::shm::ShmDevice::create(
-          {config.shmBufferBytes, waits.smallSpin, waits.largeSpin,
-           collectives::shm::jobSegmentPrefix(config.jobId), waits.blockedCallers});
+          {config.shmBufferBytes, waits.spins, collectives::shm::jobSegmentPrefix(config.jobId)});
       return device->connectAll(localRank, static_cast<int>(ranks.size()), scoped,
                                 config.startTimeout, config.opTimeout);
     } catch (const collectives::shm::ShmUnavailable& e) {

@@ -51,8 +51,7 @@ std::unique_ptr<Comm> connectScope(const Config& config, rendezvous::Store& stor
   if (shm) {
     try {
       auto device = collectives::shm::ShmDevice::create(
-          {shmRingBytes, waits.smallSpin, waits.largeSpin,
-           collectives::shm::jobSegmentPrefix(config.jobId), waits.blockedCallers});
+          {shmRingBytes, waits.spins, collectives::shm::jobSegmentPrefix(config.jobId)});
       auto comm = device->connectAll(t.rank, t.size, scoped, config.startTimeout,
                                      config.opTimeout);
       log->info("{}: shared memory with {} local peers, rings of {} KiB", scope, t.size - 1,
@@ -188,11 +187,10 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
   // training step runs would take CPU from it (the step shares the engine's core).
   collectives::tcp::WaitPolicy data{.mode = collectives::tcp::WaitMode::Blocking};
   if (withControl) {
-    data.smallSpin = config.spinTime;
     world.blockedCallers = std::make_shared<std::atomic<int>>(0);
-    data.blockedCallers = world.blockedCallers;
+    data.spins = {.smallSpin = config.spinTime, .blockedCallers = world.blockedCallers};
   } else {
-    data.smallSpin = data.largeSpin = config.directSpinTime;
+    data.spins = {.smallSpin = config.directSpinTime, .largeSpin = config.directSpinTime};
   }
   bool shm = useShm(config);
   world.data = connectScope(config, *store, bindAddress, epoch, "global", data,

@@ -17,11 +17,9 @@ void Request::wait(Deadline deadline) {
   if (state_->error) std::rethrow_exception(state_->error);
 }
 
-std::chrono::microseconds spinFor(bool latencyBound, std::chrono::microseconds smallSpin,
-                                  std::chrono::microseconds largeSpin,
-                                  const BlockedCallers& blocked) {
+std::chrono::microseconds SpinPolicy::spinFor(bool latencyBound) const {
   if (latencyBound) return smallSpin;
-  if (blocked && blocked->load(std::memory_order_relaxed) > 0)
+  if (blockedCallers && blockedCallers->load(std::memory_order_relaxed) > 0)
     return std::max(smallSpin, largeSpin);
   return largeSpin;
 }

@@ -26,11 +26,22 @@ inline constexpr std::size_t kLatencyBoundBytes = 64 * 1024;
 // from them, and each sleep on a large transfer costs a wake-up.
 using BlockedCallers = std::shared_ptr<const std::atomic<int>>;
 
-// How long a wait polls before it sleeps: `smallSpin` for a latency-bound message; `largeSpin`
-// for a larger one, or `smallSpin` if that is longer while `blocked` counts any caller.
-std::chrono::microseconds spinFor(bool latencyBound, std::chrono::microseconds smallSpin,
-                                  std::chrono::microseconds largeSpin,
-                                  const BlockedCallers& blocked);
+// How a transport's wait passes the time until its message arrives: polling (yielding the core
+// to any other runnable thread between polls) for up to a spin time, then sleeping in the
+// kernel. Both transports take one.
+struct SpinPolicy {
+  // For a wait on a message of at most kLatencyBoundBytes.
+  std::chrono::microseconds smallSpin{0};
+  // For a wait on a larger transfer. A waiter with nothing else to do gains by polling (on a
+  // VM whose idle vCPUs halt, each sleep costs a slow wake-up, and a large transfer wakes its
+  // waiter many times); one whose core has other work to run loses by it.
+  std::chrono::microseconds largeSpin{0};
+  // While it counts a caller, waits on larger transfers poll for smallSpin too, if longer.
+  BlockedCallers blockedCallers = nullptr;
+
+  // How long a wait on a message (latency-bound or not) polls before it sleeps.
+  std::chrono::microseconds spinFor(bool latencyBound) const;
+};
 
 // Implemented by a transport: run completion handlers until at least one has run or the
 // deadline passes.
@@ -39,7 +50,7 @@ class ProgressEngine {
   virtual ~ProgressEngine() = default;
   // `latencyBound`: the caller waits for a small message (at most kLatencyBoundBytes), so a
   // transport configured to spin may poll for a while before it sleeps. Waits on larger
-  // transfers poll only as the device's policy says (spinFor): spinning through them while
+  // transfers poll only as the device's SpinPolicy says: spinning through them while
   // the rank computes would take its core (training measured up to 6% slower).
   virtual void progressUntil(Deadline deadline, bool latencyBound) = 0;
   // Runs the handlers that are ready now, without blocking.

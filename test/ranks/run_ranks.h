@@ -61,8 +61,7 @@ inline RankErrors runEachRank(int n, const std::function<void(collectives::Comm&
               collectives::tcp::TcpDevice::create("127.0.0.1", options.secret, 0, options.waits);
         else
           device = collectives::shm::ShmDevice::create(
-              {options.shmRingBytes, options.waits.smallSpin, options.waits.largeSpin, "hvd",
-               options.waits.blockedCallers});
+              {options.shmRingBytes, options.waits.spins});
         auto comm = device->connectAll(r, n, store, kTestTimeout, options.opTimeout);
         fn(*comm);
       } catch (...) {

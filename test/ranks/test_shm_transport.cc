@@ -41,7 +41,8 @@ RankOptions shmOptions(std::size_t ringBytes = 64 * 1024, tcp::WaitPolicy waits 
 }
 
 // Sleeping at once, and the polling a directly called collective does.
-const std::vector<tcp::WaitPolicy> kPolicies = {{}, {.smallSpin = 30us, .largeSpin = 2000us}};
+const std::vector<tcp::WaitPolicy> kPolicies = {
+    {}, {.spins = {.smallSpin = 30us, .largeSpin = 2000us}}};
 
 // The /dev/shm names this process created.
 std::vector<std::string> ownShmNames() {
@@ -60,7 +61,7 @@ std::vector<std::string> ownShmNames() {
 TEST_CASE("shm: messages smaller and larger than the ring arrive in order and whole, both ways") {
   auto waits = GENERATE(from_range(kPolicies));
   std::size_t ringBytes = GENERATE(std::size_t{4096}, std::size_t{64 * 1024});
-  INFO("ring " << ringBytes << " spin " << waits.largeSpin.count());
+  INFO("ring " << ringBytes << " spin " << waits.spins.largeSpin.count());
   const std::vector<std::size_t> sizes = {0, 1, 15, 16, 17, 4095, 4096, 65536, 300001, 1 << 20, 3};
   test::runRanks(3, [&](Comm& comm) {
     // Every rank posts all its sends to both peers before any receive: the rings fill, and only
@@ -294,8 +295,8 @@ TEST_CASE("shm and tcp: a wait on a large transfer polls while a caller is block
       INFO(test::nameOf(transport) << ", blocked callers " << blockedNow);
       auto blocked = std::make_shared<std::atomic<int>>(blockedNow);
       RankOptions options = test::over(transport);
-      options.waits = {.smallSpin = 5s, .largeSpin = 0us,
-                       .mode = tcp::WaitMode::Blocking, .blockedCallers = blocked};
+      options.waits = {.spins = {.smallSpin = 5s, .largeSpin = 0us, .blockedCallers = blocked},
+                       .mode = tcp::WaitMode::Blocking};
       std::atomic<long> sleeps{-1};
       test::runRanks(2, [&](Comm& comm) {
         std::vector<uint8_t> message(1 << 20);

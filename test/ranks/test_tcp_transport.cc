@@ -24,7 +24,7 @@ using namespace std::chrono_literals;
 const std::vector<tcp::WaitPolicy> kPolicies = {
     {.mode = tcp::WaitMode::Interruptible},
     {.mode = tcp::WaitMode::Blocking},
-    {.smallSpin = 30us, .largeSpin = 2000us, .mode = tcp::WaitMode::Blocking},
+    {.spins = {.smallSpin = 30us, .largeSpin = 2000us}, .mode = tcp::WaitMode::Blocking},
 };
 
 }  // namespace

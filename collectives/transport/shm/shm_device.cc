@@ -206,8 +206,7 @@ void ShmDevice::wake() {
 
 void ShmDevice::progressUntil(Deadline deadline, bool latencyBound) {
   if (pumpAll()) return;
-  auto spin = spinFor(latencyBound, options_.smallSpin, options_.largeSpin,
-                      options_.blockedCallers);
+  auto spin = options_.spins.spinFor(latencyBound);
   if (spin.count() > 0) {
     // A look at the rings costs a few loads, where TCP's costs a system call: look often, and
     // yield the core (to a thread of this rank that may be the one to produce the message)

@@ -4,7 +4,7 @@
 // space, a peer's segment not visible from here: another host or container) makes every rank
 // throw ShmUnavailable, so all fall back to another transport together.
 //
-// Waiting: a thread with nothing to move polls the rings for its WaitPolicy's spin, then sleeps
+// Waiting: a thread with nothing to move polls the rings for its SpinPolicy's spin, then sleeps
 // on its segment's doorbell (a futex). A peer that puts bytes in this rank's ring, or frees
 // space in one it writes, rings the doorbell; so does wake(). A sleep lasts at most kSlice, after
 // which the device checks that its peers' processes still exist: a peer that died fails the
@@ -40,11 +40,8 @@ inline constexpr std::size_t kPipelineSegmentBytes = 128 * 1024;
 
 struct ShmOptions {
   std::size_t ringBytes = 1 << 20;  // per direction of each link; a multiple of 64
-  std::chrono::microseconds smallSpin{0};  // polling before a sleep, waiting on a small message
-  std::chrono::microseconds largeSpin{0};  // ... on a transfer over kLatencyBoundBytes
+  SpinPolicy spins{};               // polling before a sleep on the doorbell
   std::string namePrefix = "hvd";  // of the segment's name in /dev/shm (jobSegmentPrefix)
-  // While it counts a caller, waits on larger transfers poll for smallSpin too (request.h).
-  BlockedCallers blockedCallers = nullptr;
 };
 
 class ShmDevice : public Device,

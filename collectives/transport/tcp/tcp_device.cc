@@ -65,8 +65,7 @@ std::string TcpDevice::listenAddress() const {
 }
 
 void TcpDevice::progressUntil(Deadline deadline, bool latencyBound) {
-  progressWithSpin(deadline, spinFor(latencyBound, waits_.smallSpin, waits_.largeSpin,
-                                    waits_.blockedCallers));
+  progressWithSpin(deadline, waits_.spins.spinFor(latencyBound));
 }
 
 void TcpDevice::progressWithSpin(Deadline deadline, std::chrono::microseconds spin) {

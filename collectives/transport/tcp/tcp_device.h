@@ -37,19 +37,11 @@ enum class WaitMode {
   Blocking,
 };
 
-// How a wait on the device's requests passes the time until its operation completes: polling
-// (yielding the core to any other runnable thread between polls) for up to a spin time, then
-// sleeping in the kernel.
+// How a wait on the device's requests passes the time until its operation completes: the
+// polling all transports share, then the kind of sleep.
 struct WaitPolicy {
-  // For a wait on a message of at most kLatencyBoundBytes.
-  std::chrono::microseconds smallSpin{0};
-  // For a wait on a larger transfer. A waiter with nothing else to do gains by polling (on a
-  // VM whose idle vCPUs halt, each sleep costs a slow wake-up, and a large transfer wakes its
-  // waiter many times); one whose core has other work to run loses by it.
-  std::chrono::microseconds largeSpin{0};
+  SpinPolicy spins{};
   WaitMode mode = WaitMode::Interruptible;
-  // While it counts a caller, waits on larger transfers poll for smallSpin too (request.h).
-  BlockedCallers blockedCallers = nullptr;
 };
 
 class TcpDevice : public Device,
