@@ -25,21 +25,13 @@ Connection& Comm::peer(int r) {
   return *connections_[r];
 }
 
-std::byte* Comm::scratch(std::size_t bytes) {
-  if (bytes > scratchBytes_) {
-    scratch_.reset(new std::byte[bytes]);
-    scratchBytes_ = bytes;
+std::byte* Comm::KeptBuffer::atLeast(std::size_t size) {
+  if (size > bytes) {
+    data.reset();  // before allocating, so the old and new never coexist
+    data = std::make_unique_for_overwrite<std::byte[]>(size);
+    bytes = size;
   }
-  return scratch_.get();
-}
-
-std::byte* Comm::workspace(std::size_t bytes) {
-  if (bytes > workspaceBytes_) {
-    workspace_.reset();  // before allocating, so the old and new never coexist
-    workspace_ = std::make_unique_for_overwrite<std::byte[]>(bytes);
-    workspaceBytes_ = bytes;
-  }
-  return workspace_.get();
+  return data.get();
 }
 
 std::unique_ptr<Comm> Comm::subset(const std::vector<int>& ranks) const {

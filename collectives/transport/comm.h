@@ -34,12 +34,12 @@ class Comm {
   std::string describe() const;  // "rank 1/4"
   // A reusable scratch buffer of at least `bytes` (contents undefined), valid until the next
   // call; saves collectives an allocation per operation.
-  std::byte* scratch(std::size_t bytes);
+  std::byte* scratch(std::size_t bytes) { return scratch_.atLeast(bytes); }
   // A second reusable buffer, for a collective's whole-payload working copy while the ring
   // uses scratch() for its receive slots. Kept at the largest size asked for: a fresh
   // allocation of tens of MiB costs a page fault per 4 KiB page on every operation (64 MiB
   // reducescatter: 29 ms with one, 15 ms without).
-  std::byte* workspace(std::size_t bytes);
+  std::byte* workspace(std::size_t bytes) { return workspace_.atLeast(bytes); }
   // The message size that suits this transport when a collective streams a large payload as a
   // pipeline of messages and is not told a size (algorithms/ring.h's segmentLimit). The default
   // is TCP's, whose few large system calls win; the shm device sets its own. Subsets keep it.
@@ -77,10 +77,14 @@ class Comm {
   std::shared_ptr<ProgressEngine> progress_;
   bool ownsConnections_ = true;
   uint64_t sequence_ = 0;
-  std::unique_ptr<std::byte[]> scratch_;
-  std::size_t scratchBytes_ = 0;
-  std::unique_ptr<std::byte[]> workspace_;
-  std::size_t workspaceBytes_ = 0;
+  // A buffer that only grows, its contents left undefined.
+  struct KeptBuffer {
+    std::unique_ptr<std::byte[]> data;
+    std::size_t bytes = 0;
+    std::byte* atLeast(std::size_t size);
+  };
+  KeptBuffer scratch_;
+  KeptBuffer workspace_;
   std::size_t pipelineSegmentBytes_ = 512 * 1024;
   std::unique_ptr<Hierarchy> hierarchy_;
 };
