@@ -37,9 +37,10 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 # efficiency no synchronous data-parallel library can beat on this machine (unequal cores,
 # per-step jitter: each step lasts as long as the slower rank's).
 # "hvd" runs on hvd's default transport (shared memory between ranks of one host), "hvd-tcp"
-# with --transport tcp, "hvd-autotune" with hvdrun --autotune (timed after the tuning's steps,
-# which run as warm-up, as long for every configuration; --kinds adds it).
-KINDS = ("single", "hvd", "hvd-tcp", "ddp", "lockstep")
+# with --transport tcp, "hvd-overlap" with --gradient-overlap on (every allreduce started from
+# its backward hook, whatever auto decides), "hvd-autotune" with hvdrun --autotune (timed after
+# the tuning's steps, which run as warm-up, as long for every configuration; --kinds adds it).
+KINDS = ("single", "hvd", "hvd-overlap", "hvd-tcp", "ddp", "lockstep")
 ALL_KINDS = KINDS + ("hvd-autotune",)
 # A short tuning, so that a benchmark run can afford it: 1 warm-up and 12 search samples of 5
 # steps each (Horovod's defaults take 230 steps).
@@ -174,8 +175,9 @@ def run_config(kind, args):
     log = None
     if kind == "single":
         procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)]
-    elif kind in ("hvd", "hvd-tcp", "hvd-autotune", "lockstep"):
-        flags = {"hvd-tcp": ["--transport", "tcp"], "hvd-autotune": AUTOTUNE_FLAGS}.get(kind, [])
+    elif kind in ("hvd", "hvd-tcp", "hvd-overlap", "hvd-autotune", "lockstep"):
+        flags = {"hvd-tcp": ["--transport", "tcp"], "hvd-overlap": ["--gradient-overlap", "on"],
+                 "hvd-autotune": AUTOTUNE_FLAGS}.get(kind, [])
         if kind == "hvd-autotune":
             fd, log = tempfile.mkstemp(suffix=".csv", prefix="hvd_autotune_")
             os.close(fd)
@@ -284,6 +286,7 @@ def main():
     print("|---|---|---|---|---|")
     print(f"| one process | 1 | {median['single']:.1f} | - | {cpu['single']:.1f} |")
     for k, label in (("hvd", "hvd DistributedOptimizer"),
+                     ("hvd-overlap", "hvd DistributedOptimizer, --gradient-overlap on"),
                      ("hvd-tcp", "hvd DistributedOptimizer, --transport tcp"),
                      ("hvd-autotune", "hvd DistributedOptimizer, --autotune (after tuning)"),
                      ("ddp", "torch DDP (gloo)"),
@@ -293,11 +296,16 @@ def main():
                   f"| {cpu[k]:.1f} |")
     print()
     for a, b, what in (("hvd", "ddp", "hvd / DDP throughput"),
+                       ("hvd", "hvd-overlap", "hvd / hvd --gradient-overlap on throughput"),
                        ("hvd", "hvd-tcp", "hvd / hvd-tcp throughput"),
                        ("hvd-autotune", "hvd", "hvd --autotune / hvd throughput"),
                        ("hvd", "lockstep", "hvd / lockstep throughput (share of the ceiling)")):
         if a in median and b in median:
-            print(f"{what}: {median[a] / median[b]:.3f}x")
+            # The same ratio within each round too: the configurations of one round ran
+            # minutes apart, so its pairs share the machine's mood.
+            paired = [r[a]["samples_per_s"] / r[b]["samples_per_s"] for r in rounds]
+            print(f"{what}: {median[a] / median[b]:.3f}x (per round: "
+                  f"{', '.join(f'{x:.3f}' for x in paired)})")
     for i, r in enumerate(rounds):
         if "hvd-autotune" in r:
             print(f"round {i + 1}: autotune chose {r['hvd-autotune']['autotune_chosen']}")

@@ -88,6 +88,17 @@ const std::vector<ParamSpec>& allParams() {
        "least as many of them as local ranks; none: no binding (same as hvdrun --bind-to). "
        "Ranks started by srun or mpirun keep the binding their launcher chose.",
        {"core", "none"}},
+      {"HVD_GRADIENT_OVERLAP", "", ParamType::String, "auto", 0, 0, false,
+       "When hvd.torch's DistributedOptimizer starts each gradient's allreduce. on: from the "
+       "gradient's backward hook, as soon as it is ready, so communication overlaps the rest of "
+       "backward (Horovod's way); off: all of them when step() (or synchronize()) is called; "
+       "auto: off for a gradient in host memory when every rank is on one host and torch's "
+       "intra-op threads fill the rank's share of the CPUs, on otherwise. Then, moving "
+       "host-memory gradients is CPU work on the cores backward is using, so overlapping it only "
+       "makes the two take turns (the MNIST benchmark trained about 2% faster with off there); "
+       "across hosts, on GPUs or with a spare core the transfer runs while backward computes, "
+       "and overlapping hides it.",
+       {"auto", "on", "off"}},
       {"HVD_MALLOC_RETAIN_MB", "", ParamType::Int, "0", 0, 2047, false,
        "At init, a worker's malloc (glibc's) is set to serve blocks of up to this many MB from "
        "its heap and to keep up to this many MB of freed memory for reuse, instead of mapping "

@@ -181,6 +181,12 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
                      "Workers' malloc serves blocks up to this size from its heap and keeps up "
                      "to this much freed memory for reuse, so CPU training stops re-faulting its "
                      "activations every step; 0: glibc's defaults (HVD_MALLOC_RETAIN_MB)");
+  tuning->add_option("--gradient-overlap", rf.gradientOverlap,
+                     "When DistributedOptimizer starts each gradient's allreduce: on: from its "
+                     "backward hook; off: at step(); auto: off for host-memory gradients when "
+                     "all ranks are on one host and compute fills their CPUs, else on "
+                     "(default) (HVD_GRADIENT_OVERLAP)")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   bool tcpOnly = false;
   tuning->add_flag("--tcp", tcpOnly, "Same as --transport tcp (horovodrun's flag)")
       ->excludes(transport);

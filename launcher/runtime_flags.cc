@@ -39,6 +39,7 @@ constexpr ConfigKey kConfigKeys[] = {
     {"params.cycle_time_ms", "HVD_CYCLE_TIME", Kind::Number},
     {"params.cache_capacity", "HVD_CACHE_CAPACITY", Kind::Integer},
     {"params.malloc_retain_mb", "HVD_MALLOC_RETAIN_MB", Kind::Integer},
+    {"params.gradient_overlap", "HVD_GRADIENT_OVERLAP", Kind::Text},
     {"params.hierarchical_allreduce", "HVD_HIERARCHICAL_ALLREDUCE", Kind::Flag},
     {"params.hierarchical_allgather", "HVD_HIERARCHICAL_ALLGATHER", Kind::Flag},
     {"timeline.filename", "HVD_TIMELINE", Kind::Text},
@@ -146,6 +147,7 @@ std::map<std::string, std::string> runtimeParams(const RuntimeFlags& flags) {
   if (flags.bindTo) out["HVD_BIND_TO"] = *flags.bindTo;
   if (flags.transport) out["HVD_TRANSPORT"] = *flags.transport;
   if (flags.mallocRetainMb) out["HVD_MALLOC_RETAIN_MB"] = std::to_string(*flags.mallocRetainMb);
+  if (flags.gradientOverlap) out["HVD_GRADIENT_OVERLAP"] = *flags.gradientOverlap;
   if (flags.hierarchicalAllreduce)
     out["HVD_HIERARCHICAL_ALLREDUCE"] = *flags.hierarchicalAllreduce ? "1" : "0";
   if (flags.hierarchicalAllgather)

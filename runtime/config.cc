@@ -139,6 +139,7 @@ Config Config::fromParams(const params::ParamValues& v) {
   c.processSets = parseProcessSets(v.getString("HVD_PROCESS_SETS"), t.size);
   c.cpuBinding = cpuBindingFrom(v.getString("HVD_BIND_TO"));
   c.mallocRetainBytes = static_cast<std::size_t>(v.getInt("HVD_MALLOC_RETAIN_MB")) << 20;
+  c.gradientOverlap = v.getString("HVD_GRADIENT_OVERLAP");
   c.gpuUseNccl = v.getString("HVD_GPU_BACKEND") == "nccl";
   c.hierarchicalAllreduce = v.getInt("HVD_HIERARCHICAL_ALLREDUCE") == 1;
   c.hierarchicalAllgather = v.getInt("HVD_HIERARCHICAL_ALLGATHER") == 1;

@@ -63,6 +63,7 @@ struct Config {
   std::vector<std::vector<int32_t>> processSets;  // static sets, created at init
   CpuBinding cpuBinding = CpuBinding::Core;
   std::size_t mallocRetainBytes = 0;  // HVD_MALLOC_RETAIN_MB (runtime/malloc_retention.h)
+  std::string gradientOverlap = "auto";  // HVD_GRADIENT_OVERLAP; read by hvd.torch's optimizer
   // OMP_NUM_THREADS is set: the user chose the frameworks' thread counts, and the frontends
   // leave them alone (Runtime::computeThreads).
   bool computeThreadsChosen = false;

@@ -28,7 +28,10 @@ class Runtime : public BlockingCollectives {
   Engine& engine() { return *engine_; }
   // The thread count frameworks' frontends give their compute pools: this rank's CPU share, or
   // 0 (leave them alone) when the user chose with OMP_NUM_THREADS.
-  int computeThreads() const { return config_.computeThreadsChosen ? 0 : world_.cpuShare; }
+  int computeThreads() const { return config_.computeThreadsChosen ? 0 : cpuShare(); }
+  // The compute threads this rank's CPUs can run without taking turns with another local
+  // rank's (cpu_binding.h's cpuShare), whoever chose the thread count.
+  int cpuShare() const { return world_.cpuShare; }
 
   // Collective: waits (up to HVD_OP_TIMEOUT) for every rank to call it, then closes every
   // thread and socket.

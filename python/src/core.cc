@@ -387,6 +387,10 @@ NB_MODULE(_core, m) {
     return rt->newestElasticRound();
   }, "The newest round hvdrun has published (asks the rendezvous); -1 outside an elastic job.");
   m.def("compute_threads", [] { return current()->computeThreads(); });
+  m.def("cpu_share", [] { return current()->cpuShare(); },
+        "The compute threads this rank's CPUs can run without sharing a core with another rank.");
+  m.def("gradient_overlap", [] { return current()->config().gradientOverlap; },
+        "HVD_GRADIENT_OVERLAP: auto, on or off.");
   // The frontends log through the runtime's facade, so HVD_LOG_LEVEL and the rank prefix apply.
   m.def("log_info", [](const std::string& subsystem, const std::string& text) {
     hvd::log::logger(subsystem)->info("{}", text);

@@ -317,3 +317,38 @@ def test_a_malloc_retention_glibc_cannot_take_is_refused_before_any_worker_start
     r = run_hvdrun("-np", 2, "--malloc-retain-mb", 4096, *python_worker("print('started')"))
     assert r.returncode == 2 and "HVD_MALLOC_RETAIN_MB" in r.stderr and "4096" in r.stderr
     assert "started" not in r.stdout
+
+
+OVERLAP = """
+import hvd, hvd.torch
+from hvd import _core
+hvd.init()
+print('overlap', _core.gradient_overlap())
+hvd.shutdown()
+"""
+
+
+def _overlaps(result, np):
+    assert result.returncode == 0, result.stderr
+    found = re.findall(r"<stdout>:overlap (\w+)", result.stdout)
+    assert len(found) == np, result.stdout
+    return set(found)
+
+
+def test_gradient_overlap_comes_from_the_flag_the_environment_or_the_config_file(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "HVD_GRADIENT_OVERLAP"}
+    assert _overlaps(run_hvdrun("-np", 2, *python_worker(OVERLAP), env=env), 2) == {"auto"}
+    r = run_hvdrun("-np", 2, "--gradient-overlap", "on", *python_worker(OVERLAP), env=env)
+    assert _overlaps(r, 2) == {"on"}
+    r = run_hvdrun("-np", 1, *python_worker(OVERLAP), env=dict(env, HVD_GRADIENT_OVERLAP="off"))
+    assert _overlaps(r, 1) == {"off"}
+    config = tmp_path / "hvd.json"
+    config.write_text('{"params": {"gradient_overlap": "on"}}')
+    r = run_hvdrun("-np", 1, "--config-file", config, *python_worker(OVERLAP), env=env)
+    assert _overlaps(r, 1) == {"on"}
+    r = run_hvdrun("-np", 2, "--gradient-overlap", "sometimes", *python_worker(OVERLAP), env=env)
+    assert r.returncode != 0 and "--gradient-overlap" in r.stderr and "sometimes" in r.stderr
+    r = run_hvdrun("-np", 1, *python_worker(OVERLAP),
+                   env=dict(env, HVD_GRADIENT_OVERLAP="sometimes"))
+    assert r.returncode != 0 and "HVD_GRADIENT_OVERLAP='sometimes'" in r.stderr
+    assert "overlap" not in r.stdout

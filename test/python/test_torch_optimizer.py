@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import hvd.torch as hvd
+from hvd import _core
 
 BATCH = 4
 
@@ -36,8 +37,9 @@ def assert_identical_on_all_ranks(model):
         assert torch.equal(rows[0], rows[r]), f"rank {r} differs from rank 0"
 
 
+@pytest.mark.parametrize("overlap", ["on", "off"])
 @pytest.mark.parametrize("opt_name", ["SGD", "Adam", "AdamW"])
-def test_distributed_training_matches_single_process_on_the_combined_batch(opt_name):
+def test_distributed_training_matches_single_process_on_the_combined_batch(opt_name, overlap):
     make_opt = {"SGD": lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
                 "Adam": lambda p: torch.optim.Adam(p, lr=0.01),
                 "AdamW": lambda p: torch.optim.AdamW(p, lr=0.01, weight_decay=0.1)}[opt_name]
@@ -46,7 +48,8 @@ def test_distributed_training_matches_single_process_on_the_combined_batch(opt_n
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
     assert torch.equal(flat(model), flat(reference))
     opt = hvd.DistributedOptimizer(make_opt(model.parameters()),
-                                   named_parameters=model.named_parameters())
+                                   named_parameters=model.named_parameters(),
+                                   gradient_overlap=overlap)
     assert isinstance(opt, getattr(torch.optim, opt_name))
     ref_opt = make_opt(reference.parameters())
     loss_fn = torch.nn.CrossEntropyLoss()
@@ -149,11 +152,12 @@ def test_a_channels_last_model_is_broadcast_and_trained():
     torch.testing.assert_close(flat(model), flat(reference), rtol=1e-5, atol=1e-6)
 
 
-def test_backward_passes_per_step_accumulates_locally():
+@pytest.mark.parametrize("overlap", ["on", "off"])
+def test_backward_passes_per_step_accumulates_locally(overlap):
     model = make_model()
     opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
                                    named_parameters=model.named_parameters(),
-                                   backward_passes_per_step=2)
+                                   backward_passes_per_step=2, gradient_overlap=overlap)
     reference = make_model()
     ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
     loss_fn = torch.nn.MSELoss(reduction="sum")
@@ -178,8 +182,9 @@ def test_backward_passes_per_step_accumulates_locally():
     opt.synchronize()
 
 
+@pytest.mark.parametrize("overlap", ["on", "off"])
 @pytest.mark.parametrize("groups", [2, "explicit", "num_groups"])
-def test_groups_and_fp16_compression(groups):
+def test_groups_and_fp16_compression(groups, overlap):
     model = make_model()
     params = list(model.parameters())
     grouping = {2: {"groups": 2}, "explicit": {"groups": [params[:2], params[2:]]},
@@ -188,7 +193,8 @@ def test_groups_and_fp16_compression(groups):
         warnings.simplefilter("always")
         opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
                                        named_parameters=model.named_parameters(),
-                                       compression=hvd.Compression.fp16, **grouping)
+                                       compression=hvd.Compression.fp16,
+                                       gradient_overlap=overlap, **grouping)
     deprecations = [w for w in caught if issubclass(w.category, DeprecationWarning)]
     assert len(deprecations) == (groups == "num_groups")
     assert len(opt._groups) == 2
@@ -202,6 +208,65 @@ def test_groups_and_fp16_compression(groups):
     ref_opt.step()
     assert_identical_on_all_ranks(model)
     torch.testing.assert_close(flat(model), flat(reference), rtol=1e-2, atol=1e-3)
+
+
+@pytest.mark.parametrize("threads", ["share", "fewer"])
+@pytest.mark.parametrize("overlap", ["on", "off", "auto", None])
+def test_gradient_overlap_decides_whether_backward_or_step_starts_the_allreduces(overlap,
+                                                                                  threads):
+    # on: each gradient's hook submits its allreduce during backward; off: step() submits them
+    # all; auto: off when every rank is on one host and torch's threads fill this rank's CPUs
+    # (host-memory gradients); None: the job's HVD_GRADIENT_OVERLAP (auto unless the suite's
+    # launcher set it).
+    share = _core.cpu_share()
+    if threads == "fewer" and share == 1:
+        pytest.skip("this rank has one CPU: torch cannot leave it a spare one")
+    before_threads = torch.get_num_threads()
+    torch.set_num_threads(share if threads == "share" else share - 1)
+    try:
+        model = make_model()
+        opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                       named_parameters=model.named_parameters(),
+                                       gradient_overlap=overlap)
+    finally:
+        torch.set_num_threads(before_threads)
+    policy = _core.gradient_overlap() if overlap is None else overlap
+    one_host = hvd.local_size() == hvd.size()
+    in_backward = policy == "on" or (policy == "auto" and (not one_host or threads == "fewer"))
+    gradients = len(list(model.parameters()))
+    before = _core.stats()["submitted"]
+    x, y = batch_of(hvd.rank(), 0)
+    torch.nn.functional.cross_entropy(model(x), y).backward()
+    during = _core.stats()["submitted"] - before
+    opt.step()
+    assert during == (gradients if in_backward else 0)
+    assert _core.stats()["submitted"] - before == gradients
+    assert_identical_on_all_ranks(model)
+
+
+@pytest.mark.parametrize("policy, on_gpu, one_host, threads, share, expected", [
+    ("on", False, True, 4, 4, True),
+    ("off", True, False, 1, 8, False),
+    ("auto", False, True, 4, 4, False),   # compute fills the rank's CPUs: step() starts them
+    ("auto", False, True, 8, 4, False),
+    ("auto", False, True, 3, 4, True),    # a spare core moves them beside backward
+    ("auto", False, False, 4, 4, True),   # across hosts the network hides behind backward
+    ("auto", True, True, 4, 4, True),     # GPU gradients: the copies are not CPU work
+])
+def test_auto_overlap_defers_only_host_gradients_on_one_host_with_no_spare_core(
+        policy, on_gpu, one_host, threads, share, expected):
+    from hvd.torch.optimizer import starts_in_backward
+    assert starts_in_backward(policy, on_gpu=on_gpu, one_host=one_host, compute_threads=threads,
+                              cpu_share=share) is expected
+
+
+def test_gradient_overlap_refuses_other_values():
+    model = make_model()
+    with pytest.raises(ValueError, match="gradient_overlap must be 'auto', 'on' or 'off', "
+                                         "got 'sometimes'"):
+        hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                 named_parameters=model.named_parameters(),
+                                 gradient_overlap="sometimes")
 
 
 def test_synchronize_then_skip_synchronize_and_zero_grad_guard():

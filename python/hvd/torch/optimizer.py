@@ -1,7 +1,9 @@
 """DistributedOptimizer: Horovod's recipe. A hook on every parameter starts the allreduce of its
 gradient the moment backward has accumulated it, so communication overlaps the rest of
 backward; step() waits for all of them, writes the averaged gradients back and steps the
-wrapped optimizer."""
+wrapped optimizer. Where overlapping cannot help (host-memory gradients with every rank on one
+host and torch's threads filling the rank's CPUs: moving them is CPU work on the cores backward
+is using), step() starts them all instead (HVD_GRADIENT_OVERLAP, docs/environment.md)."""
 from __future__ import annotations
 
 import contextlib
@@ -30,6 +32,26 @@ def load_keeping_param_groups(optimizer, load) -> None:
     optimizer.param_groups = groups
 
 
+def _overlap_policy(gradient_overlap):
+    """HVD_GRADIENT_OVERLAP, or the optimizer's own `gradient_overlap`: auto, on or off."""
+    policy = _core.gradient_overlap() if gradient_overlap is None else gradient_overlap
+    if policy not in ("auto", "on", "off"):
+        raise ValueError("DistributedOptimizer: gradient_overlap must be 'auto', 'on' or 'off', "
+                         f"got {policy!r}")
+    return policy
+
+
+def starts_in_backward(policy, *, on_gpu, one_host, compute_threads, cpu_share):
+    """Whether a gradient's allreduce starts from its backward hook (True) or at step(), for
+    HVD_GRADIENT_OVERLAP's `policy`. auto overlaps unless overlapping can only take turns with
+    backward: between ranks of one host a host-memory gradient is copied and reduced by the
+    CPU, and when torch's compute threads already fill this rank's share of the CPUs, that work
+    is taken from backward's (docs/performance.md)."""
+    if policy != "auto":
+        return policy == "on"
+    return on_gpu or not one_host or compute_threads < cpu_share
+
+
 def _participation(process_set):
     """(process set, its id, whether this rank communicates). As Horovod: a one-process job has
     nothing to combine and a rank outside the process set takes no part, so neither pays for
@@ -45,10 +67,12 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     # Methods of this class are mixed into a subclass of the user's optimizer class (see
     # DistributedOptimizer), so isinstance(opt, torch.optim.SGD) stays true.
     def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
-                 gradient_predivide_factor, groups, sparse_as_dense, process_set):
+                 gradient_predivide_factor, groups, sparse_as_dense, process_set,
+                 gradient_overlap):
         super(self.__class__, self).__init__(params)
         self._compression = compression
         self._op = _basics.check_reduce_op(op, "DistributedOptimizer")
+        overlap = _overlap_policy(gradient_overlap)
         if self._op not in (Average, _basics.Sum):
             raise ValueError("DistributedOptimizer: op must be hvd.Average or hvd.Sum")
         if gradient_predivide_factor != 1.0 and self._op != Average:
@@ -69,6 +93,13 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._requires_update = [p for p in all_params if p.requires_grad]
         self._groups = self._make_groups(groups)
         self._group_of = {id(p): i for i, g in enumerate(self._groups) for p in g}
+        # Gradients whose allreduce step() starts, not their hook (decided here, for the
+        # devices the parameters are on now).
+        one_host = _basics.local_size() == _basics.size()
+        threads, share = torch.get_num_threads(), _core.cpu_share()
+        self._deferred = {id(p) for p in self._requires_update
+                          if not starts_in_backward(overlap, on_gpu=p.is_cuda, one_host=one_host,
+                                                    compute_threads=threads, cpu_share=share)}
         # id(p) -> (core handle or _SparsePending or None, (compressed, ctx))
         self._handles: Dict[int, tuple] = {}
         self._group_ready: Dict[int, List[torch.Tensor]] = {}
@@ -169,12 +200,12 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def _hook(self, p):
         key = id(p)
         delay = self._delay[key]
-        if delay <= 0 and self._handles.get(key, (None,))[0] is not None:
+        if delay <= 0 and (key in self._deferred or self._handles.get(key, (None,))[0] is not None):
             raise AssertionError("Gradients were computed more than backward_passes_per_step "
                                  "times before optimizer.step() or synchronize(); increase "
                                  "backward_passes_per_step to accumulate gradients locally")
         self._delay[key] = delay = delay - 1
-        if delay > 0:
+        if delay > 0 or key in self._deferred:  # synchronize() starts it
             self._handles.setdefault(key, (None, None))
             return
         index = self._group_of.get(key)
@@ -289,9 +320,12 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
     ranks. step() waits for the combination; there is no overlap with backward."""
 
     def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
-                 gradient_predivide_factor, groups, sparse_as_dense, process_set):
+                 gradient_predivide_factor, groups, sparse_as_dense, process_set,
+                 gradient_overlap):
         super(self.__class__, self).__init__(params)
-        del op, groups, sparse_as_dense  # Adasum; per parameter anyway; changes are dense
+        # Adasum; per parameter anyway; changes are dense; combined at step() anyway
+        del op, groups, sparse_as_dense
+        _overlap_policy(gradient_overlap)
         if gradient_predivide_factor != 1.0:
             raise ValueError("DistributedOptimizer: gradient_predivide_factor needs op=Average "
                              "(Adasum needs no scaling)")
@@ -343,10 +377,14 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
                          backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
                          num_groups=0, groups=None, sparse_as_dense=False,
-                         process_set=global_process_set):
+                         process_set=global_process_set, gradient_overlap=None):
     """Wraps `optimizer` so that step() uses gradients averaged (op=Average) or summed over
     the ranks of `process_set`. Every rank must wrap the same model the same way.
-    `num_groups` is Horovod's deprecated spelling of an integer `groups`."""
+    `num_groups` is Horovod's deprecated spelling of an integer `groups`. `gradient_overlap`
+    ('auto', 'on', 'off'; None: HVD_GRADIENT_OVERLAP) says whether each gradient's allreduce
+    starts from its backward hook (on) or at step() (off); auto is off for host-memory
+    gradients when every rank is on one host and torch's intra-op threads fill this rank's
+    share of the CPUs (see starts_in_backward)."""
     if num_groups:
         warnings.warn("DistributedOptimizer: num_groups is deprecated; pass groups instead",
                       DeprecationWarning, stacklevel=2)
@@ -357,4 +395,5 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     mixin = _DistributedAdasumOptimizer if op == _basics.Adasum else _DistributedOptimizer
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,), dict(mixin.__dict__))
     return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
-               op, gradient_predivide_factor, groups, sparse_as_dense, process_set)
+               op, gradient_predivide_factor, groups, sparse_as_dense, process_set,
+               gradient_overlap)
