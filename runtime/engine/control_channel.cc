@@ -26,33 +26,72 @@ void ControlChannel::linkBroke(int peer, const std::exception& e) const {
                                " broke (its process exited, crashed or was killed): ", e.what()));
 }
 
-void ControlChannel::send(int peer, const std::string& message) {
-  uint64_t length = message.size();
-  std::array<std::byte, kFrame> frame{};
-  std::memcpy(frame.data(), &length, sizeof length);
+void ControlChannel::send(int peer, std::string message) {
+  retireSends();
+  auto& out = outbound_.emplace_back();
+  out.peer = peer;
+  out.message = std::move(message);
+  out.deadline = comm_->deadline();
+  uint64_t length = out.message.size();
+  std::memcpy(out.frame.data(), &length, sizeof length);
   std::size_t inlined = std::min<std::size_t>(length, kInline);
-  std::memcpy(frame.data() + sizeof length, message.data(), inlined);
+  std::memcpy(out.frame.data() + sizeof length, out.message.data(), inlined);
   auto& link = comm_->peer(peer);
   try {
-    auto header = link.isend(collectives::ConstBytes(frame), kControlTag);
-    collectives::Request rest;
+    out.header = link.isend(collectives::ConstBytes(out.frame), kControlTag);
     if (length > inlined)
-      rest = link.isend(collectives::ConstBytes(
-                            reinterpret_cast<const std::byte*>(message.data()) + inlined,
-                            length - inlined),
-                        kControlTag);
-    header.wait(comm_->deadline());
-    rest.wait(comm_->deadline());
-  } catch (const TimeoutError&) {
-    throw;
+      out.rest = link.isend(collectives::ConstBytes(
+                                reinterpret_cast<const std::byte*>(out.message.data()) + inlined,
+                                length - inlined),
+                            kControlTag);
   } catch (const std::exception& e) {
     linkBroke(peer, e);
   }
+  // The usual small message has left already (a send that fits the link's buffer completes at
+  // once); a larger one moves on as the peer reads.
+  if (auto* progress = comm_->progress()) progress->poll();
+  retireSends();
+}
+
+void ControlChannel::retireSends() {
+  for (auto it = outbound_.begin(); it != outbound_.end();) {
+    try {
+      if (it->header.test() && it->rest.test()) {
+        it = outbound_.erase(it);
+        continue;
+      }
+      // Past its deadline, wait() throws the transport's TimeoutError naming the peer.
+      if (collectives::Clock::now() >= it->deadline) {
+        it->header.wait(it->deadline);
+        it->rest.wait(it->deadline);
+      }
+    } catch (const TimeoutError&) {
+      throw;
+    } catch (const std::exception& e) {
+      linkBroke(it->peer, e);
+    }
+    ++it;
+  }
+}
+
+void ControlChannel::flush(collectives::Deadline deadline) {
+  for (auto& out : outbound_) {
+    try {
+      out.header.wait(std::min(deadline, out.deadline));
+      out.rest.wait(std::min(deadline, out.deadline));
+    } catch (const TimeoutError&) {
+      throw;
+    } catch (const std::exception& e) {
+      linkBroke(out.peer, e);
+    }
+  }
+  outbound_.clear();
 }
 
 std::vector<std::pair<int, std::string>> ControlChannel::receive() {
   std::vector<std::pair<int, std::string>> messages;
   if (auto* progress = comm_->progress()) progress->poll();
+  retireSends();
   for (auto& in : inbound_) {
     try {
       while (true) {

@@ -7,6 +7,7 @@
 #include <array>
 #include <atomic>
 #include <condition_variable>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,14 +24,19 @@ class ControlChannel {
   ControlChannel(std::unique_ptr<collectives::Comm> comm, std::vector<int> listenTo);
 
   int rank() const { return comm_->rank(); }
-  // Returns once the message has left (into the socket buffer): the transport starts a queued
-  // send only from the previous one's completion handler, and the engine may go into a long
-  // collective on the data links next. Throws IoError naming the peer, TimeoutError when the
-  // peer does not read for the op timeout.
-  void send(int peer, const std::string& message);
-  // Messages that have arrived, in order per peer, without blocking. Throws IoError naming the
-  // peer when a link broke (the peer's process exited or was killed).
+  // Queues the message and returns without waiting for the peer to read it: a message larger
+  // than what the link buffers (a shared-memory control ring holds 64 KiB) would otherwise
+  // wait for a peer that may itself be sending to this rank, or be in a collective this rank
+  // has yet to join. What is queued moves on in send(), receive() and flush(). Throws IoError
+  // naming the peer when a link broke, TimeoutError when a queued message has not left for
+  // the op timeout.
+  void send(int peer, std::string message);
+  // Messages that have arrived, in order per peer, without blocking; moves queued sends on.
+  // Throws as send() does.
   std::vector<std::pair<int, std::string>> receive();
+  // Waits until every queued message has left, or the deadline (then TimeoutError): before the
+  // engine stops, so that its last messages (shutdown, a fatal error) reach the peers.
+  void flush(collectives::Deadline deadline);
   // Returns when a message may have arrived, wake() was called since the last return, or at
   // the deadline.
   void waitForActivity(collectives::Deadline deadline);
@@ -48,11 +54,24 @@ class ControlChannel {
     collectives::Request body;
     bool inBody = false;
   };
+  // A queued message; its frame and bytes stay where the transport reads them until both of
+  // its sends complete.
+  struct Outbound {
+    int peer = 0;
+    std::array<std::byte, kFrame> frame{};
+    std::string message;
+    collectives::Request header;
+    collectives::Request rest;
+    collectives::Deadline deadline;
+  };
   void postHeader(Inbound& in);
+  // Drops the queued messages that have left; throws as send() does.
+  void retireSends();
   [[noreturn]] void linkBroke(int peer, const std::exception& e) const;
 
   std::unique_ptr<collectives::Comm> comm_;
   std::vector<Inbound> inbound_;
+  std::list<Outbound> outbound_;  // a list: the transport holds pointers into each element
   // Set by wake() before it interrupts the transport's wait. The transport's wake-up alone can
   // be lost: receive() polls the transport, which runs (and so swallows) a wake-up posted
   // between the engine's last look at its queue and its next wait.

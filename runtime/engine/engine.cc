@@ -392,6 +392,10 @@ void Engine::failEverything(std::exception_ptr error) {
       }
     }
   }
+  try {  // best effort: a peer that died does not read
+    control_->flush(Clock::now() + options_.opTimeout);
+  } catch (const std::exception&) {
+  }
 }
 
 collectives::Deadline Engine::nextWake() const {
@@ -418,6 +422,7 @@ void Engine::loop() {
       if (Clock::now() < spinUntil) std::this_thread::yield();
       else control_->waitForActivity(nextWake());
     }
+    control_->flush(Clock::now() + options_.opTimeout);
   } catch (const std::exception&) {
     failEverything(std::current_exception());
   }

@@ -178,6 +178,48 @@ TEST_CASE("a fused allreduce larger than a piece: tensors cut across pieces, sca
   }
 }
 
+TEST_CASE("negotiation messages larger than the control links' buffers do not deadlock") {
+  // 400 operations with 200-byte names make a request list and a response list of about 80 KB
+  // each, more than a shared-memory control ring holds (64 KiB). Rank 1 submits two such
+  // batches back to back, so it sends the second list while rank 0 sends the first batch's
+  // responses: with sends that wait for the peer to read, both would wait on each other until
+  // the op timeout. Rank 0 submits the second batch only after the first completed.
+  const int n = 2, batch = 400;
+  auto longName = [](int b, int i) {
+    return std::string(190, "ab"[b]) + "/" + std::to_string(i);
+  };
+  for (const char* transport : {"shm", "tcp"}) {
+    INFO(transport);
+    auto outcomes = runRuntimes(n, [&](Runtime& rt, int rank) -> std::string {
+      std::vector<std::vector<float>> data(2 * batch, std::vector<float>(4));
+      std::vector<Handle> handles(2 * batch);
+      auto submit = [&](int b) {
+        for (int i = 0; i < batch; ++i) {
+          auto& d = data[b * batch + i];
+          std::fill(d.begin(), d.end(), static_cast<float>(rank + i));
+          handles[b * batch + i] = rt.engine().enqueue(allreduceOf(longName(b, i), d));
+        }
+      };
+      auto waitBatch = [&](int b) -> std::string {
+        for (int i = 0; i < batch; ++i) {
+          handles[b * batch + i]->wait(std::chrono::seconds(20));
+          if (data[b * batch + i][3] != static_cast<float>(2 * i + 1))
+            return "batch " + std::to_string(b) + " tensor " + std::to_string(i) + " got " +
+                   std::to_string(data[b * batch + i][3]);
+        }
+        return "";
+      };
+      submit(0);
+      if (rank == 1) submit(1);
+      auto first = waitBatch(0);
+      if (!first.empty()) return first;
+      if (rank == 0) submit(1);
+      return waitBatch(1);
+    }, hvd::test::oneHost(n, transport, {{"HVD_OP_TIMEOUT", "20"}}));
+    for (const auto& o : outcomes) REQUIRE(o == "");
+  }
+}
+
 TEST_CASE("every kind of disagreement fails on all ranks with the tensor and the ranks named") {
   struct Case {
     const char* property;
