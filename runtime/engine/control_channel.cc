@@ -27,7 +27,6 @@ void ControlChannel::linkBroke(int peer, const std::exception& e) const {
 }
 
 void ControlChannel::send(int peer, std::string message) {
-  retireSends();
   auto& out = outbound_.emplace_back();
   out.peer = peer;
   out.message = std::move(message);
@@ -45,6 +44,7 @@ void ControlChannel::send(int peer, std::string message) {
                                 length - inlined),
                             kControlTag);
   } catch (const std::exception& e) {
+    outbound_.pop_back();
     linkBroke(peer, e);
   }
   // The usual small message has left already (a send that fits the link's buffer completes at
@@ -53,39 +53,49 @@ void ControlChannel::send(int peer, std::string message) {
   retireSends();
 }
 
+void ControlChannel::finish(std::list<Outbound>::iterator it, collectives::Deadline deadline) {
+  // Removed before anything is thrown, so that a link that broke fails once and the messages
+  // to the other peers still go.
+  auto peer = it->peer;
+  try {
+    it->header.wait(deadline);
+    it->rest.wait(deadline);
+  } catch (const TimeoutError&) {
+    outbound_.erase(it);
+    throw;
+  } catch (const std::exception& e) {
+    outbound_.erase(it);
+    linkBroke(peer, e);
+  }
+  outbound_.erase(it);
+}
+
 void ControlChannel::retireSends() {
+  auto now = collectives::Clock::now();
   for (auto it = outbound_.begin(); it != outbound_.end();) {
+    auto next = std::next(it);
+    bool done = false;
     try {
-      if (it->header.test() && it->rest.test()) {
-        it = outbound_.erase(it);
-        continue;
-      }
-      // Past its deadline, wait() throws the transport's TimeoutError naming the peer.
-      if (collectives::Clock::now() >= it->deadline) {
-        it->header.wait(it->deadline);
-        it->rest.wait(it->deadline);
-      }
-    } catch (const TimeoutError&) {
-      throw;
-    } catch (const std::exception& e) {
-      linkBroke(it->peer, e);
+      done = it->header.test() && it->rest.test();
+    } catch (const std::exception&) {
+      done = true;  // failed: finish() reports it
     }
-    ++it;
+    // Past its deadline, wait() throws the transport's TimeoutError naming the peer.
+    if (done || now >= it->deadline) finish(it, it->deadline);
+    it = next;
   }
 }
 
 void ControlChannel::flush(collectives::Deadline deadline) {
-  for (auto& out : outbound_) {
+  std::exception_ptr first;
+  while (!outbound_.empty()) {
     try {
-      out.header.wait(std::min(deadline, out.deadline));
-      out.rest.wait(std::min(deadline, out.deadline));
-    } catch (const TimeoutError&) {
-      throw;
-    } catch (const std::exception& e) {
-      linkBroke(out.peer, e);
+      finish(outbound_.begin(), std::min(deadline, outbound_.front().deadline));
+    } catch (const std::exception&) {
+      if (!first) first = std::current_exception();
     }
   }
-  outbound_.clear();
+  if (first) std::rethrow_exception(first);
 }
 
 std::vector<std::pair<int, std::string>> ControlChannel::receive() {

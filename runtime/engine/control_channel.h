@@ -67,6 +67,8 @@ class ControlChannel {
   void postHeader(Inbound& in);
   // Drops the queued messages that have left; throws as send() does.
   void retireSends();
+  // Waits for one queued message to leave and drops it, also when that throws.
+  void finish(std::list<Outbound>::iterator it, collectives::Deadline deadline);
   [[noreturn]] void linkBroke(int peer, const std::exception& e) const;
 
   std::unique_ptr<collectives::Comm> comm_;

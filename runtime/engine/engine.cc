@@ -186,6 +186,11 @@ bool Engine::coordinate() {
   if (markCycles_ && timeline_.active()) timeline_.markCycle(now);
   std::string bytes = list.encode();
   for (int r = 1; r < size_; ++r) control_->send(r, bytes);
+  // A rank joins the collectives of a list only once all of it has arrived, and a list larger
+  // than the link buffers moves on only while this rank polls, which it does not inside a
+  // collective: so the list leaves before this rank runs it. The other ranks never wait to
+  // read it: their sends do not block, and their collectives of earlier lists end without us.
+  control_->flush(Clock::now() + options_.opTimeout);
   if (autotuner_ && !autotuner_->done()) autotune(list, now);
   applyResponses(list);
   return true;

@@ -260,6 +260,30 @@ def test_auto_overlap_defers_only_host_gradients_on_one_host_with_no_spare_core(
                               cpu_share=share) is expected
 
 
+@pytest.mark.parametrize("overlap", ["on", "off"])
+def test_hundreds_of_long_named_gradients_started_together_train_in_step(overlap):
+    # 300 gradients with long names, all submitted by step() (off) or by the hooks (on): the
+    # first step's negotiation messages outgrow the engine's control links' buffers (a 64 KiB
+    # ring over shared memory), which deadlocked the ranks until the op timeout when a collective
+    # started while such a message was on its way (test_engine.cc's "negotiation messages larger
+    # than the control links' buffers" makes that happen every time; here it depends on timing).
+    torch.manual_seed(0)
+    layers = [torch.nn.Linear(64, 64) for _ in range(150)]  # weights too large to ride inline
+    model = torch.nn.Sequential()
+    for i, layer in enumerate(layers):
+        model.add_module("a_long_module_path_as_deep_models_have_" * 5 + f"{i:03d}", layer)
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.01),
+                                   named_parameters=model.named_parameters(),
+                                   gradient_overlap=overlap)
+    g = torch.Generator().manual_seed(hvd.rank())
+    for _ in range(10):
+        opt.zero_grad()
+        model(torch.randn(4, 64, generator=g)).pow(2).mean().backward()
+        opt.step()
+    assert_identical_on_all_ranks(model)
+
+
 def test_gradient_overlap_refuses_other_values():
     model = make_model()
     with pytest.raises(ValueError, match="gradient_overlap must be 'auto', 'on' or 'off', "

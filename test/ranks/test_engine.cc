@@ -183,15 +183,17 @@ TEST_CASE("negotiation messages larger than the control links' buffers do not de
   // each, more than a shared-memory control ring holds (64 KiB). Rank 1 submits two such
   // batches back to back, so it sends the second list while rank 0 sends the first batch's
   // responses: with sends that wait for the peer to read, both would wait on each other until
-  // the op timeout. Rank 0 submits the second batch only after the first completed.
-  const int n = 2, batch = 400;
+  // the op timeout. Rank 0 submits the second batch only after the first completed. The
+  // tensors are too large to ride on negotiation, so every rank runs the collectives a response
+  // list asks for: only once the whole list has reached it.
+  const int n = 2, batch = 400, elements = 1024;
   auto longName = [](int b, int i) {
     return std::string(190, "ab"[b]) + "/" + std::to_string(i);
   };
   for (const char* transport : {"shm", "tcp"}) {
     INFO(transport);
     auto outcomes = runRuntimes(n, [&](Runtime& rt, int rank) -> std::string {
-      std::vector<std::vector<float>> data(2 * batch, std::vector<float>(4));
+      std::vector<std::vector<float>> data(2 * batch, std::vector<float>(elements));
       std::vector<Handle> handles(2 * batch);
       auto submit = [&](int b) {
         for (int i = 0; i < batch; ++i) {
@@ -203,9 +205,10 @@ TEST_CASE("negotiation messages larger than the control links' buffers do not de
       auto waitBatch = [&](int b) -> std::string {
         for (int i = 0; i < batch; ++i) {
           handles[b * batch + i]->wait(std::chrono::seconds(20));
-          if (data[b * batch + i][3] != static_cast<float>(2 * i + 1))
+          float got = data[b * batch + i][elements - 1];
+          if (got != static_cast<float>(2 * i + 1))
             return "batch " + std::to_string(b) + " tensor " + std::to_string(i) + " got " +
-                   std::to_string(data[b * batch + i][3]);
+                   std::to_string(got);
         }
         return "";
       };
