@@ -29,18 +29,18 @@ void ControlChannel::linkBroke(int peer, const std::exception& e) const {
 void ControlChannel::send(int peer, std::string message) {
   auto& out = outbound_.emplace_back();
   out.peer = peer;
-  out.message = std::move(message);
+  out.payload = std::move(message);
   out.deadline = comm_->deadline();
-  uint64_t length = out.message.size();
+  uint64_t length = out.payload.size();
   std::memcpy(out.frame.data(), &length, sizeof length);
   std::size_t inlined = std::min<std::size_t>(length, kInline);
-  std::memcpy(out.frame.data() + sizeof length, out.message.data(), inlined);
+  std::memcpy(out.frame.data() + sizeof length, out.payload.data(), inlined);
   auto& link = comm_->peer(peer);
   try {
     out.header = link.isend(collectives::ConstBytes(out.frame), kControlTag);
     if (length > inlined)
-      out.rest = link.isend(collectives::ConstBytes(
-                                reinterpret_cast<const std::byte*>(out.message.data()) + inlined,
+      out.body = link.isend(collectives::ConstBytes(
+                                reinterpret_cast<const std::byte*>(out.payload.data()) + inlined,
                                 length - inlined),
                             kControlTag);
   } catch (const std::exception& e) {
@@ -59,7 +59,7 @@ void ControlChannel::finish(std::list<Outbound>::iterator it, collectives::Deadl
   auto peer = it->peer;
   try {
     it->header.wait(deadline);
-    it->rest.wait(deadline);
+    it->body.wait(deadline);
   } catch (const TimeoutError&) {
     outbound_.erase(it);
     throw;
@@ -76,7 +76,7 @@ void ControlChannel::retireSends() {
     auto next = std::next(it);
     bool done = false;
     try {
-      done = it->header.test() && it->rest.test();
+      done = it->header.test() && it->body.test();
     } catch (const std::exception&) {
       done = true;  // failed: finish() reports it
     }

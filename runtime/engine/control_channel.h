@@ -46,22 +46,20 @@ class ControlChannel {
   // the usual small message is one write and one read; a longer one sends the rest after it.
   static constexpr std::size_t kFrame = 512;
   static constexpr std::size_t kInline = kFrame - sizeof(uint64_t);
-  struct Inbound {
+  // One message on the wire: the frame, then the payload's rest (`body`) when it is longer
+  // than kInline. Frame and payload stay where the transport reads or writes them until both
+  // requests complete.
+  struct Framed {
     int peer = 0;
     std::array<std::byte, kFrame> frame{};
     std::string payload;
     collectives::Request header;
     collectives::Request body;
+  };
+  struct Inbound : Framed {
     bool inBody = false;
   };
-  // A queued message; its frame and bytes stay where the transport reads them until both of
-  // its sends complete.
-  struct Outbound {
-    int peer = 0;
-    std::array<std::byte, kFrame> frame{};
-    std::string message;
-    collectives::Request header;
-    collectives::Request rest;
+  struct Outbound : Framed {  // queued by send()
     collectives::Deadline deadline;
   };
   void postHeader(Inbound& in);
