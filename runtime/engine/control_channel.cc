@@ -54,16 +54,17 @@ void ControlChannel::send(int peer, std::string message) {
 }
 
 void ControlChannel::finish(std::list<Outbound>::iterator it, collectives::Deadline deadline) {
-  // Removed before anything is thrown, so that a link that broke fails once and the messages
-  // to the other peers still go.
-  auto peer = it->peer;
+  // Out of the queue before anything is thrown, so that a link that broke fails once and the
+  // messages to the other peers still go.
   try {
     it->header.wait(deadline);
     it->body.wait(deadline);
   } catch (const TimeoutError&) {
-    outbound_.erase(it);
+    // The transport may still read the message's frame and payload: they stay where they are.
+    timedOut_.splice(timedOut_.end(), outbound_, it);
     throw;
   } catch (const std::exception& e) {
+    int peer = it->peer;
     outbound_.erase(it);
     linkBroke(peer, e);
   }

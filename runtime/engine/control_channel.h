@@ -65,13 +65,16 @@ class ControlChannel {
   void postHeader(Inbound& in);
   // Drops the queued messages that have left; throws as send() does.
   void retireSends();
-  // Waits for one queued message to leave and drops it, also when that throws.
+  // Waits for one queued message to leave and drops it from the queue, also when that throws.
   void finish(std::list<Outbound>::iterator it, collectives::Deadline deadline);
   [[noreturn]] void linkBroke(int peer, const std::exception& e) const;
 
-  std::unique_ptr<collectives::Comm> comm_;
+  // The messages come before the communicator so that it is destroyed first: its transport
+  // holds pointers into their frames and payloads.
   std::vector<Inbound> inbound_;
   std::list<Outbound> outbound_;  // a list: the transport holds pointers into each element
+  std::list<Outbound> timedOut_;  // sends that timed out, kept while the transport may read them
+  std::unique_ptr<collectives::Comm> comm_;
   // Set by wake() before it interrupts the transport's wait. The transport's wake-up alone can
   // be lost: receive() polls the transport, which runs (and so swallows) a wake-up posted
   // between the engine's last look at its queue and its next wait.

@@ -79,3 +79,27 @@ TEST_CASE("a message ends the peer's wait and is received whole") {
   CHECK(got[0] == std::make_pair(1, std::string("hello")));
   CHECK(got[1] == std::make_pair(1, big));
 }
+
+TEST_CASE("a message larger than the link buffers is queued: two sending at once both return") {
+  // Each side sends more than loopback TCP buffers before the other receives anything. A send
+  // that waited for the peer to read would wait for a peer waiting in its own send.
+  ChannelPair pair;
+  const std::string big[2] = {std::string(32 << 20, 'a'), std::string(32 << 20, 'b')};
+  std::string got[2];
+  std::thread t[2];
+  for (int r = 0; r < 2; ++r)
+    t[r] = std::thread([&, r] {
+      auto& channel = *pair.channel[r];
+      channel.send(1 - r, big[r]);
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (got[r].empty() && std::chrono::steady_clock::now() < deadline) {
+        for (auto& [peer, message] : channel.receive()) got[r] = std::move(message);
+        channel.waitForActivity(std::min(deadline, std::chrono::steady_clock::now() +
+                                                       std::chrono::milliseconds(10)));
+      }
+      channel.flush(deadline);
+    });
+  for (auto& th : t) th.join();
+  CHECK(got[0] == big[1]);
+  CHECK(got[1] == big[0]);
+}
