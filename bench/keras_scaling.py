@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 
-from torch_scaling import BUILD, RunFailed, free_port
+from torch_scaling import BUILD, RunFailed, free_port, json_records
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 KINDS = ("single", "hvd", "mwms", "lockstep", "single-fit", "hvd-fit")
@@ -142,10 +142,7 @@ def run_config(kind, args):
             out, _ = p.communicate(timeout=args.timeout)
             if p.returncode != 0:
                 raise RunFailed(f"{kind}: exited with {p.returncode}")
-            for line in out.splitlines():
-                text = line.split(":", 1)[1] if line.startswith("[") else line
-                if text.startswith("{"):
-                    records.append(json.loads(text))
+            records += json_records(out)
     finally:
         for q in procs:  # the others may wait for a failed one
             if q.poll() is None:

@@ -27,6 +27,8 @@ import subprocess
 import sys
 import time
 
+from torch_scaling import json_records  # this directory: its models and output format
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 BUILD = pathlib.Path(os.environ.get("HVD_BUILD_DIR", REPO / "build"))
 WAYS = ("lockstep", "hooks", "after", "default")
@@ -38,7 +40,7 @@ def worker(args):
     import torch.nn.functional as F
 
     import hvd.torch as hvd
-    from torch_scaling import make_net  # this directory: the same model as the scaling run
+    from torch_scaling import make_net
     torch.set_num_threads(1)
     torch.manual_seed(0)
     hvd.init()
@@ -97,10 +99,9 @@ def run_way(way, args):
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
     if out.returncode != 0:
         raise SystemExit(f"{way}: hvdrun exited with {out.returncode}:\n{out.stderr[-3000:]}")
-    for line in out.stdout.splitlines():
-        text = line.split(":", 1)[1] if line.startswith("[") else line
-        if text.startswith("{"):
-            return json.loads(text)
+    records = json_records(out.stdout)
+    if records:
+        return records[0]
     raise SystemExit(f"{way}: no result line in:\n{out.stdout[-3000:]}")
 
 

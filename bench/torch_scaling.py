@@ -154,6 +154,17 @@ def free_port():
         return s.getsockname()[1]
 
 
+def json_records(output):
+    """The JSON objects a job printed a line each, with or without hvdrun's "[rank]<stdout>:"
+    prefix."""
+    records = []
+    for line in output.splitlines():
+        text = line.split(":", 1)[1] if line.startswith("[") else line
+        if text.startswith("{"):
+            records.append(json.loads(text))
+    return records
+
+
 class RunFailed(Exception):
     """A configuration's processes did not end with one result line."""
 
@@ -201,10 +212,7 @@ def run_config(kind, args):
                     q.kill()
                     q.wait()
             raise RunFailed(f"{kind}: exited with {p.returncode}")
-        for line in out.splitlines():
-            text = line.split(":", 1)[1] if line.startswith("[") else line
-            if text.startswith("{"):
-                records.append(json.loads(text))
+        records += json_records(out)
     if len(records) != 1:
         raise RunFailed(f"{kind}: expected one result line, got {records}")
     if log:
