@@ -40,14 +40,18 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 # with --transport tcp, "hvd-overlap" with --gradient-overlap on (every allreduce started from
 # its backward hook, whatever auto decides), "hvd-autotune" with hvdrun --autotune (timed after
 # the tuning's steps, which run as warm-up, as long for every configuration; --kinds adds it).
+# "horovod" runs the same training on Horovod itself (horovodrun --gloo, Horovod's defaults;
+# --kinds adds it; bench/install_horovod.sh builds it).
 KINDS = ("single", "hvd", "hvd-overlap", "hvd-tcp", "ddp", "lockstep")
-ALL_KINDS = KINDS + ("hvd-autotune",)
+ALL_KINDS = KINDS + ("hvd-autotune", "horovod")
 # A short tuning, so that a benchmark run can afford it: 1 warm-up and 12 search samples of 5
 # steps each (Horovod's defaults take 230 steps).
 AUTOTUNE_FLAGS = ["--autotune", "--autotune-warmup-samples", "1",
                   "--autotune-steps-per-sample", "5", "--autotune-bayes-opt-max-samples", "12"]
 AUTOTUNE_STEPS = (1 + 12) * 5 + 1
 BUILD = pathlib.Path(os.environ.get("HVD_BUILD_DIR", REPO / "build"))
+# Where bench/install_horovod.sh puts Horovod: a Python that imports it, horovodrun beside it.
+HOROVOD_PYTHON = pathlib.Path.home() / ".cache" / "hvd" / "horovod-venv" / "bin" / "python"
 
 
 def load_net():
@@ -114,8 +118,10 @@ def worker(args):
                              shape)
         elapsed = hvd.allreduce(torch.tensor(elapsed), op=hvd.Max).item()
         cpu = hvd.allreduce(torch.tensor(cpu), op=hvd.Average).item()
-    elif args.worker == "hvd":
-        import hvd.torch as hvd
+    elif args.worker in ("hvd", "horovod"):
+        # The same code on both libraries: Horovod's API is hvd's.
+        import importlib
+        hvd = importlib.import_module(f"{args.worker}.torch")
         hvd.init()
         size, rank = hvd.size(), hvd.rank()
         hvd.broadcast_parameters(net.state_dict(), root_rank=0)
@@ -180,7 +186,7 @@ def run_config(kind, args):
         # The same malloc setting for every configuration: hvd's workers through the
         # launcher's flag, the others through glibc's own variables, which mean the same.
         retain = ["--malloc-retain-mb", str(args.malloc_retain_mb)]
-        if kind in ("single", "ddp"):
+        if kind in ("single", "ddp", "horovod"):
             threshold = str(args.malloc_retain_mb << 20)
             env.update(MALLOC_MMAP_THRESHOLD_=threshold, MALLOC_TRIM_THRESHOLD_=threshold)
     log = None
@@ -195,6 +201,16 @@ def run_config(kind, args):
             flags = flags + ["--autotune-log-file", log]
         procs = [subprocess.Popen([str(BUILD / "apps" / "hvdrun"), "-np", str(args.ranks),
                                    *flags, *retain, *cmd],
+                                  stdout=subprocess.PIPE, text=True, env=env)]
+    elif kind == "horovod":
+        python = pathlib.Path(args.horovod_python)
+        # The MNIST example that defines the model imports hvd.torch (its Net does not use
+        # it); `horovod` stays Horovod's (hvd's own horovod package is under hvd/compat).
+        env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(BUILD / "python"), env.get("PYTHONPATH")]))
+        procs = [subprocess.Popen([str(python.parent / "horovodrun"), "--gloo", "-np",
+                                   str(args.ranks), "-H", f"localhost:{args.ranks}",
+                                   str(python), *cmd[1:]],
                                   stdout=subprocess.PIPE, text=True, env=env)]
     else:
         port = free_port()
@@ -230,7 +246,7 @@ def run_config(kind, args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--worker", choices=["single", "hvd", "ddp", "lockstep"],
+    parser.add_argument("--worker", choices=["single", "hvd", "horovod", "ddp", "lockstep"],
                         help=argparse.SUPPRESS)
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
@@ -248,6 +264,9 @@ def main():
     parser.add_argument("--kinds", default=",".join(KINDS),
                         help=f"configurations to run, of {','.join(ALL_KINDS)} "
                              "(single is always run: efficiency is against it)")
+    parser.add_argument("--horovod-python", default=str(HOROVOD_PYTHON),
+                        help="for --kinds horovod: a Python that imports Horovod (horovodrun "
+                             "beside it)")
     args = parser.parse_args()
     if args.batch is None:
         args.batch = 128 if args.model == "mnist" else 8
@@ -258,6 +277,9 @@ def main():
     unknown = [k for k in kinds if k not in ALL_KINDS]
     if unknown:
         parser.error(f"--kinds: unknown {','.join(unknown)} (choose from {','.join(ALL_KINDS)})")
+    if "horovod" in kinds and not pathlib.Path(args.horovod_python).exists():
+        parser.error(f"--kinds horovod: --horovod-python {args.horovod_python} not found "
+                     "(bench/install_horovod.sh builds Horovod there)")
     if "hvd-autotune" in kinds:
         # The tuning runs within the warm-up; every configuration gets the same warm-up, so
         # that the comparison does not depend on what a longer warm-up does.
@@ -297,6 +319,7 @@ def main():
                      ("hvd-overlap", "hvd DistributedOptimizer, --gradient-overlap on"),
                      ("hvd-tcp", "hvd DistributedOptimizer, --transport tcp"),
                      ("hvd-autotune", "hvd DistributedOptimizer, --autotune (after tuning)"),
+                     ("horovod", "Horovod 0.28 DistributedOptimizer (Gloo)"),
                      ("ddp", "torch DDP (gloo)"),
                      ("lockstep", "lockstep: no gradients, one barrier per step (ceiling)")):
         if k in median:
@@ -304,6 +327,7 @@ def main():
                   f"| {cpu[k]:.1f} |")
     print()
     for a, b, what in (("hvd", "ddp", "hvd / DDP throughput"),
+                       ("hvd", "horovod", "hvd / Horovod throughput"),
                        ("hvd", "hvd-overlap", "hvd / hvd --gradient-overlap on throughput"),
                        ("hvd", "hvd-tcp", "hvd / hvd-tcp throughput"),
                        ("hvd-autotune", "hvd", "hvd --autotune / hvd throughput"),
