@@ -238,6 +238,38 @@ def test_reducescatter_gradient():
     torch.testing.assert_close(x.grad, expected)
 
 
+def test_grouped_allgather_gradient():
+    r, n = hvd.rank(), hvd.size()
+    a = torch.ones(r + 1, dtype=torch.float64, requires_grad=True)
+    b = torch.ones(2, 3, dtype=torch.float64, requires_grad=True)
+    ga, gb = hvd.grouped_allgather([a, b], name="ag.ggather")
+    assert ga.shape == (n * (n + 1) // 2,) and gb.shape == (2 * n, 3)
+    (ga * torch.arange(ga.shape[0], dtype=torch.float64)).sum().backward(inputs=[a])
+    offset = r * (r + 1) // 2
+    torch.testing.assert_close(a.grad, n * torch.arange(offset, offset + r + 1,
+                                                        dtype=torch.float64))
+    assert b.grad is None  # gb took no part in the loss
+
+
+def test_grouped_reducescatter_gradient():
+    n, r = hvd.size(), hvd.rank()
+    a = torch.ones(2 * n, dtype=torch.float64, requires_grad=True)
+    b = torch.ones(n, 2, dtype=torch.float64, requires_grad=True)
+    ya, yb = hvd.grouped_reducescatter([a, b], op=hvd.Sum, name="ag.grs", prescale_factor=0.5)
+    (ya * (r + 1) + 0 * yb.sum()).sum().backward()
+    # part p of every a goes to rank p, halved, weighted p+1; b's gradient is zero
+    expected = torch.tensor([(p + 1) / 2 for p in range(n) for _ in range(2)],
+                            dtype=torch.float64)
+    torch.testing.assert_close(a.grad, expected)
+    assert b.grad.abs().sum().item() == 0
+
+
+def test_alltoall_received_splits_are_int32_as_in_horovod():
+    n = hvd.size()
+    _, received = hvd.alltoall(torch.ones(n), splits=[1] * n, name="a2a.splits_dtype")
+    assert received.dtype == torch.int32 and received.tolist() == [1] * n
+
+
 def test_gradient_of_max_is_refused():
     x = torch.ones(2, requires_grad=True)
     y = hvd.allreduce(x, op=hvd.Max, name="ag.max")

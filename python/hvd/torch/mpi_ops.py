@@ -89,6 +89,9 @@ class _TorchAdapter(ArrayAdapter):
     def int64_array(self, values):
         return torch.tensor(list(values), dtype=torch.int64)
 
+    def splits_array(self, values):
+        return torch.tensor(list(values), dtype=torch.int32)  # horovod.torch's dtype
+
     def bytes_array(self, data):
         return torch.from_numpy(_np.frombuffer(bytearray(data), dtype=_np.uint8))
 
@@ -291,7 +294,32 @@ def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
     return _c.grouped_allgather_async(tensors, name, process_set)
 
 
+class _GroupedAllgatherFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, name, process_set, *tensors):
+        rows = torch.tensor([t.shape[0] if t.dim() else 1 for t in tensors], dtype=torch.int64)
+        all_rows = synchronize(_c.allgather_async(rows, f"{name}.rows" if name else None,
+                                                  process_set)).view(process_set.size(), -1)
+        me = process_set.rank()
+        ctx.offsets = all_rows[:me].sum(0).tolist()
+        ctx.rows = all_rows[me].tolist()
+        ctx.args = (name, process_set)
+        return tuple(synchronize(_c.grouped_allgather_async(list(tensors), name, process_set)))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        name, process_set = ctx.args
+        summed = synchronize(_c.grouped_allreduce_async([g.contiguous() for g in grads], Sum,
+                                                        _grad_name(name), 1.0, 1.0,
+                                                        process_set))
+        return (None, None, *(s.narrow(0, offset, rows)
+                              for s, offset, rows in zip(summed, ctx.offsets, ctx.rows)))
+
+
 def grouped_allgather(tensors, name=None, process_set=global_process_set):
+    """allgather of several tensors as one operation. Differentiable."""
+    if _needs_grad(*tensors):
+        return list(_GroupedAllgatherFn.apply(name, process_set, *tensors))
     return synchronize(grouped_allgather_async(tensors, name, process_set))
 
 
@@ -382,13 +410,32 @@ class _ReducescatterFn(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        op, name, process_set, prescale, postscale = ctx.args
+        _, name, process_set, _, _ = ctx.args
         gathered = synchronize(_c.allgather_async(grad.contiguous(), _grad_name(name),
                                                   process_set))
-        scale = prescale * postscale / (process_set.size() if op == Average else 1)
-        if scale != 1.0:
-            gathered = gathered * scale
-        return gathered, None, None, None, None, None
+        return _reducescatter_grad(gathered, *ctx.args), None, None, None, None, None
+
+
+def _reducescatter_grad(gathered, op, name, process_set, prescale, postscale):
+    """The gradient of a reducescatter's input: every rank's output gradient, gathered, times
+    the factors the forward applied."""
+    scale = prescale * postscale / (process_set.size() if op == Average else 1)
+    return gathered * scale if scale != 1.0 else gathered
+
+
+class _GroupedReducescatterFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, op, name, process_set, prescale, postscale, *tensors):
+        ctx.args = (op, name, process_set, prescale, postscale)
+        return tuple(synchronize(_c.grouped_reducescatter_async(
+            list(tensors), op, name, process_set, prescale, postscale)))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        _, name, process_set, _, _ = ctx.args
+        gathered = synchronize(_c.grouped_allgather_async([g.contiguous() for g in grads],
+                                                          _grad_name(name), process_set))
+        return (None,) * 5 + tuple(_reducescatter_grad(g, *ctx.args) for g in gathered)
 
 
 def reducescatter_async(tensor, name=None, op=Average, process_set=global_process_set,
@@ -420,9 +467,15 @@ def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=glob
 def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=Average,
                           process_set=global_process_set, prescale_factor=1.0,
                           postscale_factor=1.0):
+    """reducescatter of several tensors as one operation. Differentiable."""
     pairs = [compression.compress(t) for t in tensors]
-    outs = synchronize(grouped_reducescatter_async([p[0] for p in pairs], name, op, process_set,
-                                                   prescale_factor, postscale_factor))
+    compressed = [p[0] for p in pairs]
+    if _needs_grad(*compressed):
+        outs = _GroupedReducescatterFn.apply(op, name, process_set, prescale_factor,
+                                             postscale_factor, *compressed)
+    else:
+        outs = synchronize(grouped_reducescatter_async(compressed, name, op, process_set,
+                                                       prescale_factor, postscale_factor))
     return [compression.decompress(o, c) for o, (_, c) in zip(outs, pairs)]
 
 

@@ -1,4 +1,8 @@
-"""horovod.torch on hvd: the same names, backed by hvd.torch."""
+"""horovod.torch on hvd: the same names, backed by hvd.torch (with Horovod's gradient scaling
+for allgather, broadcast and reducescatter: mpi_ops.py)."""
 from hvd.torch import *  # noqa: F401,F403
 from hvd.torch import __all__  # noqa: F401
+# Horovod's gradient scaling for these (see mpi_ops.py)
+from horovod.torch.mpi_ops import (allgather, broadcast, grouped_allgather,  # noqa: F401
+                                   grouped_reducescatter, reducescatter)
 from horovod.torch import elastic  # noqa: F401  (hvd.elastic.run, hvd.elastic.TorchState)

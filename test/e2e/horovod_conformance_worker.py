@@ -1,0 +1,256 @@
+"""One rank of the conformance comparison: runs Horovod API calls through `horovod.torch`
+(Horovod itself, or hvd's compatibility package) and writes what each returned, as JSON, to
+OUT_DIR/<rank>.json. test_horovod_conformance.py runs it on both libraries and compares.
+
+Every case is deterministic and the same on both libraries; a case that raises records the
+exception's type, so the test can tell "Horovod refuses this too" from a difference.
+"""
+import json
+import os
+import sys
+
+import torch
+
+import horovod.torch as hvd
+
+results = {}
+
+
+def record(name, fn):
+    try:
+        value = fn()
+    except Exception as e:  # recorded, compared by the test
+        results[name] = {"error": type(e).__name__, "message": str(e)[:300]}
+        return
+    results[name] = encode(value)
+
+
+def encode(value):
+    if isinstance(value, torch.Tensor):
+        t = value.detach()
+        return {"dtype": str(t.dtype), "shape": list(t.shape),
+                "values": t.to(torch.float64).flatten().tolist()}
+    if isinstance(value, (list, tuple)):
+        return [encode(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): encode(v) for k, v in value.items()}
+    return value
+
+
+def ramp(shape, dtype, offset=0):
+    """Values that differ per rank and per element, exact in every dtype used here."""
+    n = 1
+    for d in shape:
+        n *= d
+    t = (torch.arange(n, dtype=torch.float64) % 5) + hvd.rank() + 1 + offset
+    return t.reshape(shape).to(dtype)
+
+
+WITH_SETS = os.environ.get("WITH_SETS") == "1"
+process_sets = [hvd.ProcessSet([0, 2])] if WITH_SETS else None
+hvd.init(process_sets=process_sets)
+torch.manual_seed(0)
+size, rank = hvd.size(), hvd.rank()
+
+record("basics", lambda: [size, rank, hvd.local_size(), hvd.local_rank(), hvd.cross_size(),
+                          hvd.cross_rank(), hvd.is_initialized()])
+
+# allreduce: every op and dtype Horovod's Gloo path takes
+ops = {"sum": hvd.Sum, "average": hvd.Average, "min": hvd.Min, "max": hvd.Max,
+       "product": hvd.Product}
+dtypes = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
+          "int32": torch.int32, "int64": torch.int64, "uint8": torch.uint8, "int8": torch.int8}
+for op_name, op in ops.items():
+    for dt_name, dt in dtypes.items():
+        record(f"allreduce.{op_name}.{dt_name}",
+               lambda op=op, dt=dt, n=f"ar.{op_name}.{dt_name}":
+               hvd.allreduce(ramp((3, 4), dt), op=op, name=n))
+record("allreduce.scaled", lambda: hvd.allreduce(ramp((6,), torch.float32), op=hvd.Sum,
+                                                 prescale_factor=0.5, postscale_factor=3.0))
+record("allreduce.average_flag", lambda: hvd.allreduce(ramp((4,), torch.float32), average=False))
+record("allreduce.fp16_compression",
+       lambda: hvd.allreduce(ramp((5,), torch.float32), compression=hvd.Compression.fp16))
+
+
+def inplace():
+    t = ramp((2, 3), torch.float32)
+    out = hvd.allreduce_(t, op=hvd.Sum)
+    return [t, out is t]
+
+
+record("allreduce_.inplace", inplace)
+record("allreduce.noncontiguous", lambda: hvd.allreduce(ramp((3, 4), torch.float32).t(),
+                                                        op=hvd.Sum))
+record("allreduce.empty", lambda: hvd.allreduce(torch.zeros(0, 3), op=hvd.Sum))
+record("allreduce.scalar", lambda: hvd.allreduce(torch.tensor(float(rank + 1)), op=hvd.Sum))
+record("grouped_allreduce", lambda: hvd.grouped_allreduce(
+    [ramp((2,), torch.float32), ramp((3, 2), torch.float32, 1)], op=hvd.Average))
+
+
+def async_handles():
+    handles = [hvd.allreduce_async(ramp((4,), torch.float32, k), op=hvd.Sum, name=f"async.{k}")
+               for k in range(3)]
+    return [hvd.synchronize(h) for h in reversed(handles)]
+
+
+record("allreduce_async", async_handles)
+
+# allgather, broadcast
+record("allgather.uneven_rows", lambda: hvd.allgather(ramp((rank + 1, 3), torch.float32)))
+record("allgather.int64", lambda: hvd.allgather(ramp((2,), torch.int64)))
+record("allgather.empty_on_rank0", lambda: hvd.allgather(ramp((0 if rank == 0 else 2, 2),
+                                                               torch.float32)))
+record("grouped_allgather", lambda: hvd.grouped_allgather(
+    [ramp((rank + 1,), torch.float32), ramp((1, 2), torch.int32)]))
+record("broadcast.root1", lambda: hvd.broadcast(ramp((2, 2), torch.float32), root_rank=1))
+
+
+def broadcast_inplace():
+    t = ramp((3,), torch.float64)
+    hvd.broadcast_(t, root_rank=size - 1)
+    return t
+
+
+record("broadcast_.inplace", broadcast_inplace)
+
+# alltoall, reducescatter
+record("alltoall.even", lambda: hvd.alltoall(ramp((2 * size, 2), torch.float32)))
+splits = [(rank + j) % 3 + 1 for j in range(size)]
+record("alltoall.splits", lambda: hvd.alltoall(ramp((sum(splits), 2), torch.float32),
+                                               splits=torch.tensor(splits, dtype=torch.int32)))
+record("reducescatter.sum.even", lambda: hvd.reducescatter(ramp((2 * size, 3), torch.float32),
+                                                           op=hvd.Sum))
+record("reducescatter.average.uneven",
+       lambda: hvd.reducescatter(ramp((2 * size + 1, 2), torch.float32), op=hvd.Average))
+record("grouped_reducescatter", lambda: hvd.grouped_reducescatter(
+    [ramp((size, 2), torch.float32), ramp((size + 1,), torch.float32)], op=hvd.Sum))
+
+# objects and state
+record("broadcast_object", lambda: hvd.broadcast_object({"rank": rank, "x": [1, rank]},
+                                                        root_rank=1))
+record("allgather_object", lambda: hvd.allgather_object({"rank": rank}))
+
+
+def model():
+    torch.manual_seed(1)
+    return torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2))
+
+
+def broadcast_params():
+    net = model()
+    with torch.no_grad():
+        for p in net.parameters():
+            p.add_(rank)
+    hvd.broadcast_parameters(net.state_dict(), root_rank=1)
+    return [p for p in net.parameters()]
+
+
+record("broadcast_parameters", broadcast_params)
+
+
+def train(steps=3, passes=1, **kwargs):
+    net = model()
+    hvd.broadcast_parameters(net.state_dict(), root_rank=0)
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9),
+                                   named_parameters=net.named_parameters(),
+                                   backward_passes_per_step=passes, **kwargs)
+    for step in range(steps):
+        opt.zero_grad()
+        for p in range(passes):
+            x = ramp((5, 4), torch.float32, step + p) / 10
+            net(x).pow(2).sum().backward()
+        opt.step()
+    return [p for p in net.parameters()]
+
+
+record("optimizer.default", train)
+record("optimizer.passes2", lambda: train(passes=2))
+record("optimizer.fp16", lambda: train(compression=hvd.Compression.fp16))
+record("optimizer.sum", lambda: train(op=hvd.Sum))
+record("optimizer.predivide", lambda: train(gradient_predivide_factor=2.0))
+
+
+def optimizer_state():
+    net = model()
+    opt = torch.optim.Adam(net.parameters(), lr=0.01 * (rank + 1))
+    net(ramp((2, 4), torch.float32)).sum().backward()
+    opt.step()
+    hvd.broadcast_optimizer_state(opt, root_rank=0)
+    state = opt.state_dict()
+    return [state["param_groups"][0]["lr"]] + [
+        state["state"][k]["exp_avg"] for k in sorted(state["state"])]
+
+
+record("broadcast_optimizer_state", optimizer_state)
+
+# autograd through the collectives
+
+
+def grad_of(collective, shape):
+    x = ramp(shape, torch.float32).requires_grad_()
+    y = collective(x)
+    weights = torch.arange(y.numel(), dtype=torch.float32).reshape(y.shape) + rank
+    (y * weights).sum().backward()
+    return [y, x.grad]
+
+
+record("grad.allreduce.sum", lambda: grad_of(lambda x: hvd.allreduce(x, op=hvd.Sum), (3,)))
+record("grad.allreduce.average", lambda: grad_of(lambda x: hvd.allreduce(x), (2, 2)))
+record("grad.allgather", lambda: grad_of(hvd.allgather, (rank + 1, 2)))
+record("grad.broadcast", lambda: grad_of(lambda x: hvd.broadcast(x, root_rank=1), (3,)))
+record("grad.reducescatter", lambda: grad_of(lambda x: hvd.reducescatter(x, op=hvd.Sum),
+                                             (2 * size, 2)))
+record("grad.alltoall", lambda: grad_of(lambda x: hvd.alltoall(x), (size, 2)))
+record("grad.reducescatter.average.scaled", lambda: grad_of(
+    lambda x: hvd.reducescatter(x, op=hvd.Average, prescale_factor=2.0), (size + 1, 2)))
+
+
+def grouped_grad_of(collective, shapes):
+    xs = [ramp(shape, torch.float32, k).requires_grad_() for k, shape in enumerate(shapes)]
+    ys = collective(xs)
+    sum((y * (torch.arange(y.numel(), dtype=torch.float32).reshape(y.shape) + rank)).sum()
+        for y in ys).backward()
+    return ys + [x.grad for x in xs]
+
+
+record("grad.grouped_allgather", lambda: grouped_grad_of(
+    hvd.grouped_allgather, [(rank + 1, 2), (2,)]))
+record("grad.grouped_reducescatter", lambda: grouped_grad_of(
+    lambda xs: hvd.grouped_reducescatter(xs, op=hvd.Sum), [(size, 2), (2 * size + 1,)]))
+
+
+def sync_batch_norm():
+    torch.manual_seed(2)
+    bn = hvd.SyncBatchNorm(3, momentum=0.5)
+    x = ramp((4, 3, 2), torch.float32).requires_grad_()
+    y = bn(x)
+    (y * torch.arange(y.numel(), dtype=torch.float32).reshape(y.shape)).sum().backward()
+    return [y, x.grad, bn.running_mean, bn.running_var, bn.weight.grad, bn.bias.grad]
+
+
+record("sync_batch_norm", sync_batch_norm)
+
+# process sets (3 ranks, WITH_SETS=1): a static set {0, 2}
+if WITH_SETS and rank in (0, 2):
+    record("process_set.allreduce", lambda: hvd.allreduce(
+        ramp((3,), torch.float32), op=hvd.Sum, name="ps", process_set=process_sets[0]))
+    record("process_set.size_rank", lambda: [process_sets[0].size(), process_sets[0].rank(),
+                                             process_sets[0].included()])
+
+# join: rank r submits r extra allreduces, then joins; the others contribute zeros
+
+
+def uneven():
+    outs = [hvd.allreduce(ramp((2,), torch.float32, k), op=hvd.Sum, name=f"join.{k}")
+            for k in range(rank)]
+    last = hvd.join()
+    return outs + [last]
+
+
+record("join", uneven)
+hvd.barrier()
+
+with open(os.path.join(os.environ["OUT_DIR"], f"{rank}.json"), "w") as f:
+    json.dump(results, f)
+hvd.shutdown()
+sys.exit(0)
