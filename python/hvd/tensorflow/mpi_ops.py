@@ -260,32 +260,44 @@ def allgather(tensor, name=None, ignore_name_scope=False, process_set=global_pro
     if not _differentiable(tensor):
         return _allgather_raw(tensor, name, process_set)
 
+    return _allgathered_with_gradient([tensor], name, process_set)[0]
+
+
+def _allgathered_with_gradient(tensors, name, process_set):
+    """allgather whose gradient sums each output's gradient over the ranks and keeps this
+    rank's rows."""
     @tf.custom_gradient
-    def fn(x):
-        out = _allgather_raw(x, name, process_set)
+    def fn(*xs):
+        outs = _grouped_allgather_raw(list(xs), name, process_set)
 
-        def grad(dy):
-            rows = tf.shape(x, out_type=tf.int64)[:1] if x.shape.rank != 0 else \
-                tf.constant([1], tf.int64)
-            all_rows = _allgather_raw(rows, f"{name}.rows" if name else None, process_set)
-            summed = _grouped_allreduce_raw([dy], Sum, _grad_name(name), 1.0, 1.0,
-                                            process_set)[0]
+        def grad(*dys):
+            rows = [tf.shape(x, out_type=tf.int64)[:1] if x.shape.rank != 0 else
+                    tf.constant([1], tf.int64) for x in xs]
+            all_rows = _grouped_allgather_raw(rows, f"{name}.rows" if name else None,
+                                              process_set)
+            summed = _grouped_allreduce_raw(list(dys), Sum, _grad_name(name), 1.0, 1.0,
+                                            process_set)
             me = process_set.rank()
-            offset = tf.reduce_sum(all_rows[:me])
-            part = summed[offset:offset + all_rows[me]]
-            return tf.reshape(part, tf.shape(x))
+            parts = []
+            for x, n, total in zip(xs, all_rows, summed):
+                offset = tf.reduce_sum(n[:me])
+                parts.append(tf.reshape(total[offset:offset + n[me]], tf.shape(x)))
+            return parts
 
-        return out, grad
+        return outs, grad
 
-    return fn(tensor)
+    return fn(*tensors)
 
 
 def grouped_allgather(tensors, name=None, ignore_name_scope=False,
                       process_set=global_process_set):
-    """allgather of several tensors as one operation."""
+    """allgather of several tensors as one operation. Differentiable."""
     del ignore_name_scope
     what = _label("grouped_allgather", name)
-    return _grouped_allgather_raw([_tensor(t, what) for t in tensors], name, process_set)
+    tensors = [_tensor(t, what) for t in tensors]
+    if not any(_differentiable(t) for t in tensors):
+        return _grouped_allgather_raw(tensors, name, process_set)
+    return _allgathered_with_gradient(tensors, name, process_set)
 
 
 # -- broadcast ----------------------------------------------------------------------------------
@@ -383,34 +395,42 @@ def reducescatter(tensor, device_dense="", compression=Compression.none, op=Aver
                                  postscale_factor)[0]
         return compression.decompress(out, ctx)
 
+    out = _reducescattered_with_gradient([compressed], op, name, process_set, prescale_factor,
+                                         postscale_factor)[0]
+    return compression.decompress(out, ctx)
+
+
+def _reducescattered_with_gradient(tensors, op, name, process_set, prescale, postscale):
+    """reducescatter whose gradient gathers every rank's output gradient, times the factors
+    the forward applied."""
+    scale = prescale * postscale / (process_set.size() if op == Average else 1)
+
     @tf.custom_gradient
-    def fn(x):
-        out = _reducescatter_raw([x], op, name, process_set, prescale_factor,
-                                 postscale_factor)[0]
+    def fn(*xs):
+        outs = _reducescatter_raw(list(xs), op, name, process_set, prescale, postscale)
 
-        def grad(dy):
-            gathered = _allgather_raw(dy, _grad_name(name), process_set)
-            scale = prescale_factor * postscale_factor / (
-                process_set.size() if op == Average else 1)
-            if scale != 1.0:
-                gathered = gathered * tf.constant(scale, dtype=gathered.dtype)
-            return tf.reshape(gathered, tf.shape(x))
+        def grad(*dys):
+            gathered = _grouped_allgather_raw(list(dys), _grad_name(name), process_set)
+            return [tf.reshape(g * tf.constant(scale, dtype=g.dtype) if scale != 1.0 else g,
+                               tf.shape(x)) for g, x in zip(gathered, xs)]
 
-        return out, grad
+        return outs, grad
 
-    return compression.decompress(fn(compressed), ctx)
+    return fn(*tensors)
 
 
 def grouped_reducescatter(tensors, device_dense="", compression=Compression.none, op=Average,
                           name=None, ignore_name_scope=False, process_set=global_process_set,
                           prescale_factor=1.0, postscale_factor=1.0):
-    """reducescatter of several tensors as one operation."""
+    """reducescatter of several tensors as one operation. Differentiable."""
     del device_dense, ignore_name_scope
     what = _label("grouped_reducescatter", name)
     op = Collectives._op(op, None, what)
     pairs = [compression.compress(_tensor(t, what)) for t in tensors]
-    outs = _reducescatter_raw([p[0] for p in pairs], op, name, process_set, prescale_factor,
-                              postscale_factor)
+    compressed = [p[0] for p in pairs]
+    run = (_reducescattered_with_gradient if any(_differentiable(t) for t in compressed)
+           else _reducescatter_raw)
+    outs = run(compressed, op, name, process_set, prescale_factor, postscale_factor)
     return [compression.decompress(o, c) for o, (_, c) in zip(outs, pairs)]
 
 

@@ -11,6 +11,7 @@ keras = pytest.importorskip("keras")
 import hvd  # noqa: E402
 import hvd.tensorflow as htf  # noqa: E402
 import hvd.tensorflow.keras as hk  # noqa: E402
+from tf_helpers import modes, run  # noqa: E402  (this directory)
 
 # One thread per rank, chosen before TensorFlow starts (the ranks share two cores).
 tf.config.threading.set_intra_op_parallelism_threads(1)
@@ -18,14 +19,6 @@ tf.config.threading.set_inter_op_parallelism_threads(2)
 
 DTYPES = ["uint8", "int8", "uint16", "int16", "int32", "int64", "float16", "bfloat16",
           "float32", "float64"]
-
-
-def modes():
-    return pytest.mark.parametrize("graph", [False, True], ids=["eager", "tf.function"])
-
-
-def run(fn, graph, *args):
-    return tf.function(fn)(*args) if graph else fn(*args)
 
 
 def value(r, shape, dtype):
@@ -190,33 +183,6 @@ def test_a_shape_mismatch_raises_on_every_rank_instead_of_hanging():
         pytest.skip("needs two ranks")
     with pytest.raises(hvd.HorovodInternalError, match="mismatch"):
         htf.allreduce(x, name="mismatched")
-
-
-# -- gradients ----------------------------------------------------------------------------------
-@modes()
-def test_gradients_of_the_collectives(graph):
-    n, r = hvd.size(), hvd.rank()
-    w = tf.Variable(tf.constant([1.0, 2.0]) * (r + 1))
-
-    def grads():
-        with tf.GradientTape(persistent=True) as tape:
-            ar = tf.reduce_sum(htf.allreduce(w, op=htf.Sum, name="g.ar") * (r + 1))
-            ag = tf.reduce_sum(htf.allgather(w[None, :], name="g.ag") ** 2)
-            bc = tf.reduce_sum(htf.broadcast(w, 0, name="g.bc") * (r + 1))
-            a2a, _ = htf.alltoall(tf.tile(w, [n]), name="g.a2a")
-            a2a = tf.reduce_sum(a2a * tf.cast(tf.range(2 * n), tf.float32))
-            rs = tf.reduce_sum(htf.reducescatter(tf.tile(w, [n]), op=htf.Sum, name="g.rs"))
-        return [tape.gradient(loss, w) for loss in (ar, ag, bc, a2a, rs)]
-
-    g_ar, g_ag, g_bc, g_a2a, g_rs = [g.numpy() for g in run(grads, graph)]
-    s = n * (n + 1) / 2
-    # Each rank's gradient is that of the sum of every rank's loss.
-    np.testing.assert_allclose(g_ar, [s, s])
-    np.testing.assert_allclose(g_ag, 2 * n * np.array([1.0, 2.0]) * (r + 1))
-    np.testing.assert_allclose(g_bc, [s, s] if r == 0 else [0, 0])
-    # Rank r's rows of the tiled input went to rank q at position 2r..2r+1 of q's output.
-    np.testing.assert_allclose(g_a2a, n * np.array([2 * r, 2 * r + 1]), rtol=1e-6)
-    np.testing.assert_allclose(g_rs, [n, n])
 
 
 @modes()

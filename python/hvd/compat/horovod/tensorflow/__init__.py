@@ -1,4 +1,7 @@
-"""horovod.tensorflow on hvd: the same names, backed by hvd.tensorflow."""
+"""horovod.tensorflow on hvd: the same names, backed by hvd.tensorflow (with Horovod's gradient
+scaling for allgather, broadcast and reducescatter: mpi_ops.py)."""
 from hvd.tensorflow import *  # noqa: F401,F403
 from hvd.tensorflow import __all__  # noqa: F401
+from horovod.tensorflow.mpi_ops import (allgather, broadcast, grouped_allgather,  # noqa: F401
+                                        grouped_reducescatter, reducescatter)
 from horovod.tensorflow import elastic  # noqa: F401  (hvd.elastic.run, TensorFlowKerasState)
