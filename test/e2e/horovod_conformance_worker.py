@@ -148,9 +148,11 @@ def broadcast_params():
 record("broadcast_parameters", broadcast_params)
 
 
-def train(steps=3, passes=1, **kwargs):
+def train(steps=3, passes=1, groups_of=None, **kwargs):
     net = model()
     hvd.broadcast_parameters(net.state_dict(), root_rank=0)
+    if groups_of:
+        kwargs["groups"] = groups_of(list(net.parameters()))
     opt = hvd.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9),
                                    named_parameters=net.named_parameters(),
                                    backward_passes_per_step=passes, **kwargs)
@@ -168,6 +170,34 @@ record("optimizer.passes2", lambda: train(passes=2))
 record("optimizer.fp16", lambda: train(compression=hvd.Compression.fp16))
 record("optimizer.sum", lambda: train(op=hvd.Sum))
 record("optimizer.predivide", lambda: train(gradient_predivide_factor=2.0))
+record("optimizer.num_groups", lambda: train(num_groups=2))
+record("optimizer.groups", lambda: train(groups_of=lambda params: [params[:2], params[2:]]))
+
+
+def train_sparse(sparse_as_dense):
+    torch.manual_seed(3)
+    emb = torch.nn.Embedding(10, 3, sparse=True)
+    hvd.broadcast_parameters(emb.state_dict(), root_rank=0)
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(emb.parameters(), lr=0.5),
+                                   named_parameters=emb.named_parameters(),
+                                   sparse_as_dense=sparse_as_dense)
+    for step in range(2):
+        opt.zero_grad()
+        emb(torch.tensor([rank, step + 3, rank + 5])).pow(2).sum().backward()
+        opt.step()
+    return emb.weight
+
+
+record("optimizer.sparse", lambda: train_sparse(False))
+record("optimizer.sparse_as_dense", lambda: train_sparse(True))
+
+
+def sparse_allreduce():
+    t = torch.sparse_coo_tensor([[rank, 2]], [1.0 + rank, 2.0], (4,), check_invariants=True)
+    return hvd.sparse_allreduce_async(t, name="sparse", op=hvd.Sum)().to_dense()
+
+
+record("sparse_allreduce", sparse_allreduce)
 
 
 def optimizer_state():
