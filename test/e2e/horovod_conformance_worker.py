@@ -52,6 +52,28 @@ hvd.init(process_sets=process_sets)
 torch.manual_seed(0)
 size, rank = hvd.size(), hvd.rank()
 
+# horovod.torch's public names (Horovod 0.28.1's dir(), less its C extension's internals)
+HOROVOD_TORCH_NAMES = """Adasum Average Compression DistributedOptimizer HorovodInternalError Max
+Min ProcessSet Product Sum SyncBatchNorm add_process_set allgather allgather_async
+allgather_object allreduce allreduce_ allreduce_async allreduce_async_ alltoall alltoall_async
+barrier broadcast broadcast_ broadcast_async broadcast_async_ broadcast_object
+broadcast_optimizer_state broadcast_parameters ccl_built compression cross_rank cross_size
+cuda_built ddl_built elastic functions global_process_set gloo_built gloo_enabled
+grouped_allgather grouped_allgather_async grouped_allreduce grouped_allreduce_
+grouped_allreduce_async grouped_allreduce_async_ grouped_reducescatter grouped_reducescatter_async
+init is_initialized join local_rank local_size mpi_built mpi_enabled mpi_ops
+mpi_threads_supported nccl_built optimizer poll rank reducescatter reducescatter_async
+remove_process_set rocm_built shutdown size sparse_allreduce_async start_timeline stop_timeline
+sync_batch_norm synchronize""".split()
+
+
+def api_names():
+    from horovod.common.process_sets import ProcessSet  # noqa: F401
+    from horovod.common.exceptions import HorovodInternalError  # noqa: F401
+    return [n for n in HOROVOD_TORCH_NAMES if not hasattr(hvd, n)]
+
+
+record("api.missing_names", api_names)
 record("basics", lambda: [size, rank, hvd.local_size(), hvd.local_rank(), hvd.cross_size(),
                           hvd.cross_rank(), hvd.is_initialized()])
 

@@ -6,3 +6,7 @@ from hvd.torch import __all__  # noqa: F401
 from horovod.torch.mpi_ops import (allgather, broadcast, grouped_allgather,  # noqa: F401
                                    grouped_reducescatter, reducescatter)
 from horovod.torch import elastic  # noqa: F401  (hvd.elastic.run, hvd.elastic.TorchState)
+# Horovod's package imports its submodules, so scripts may reach them as attributes
+# (hvd.compression.Compression, hvd.mpi_ops.Sum).
+from horovod.torch import (compression, functions, mpi_ops, optimizer,  # noqa: F401,E402
+                           sync_batch_norm)
