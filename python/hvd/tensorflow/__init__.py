@@ -21,9 +21,10 @@ from hvd._basics import __all__ as _basics_all
 from hvd._handles import poll, synchronize  # noqa: F401
 from hvd.tensorflow import elastic  # noqa: F401  (hvd.elastic.run, as horovod.tensorflow)
 from hvd.tensorflow.compression import Compression
-from hvd.tensorflow.gradient_tape import DistributedGradientTape
+from hvd.tensorflow.gradient_tape import DistributedGradientTape, PartialDistributedGradientTape
 from hvd.tensorflow.mpi_ops import (allgather, allgather_object, allreduce, alltoall, barrier,
-                                    broadcast, broadcast_global_variables, broadcast_object,
+                                    broadcast, broadcast_, broadcast_global_variables,
+                                    broadcast_object,
                                     broadcast_variables, grouped_allgather, grouped_allreduce,
                                     grouped_reducescatter, join, local_rank_op, local_size_op,
                                     process_set_included_op, rank_op, reducescatter, size_op)
@@ -68,8 +69,10 @@ def init(comm=None, process_sets=None):
 
 
 __all__ = list(_basics_all) + [
-    "Compression", "DistributedGradientTape", "DistributedOptimizer", "allgather", "allgather_object", "allreduce",
-    "alltoall", "barrier", "broadcast", "broadcast_global_variables", "broadcast_object",
+    "Compression", "DistributedGradientTape", "DistributedOptimizer",
+    "PartialDistributedGradientTape", "allgather", "allgather_object", "allreduce",
+    "alltoall", "barrier", "broadcast", "broadcast_", "broadcast_global_variables",
+    "broadcast_object",
     "broadcast_variables", "grouped_allgather", "grouped_allreduce", "grouped_reducescatter",
     "join", "local_rank_op", "local_size_op", "poll", "process_set_included_op", "rank_op",
     "reducescatter", "size_op", "synchronize",

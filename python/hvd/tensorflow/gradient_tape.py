@@ -52,6 +52,49 @@ def reduce_gradients(grads, options: ReduceOptions, name: str):
     return tf.nest.pack_sequence_as(grads, flat)
 
 
+def reduce_gradients_of(grads, sources, local, scale_local, options: ReduceOptions, name: str):
+    """reduce_gradients for the gradients of `sources`, except those of the sources in `local`
+    (id -> source), which stay this rank's own: Horovod's worker-local variables. Their
+    gradients are divided by the number of ranks when `scale_local`, as Horovod's
+    scale_local_gradients does (so that they match the averaged ones in scale)."""
+    if not local:
+        return reduce_gradients(grads, options, name)
+    flat_grads = tf.nest.flatten(grads)
+    is_local = [id(s) in local for s in tf.nest.flatten(sources)]
+    reduced = iter(reduce_gradients([g for g, mine in zip(flat_grads, is_local) if not mine],
+                                    options, name))
+    out = [(_divided_by_size(g, options.process_set) if scale_local else g) if mine
+           else next(reduced) for g, mine in zip(flat_grads, is_local)]
+    return tf.nest.pack_sequence_as(grads, out)
+
+
+def _divided_by_size(grad, process_set):
+    if grad is None:
+        return None
+    # An elastic job's graphs outlive the round they were traced in: ask for the size per step.
+    size = (tf.py_function(lambda: float(process_set.size()), [], tf.float32)
+            if _core.elastic_round() >= 0 else float(process_set.size()))
+    if isinstance(grad, tf.IndexedSlices):
+        return tf.IndexedSlices(grad.values / tf.cast(size, grad.values.dtype), grad.indices,
+                                grad.dense_shape)
+    return grad / tf.cast(size, grad.dtype)
+
+
+def local_layer_variables(what, local_layers):
+    """The trainable variables of Horovod's `local_layers` argument (a layer or a list)."""
+    import keras
+    if local_layers is None:
+        return []
+    if isinstance(local_layers, keras.layers.Layer):
+        local_layers = [local_layers]
+    local_layers = list(local_layers)
+    bad = [type(layer).__name__ for layer in local_layers
+           if not isinstance(layer, keras.layers.Layer)]
+    if bad:
+        raise ValueError(f"{what}: local_layers must be Keras layers, got {', '.join(bad)}")
+    return [v for layer in local_layers for v in layer.trainable_weights]
+
+
 def reduce_options(what, op, compression, sparse_as_dense, gradient_predivide_factor,
                    num_groups, groups, process_set, prescale=1.0) -> ReduceOptions:
     """Horovod's reduction arguments, checked."""
@@ -78,15 +121,30 @@ class _DistributedGradientTape:
     def gradient(self, target, sources, output_gradients=None,
                  unconnected_gradients=tf.UnconnectedGradients.NONE):
         grads = super().gradient(target, sources, output_gradients, unconnected_gradients)
-        return reduce_gradients(grads, self._hvd_options, "DistributedGradientTape")
+        return reduce_gradients_of(grads, sources, self._hvd_local, self._hvd_scale_local,
+                                   self._hvd_options, "DistributedGradientTape")
+
+    def register_local_source(self, source):
+        """This source's gradient stays this rank's own, not reduced (Horovod's local
+        variables; see scale_local_gradients)."""
+        self._hvd_local[id(source)] = source
+
+    def get_local_and_global_gradients(self, target, sources, output_gradients=None):
+        """gradient(), split into ([(local source, gradient)], [(other source, gradient)])."""
+        sources = tf.nest.flatten(sources)
+        grads = self.gradient(target, sources, output_gradients)
+        pairs = list(zip(sources, grads))
+        return ([p for p in pairs if id(p[0]) in self._hvd_local],
+                [p for p in pairs if id(p[0]) not in self._hvd_local])
 
 
 def DistributedGradientTape(gradtape, device_dense="", device_sparse="",
                             compression=Compression.none, sparse_as_dense=False, op=Average,
                             gradient_predivide_factor=1.0, num_groups=0, groups=None,
-                            process_set=global_process_set):
+                            process_set=global_process_set, scale_local_gradients=True):
     """Wraps a tf.GradientTape: gradient() returns the gradients averaged over the ranks (op),
-    reduced as one fused operation. device_dense and device_sparse are accepted for Horovod's
+    reduced as one fused operation, except those of sources registered with
+    register_local_source(). device_dense and device_sparse are accepted for Horovod's
     signature; num_groups and groups too (every gradient already travels in one group)."""
     del device_dense, device_sparse
     if not isinstance(gradtape, tf.GradientTape):
@@ -98,5 +156,21 @@ def DistributedGradientTape(gradtape, device_dense="", device_sparse="",
     tape = cls.__new__(cls)
     tape.__dict__.update(gradtape.__dict__)
     tape._hvd_options = options
+    tape._hvd_local = {}
+    tape._hvd_scale_local = bool(scale_local_gradients)
+    return tape
+
+
+def PartialDistributedGradientTape(gradtape, device_dense="", device_sparse="",
+                                   compression=Compression.none, sparse_as_dense=False,
+                                   op=Average, gradient_predivide_factor=1.0, num_groups=0,
+                                   groups=None, process_set=global_process_set,
+                                   local_layers=None, scale_local_gradients=True):
+    """DistributedGradientTape whose `local_layers` (Keras layers) keep their gradients local."""
+    tape = DistributedGradientTape(gradtape, device_dense, device_sparse, compression,
+                                   sparse_as_dense, op, gradient_predivide_factor, num_groups,
+                                   groups, process_set, scale_local_gradients)
+    for v in local_layer_variables("PartialDistributedGradientTape", local_layers):
+        tape.register_local_source(v)
     return tape
 

@@ -464,16 +464,30 @@ def broadcast_variables(variables, root_rank, process_set=global_process_set, in
     """Assigns root_rank's value to every variable (model.variables, optimizer.variables), all
     broadcasts in flight together."""
     del inplace  # variables are always assigned
+    return _assign_broadcast(list(variables), root_rank, "broadcast_variables", process_set)
+
+
+def broadcast_(variables, root_rank, name=None, process_set=global_process_set):
+    """horovod.tensorflow's in-place broadcast: assigns root_rank's values to `variables` and
+    returns their new values."""
+    _label("broadcast_", name)  # checks the name
     variables = list(variables)
+    done = _assign_broadcast(variables, root_rank, name or "broadcast_", process_set)
+    with tf.control_dependencies([done] if done is not None else []):
+        return [tf.identity(v) for v in variables]
+
+
+def _assign_broadcast(variables, root_rank, label, process_set):
+    """Broadcasts named label.0, label.1, ...: eagerly all in flight, then assigned; in a graph,
+    the op that assigns them."""
     for v in variables:
         if not hasattr(v, "assign"):  # tf.Variable, keras.Variable
-            raise ValueError(f"broadcast_variables: expected variables, got {type(v).__name__}")
+            raise ValueError(f"{label}: expected variables, got {type(v).__name__}")
     if not tf.executing_eagerly():
-        return tf.group(*[v.assign(broadcast(v, root_rank, f"broadcast_variables.{i}",
+        return tf.group(*[v.assign(broadcast(v, root_rank, f"{label}.{i}",
                                              process_set=process_set))
                           for i, v in enumerate(variables)])
-    handles = [_c.broadcast_async(_tensor(v, "broadcast_variables"), root_rank,
-                                  f"broadcast_variables.{i}", process_set)
+    handles = [_c.broadcast_async(_tensor(v, label), root_rank, f"{label}.{i}", process_set)
                for i, v in enumerate(variables)]
     for v, h in zip(variables, handles):
         v.assign(synchronize(h))

@@ -23,7 +23,7 @@ from hvd.tensorflow import init  # noqa: F401 (fits TensorFlow's threads)
 from hvd.tensorflow import mpi_ops as _ops
 from hvd.tensorflow.compression import Compression
 from hvd.tensorflow.keras import callbacks, elastic  # noqa: F401
-from hvd.tensorflow.keras.optimizer import DistributedOptimizer
+from hvd.tensorflow.keras.optimizer import DistributedOptimizer, PartialDistributedOptimizer
 from hvd.tensorflow.mpi_ops import (allgather_object, barrier, broadcast_global_variables,
                                     broadcast_object, join)
 
@@ -77,7 +77,8 @@ def load_model(filepath, custom_optimizers=None, custom_objects=None,
 
 
 __all__ = list(_basics_all) + [
-    "Compression", "DistributedOptimizer", "allgather", "allgather_object", "allreduce",
+    "Compression", "DistributedOptimizer", "PartialDistributedOptimizer", "allgather",
+    "allgather_object", "allreduce",
     "barrier", "broadcast", "broadcast_global_variables", "broadcast_object", "callbacks",
     "join", "load_model", "reducescatter",
 ]

@@ -21,7 +21,8 @@ import keras
 
 from hvd._basics import Average, global_process_set
 from hvd.tensorflow.compression import Compression
-from hvd.tensorflow.gradient_tape import reduce_gradients, reduce_options
+from hvd.tensorflow.gradient_tape import (local_layer_variables, reduce_gradients_of,
+                                          reduce_options)
 
 
 class _Reducing:
@@ -31,8 +32,14 @@ class _Reducing:
         # their models differently (one loaded a checkpoint). The shapes tell two optimizers of
         # one job (a GAN's) apart.
         signature = repr([(tuple(v.shape), str(v.dtype)) for v in variables])
-        return reduce_gradients(grads, self._hvd_options,
-                                f"DistributedOptimizer.{zlib.crc32(signature.encode()):08x}")
+        return reduce_gradients_of(grads, variables, self._hvd_local, self._hvd_scale_local,
+                                   self._hvd_options,
+                                   f"DistributedOptimizer.{zlib.crc32(signature.encode()):08x}")
+
+    def register_local_var(self, var):
+        """This variable's gradient stays this rank's own, not reduced (Horovod's local
+        variables; see scale_local_gradients)."""
+        self._hvd_local[id(var)] = var
 
 
 class _DistributedOptimizerMixin(_Reducing):
@@ -52,7 +59,7 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
                          compression=Compression.none, sparse_as_dense=False,
                          gradient_predivide_factor=1.0, op=Average, backward_passes_per_step=1,
                          average_aggregated_gradients=False, num_groups=0, groups=None,
-                         process_set=global_process_set):
+                         process_set=global_process_set, scale_local_gradients=True):
     """A new optimizer of the same class and configuration as `optimizer` whose updates use the
     gradients averaged (op) over the ranks. backward_passes_per_step=N accumulates N batches
     locally (Keras's gradient_accumulation_steps) and reduces once per update; their sum, as
@@ -104,4 +111,21 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
                {"__module__": base.__module__, "__qualname__": base.__qualname__})
     distributed = cls.from_config(config)
     distributed._hvd_options = options
+    distributed._hvd_local = {}
+    distributed._hvd_scale_local = bool(scale_local_gradients)
+    return distributed
+
+
+def PartialDistributedOptimizer(optimizer, name=None, device_dense="", device_sparse="",
+                                compression=Compression.none, sparse_as_dense=False,
+                                gradient_predivide_factor=1.0, op=Average, groups=None,
+                                process_set=global_process_set, local_layers=None,
+                                scale_local_gradients=True):
+    """DistributedOptimizer whose `local_layers` (Keras layers) keep their gradients local."""
+    distributed = DistributedOptimizer(optimizer, name, device_dense, device_sparse, compression,
+                                       sparse_as_dense, gradient_predivide_factor, op,
+                                       groups=groups, process_set=process_set,
+                                       scale_local_gradients=scale_local_gradients)
+    for v in local_layer_variables("PartialDistributedOptimizer", local_layers):
+        distributed.register_local_var(v)
     return distributed
