@@ -30,6 +30,14 @@ from hvd.tensorflow.mpi_ops import (allgather, allgather_object, allreduce, allt
                                     process_set_included_op, rank_op, reducescatter, size_op)
 
 
+def __getattr__(name):
+    # The layer needs Keras, imported only when a script asks for it.
+    if name == "SyncBatchNormalization":
+        from hvd.tensorflow.sync_batch_norm import SyncBatchNormalization
+        return SyncBatchNormalization
+    raise AttributeError(f"module 'hvd.tensorflow' has no attribute {name!r}")
+
+
 def DistributedOptimizer(optimizer, *args, **kwargs):
     """horovod.tensorflow.DistributedOptimizer: for a Keras optimizer (TensorFlow 2's kind),
     hvd.tensorflow.keras.DistributedOptimizer with the same arguments."""
@@ -70,7 +78,7 @@ def init(comm=None, process_sets=None):
 
 __all__ = list(_basics_all) + [
     "Compression", "DistributedGradientTape", "DistributedOptimizer",
-    "PartialDistributedGradientTape", "allgather", "allgather_object", "allreduce",
+    "PartialDistributedGradientTape", "SyncBatchNormalization", "allgather", "allgather_object", "allreduce",
     "alltoall", "barrier", "broadcast", "broadcast_", "broadcast_global_variables",
     "broadcast_object",
     "broadcast_variables", "grouped_allgather", "grouped_allreduce", "grouped_reducescatter",
