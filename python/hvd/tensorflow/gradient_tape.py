@@ -52,15 +52,34 @@ def reduce_gradients(grads, options: ReduceOptions, name: str):
     return tf.nest.pack_sequence_as(grads, flat)
 
 
-def reduce_gradients_of(grads, sources, local, scale_local, options: ReduceOptions, name: str):
-    """reduce_gradients for the gradients of `sources`, except those of the sources in `local`
-    (id -> source), which stay this rank's own: Horovod's worker-local variables. Their
+class LocalSources:
+    """The sources (variables) whose gradients stay this rank's own, matched by identity (a
+    Keras variable's == compares values). A plain object, so that a Keras optimizer holding one
+    does not track its variables as the optimizer's own (and broadcast or save them as such)."""
+
+    def __init__(self):
+        self._by_id = {}
+
+    def add(self, source):
+        self._by_id[id(source)] = source
+
+    def __contains__(self, source):
+        return id(source) in self._by_id
+
+    def __bool__(self):
+        return bool(self._by_id)
+
+
+def reduce_gradients_of(grads, sources, local: LocalSources, scale_local,
+                        options: ReduceOptions, name: str):
+    """reduce_gradients for the gradients of `sources`, except those of the sources in `local`,
+    which stay this rank's own: Horovod's worker-local variables. Their
     gradients are divided by the number of ranks when `scale_local`, as Horovod's
     scale_local_gradients does (so that they match the averaged ones in scale)."""
     if not local:
         return reduce_gradients(grads, options, name)
     flat_grads = tf.nest.flatten(grads)
-    is_local = [id(s) in local for s in tf.nest.flatten(sources)]
+    is_local = [s in local for s in tf.nest.flatten(sources)]
     reduced = iter(reduce_gradients([g for g, mine in zip(flat_grads, is_local) if not mine],
                                     options, name))
     out = [(_divided_by_size(g, options.process_set) if scale_local else g) if mine
@@ -127,15 +146,15 @@ class _DistributedGradientTape:
     def register_local_source(self, source):
         """This source's gradient stays this rank's own, not reduced (Horovod's local
         variables; see scale_local_gradients)."""
-        self._hvd_local[id(source)] = source
+        self._hvd_local.add(source)
 
     def get_local_and_global_gradients(self, target, sources, output_gradients=None):
         """gradient(), split into ([(local source, gradient)], [(other source, gradient)])."""
         sources = tf.nest.flatten(sources)
         grads = self.gradient(target, sources, output_gradients)
         pairs = list(zip(sources, grads))
-        return ([p for p in pairs if id(p[0]) in self._hvd_local],
-                [p for p in pairs if id(p[0]) not in self._hvd_local])
+        return ([p for p in pairs if p[0] in self._hvd_local],
+                [p for p in pairs if p[0] not in self._hvd_local])
 
 
 def DistributedGradientTape(gradtape, device_dense="", device_sparse="",
@@ -156,7 +175,7 @@ def DistributedGradientTape(gradtape, device_dense="", device_sparse="",
     tape = cls.__new__(cls)
     tape.__dict__.update(gradtape.__dict__)
     tape._hvd_options = options
-    tape._hvd_local = {}
+    tape._hvd_local = LocalSources()
     tape._hvd_scale_local = bool(scale_local_gradients)
     return tape
 

@@ -84,6 +84,8 @@ def test_partial_keras_optimizer_applies_local_gradients_locally():
                             model.trainable_variables))
     for b, v, e in zip(before, model.trainable_variables, want):
         np.testing.assert_allclose(b - v.numpy(), e, rtol=1e-5, atol=1e-7)
+    # the local layer's weights are not the optimizer's (which callbacks broadcast and save)
+    assert not {id(v) for v in opt.variables} & {id(v) for v in local.trainable_weights}
 
 
 def test_local_layers_must_be_layers():

@@ -21,8 +21,8 @@ import keras
 
 from hvd._basics import Average, global_process_set
 from hvd.tensorflow.compression import Compression
-from hvd.tensorflow.gradient_tape import (local_layer_variables, reduce_gradients_of,
-                                          reduce_options)
+from hvd.tensorflow.gradient_tape import (LocalSources, local_layer_variables,
+                                          reduce_gradients_of, reduce_options)
 
 
 class _Reducing:
@@ -39,7 +39,7 @@ class _Reducing:
     def register_local_var(self, var):
         """This variable's gradient stays this rank's own, not reduced (Horovod's local
         variables; see scale_local_gradients)."""
-        self._hvd_local[id(var)] = var
+        self._hvd_local.add(var)
 
 
 class _DistributedOptimizerMixin(_Reducing):
@@ -111,7 +111,7 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
                {"__module__": base.__module__, "__qualname__": base.__qualname__})
     distributed = cls.from_config(config)
     distributed._hvd_options = options
-    distributed._hvd_local = {}
+    distributed._hvd_local = LocalSources()
     distributed._hvd_scale_local = bool(scale_local_gradients)
     return distributed
 
