@@ -5,6 +5,8 @@ ranks of init_process_group(gloo) + barrier as its peer; hvdrun with 4 ranks on 
 an MPI_Init + MPI_Barrier program on the same hosts as its peer. The SSH cases run twice: with
 this machine's own login scripts (every remote shell reads ~/.bashrc) and with a plain login
 (an empty HOME), since a slow ~/.bashrc is paid once per remote shell by any SSH launcher.
+Where Horovod is installed (bench/install_horovod.sh), one horovod.torch script (init, barrier)
+also runs under Horovod's horovodrun and under hvdrun --horovod-compat.
 Rounds alternate the configurations; medians are reported because the machine is shared and
 noisy.
 
@@ -36,6 +38,16 @@ import os; os.write(1, f"HVD_INITIALISED {time.time_ns()}\\n".encode())
 dist.destroy_process_group()
 """
 
+# One Horovod script, run by horovodrun on Horovod and by hvdrun --horovod-compat on hvd.
+HOROVOD_WORKER = """
+import os, time
+import horovod.torch as hvd
+hvd.init()
+hvd.barrier()
+os.write(1, f"HVD_INITIALISED {time.time_ns()}\\n".encode())
+hvd.shutdown()
+"""
+
 
 def timed(cmd, env=None, ranks=4):
     """(seconds to the last rank's HVD_INITIALISED line, seconds until the launcher exited)."""
@@ -55,6 +67,9 @@ def main():
     ap.add_argument("--no-ssh", action="store_true", help="skip the SSH configuration")
     ap.add_argument("--no-torchrun", action="store_true", help="skip the torchrun peer")
     ap.add_argument("--no-mpirun", action="store_true", help="skip the mpirun peer")
+    ap.add_argument("--no-horovod", action="store_true",
+                    help="skip the Python pair: a horovod.torch script under horovodrun "
+                         "(Horovod, from bench/install_horovod.sh) and hvdrun --horovod-compat")
     args = ap.parse_args()
 
     configs = {"hvdrun local 4 ranks": lambda: timed(
@@ -106,6 +121,22 @@ def main():
             [torchrun, "--standalone", "--nproc-per-node", "4", str(script)], env=env)
     elif not args.no_torchrun:
         skipped["torchrun local 4 ranks (gloo)"] = "torchrun not found next to this python"
+
+    if not args.no_horovod:
+        from torch_scaling import HOROVOD_PYTHON  # this directory
+        if HOROVOD_PYTHON.exists():
+            horovod_script = pathlib.Path(tempfile.mkdtemp()) / "horovod_init.py"
+            horovod_script.write_text(HOROVOD_WORKER)
+            env = dict(os.environ, OMP_NUM_THREADS="1")
+            configs["hvdrun local 4 ranks (Python, horovod.torch)"] = lambda: timed(
+                [str(HVDRUN), "-np", "4", "-H", "localhost:4", "--horovod-compat",
+                 sys.executable, str(horovod_script)], env=env)
+            configs["horovodrun local 4 ranks (Python, Horovod 0.28.1)"] = lambda: timed(
+                [str(HOROVOD_PYTHON.parent / "horovodrun"), "--gloo", "-np", "4", "-H",
+                 "localhost:4", str(HOROVOD_PYTHON), str(horovod_script)], env=env)
+        else:
+            skipped["horovodrun local 4 ranks"] = (f"no Horovod at {HOROVOD_PYTHON} "
+                                                   "(bench/install_horovod.sh)")
 
     samples = {name: {"initialised_s": [], "launcher_exit_s": []} for name in configs}
     try:
