@@ -23,8 +23,8 @@ class ArrayAdapter:
 
     name = "array"
     outputs_as_numpy = False  # engine-allocated outputs arrive as NumPy arrays, not Buffers
-    # alltoall returns (output, received_splits) even without splits (horovod.tensorflow does;
-    # horovod.torch returns the output alone then).
+    # synchronize() of an alltoall returns (output, received_splits) even without splits (the
+    # TensorFlow frontend's gradient needs them); otherwise the output alone, as Horovod.
     alltoall_always_returns_splits = False
 
     def is_array(self, x) -> bool:

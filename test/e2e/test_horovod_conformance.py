@@ -1,11 +1,12 @@
-"""hvd's horovod.torch against Horovod itself: the same script (horovod_conformance_worker.py:
-every collective, op and dtype, autograd through each, DistributedOptimizer variants, objects,
-process sets, join) runs under Horovod's horovodrun and under `hvdrun --horovod-compat`, and
-every result Horovod returns must come back the same from hvd. Where Horovod refuses a case
-(int8 allreduce, a non-contiguous tensor, SyncBatchNorm on the CPU), hvd may do more.
+"""hvd's horovod.torch and horovod.tensorflow against Horovod itself: the same script per
+framework (horovod_conformance_{torch,tf}_worker.py: every collective, op and dtype, autograd
+through each, DistributedOptimizer / DistributedGradientTape variants, objects, process sets,
+join) runs under Horovod's horovodrun and under `hvdrun --horovod-compat`, and every result
+Horovod returns must come back the same from hvd. Where Horovod refuses a case (int8
+allreduce, a non-contiguous tensor, SyncBatchNorm on the CPU), hvd may do more.
 
 Needs Horovod built by bench/install_horovod.sh (HVD_TEST_HOROVOD_PYTHON names another
-Python that imports it); skipped without it.
+Python that imports it); a framework Horovod was built without is skipped.
 """
 import json
 import math
@@ -18,25 +19,24 @@ import pytest
 
 from conftest import run_hvdrun
 
-WORKER = pathlib.Path(__file__).parent / "horovod_conformance_worker.py"
+HERE = pathlib.Path(__file__).parent
+# framework: (worker script, cases each rank must have compared at least)
+FRAMEWORKS = {"torch": (HERE / "horovod_conformance_torch_worker.py", 60),
+              "tensorflow": (HERE / "horovod_conformance_tf_worker.py", 50)}
 HOROVOD_PYTHON = pathlib.Path(os.environ.get(
     "HVD_TEST_HOROVOD_PYTHON", pathlib.Path.home() / ".cache/hvd/horovod-venv/bin/python"))
 
 
-def horovod_installed():
+def horovod_has(framework):
     if not HOROVOD_PYTHON.exists():
         return False
-    r = subprocess.run([str(HOROVOD_PYTHON), "-c", "import horovod.torch"],
+    r = subprocess.run([str(HOROVOD_PYTHON), "-c", f"import horovod.{framework}"],
                        capture_output=True, timeout=120)
     return r.returncode == 0
 
 
-pytestmark = pytest.mark.skipif(not horovod_installed(),
-                                reason=f"no Horovod at {HOROVOD_PYTHON} (bench/install_horovod.sh)")
-
-
-def run_both(np_, tmp_path):
-    env = dict(os.environ, WITH_SETS="1" if np_ >= 3 else "0")
+def run_both(worker, np_, tmp_path):
+    env = dict(os.environ, WITH_SETS="1" if np_ >= 3 else "0", TF_CPP_MIN_LOG_LEVEL="2")
     out = {}
     for library in ("horovod", "hvd"):
         out_dir = tmp_path / library
@@ -45,10 +45,10 @@ def run_both(np_, tmp_path):
         if library == "horovod":
             r = subprocess.run([str(HOROVOD_PYTHON.parent / "horovodrun"), "--gloo", "-np",
                                 str(np_), "-H", f"localhost:{np_}", str(HOROVOD_PYTHON),
-                                str(WORKER)], capture_output=True, text=True, timeout=300,
+                                str(worker)], capture_output=True, text=True, timeout=300,
                                env=env, cwd=tmp_path)
         else:
-            r = run_hvdrun("-np", np_, "--horovod-compat", sys.executable, WORKER, env=env,
+            r = run_hvdrun("-np", np_, "--horovod-compat", sys.executable, worker, env=env,
                            timeout=300, cwd=tmp_path)
         assert r.returncode == 0, f"{library}: {r.stdout[-2000:]}\n{r.stderr[-2000:]}"
         out[library] = [json.loads((out_dir / f"{rank}.json").read_text())
@@ -81,8 +81,13 @@ def differences(expected, got, where, tolerance):
 
 
 @pytest.mark.parametrize("np_", [2, 3])
-def test_horovod_scripts_get_horovods_results(np_, tmp_path):
-    horovod, hvd = run_both(np_, tmp_path)
+@pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
+def test_horovod_scripts_get_horovods_results(framework, np_, tmp_path):
+    if not horovod_has(framework):
+        pytest.skip(f"no Horovod with {framework} at {HOROVOD_PYTHON} "
+                    "(bench/install_horovod.sh)")
+    worker, least = FRAMEWORKS[framework]
+    horovod, hvd = run_both(worker, np_, tmp_path)
     compared, problems = 0, []
     for rank in range(np_):
         for case, expected in horovod[rank].items():
@@ -98,4 +103,4 @@ def test_horovod_scripts_get_horovods_results(np_, tmp_path):
             problems += [f"rank {rank} {d}" for d in differences(expected, got, case, tolerance)]
             compared += 1
     assert not problems, "\n".join(problems)
-    assert compared >= 60 * np_, f"only {compared} cases compared"
+    assert compared >= least * np_, f"only {compared} cases compared"

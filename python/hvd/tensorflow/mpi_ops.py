@@ -41,7 +41,7 @@ def _on_host(x):
 
 class _TensorFlowAdapter(ArrayAdapter):
     name = "tf.Tensor"
-    alltoall_always_returns_splits = True
+    alltoall_always_returns_splits = True  # the gradient needs them; alltoall() drops them
 
     # The frontend hands the core eager tensors only (_tensor converts variables; in graphs
     # _run calls the collectives inside a py_function, on eager tensors).
@@ -346,15 +346,17 @@ def _alltoall_raw(tensor, splits, name, process_set):
 
 def alltoall(tensor, splits=None, name=None, ignore_name_scope=False,
              process_set=global_process_set):
-    """Sends splits[j] rows to rank j (equal parts without splits) and returns (received rows,
-    rows received from each rank as an int32 tensor), as horovod.tensorflow. Differentiable."""
+    """Sends splits[j] rows to rank j (equal parts without splits) and returns the received
+    rows, and with splits given also the rows received from each rank as an int32 tensor, as
+    horovod.tensorflow. Differentiable."""
     del ignore_name_scope
     what = _label("alltoall", name)
     tensor = _tensor(tensor, what)
     if splits is not None:
         splits = tf.cast(_tensor(splits, what), tf.int32)
     if not _differentiable(tensor):
-        return _alltoall_raw(tensor, splits, name, process_set)
+        out, received = _alltoall_raw(tensor, splits, name, process_set)
+        return (out, received) if splits is not None else out
 
     @tf.custom_gradient
     def fn(x):
@@ -366,7 +368,8 @@ def alltoall(tensor, splits=None, name=None, ignore_name_scope=False,
 
         return (out, tf.stop_gradient(received)), grad
 
-    return fn(tensor)
+    out, received = fn(tensor)
+    return (out, received) if splits is not None else out
 
 
 # -- reducescatter ------------------------------------------------------------------------------
@@ -440,10 +443,10 @@ def barrier(process_set=global_process_set):
     _c.barrier(process_set)
 
 
-def join(device=-1) -> int:
+def join(device=-1):
     """This rank has no more batches: until every rank joined, the others' allreduces count it
-    as zeros. Returns the last rank to join."""
-    return _c.join(device)
+    as zeros. Returns the last rank to join, as an int32 tensor (horovod.tensorflow's)."""
+    return tf.constant(_c.join(device), tf.int32)
 
 
 def broadcast_object(obj, root_rank=0, session=None, name=None,

@@ -25,11 +25,16 @@ from hvd.tensorflow.compression import Compression
 from hvd.tensorflow.keras import callbacks, elastic  # noqa: F401
 from hvd.tensorflow.keras.optimizer import DistributedOptimizer, PartialDistributedOptimizer
 from hvd.tensorflow.mpi_ops import (allgather_object, barrier, broadcast_global_variables,
-                                    broadcast_object, join)
+                                    broadcast_object)
 
 
 def _value(x):
     return x.numpy() if hasattr(x, "numpy") else x
+
+
+def join(device=-1) -> int:
+    """This rank has no more batches; returns the last rank to join (see hvd.tensorflow.join)."""
+    return int(_ops.join(device))
 
 
 def allreduce(value, name=None, average=None, prescale_factor=1.0, postscale_factor=1.0,

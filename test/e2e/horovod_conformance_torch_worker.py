@@ -1,40 +1,24 @@
 """One rank of the conformance comparison: runs Horovod API calls through `horovod.torch`
-(Horovod itself, or hvd's compatibility package) and writes what each returned, as JSON, to
-OUT_DIR/<rank>.json. test_horovod_conformance.py runs it on both libraries and compares.
-
-Every case is deterministic and the same on both libraries; a case that raises records the
-exception's type, so the test can tell "Horovod refuses this too" from a difference.
-"""
-import json
+(Horovod itself, or hvd's compatibility package) and records what each returned
+(conformance_results.py). Every case is deterministic and the same on both libraries."""
 import os
 import sys
 
 import torch
 
 import horovod.torch as hvd
-
-results = {}
-
-
-def record(name, fn):
-    try:
-        value = fn()
-    except Exception as e:  # recorded, compared by the test
-        results[name] = {"error": type(e).__name__, "message": str(e)[:300]}
-        return
-    results[name] = encode(value)
+from conformance_results import Results  # this directory
 
 
-def encode(value):
-    if isinstance(value, torch.Tensor):
-        t = value.detach()
-        return {"dtype": str(t.dtype), "shape": list(t.shape),
-                "values": t.to(torch.float64).flatten().tolist()}
-    if isinstance(value, (list, tuple)):
-        return [encode(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): encode(v) for k, v in value.items()}
-    return value
+def torch_values(x):
+    if not isinstance(x, torch.Tensor):
+        return None
+    t = x.detach()
+    return str(t.dtype), t.shape, t.to(torch.float64).flatten().tolist()
+
+
+results = Results(torch_values)
+record = results.record
 
 
 def ramp(shape, dtype, offset=0):
@@ -302,7 +286,6 @@ def uneven():
 record("join", uneven)
 hvd.barrier()
 
-with open(os.path.join(os.environ["OUT_DIR"], f"{rank}.json"), "w") as f:
-    json.dump(results, f)
+results.write(rank)
 hvd.shutdown()
 sys.exit(0)

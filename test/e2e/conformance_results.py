@@ -1,0 +1,35 @@
+"""What the conformance workers share: each case's result, or the exception it raised, as
+JSON in OUT_DIR/<rank>.json (test_horovod_conformance.py compares Horovod's with hvd's)."""
+import json
+import os
+
+
+class Results:
+    def __init__(self, tensor_values):
+        """tensor_values(x): (dtype name, shape, flat list of floats) for the framework's
+        tensors, None for anything else."""
+        self.cases = {}
+        self._tensor_values = tensor_values
+
+    def record(self, name, fn):
+        try:
+            value = fn()
+        except Exception as e:  # recorded: the test tells "Horovod refuses it too" from a bug
+            self.cases[name] = {"error": type(e).__name__, "message": str(e)[:300]}
+            return
+        self.cases[name] = self.encode(value)
+
+    def encode(self, value):
+        tensor = self._tensor_values(value)
+        if tensor is not None:
+            dtype, shape, values = tensor
+            return {"dtype": dtype, "shape": list(shape), "values": values}
+        if isinstance(value, (list, tuple)):
+            return [self.encode(v) for v in value]
+        if isinstance(value, dict):
+            return {str(k): self.encode(v) for k, v in value.items()}
+        return value
+
+    def write(self, rank):
+        with open(os.path.join(os.environ["OUT_DIR"], f"{rank}.json"), "w") as f:
+            json.dump(self.cases, f)
