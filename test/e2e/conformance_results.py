@@ -30,6 +30,17 @@ class Results:
             return {str(k): self.encode(v) for k, v in value.items()}
         return value
 
+    def record_allreduce_matrix(self, hvd, ramp, dtypes):
+        """An allreduce of ramp((3, 4), dtype) for every reduce op of Horovod's and every
+        dtype of `dtypes` (name -> the framework's dtype)."""
+        ops = {"sum": hvd.Sum, "average": hvd.Average, "min": hvd.Min, "max": hvd.Max,
+               "product": hvd.Product}
+        for op_name, op in ops.items():
+            for dt_name, dt in dtypes.items():
+                self.record(f"allreduce.{op_name}.{dt_name}",
+                            lambda op=op, dt=dt, n=f"ar.{op_name}.{dt_name}":
+                            hvd.allreduce(ramp((3, 4), dt), op=op, name=n))
+
     def write(self, rank):
         with open(os.path.join(os.environ["OUT_DIR"], f"{rank}.json"), "w") as f:
             json.dump(self.cases, f)

@@ -40,15 +40,9 @@ def ramp(shape, dtype, offset=0):
 
 record("basics", lambda: [size, rank, hvd.local_size(), hvd.local_rank(), hvd.cross_size(),
                           hvd.cross_rank(), hvd.is_initialized()])
-ops = {"sum": hvd.Sum, "average": hvd.Average, "min": hvd.Min, "max": hvd.Max,
-       "product": hvd.Product}
 dtypes = {"float32": tf.float32, "float64": tf.float64, "float16": tf.float16,
           "int32": tf.int32, "int64": tf.int64}
-for op_name, op in ops.items():
-    for dt_name, dt in dtypes.items():
-        record(f"allreduce.{op_name}.{dt_name}",
-               lambda op=op, dt=dt, n=f"ar.{op_name}.{dt_name}":
-               hvd.allreduce(ramp((3, 4), dt), op=op, name=n))
+results.record_allreduce_matrix(hvd, ramp, dtypes)
 record("allreduce.scaled", lambda: hvd.allreduce(ramp((6,), tf.float32), op=hvd.Sum,
                                                  prescale_factor=0.5, postscale_factor=3.0))
 record("allreduce.fp16_compression", lambda: hvd.allreduce(

@@ -62,15 +62,9 @@ record("basics", lambda: [size, rank, hvd.local_size(), hvd.local_rank(), hvd.cr
                           hvd.cross_rank(), hvd.is_initialized()])
 
 # allreduce: every op and dtype Horovod's Gloo path takes
-ops = {"sum": hvd.Sum, "average": hvd.Average, "min": hvd.Min, "max": hvd.Max,
-       "product": hvd.Product}
 dtypes = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
           "int32": torch.int32, "int64": torch.int64, "uint8": torch.uint8, "int8": torch.int8}
-for op_name, op in ops.items():
-    for dt_name, dt in dtypes.items():
-        record(f"allreduce.{op_name}.{dt_name}",
-               lambda op=op, dt=dt, n=f"ar.{op_name}.{dt_name}":
-               hvd.allreduce(ramp((3, 4), dt), op=op, name=n))
+results.record_allreduce_matrix(hvd, ramp, dtypes)
 record("allreduce.scaled", lambda: hvd.allreduce(ramp((6,), torch.float32), op=hvd.Sum,
                                                  prescale_factor=0.5, postscale_factor=3.0))
 record("allreduce.average_flag", lambda: hvd.allreduce(ramp((4,), torch.float32), average=False))
