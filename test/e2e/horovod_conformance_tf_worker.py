@@ -175,6 +175,12 @@ def uneven():
     return outs + [hvd.join()]
 
 
+# errors every rank sees: the exception's type is what scripts catch
+record("error.shape_mismatch", lambda: hvd.allreduce(tf.ones([rank + 1]), name="err.shape"))
+record("error.dtype_mismatch", lambda: hvd.allreduce(
+    tf.ones([2], tf.float32 if rank == 0 else tf.float64), name="err.dtype"))
+record("error.broadcast_root_mismatch", lambda: hvd.broadcast(
+    tf.ones([2]), root_rank=rank, name="err.root"))
 record("join", uneven)  # join returns when every rank joined (horovod.tensorflow has no barrier)
 
 results.write(rank)

@@ -277,6 +277,16 @@ def uneven():
     return outs + [last]
 
 
+# errors every rank sees: the exception's type is what scripts catch
+record("error.shape_mismatch", lambda: hvd.allreduce(torch.ones(rank + 1), name="err.shape"))
+record("error.dtype_mismatch", lambda: hvd.allreduce(
+    torch.ones(2, dtype=torch.float32 if rank == 0 else torch.float64), name="err.dtype"))
+record("error.op_mismatch", lambda: hvd.allreduce(
+    torch.ones(2), op=hvd.Sum if rank == 0 else hvd.Max, name="err.op"))
+record("error.broadcast_root_mismatch", lambda: hvd.broadcast(
+    torch.ones(2), root_rank=rank, name="err.root"))
+record("error.alltoall_splits_sum", lambda: hvd.alltoall(
+    torch.ones(3), splits=torch.tensor([1] * (size + 1), dtype=torch.int32), name="err.a2a"))
 record("join", uneven)
 hvd.barrier()
 
