@@ -100,6 +100,13 @@ const std::vector<ParamSpec>& allParams() {
        "across hosts, on GPUs or with a spare core the transfer runs while backward computes, "
        "and overlapping hides it.",
        {"auto", "on", "off"}},
+      {"HVD_CHECK_REPLICAS", "", ParamType::String, "first", 0, 0, false,
+       "Whether the frontends' optimizers check that every rank holds the same trainable "
+       "weights (one small allreduce of per-variable sums). first: once, after the first "
+       "update (torch) or before the second gradient reduction (TensorFlow, Keras, once "
+       "broadcast callbacks have run); every:N: then, and every N updates; off: never. A "
+       "mismatch fails the job on every rank, naming the ranks and the first differing "
+       "variable. Same as hvdrun --check-replicas."},
       {"HVD_MALLOC_RETAIN_MB", "", ParamType::Int, "0", 0, 2047, false,
        "At init, a worker's malloc (glibc's) is set to serve blocks of up to this many MB from "
        "its heap and to keep up to this many MB of freed memory for reuse, instead of mapping "

@@ -187,6 +187,10 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
                      "all ranks are on one host and compute fills their CPUs, else on "
                      "(default) (HVD_GRADIENT_OVERLAP)")
       ->check(CLI::IsMember({"auto", "on", "off"}));
+  tuning->add_option("--check-replicas", rf.checkReplicas,
+                     "Check that every rank holds the same trainable weights: first: once, at "
+                     "the start of training (default); every:N: also every N updates; off: "
+                     "never (HVD_CHECK_REPLICAS)");
   bool tcpOnly = false;
   tuning->add_flag("--tcp", tcpOnly, "Same as --transport tcp (horovodrun's flag)")
       ->excludes(transport);

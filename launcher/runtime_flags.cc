@@ -40,6 +40,7 @@ constexpr ConfigKey kConfigKeys[] = {
     {"params.cache_capacity", "HVD_CACHE_CAPACITY", Kind::Integer},
     {"params.malloc_retain_mb", "HVD_MALLOC_RETAIN_MB", Kind::Integer},
     {"params.gradient_overlap", "HVD_GRADIENT_OVERLAP", Kind::Text},
+    {"params.check_replicas", "HVD_CHECK_REPLICAS", Kind::Text},
     {"params.hierarchical_allreduce", "HVD_HIERARCHICAL_ALLREDUCE", Kind::Flag},
     {"params.hierarchical_allgather", "HVD_HIERARCHICAL_ALLGATHER", Kind::Flag},
     {"timeline.filename", "HVD_TIMELINE", Kind::Text},
@@ -148,6 +149,7 @@ std::map<std::string, std::string> runtimeParams(const RuntimeFlags& flags) {
   if (flags.transport) out["HVD_TRANSPORT"] = *flags.transport;
   if (flags.mallocRetainMb) out["HVD_MALLOC_RETAIN_MB"] = std::to_string(*flags.mallocRetainMb);
   if (flags.gradientOverlap) out["HVD_GRADIENT_OVERLAP"] = *flags.gradientOverlap;
+  if (flags.checkReplicas) out["HVD_CHECK_REPLICAS"] = *flags.checkReplicas;
   if (flags.hierarchicalAllreduce)
     out["HVD_HIERARCHICAL_ALLREDUCE"] = *flags.hierarchicalAllreduce ? "1" : "0";
   if (flags.hierarchicalAllgather)

@@ -23,6 +23,7 @@ struct RuntimeFlags {
   std::optional<std::string> transport;      // --transport auto|tcp|shm
   std::optional<long long> mallocRetainMb;   // --malloc-retain-mb
   std::optional<std::string> gradientOverlap;  // --gradient-overlap auto|on|off
+  std::optional<std::string> checkReplicas;    // --check-replicas off|first|every:N
   std::optional<bool> hierarchicalAllreduce;  // --[no-]hierarchical-allreduce
   std::optional<bool> hierarchicalAllgather;  // --[no-]hierarchical-allgather
   bool autotune = false;                            // --autotune

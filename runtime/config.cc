@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <map>
 
 #include "common/error.h"
@@ -21,6 +22,21 @@ void checkBelow(const char* what, int value, const char* limitName, int limit) {
   if (value >= limit)
     throw InvalidArgument(detail::concat(what, "=", value, " must be below ", limitName, "=",
                                          limit));
+}
+
+// HVD_CHECK_REPLICAS as Config::checkReplicasEvery.
+int parseCheckReplicas(const std::string& text) {
+  if (text == "off") return -1;
+  if (text == "first") return 0;
+  const std::string prefix = "every:";
+  if (text.rfind(prefix, 0) == 0) {
+    const std::string digits = text.substr(prefix.size());
+    int every = 0;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), every);
+    if (ec == std::errc() && end == digits.data() + digits.size() && every > 0) return every;
+  }
+  throw InvalidArgument(detail::concat("HVD_CHECK_REPLICAS='", text,
+                                       "': expected off, first or every:N with N >= 1"));
 }
 
 // "0,1;2,3" -> {{0,1},{2,3}}; each set sorted, without duplicates, within [0, size).
@@ -140,6 +156,7 @@ Config Config::fromParams(const params::ParamValues& v) {
   c.cpuBinding = cpuBindingFrom(v.getString("HVD_BIND_TO"));
   c.mallocRetainBytes = static_cast<std::size_t>(v.getInt("HVD_MALLOC_RETAIN_MB")) << 20;
   c.gradientOverlap = v.getString("HVD_GRADIENT_OVERLAP");
+  c.checkReplicasEvery = parseCheckReplicas(v.getString("HVD_CHECK_REPLICAS"));
   c.gpuUseNccl = v.getString("HVD_GPU_BACKEND") == "nccl";
   c.hierarchicalAllreduce = v.getInt("HVD_HIERARCHICAL_ALLREDUCE") == 1;
   c.hierarchicalAllgather = v.getInt("HVD_HIERARCHICAL_ALLGATHER") == 1;

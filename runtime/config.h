@@ -64,6 +64,9 @@ struct Config {
   CpuBinding cpuBinding = CpuBinding::Core;
   std::size_t mallocRetainBytes = 0;  // HVD_MALLOC_RETAIN_MB (runtime/malloc_retention.h)
   std::string gradientOverlap = "auto";  // HVD_GRADIENT_OVERLAP; read by hvd.torch's optimizer
+  // HVD_CHECK_REPLICAS, read by the Python frontends: -1 off, 0 after the first update only,
+  // N > 0 after the first update and every N updates.
+  int checkReplicasEvery = 0;
   // OMP_NUM_THREADS is set: the user chose the frameworks' thread counts, and the frontends
   // leave them alone (Runtime::computeThreads).
   bool computeThreadsChosen = false;

@@ -391,6 +391,8 @@ NB_MODULE(_core, m) {
         "The compute threads this rank's CPUs can run without sharing a core with another rank.");
   m.def("gradient_overlap", [] { return current()->config().gradientOverlap; },
         "HVD_GRADIENT_OVERLAP: auto, on or off.");
+  m.def("check_replicas_every", [] { return current()->config().checkReplicasEvery; },
+        "HVD_CHECK_REPLICAS: -1 off, 0 after the first update only, N also every N updates.");
   // The frontends log through the runtime's facade, so HVD_LOG_LEVEL and the rank prefix apply.
   m.def("log_info", [](const std::string& subsystem, const std::string& text) {
     hvd::log::logger(subsystem)->info("{}", text);

@@ -51,6 +51,7 @@ def test_torch_state_restores_the_model_and_optimizer_of_the_last_commit():
 
 def test_two_failures_after_one_commit_restore_the_same_optimizer_state():
     model = torch.nn.Linear(3, 1)
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
     opt = hvd.DistributedOptimizer(torch.optim.Adam(model.parameters(), lr=0.1),
                                    named_parameters=model.named_parameters())
     state = hvd.elastic.TorchState(model, opt)

@@ -9,6 +9,7 @@ import tensorflow as tf
 from hvd import _basics, _core
 from hvd._basics import Average, ProcessSet, global_process_set
 from hvd.tensorflow.compression import Compression
+from hvd.tensorflow import replicas
 from hvd.tensorflow.mpi_ops import grouped_allreduce
 
 
@@ -140,6 +141,9 @@ class _DistributedGradientTape:
     def gradient(self, target, sources, output_gradients=None,
                  unconnected_gradients=tf.UnconnectedGradients.NONE):
         grads = super().gradient(target, sources, output_gradients, unconnected_gradients)
+        shared = [s for s in tf.nest.flatten(sources) if s not in self._hvd_local]
+        replicas.check_before_reduction(
+            replicas.tape_guards.get(shared, self._hvd_options.process_set), shared)
         return reduce_gradients_of(grads, sources, self._hvd_local, self._hvd_scale_local,
                                    self._hvd_options, "DistributedGradientTape")
 

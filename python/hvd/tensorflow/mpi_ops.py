@@ -19,6 +19,7 @@ gathers the parts.
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Callable, List, Sequence
 
 import tensorflow as tf
@@ -101,17 +102,44 @@ def _run(eager_fn: Callable[..., List[tf.Tensor]], inputs: Sequence[tf.Tensor],
     whose outputs get the static shapes a py_function cannot infer."""
     if tf.executing_eagerly():
         return list(eager_fn(*inputs))
+
+    def build():
+        outs = tf.py_function(eager_fn, list(inputs), list(out_dtypes),
+                              name=f"hvd_{what.split()[0]}")
+        return list(outs) if isinstance(outs, (list, tuple)) else [outs]
+
+    outs = _chained(build)
+    for o, shape in zip(outs, out_shapes):
+        o.set_shape(shape)
+    return outs
+
+
+def _chained(build):
+    """build()'s ops (a tensor or a list of them, the first standing for the collective),
+    ordered after the graph's previous collective and recorded as its latest."""
     graph = tf.compat.v1.get_default_graph()
     previous = getattr(graph, "_hvd_last_collective", None)
     with tf.control_dependencies([previous] if previous is not None else []):
-        outs = tf.py_function(eager_fn, list(inputs), list(out_dtypes),
-                              name=f"hvd_{what.split()[0]}")
-    outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
-    for o, shape in zip(outs, out_shapes):
-        o.set_shape(shape)
-    if outs:
-        graph._hvd_last_collective = outs[0].op
-    return outs
+        out = build()
+    first = out[0] if isinstance(out, (list, tuple)) else out
+    if first is not None:
+        graph._hvd_last_collective = first.op
+    return out
+
+
+@contextlib.contextmanager
+def separate_chain():
+    """Collectives built inside are ordered among themselves only, not after the graph's
+    earlier ones, and later ones are not ordered after them: for ops that a TF1 session runs
+    on their own (a hook's broadcast), which must not depend on the training step's ops (its
+    placeholders would then need feeding). Every rank must build the same ops inside."""
+    graph = tf.compat.v1.get_default_graph()
+    saved = getattr(graph, "_hvd_last_collective", None)
+    graph._hvd_last_collective = None
+    try:
+        yield
+    finally:
+        graph._hvd_last_collective = saved
 
 
 def _rows_vary(shape: tf.TensorShape) -> tf.TensorShape:

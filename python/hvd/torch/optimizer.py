@@ -10,9 +10,10 @@ import contextlib
 import warnings
 from typing import Dict, List, Optional
 
+import numpy as np
 import torch
 
-from hvd import _basics, _core
+from hvd import _basics, _core, _replicas
 from hvd._basics import Average, HorovodInternalError, global_process_set
 from hvd.torch.compression import Compression
 from hvd.torch.mpi_ops import _c, _SparsePending, allreduce
@@ -63,6 +64,50 @@ def _participation(process_set):
     return process_set, _basics.process_set_id(process_set), communicates
 
 
+_FIX = ("broadcast them from rank 0 before training (hvd.broadcast_parameters("
+        "model.state_dict(), root_rank=0) and hvd.broadcast_optimizer_state(optimizer, "
+        "root_rank=0)), and let DistributedOptimizer reduce every gradient")
+
+
+def replica_guard(process_set, communicates):
+    """The optimizer's replica check (HVD_CHECK_REPLICAS; see hvd._replicas), or None."""
+    guard = _replicas.Guard("DistributedOptimizer", process_set, _FIX)
+    return guard if communicates and guard.enabled else None
+
+
+def check_replicas(guard, params, names) -> None:
+    """Counts an update and, when the check is due, compares the parameters across ranks."""
+    if guard is None or not guard.tick():
+        return
+    _replicas.run_check(guard, params, lambda p: _parameter_name(names[id(p)]), summarise)
+
+
+def _parameter_name(internal: str) -> str:
+    # The allreduce names: "DistributedOptimizer.<name>", or "allreduce.noname.<i>" without
+    # named_parameters.
+    if internal.startswith("allreduce.noname."):
+        return f"parameter {internal.rsplit('.', 1)[1]} (pass named_parameters for names)"
+    return internal.split(".", 1)[1]
+
+
+def summarise(params, chunk: int = 1 << 22):
+    """_replicas.summarise() in torch, on the parameters' device (no copy to host memory)."""
+    rows = []
+    with torch.no_grad():
+        for p in params:
+            flat = p.detach()
+            flat = (torch.view_as_real(flat) if flat.is_complex() else flat).reshape(-1)
+            total = torch.zeros(3, dtype=torch.float64, device=flat.device)
+            for start in range(0, flat.numel(), chunk):
+                c = flat[start:start + chunk].to(torch.float64)
+                pairs = c[:-1].dot(c[1:]) if c.numel() > 1 else c.new_zeros(())
+                total += torch.stack([c.sum(), c.dot(c), pairs])
+            rows.append(total)
+    if not rows:
+        return np.zeros((0, 3))
+    return _replicas.finite_or_marked(torch.stack(rows).cpu().numpy())
+
+
 class _DistributedOptimizer(torch.optim.Optimizer):
     # Methods of this class are mixed into a subclass of the user's optimizer class (see
     # DistributedOptimizer), so isinstance(opt, torch.optim.SGD) stays true.
@@ -108,6 +153,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._should_synchronize = True
         self._hooks = [p.register_post_accumulate_grad_hook(self._hook)
                        for p in self._requires_update] if self._communicates else []
+        self._replica_guard = replica_guard(self._process_set, self._communicates)
 
     # -- construction ------------------------------------------------------------------------
     @staticmethod
@@ -269,7 +315,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._synchronized = False
         if closure is not None and self._communicates:
             closure = self._reduced(closure)
-        return super(self.__class__, self).step(closure)
+        loss = super(self.__class__, self).step(closure)
+        check_replicas(self._replica_guard, self._requires_update, self._names)
+        return loss
 
     def _reduced(self, closure):
         """step(closure)'s closure, returning what the combined batch would: the optimizer
@@ -336,8 +384,9 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
         self._compression = compression
         self._process_set, self._process_set_id, self._communicates = _participation(process_set)
         all_params = [p for g in self.param_groups for p in g["params"]]
-        names = _DistributedOptimizer._name_parameters(named_parameters, all_params)
-        self._names = {key: f"{name}.adasum_delta" for key, name in names.items()}
+        self._param_names = _DistributedOptimizer._name_parameters(named_parameters, all_params)
+        self._names = {key: f"{name}.adasum_delta" for key, name in self._param_names.items()}
+        self._replica_guard = replica_guard(self._process_set, self._communicates)
 
     def synchronize(self):
         """Nothing to wait for before the step: the ranks combine the steps' changes."""
@@ -371,6 +420,7 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
             for p, start, ctx, compressed, handle in pending:
                 handle.wait()
                 p.copy_(start + self._compression.decompress(compressed, ctx))
+        check_replicas(self._replica_guard, params, self._param_names)
         return loss
 
 

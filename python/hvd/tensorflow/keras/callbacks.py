@@ -23,30 +23,55 @@ def training_variables(model, optimizer):
 
 class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
     """Starts every rank from root_rank's model and optimizer state (random initialisation, or a
-    checkpoint only the root loaded), before the first batch."""
+    checkpoint only the root loaded). When every rank's model is built at the start of
+    training, the broadcast runs then; a model that creates its weights at its first call (a
+    Sequential without an input shape, a subclassed model) is broadcast at the end of the first
+    batch, as Horovod does, once its weights and the optimizer's slots exist. Variables that
+    appear in the first batch although the model was built are broadcast then too."""
 
-    def __init__(self, root_rank, device="", process_set=global_process_set):
+    def __init__(self, root_rank, device="", process_set=global_process_set,
+                 local_variables=None):
         super().__init__()
         del device
         self.root_rank = root_rank
         self.process_set = process_set
+        self.local_variables = list(local_variables or [])
         self.broadcast_done = False
+        self._broadcast_ids = set()
 
-    def _broadcast(self):
-        variables = training_variables(self.model, getattr(self.model, "optimizer", None))
-        if not variables:
-            return False
+    def _variables(self):
+        local = {id(v) for v in self.local_variables}
+        return [v for v in training_variables(self.model, getattr(self.model, "optimizer", None))
+                if id(v) not in local]
+
+    def _broadcast(self, variables):
         _ops.broadcast_variables(variables, self.root_rank, process_set=self.process_set)
-        return True
+        self._broadcast_ids = {id(v) for v in variables}
 
     def on_train_begin(self, logs=None):
-        if not self.broadcast_done:
-            self.broadcast_done = self._broadcast()
+        if self.broadcast_done or not self.process_set.included():
+            return
+        # Every rank must take the same branch: one whose model a checkpoint built while the
+        # others' are not yet built waits with them for the first batch.
+        built = bool(self.model.built and self.model.trainable_variables)
+        if self._on_every_rank(built, _basics.Min, "built"):
+            self._broadcast(self._variables())
 
     def on_train_batch_end(self, batch, logs=None):
-        # A model whose variables only exist after its first call (never built before fit).
-        if not self.broadcast_done:
-            self.broadcast_done = self._broadcast()
+        if self.broadcast_done or not self.process_set.included():
+            return
+        self.broadcast_done = True
+        variables = self._variables()
+        new = any(id(v) not in self._broadcast_ids for v in variables)
+        if self._on_every_rank(new, _basics.Max, "new_variables"):
+            self._broadcast(variables)
+
+    def _on_every_rank(self, flag, op, what) -> bool:
+        """`flag` combined over the ranks (Min: all, Max: any), so that all take one branch."""
+        combined = _ops.allreduce(tf.constant([int(flag)], tf.int32), op=op,
+                                  name=f"BroadcastGlobalVariablesCallback.{what}",
+                                  process_set=self.process_set)
+        return bool(int(combined.numpy()[0]))
 
 
 class MetricAverageCallback(keras.callbacks.Callback):

@@ -20,18 +20,29 @@ import zlib
 import keras
 
 from hvd._basics import Average, global_process_set
+from hvd.tensorflow import replicas
 from hvd.tensorflow.compression import Compression
 from hvd.tensorflow.gradient_tape import (LocalSources, local_layer_variables,
                                           reduce_gradients_of, reduce_options)
 
 
+_UNSET = object()
+
+
 class _Reducing:
+    _hvd_guard = _UNSET  # the replica check's, made at the first reduction
+
     def _hvd_reduce(self, grads, variables):
         # Named by what every rank agrees on: Keras's own names (adam_1, dense_3/kernel) count
         # the objects each process happened to create, so they differ between ranks that built
         # their models differently (one loaded a checkpoint). The shapes tell two optimizers of
         # one job (a GAN's) apart.
         signature = repr([(tuple(v.shape), str(v.dtype)) for v in variables])
+        if self._hvd_guard is _UNSET:
+            self._hvd_guard = replicas.make_guard("DistributedOptimizer",
+                                                  self._hvd_options.process_set)
+        replicas.check_before_reduction(self._hvd_guard,
+                                        [v for v in variables if v not in self._hvd_local])
         return reduce_gradients_of(grads, variables, self._hvd_local, self._hvd_scale_local,
                                    self._hvd_options,
                                    f"DistributedOptimizer.{zlib.crc32(signature.encode()):08x}")

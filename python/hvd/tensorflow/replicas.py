@@ -1,0 +1,94 @@
+"""The replica check (hvd._replicas) for TensorFlow's gradient reductions: Keras's
+DistributedOptimizer, DistributedGradientTape and the TF1 DistributedOptimizer call
+check_before_reduction() with the variables whose gradients they reduce, before reducing them.
+The check of "after update k" runs there, at the (k+1)-th reduction: Horovod's recipes
+broadcast the variables after the first update (the Keras callback for a model built by its
+first batch, a custom loop's `if first_batch: broadcast_variables`), and the weights must be
+compared after that broadcast, not before.
+
+Inside a graph (tf.function, a TF1 session) the count of reductions is kept by a py_function
+that runs every step, and the comparison by another that runs only when the first says so;
+both are ordered among the graph's collectives, as every collective is (mpi_ops._chained).
+"""
+from __future__ import annotations
+
+from typing import Dict, Optional, Sequence, Tuple
+
+import tensorflow as tf
+
+from hvd import _core, _replicas
+from hvd.tensorflow import mpi_ops
+
+FIX = ("broadcast them from rank 0 (hvd.broadcast_variables(model.variables, root_rank=0) "
+       "after the first step or before training, the Keras callback "
+       "hvd.callbacks.BroadcastGlobalVariablesCallback(0), or in TF1 "
+       "hvd.BroadcastGlobalVariablesHook(0)), and let DistributedGradientTape or "
+       "DistributedOptimizer reduce every gradient")
+
+
+def make_guard(what: str, process_set) -> Optional[_replicas.Guard]:
+    """The guard for one reduction site, or None when there is nothing to compare (the check
+    is off, one rank, or this rank is outside the process set)."""
+    guard = _replicas.Guard(what, process_set, FIX, before_update=True)
+    alone = process_set.size() == 1 and _core.elastic_round() < 0
+    if not guard.enabled or alone or not process_set.included():
+        return None
+    return guard
+
+
+def _name(v) -> str:
+    return getattr(v, "path", None) or getattr(v, "name", None) or "variable"
+
+
+def _compare(guard: _replicas.Guard, names, shapes, dtypes, values) -> None:
+    counts = [int(tf.size(v)) for v in values]
+    guard.check(_replicas.summarise([v.numpy() for v in values]), counts, names, shapes, dtypes)
+
+
+def check_before_reduction(guard: Optional[_replicas.Guard], variables: Sequence) -> None:
+    """Counts a reduction and compares `variables` across the ranks when the check is due.
+    Eagerly it runs now; in a graph it adds the ops that do it at every run of the graph."""
+    if guard is None:
+        return
+    variables = list(variables)
+    names = [_name(v) for v in variables]
+    shapes = [tuple(v.shape) for v in variables]
+    dtypes = [tf.as_dtype(v.dtype).name for v in variables]
+    if tf.executing_eagerly():
+        if guard.tick():
+            _compare(guard, names, shapes, dtypes, [tf.convert_to_tensor(v) for v in variables])
+        return
+
+    def compare(*values):
+        _compare(guard, names, shapes, dtypes, values)
+        return tf.constant(True)
+
+    def build():
+        due = tf.py_function(guard.tick, [], tf.bool, name="hvd_check_replicas_due")
+        due.set_shape([])
+        return tf.cond(due,
+                       lambda: tf.py_function(compare, [tf.convert_to_tensor(v) for v in variables],
+                                              tf.bool, name="hvd_check_replicas"),
+                       lambda: tf.constant(False))
+
+    mpi_ops._chained(build)
+
+
+class TapeGuards:
+    """DistributedGradientTape is made anew every step: the guard of a set of sources outlives
+    the tape, keyed by the sources' identities."""
+
+    def __init__(self, limit: int = 64):
+        self._guards: Dict[Tuple[int, ...], Optional[_replicas.Guard]] = {}
+        self._limit = limit
+
+    def get(self, sources: Sequence, process_set) -> Optional[_replicas.Guard]:
+        key = (process_set.process_set_id,) + tuple(id(s) for s in sources)
+        if key not in self._guards:
+            if len(self._guards) >= self._limit:  # sources that come and go: start over
+                self._guards.clear()
+            self._guards[key] = make_guard("DistributedGradientTape", process_set)
+        return self._guards[key]
+
+
+tape_guards = TapeGuards()
