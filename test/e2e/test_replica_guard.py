@@ -1,0 +1,135 @@
+"""The replica check (HVD_CHECK_REPLICAS) through real jobs: a job whose ranks hold different
+weights fails on its first check, naming the ranks and the variable; the Horovod recipes pass;
+`off` turns the check off; Keras's broadcast callback reaches models built by their first
+batch (without the check, which would otherwise hide a missed broadcast)."""
+import os
+import pathlib
+import re
+import sys
+import time
+
+import pytest
+
+from conftest import run_hvdrun
+
+WORKER = pathlib.Path(__file__).with_name("replica_guard_worker.py")
+TF_ENV = {"TF_CPP_MIN_LOG_LEVEL": "2"}
+
+
+def job(np, flavour, *flags, env=None, hvdrun_args=()):
+    environment = {k: v for k, v in os.environ.items() if k != "HVD_CHECK_REPLICAS"}
+    environment.update(TF_ENV, **(env or {}))
+    started = time.monotonic()
+    r = run_hvdrun("-np", np, *hvdrun_args, sys.executable, WORKER, flavour, *flags,
+                   env=environment, timeout=180)
+    return r, time.monotonic() - started
+
+
+def weights(r):
+    """Each rank's weight checksum."""
+    return re.findall(r"^\[(\d+)\]<stdout>:WEIGHTS (\d+)$", r.stdout, re.M)
+
+
+def assert_identical(r, np):
+    assert r.returncode == 0, r.stderr[-3000:]
+    found = weights(r)
+    assert len(found) == np and len({w for _, w in found}) == 1, found
+
+
+def assert_mismatch(r, ranks, variable, update=1, what="DistributedOptimizer"):
+    assert r.returncode != 0, r.stdout[-2000:]
+    text = r.stdout + r.stderr
+    assert "ReplicaMismatchError" in text
+    assert f"replica check of {what} after update {update}" in text, text[-3000:]
+    who = f"rank {ranks[0]} differs" if len(ranks) == 1 else \
+        f"ranks {', '.join(map(str, ranks))} differ"
+    assert f"after update {update}: the ranks hold different trainable weights: {who} from " \
+           "rank 0" in text, text[-3000:]
+    assert f"The first variable that differs is {variable!r}" in text
+    assert "HVD_CHECK_REPLICAS=off" in text
+    assert not weights(r)  # no rank trained on past the check
+
+
+# -- torch --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("np", [2, 3])
+def test_torch_ranks_initialised_differently_fail_at_the_first_update(np):
+    r, took = job(np, "torch", "--differ")
+    assert_mismatch(r, list(range(1, np)), "0.weight")
+    assert "hvd.broadcast_parameters(model.state_dict(), root_rank=0)" in r.stderr
+    assert took < 60
+
+
+@pytest.mark.parametrize("np", [2, 3])
+def test_torch_recipe_with_broadcast_passes_with_identical_weights(np):
+    r, _ = job(np, "torch", "--differ", "--broadcast", env={"HVD_CHECK_REPLICAS": "every:2"})
+    assert_identical(r, np)
+
+
+@pytest.mark.parametrize("how", ["env", "flag", "config"])
+def test_off_turns_the_check_off(how, tmp_path):
+    env, hvdrun_args = {}, ()
+    if how == "env":
+        env = {"HVD_CHECK_REPLICAS": "off"}
+    elif how == "flag":
+        hvdrun_args = ("--check-replicas", "off")
+    else:
+        config = tmp_path / "hvd.json"
+        config.write_text('{"params": {"check_replicas": "off"}}')
+        hvdrun_args = ("--config-file", config)
+    r, _ = job(2, "torch", "--differ", env=env, hvdrun_args=hvdrun_args)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert len({w for _, w in weights(r)}) == 2  # the ranks did train different models
+
+
+def test_every_n_catches_a_rank_that_drifts_later():
+    # Rank 1 changes its weights after update 3: `first` checked before that and misses it;
+    # every:2 finds it at update 4.
+    r, _ = job(2, "torch", "--perturb", "3", env={"HVD_CHECK_REPLICAS": "first"})
+    assert r.returncode == 0, r.stderr[-2000:]
+    r, _ = job(2, "torch", "--perturb", "3", env={"HVD_CHECK_REPLICAS": "every:2"})
+    assert_mismatch(r, [1], "2.bias", update=4)
+
+
+@pytest.mark.parametrize("value", ["sometimes", "every:0", "every:x"])
+def test_a_bad_value_is_refused_naming_the_variable(value):
+    r, _ = job(1, "torch", env={"HVD_CHECK_REPLICAS": value})
+    assert r.returncode != 0
+    assert f"HVD_CHECK_REPLICAS='{value}': expected off, first or every:N" in r.stderr
+
+
+# -- Keras --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("np", [2, 3])
+@pytest.mark.parametrize("flavour", ["keras-seq", "keras-sub"])
+def test_keras_callback_broadcasts_models_built_by_their_first_batch(flavour, np):
+    # The check off: this is the callback's own doing.
+    r, _ = job(np, flavour, "--differ", "--broadcast", env={"HVD_CHECK_REPLICAS": "off"})
+    assert_identical(r, np)
+
+
+@pytest.mark.parametrize("flavour, variable", [("keras-seq", "sequential/dense/kernel"),
+                                               ("keras-sub", "net/dense/kernel")])
+def test_keras_without_the_broadcast_fails_naming_the_variable(flavour, variable):
+    r, _ = job(2, flavour, "--differ")
+    assert_mismatch(r, [1], variable)
+
+
+def test_keras_with_the_callback_passes_the_check():
+    r, _ = job(2, "keras-seq", "--differ", "--broadcast", env={"HVD_CHECK_REPLICAS": "every:3"})
+    assert_identical(r, 2)
+
+
+# -- DistributedGradientTape --------------------------------------------------------------------
+def test_tape_loop_that_never_broadcasts_fails():
+    r, _ = job(2, "tape", "--differ")
+    assert_mismatch(r, [1], "w:0", what="DistributedGradientTape")
+
+
+def test_tape_loop_broadcasting_after_the_first_step_passes():
+    # Horovod's TF2 recipe broadcasts after the first step; the check comes after it.
+    r, _ = job(2, "tape", "--differ", "--broadcast", env={"HVD_CHECK_REPLICAS": "every:2"})
+    assert_identical(r, 2)
+
+
+def test_rank_local_sources_are_not_compared():
+    r, _ = job(2, "tape", "--local-differ", env={"HVD_CHECK_REPLICAS": "every:1"})
+    assert_identical(r, 2)
