@@ -18,13 +18,14 @@ import tensorflow as _tf
 from hvd import _basics, _core
 from hvd._basics import *  # noqa: F401,F403
 from hvd._basics import __all__ as _basics_all
+from hvd._basics import Average, global_process_set
 from hvd._handles import poll, synchronize  # noqa: F401
 from hvd.tensorflow import elastic  # noqa: F401  (hvd.elastic.run, as horovod.tensorflow)
 from hvd.tensorflow.compression import Compression
 from hvd.tensorflow.gradient_tape import DistributedGradientTape, PartialDistributedGradientTape
+from hvd.tensorflow.v1 import BroadcastGlobalVariablesHook, broadcast_global_variables
 from hvd.tensorflow.mpi_ops import (allgather, allgather_object, allreduce, alltoall, barrier,
-                                    broadcast, broadcast_, broadcast_global_variables,
-                                    broadcast_object,
+                                    broadcast, broadcast_, broadcast_object,
                                     broadcast_variables, grouped_allgather, grouped_allreduce,
                                     grouped_reducescatter, join, local_rank_op, local_size_op,
                                     process_set_included_op, rank_op, reducescatter, size_op)
@@ -38,20 +39,34 @@ def __getattr__(name):
     raise AttributeError(f"module 'hvd.tensorflow' has no attribute {name!r}")
 
 
-def DistributedOptimizer(optimizer, *args, **kwargs):
-    """horovod.tensorflow.DistributedOptimizer: for a Keras optimizer (TensorFlow 2's kind),
-    hvd.tensorflow.keras.DistributedOptimizer with the same arguments."""
+def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense="",
+                         device_sparse="", compression=Compression.none, sparse_as_dense=False,
+                         backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
+                         average_aggregated_gradients=False, num_groups=0, groups=None,
+                         process_set=global_process_set, scale_local_gradients=True):
+    """horovod.tensorflow.DistributedOptimizer: reduces the gradients over the ranks before the
+    wrapped optimizer applies them. A tf.compat.v1.train.Optimizer (TF1 graphs, sessions,
+    Estimator) gets hvd.tensorflow.v1's wrapper; a Keras optimizer hvd.tensorflow.keras's (the
+    same arguments; use_locking is TF1's)."""
+    from hvd.tensorflow import v1
+    args = dict(name=name, device_dense=device_dense, device_sparse=device_sparse,
+                compression=compression, sparse_as_dense=sparse_as_dense,
+                backward_passes_per_step=backward_passes_per_step, op=op,
+                gradient_predivide_factor=gradient_predivide_factor,
+                average_aggregated_gradients=average_aggregated_gradients,
+                num_groups=num_groups, groups=groups, process_set=process_set,
+                scale_local_gradients=scale_local_gradients)
+    if v1.is_v1_optimizer(optimizer):
+        return v1.DistributedOptimizer(optimizer, use_locking=use_locking, **args)
     try:
         import keras
     except ImportError:
         keras = None
     if keras is None or not isinstance(optimizer, keras.optimizers.Optimizer):
-        raise ValueError("DistributedOptimizer: expected a Keras optimizer, got "
-                         f"{type(optimizer).__name__}; TF1's tf.compat.v1.train optimizers "
-                         "need graph sessions hvd does not support (use a Keras optimizer, or "
-                         "DistributedGradientTape)")
+        raise ValueError("DistributedOptimizer: expected a tf.compat.v1.train.Optimizer or a "
+                         f"Keras optimizer, got {type(optimizer).__name__} {optimizer!r}")
     from hvd.tensorflow.keras.optimizer import DistributedOptimizer as _keras_optimizer
-    return _keras_optimizer(optimizer, *args, **kwargs)
+    return _keras_optimizer(optimizer, **args)
 
 
 def init(comm=None, process_sets=None):
@@ -77,7 +92,7 @@ def init(comm=None, process_sets=None):
 
 
 __all__ = list(_basics_all) + [
-    "Compression", "DistributedGradientTape", "DistributedOptimizer",
+    "BroadcastGlobalVariablesHook", "Compression", "DistributedGradientTape", "DistributedOptimizer",
     "PartialDistributedGradientTape", "SyncBatchNormalization", "allgather", "allgather_object", "allreduce",
     "alltoall", "barrier", "broadcast", "broadcast_", "broadcast_global_variables",
     "broadcast_object",

@@ -525,14 +525,6 @@ def _assign_broadcast(variables, root_rank, label, process_set):
     return None
 
 
-def broadcast_global_variables(root_rank):
-    """TF1's collection of global variables does not exist in eager TensorFlow 2."""
-    raise RuntimeError("hvd.broadcast_global_variables() needs TF1's global variable "
-                       "collection; use hvd.broadcast_variables(model.variables, root_rank) "
-                       "(and the optimizer's variables), or the Keras "
-                       "BroadcastGlobalVariablesCallback")
-
-
 # -- graph-friendly topology queries (horovod.tensorflow's *_op functions) ----------------------
 def size_op(process_set_id=0, name=None):
     return tf.constant(_basics.size() if process_set_id == 0 else

@@ -24,8 +24,8 @@ from hvd.tensorflow import mpi_ops as _ops
 from hvd.tensorflow.compression import Compression
 from hvd.tensorflow.keras import callbacks, elastic  # noqa: F401
 from hvd.tensorflow.keras.optimizer import DistributedOptimizer, PartialDistributedOptimizer
-from hvd.tensorflow.mpi_ops import (allgather_object, barrier, broadcast_global_variables,
-                                    broadcast_object)
+from hvd.tensorflow.mpi_ops import allgather_object, barrier, broadcast_object
+from hvd.tensorflow.v1 import broadcast_global_variables
 
 
 def _value(x):
