@@ -13,10 +13,14 @@ tf.compat.v1.Session and MonitoredTrainingSession (and Estimator, on TensorFlow 
 
 compute_gradients() reduces the wrapped optimizer's gradients (dense ones with one grouped
 allreduce, tf.IndexedSlices gathered unless sparse_as_dense), so minimize() and
-apply_gradients() apply the reduced ones. The collectives a session runs on their own (the
-broadcast of a hook, built after the training step) form a chain of their own
-(mpi_ops.separate_chain), so they never depend on the training step's placeholders; so do the
-optimizer's, so that collectives built after it (a metric's allreduce) do not re-run the step's.
+apply_gradients() apply the reduced ones.
+
+A graph's collectives run in the order they were built (mpi_ops): each blocks one of the
+session's threads until every rank joins it, and a session of a rank bound to one core has one
+thread, so two collectives left unordered in one run could wait on each other across ranks. The
+broadcast that BroadcastGlobalVariablesHook builds (after the training step, in begin()) and
+runs on its own is the exception: it forms a chain of its own (mpi_ops.separate_chain), so it
+never depends on the training step's ops and placeholders.
 """
 from __future__ import annotations
 
@@ -60,21 +64,20 @@ class _DistributedOptimizer(_V1Optimizer):
         pairs = self._optimizer.compute_gradients(*args, **kwargs)
         grads = [g for g, _ in pairs]
         variables = [v for _, v in pairs]
-        with mpi_ops.separate_chain():
-            if self._passes > 1:
-                grads = self._accumulate(grads, variables)
-            else:
-                grads = self._reduce(grads, variables)
+        if self._passes > 1:
+            grads = self._accumulate(grads, variables)
+        else:
+            grads = self._reduce(grads, variables)
         return list(zip(grads, variables))
 
     def _reduce(self, grads, variables):
         replicas.check_before_reduction(self._guard,
                                         [v for v in variables if v not in self._local])
-        # Named by what every rank agrees on (the variables' shapes), as Keras's optimizer.
+        # Named by what every rank agrees on: the optimizer's name and the variables' shapes.
         signature = repr([(tuple(v.shape), v.dtype.name) for v in variables])
         return reduce_gradients_of(grads, variables, self._local, self._scale_local,
                                    self._options,
-                                   f"DistributedOptimizer.{zlib.crc32(signature.encode()):08x}")
+                                   f"{self.get_name()}.{zlib.crc32(signature.encode()):08x}")
 
     def _accumulate(self, grads, variables):
         """Horovod's local aggregation: each pass adds its gradients to local accumulators;
