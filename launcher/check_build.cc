@@ -36,11 +36,28 @@ try:
                   "build": _core.build_info()}
 except BaseException as e:
     out["hvd_error"] = "%s: %s" % (type(e).__name__, e)
-for name in ("torch", "numpy", "horovod"):
+for name in ("torch", "numpy", "horovod", "keras"):
     try:
         out[name] = metadata.version(name)
     except Exception:
         out[name] = None
+out["tensorflow"] = None
+for dist in ("tensorflow", "tensorflow-cpu", "tensorflow-intel"):
+    try:
+        out["tensorflow"] = metadata.version(dist)
+        break
+    except Exception:
+        pass
+# TensorFlow is imported (a few seconds): hvd.tensorflow is pure Python over its DLPack and
+# graph APIs, so whether it imports against this TensorFlow is the question.
+out["hvd_tensorflow_error"] = None
+if out["tensorflow"] and "hvd" in out:
+    import os
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    try:
+        import hvd.tensorflow
+    except BaseException as e:
+        out["hvd_tensorflow_error"] = "%s: %s" % (type(e).__name__, e)
 print(json.dumps(out))
 )PY";
 
@@ -156,6 +173,24 @@ void describeBuild(std::ostringstream& out, const collectives::gpu::GpuBuild& b,
     out << mark(false) << "NCCL library: " << b.ncclProblem << "\n";
 }
 
+// TensorFlow and Keras: their versions, and whether hvd.tensorflow imports against them.
+void describeTensorFlow(std::ostringstream& out, const json& facts) {
+  const json& tf = facts.at("tensorflow");
+  if (!tf.is_string()) {
+    out << mark(false) << "TensorFlow (hvd.tensorflow): not installed\n";
+  } else if (facts.at("hvd_tensorflow_error").is_string()) {
+    out << mark(false) << "TensorFlow " << tf.get<std::string>()
+        << ": hvd.tensorflow cannot be imported: "
+        << facts.at("hvd_tensorflow_error").get<std::string>() << "\n";
+  } else {
+    out << mark(true) << "TensorFlow (hvd.tensorflow) " << tf.get<std::string>() << "\n";
+  }
+  const json& keras = facts.at("keras");
+  out << mark(keras.is_string() && tf.is_string()) << "Keras (hvd.tensorflow.keras)"
+      << (keras.is_string() ? " " + keras.get<std::string>() : std::string(": not installed"))
+      << "\n";
+}
+
 // What the probe reported; json::exception when the report lacks a field.
 // `hvdrunCuda`: whether hvdrun's own build has CUDA, to catch a package from another build.
 bool describeFacts(std::ostringstream& out, const CheckBuildOptions& o, bool hvdrunCuda,
@@ -184,6 +219,7 @@ bool describeFacts(std::ostringstream& out, const CheckBuildOptions& o, bool hvd
         << (found ? " " + facts.at(key).get<std::string>() : std::string(": not installed"))
         << "\n";
   }
+  describeTensorFlow(out, facts);
   if (facts.at("horovod").is_string())
     out << "        note: Horovod " << facts.at("horovod").get<std::string>()
         << " is installed; `import horovod` uses it unless hvdrun runs with --horovod-compat\n";

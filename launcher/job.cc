@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/logging.h"
 #include "launcher/exit_status.h"
+#include "launcher/failure_hint.h"
 #include "launcher/local_spawner.h"
 
 namespace hvd::launcher {
@@ -320,6 +321,7 @@ void Job::printSummary() const {
     } else {
       text += detail::concat("hvdrun: last stderr lines of ", kind, " ", w.label, ":\n");
       for (const auto& l : lines) text += "    " + l + "\n";
+      text += failureHint(lines, options_.horovodCompat);
     }
     return text;
   };

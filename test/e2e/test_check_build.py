@@ -36,6 +36,22 @@ def test_reports_the_build_the_devices_and_the_python_side(tmp_path):
             assert f"[X] {label} {metadata.version(dist)}" in out, out
         except metadata.PackageNotFoundError:
             assert f"[ ] {label}: not installed" in out, out
+    # TensorFlow: its version and hvd.tensorflow importing against it; Keras beside it.
+    tensorflow = None
+    for dist in ("tensorflow", "tensorflow-cpu"):
+        try:
+            tensorflow = metadata.version(dist)
+            break
+        except metadata.PackageNotFoundError:
+            pass
+    if tensorflow:
+        assert f"[X] TensorFlow (hvd.tensorflow) {tensorflow}" in out, out
+    else:
+        assert "[ ] TensorFlow (hvd.tensorflow): not installed" in out, out
+    try:
+        assert f"Keras (hvd.tensorflow.keras) {metadata.version('keras')}" in out, out
+    except metadata.PackageNotFoundError:
+        assert "[ ] Keras (hvd.tensorflow.keras): not installed" in out, out
 
 
 @pytest.mark.parametrize("ring", [None, 1 << 30])

@@ -149,3 +149,14 @@ def test_missing_np_is_refused():
     r = run_hvdrun("sh", "-c", "true")
     assert r.returncode != 0
     assert "-np/--num-proc is required" in r.stderr
+
+
+def test_a_horovod_script_without_horovod_compat_is_told_about_the_flag():
+    script = "import horovod.torch as hvd\nhvd.init()\n"
+    env = {k: v for k, v in os.environ.items() if k != "HVD_HOROVOD_COMPAT"}
+    r = run_hvdrun("-np", 2, *python_worker(script), env=env)
+    assert r.returncode == 1
+    assert "No module named 'horovod'" in r.stderr
+    assert "hvdrun: hint: the script imports horovod" in r.stderr and "--horovod-compat" in r.stderr
+    r = run_hvdrun("-np", 2, "--horovod-compat", *python_worker(script), env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
