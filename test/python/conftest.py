@@ -33,8 +33,11 @@ def pytest_ignore_collect(collection_path, config):
 
 @pytest.fixture(scope="session", autouse=True)
 def hvd_job():
-    import torch
-    torch.set_num_threads(1)
+    try:
+        import torch
+        torch.set_num_threads(1)
+    except ImportError:  # a TensorFlow-only environment (TensorFlow 2.15 + Keras 2)
+        pass
     import hvd
     hvd.init()
     yield

@@ -62,7 +62,11 @@ def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense="
         import keras
     except ImportError:
         keras = None
-    if keras is None or not isinstance(optimizer, keras.optimizers.Optimizer):
+    legacy = getattr(keras.optimizers, "legacy", None) if keras is not None else None
+    types = (keras.optimizers.Optimizer,) if keras is not None else ()
+    if legacy is not None and hasattr(legacy, "Optimizer"):  # tf.keras 2's OptimizerV2
+        types += (legacy.Optimizer,)
+    if keras is None or not isinstance(optimizer, types):
         raise ValueError("DistributedOptimizer: expected a tf.compat.v1.train.Optimizer or a "
                          f"Keras optimizer, got {type(optimizer).__name__} {optimizer!r}")
     from hvd.tensorflow.keras.optimizer import DistributedOptimizer as _keras_optimizer

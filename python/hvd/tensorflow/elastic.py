@@ -62,7 +62,11 @@ class TensorFlowKerasState(ObjectState):
 
     def _variables(self):
         from hvd.tensorflow.keras.callbacks import training_variables
-        if not self.model.variables:
+        try:
+            built = bool(self.model.variables)
+        except ValueError:  # tf.keras 2: an unbuilt model has no `variables` to ask for
+            built = False
+        if not built:
             raise ValueError("TensorFlowKerasState: the model has no variables yet; build it "
                              "(call it once, or give its Input a shape) before making the state")
         return training_variables(self.model, self.optimizer)

@@ -20,8 +20,10 @@ gathers the parts.
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import Callable, List, Sequence
 
+import numpy as _np
 import tensorflow as tf
 
 from hvd import _basics, _core
@@ -33,6 +35,18 @@ from hvd.tensorflow.compression import Compression
 
 _to_dlpack = tf.experimental.dlpack.to_dlpack
 _from_dlpack = tf.experimental.dlpack.from_dlpack
+
+
+@functools.lru_cache(maxsize=None)
+def _dlpack_takes_bool() -> bool:
+    """TensorFlow before 2.16 exports bool tensors as DLPack uint8 and refuses DLPack bool.
+    Asked at the first bool collective: probing at import would start TensorFlow's runtime
+    before the user (or hvd.init) sizes its thread pools."""
+    try:
+        _from_dlpack(_core.empty("bool", [1]).__dlpack__())
+        return True
+    except tf.errors.InvalidArgumentError:  # Unsupported Type Codes: 6
+        return False
 
 
 def _on_host(x):
@@ -53,7 +67,11 @@ class _TensorFlowAdapter(ArrayAdapter):
         return x.dtype.name
 
     def exported(self, x):
-        return x if isinstance(x, _core.Buffer) else _to_dlpack(x)
+        if isinstance(x, _core.Buffer):
+            return x
+        if x.dtype == tf.bool and not _dlpack_takes_bool():
+            return x.numpy()  # a host tensor (contiguous()); NumPy exports DLPack bool
+        return _to_dlpack(x)
 
     def contiguous(self, x):
         # TensorFlow's dense tensors are always row-major: only where they live matters.
@@ -70,10 +88,15 @@ class _TensorFlowAdapter(ArrayAdapter):
         return _core.empty(x.dtype.name, list(x.shape))
 
     def output(self, x):
-        return _from_dlpack(x.__dlpack__()) if isinstance(x, _core.Buffer) else x
+        return self.from_buffer(x) if isinstance(x, _core.Buffer) else x
 
     def from_buffer(self, buffer):
-        return _from_dlpack(buffer.__dlpack__())
+        try:
+            return _from_dlpack(buffer.__dlpack__())
+        except tf.errors.InvalidArgumentError:
+            if _dlpack_takes_bool():
+                raise
+            return tf.constant(_np.from_dlpack(buffer))  # bool: TensorFlow < 2.16 refuses it
 
     def scaled(self, x, factor):
         if x.dtype.is_floating:

@@ -7,6 +7,7 @@ import pytest
 
 tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
+KERAS2 = int(keras.__version__.split(".")[0]) < 3
 
 import hvd  # noqa: E402
 import hvd.tensorflow as htf  # noqa: E402
@@ -143,7 +144,7 @@ def test_results_are_aligned_for_tensorflow_kernels():
 def test_variables_and_keras_variables_are_accepted():
     v = tf.Variable([1.0, 2.0])
     np.testing.assert_array_equal(htf.allreduce(v, op=htf.Max).numpy(), [1.0, 2.0])
-    kv = keras.Variable([3.0])
+    kv = keras.backend.variable([3.0]) if KERAS2 else keras.Variable([3.0])
     np.testing.assert_array_equal(htf.allreduce(kv, op=htf.Min).numpy(), [3.0])
 
 
@@ -247,7 +248,8 @@ def test_distributed_gradient_tape_matches_single_process_training(graph, compre
             loss = LOSS(y, m(x))
         if distributed:
             tape = htf.DistributedGradientTape(tape, compression=comp)
-        o.apply(tape.gradient(loss, m.trainable_variables), m.trainable_variables)
+        o.apply_gradients(zip(tape.gradient(loss, m.trainable_variables),
+                              m.trainable_variables))
 
     dist_step = tf.function(lambda x, y: step(model, opt, x, y, True)) if graph else \
         (lambda x, y: step(model, opt, x, y, True))
@@ -357,6 +359,7 @@ def test_keras_fit_with_distributed_optimizer_matches_single_process(run_eagerly
     assert int(model.optimizer.iterations.numpy()) == 2 * steps
 
 
+@pytest.mark.skipif(KERAS2, reason="needs Keras 3's gradient_accumulation_steps")
 def test_keras_backward_passes_per_step_sums_or_averages_accumulated_gradients():
     steps, rows = 4, 2
     (x, y), (cx, cy) = keras_data(steps, rows)
@@ -420,8 +423,12 @@ def test_keras_checkpoint_on_rank_0_resumes_on_every_rank(tmp_path_factory):
 def test_horovod_tensorflow_distributed_optimizer_wraps_keras_optimizers():
     opt = htf.DistributedOptimizer(keras.optimizers.Adam(0.01), op=htf.Sum)
     assert isinstance(opt, keras.optimizers.Adam) and opt._hvd_options.op == htf.Sum
-    with pytest.raises(ValueError, match="tf.compat.v1.train optimizers"):
-        htf.DistributedOptimizer(tf.compat.v1.train.GradientDescentOptimizer(0.1))
+    # TF1's optimizers get the graph API's wrapper (test_tensorflow_v1.py), others an error.
+    v1 = htf.DistributedOptimizer(tf.compat.v1.train.GradientDescentOptimizer(0.1))
+    assert isinstance(v1, tf.compat.v1.train.Optimizer) and v1._options.op == htf.Average
+    with pytest.raises(ValueError, match="expected a tf.compat.v1.train.Optimizer or a Keras "
+                                         "optimizer, got str"):
+        htf.DistributedOptimizer("adam")
 
 
 def test_keras_value_functions_and_errors():
@@ -431,13 +438,15 @@ def test_keras_value_functions_and_errors():
     assert hk.broadcast(np.array([hvd.rank()]), 0).tolist() == [0]
     with pytest.raises(ValueError, match="expected a keras.optimizers.Optimizer"):
         hk.DistributedOptimizer("sgd")
-    with pytest.raises(ValueError, match="with a LossScaleOptimizer"):
-        hk.DistributedOptimizer(keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD()),
+    with pytest.raises(ValueError,
+                       match="needs Keras 3" if KERAS2 else "with a LossScaleOptimizer"):
+        hk.DistributedOptimizer(keras.mixed_precision.LossScaleOptimizer(keras.optimizers.SGD()),
                                 backward_passes_per_step=2)
     with pytest.raises(ValueError, match="backward_passes_per_step must be a positive"):
         hk.DistributedOptimizer(keras.optimizers.SGD(), backward_passes_per_step=0)
 
 
+@pytest.mark.skipif(KERAS2, reason="Keras 3 API; see the _keras2 variant")
 def test_keras_mixed_float16_reduces_before_the_loss_scale_check():
     # A LossScaleOptimizer skips a step whose gradients hold inf or NaN. If each rank checked
     # its own gradients, the rank with an inf would skip while the other waited in its
@@ -464,6 +473,31 @@ def test_keras_mixed_float16_reduces_before_the_loss_scale_check():
         assert scale == 32768.0 / 2
     finally:
         keras.config.set_dtype_policy("float32")
+
+
+@pytest.mark.skipif(not KERAS2, reason="tf.keras 2")
+@pytest.mark.parametrize("legacy", [False, True], ids=["optimizer", "legacy"])
+def test_keras2_mixed_float16_reduces_before_the_loss_scale_check(legacy):
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        steps, rows = 4, 4
+        (x, y), _ = keras_data(steps, rows)
+        if hvd.rank() == hvd.size() - 1:
+            x[rows:2 * rows] = np.inf  # the second batch of the last rank overflows
+        model = make_model(seed=5)
+        sgd = keras.optimizers.legacy.SGD(0.1) if legacy else keras.optimizers.SGD(0.1)
+        model.compile(optimizer=hk.DistributedOptimizer(sgd), loss=LOSS)
+        assert isinstance(model.optimizer, keras.mixed_precision.LossScaleOptimizer)
+        model.fit(x, y, batch_size=rows, epochs=1, shuffle=False, verbose=0,
+                  callbacks=[hk.callbacks.BroadcastGlobalVariablesCallback(0)])
+        weights = flat_weights(model).astype(np.float32)
+        assert np.isfinite(weights).all()
+        assert_same_on_all_ranks(weights, "weights")
+        scale = float(model.optimizer.loss_scale.numpy())
+        assert_same_on_all_ranks(np.array([scale]), "loss scale")
+        assert scale == 32768.0 / 2
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
 
 
 def test_compat_modules_name_the_same_functions():

@@ -111,9 +111,9 @@ def test_partial_keras_optimizer_in_fit_keeps_shared_layers_equal_and_local_ones
     model.compile(optimizer=hk.PartialDistributedOptimizer(keras.optimizers.SGD(0.1),
                                                            local_layers=[local]), loss="mse")
     model.fit(batch(), tf.ones([2, 2]), epochs=2, batch_size=2, verbose=0)
-    gathered = [htf.allgather(v.value[None], name=f"fit.{i}").numpy()
+    gathered = [htf.allgather(tf.convert_to_tensor(v)[None], name=f"fit.{i}").numpy()
                 for i, v in enumerate(model.trainable_variables)]
     local_ids = {id(v) for v in local.trainable_weights}
     for v, every_rank in zip(model.trainable_variables, gathered):
         same = all(np.allclose(every_rank[0], w) for w in every_rank[1:])
-        assert same == (id(v) not in local_ids) or hvd.size() == 1, v.path
+        assert same == (id(v) not in local_ids) or hvd.size() == 1, v.name

@@ -73,9 +73,10 @@ def load_model(filepath, custom_optimizers=None, custom_objects=None,
     if restored is not None:
         wrapped = DistributedOptimizer(restored, compression=compression,
                                        **distributed_optimizer_args)
-        if restored.built:
-            wrapped.build(model.trainable_variables)
-            for mine, theirs in zip(wrapped.variables, restored.variables):
+        if callbacks.optimizer_built(restored):
+            callbacks.build_optimizer(wrapped, model.trainable_variables)
+            for mine, theirs in zip(callbacks.optimizer_variables(wrapped),
+                                    callbacks.optimizer_variables(restored)):
                 mine.assign(theirs)
         model.optimizer = wrapped
     return model

@@ -9,16 +9,43 @@ from hvd._basics import global_process_set
 from hvd.tensorflow import mpi_ops as _ops
 
 
+def optimizer_built(optimizer) -> bool:
+    """Whether the optimizer has its slots: Keras 3's `built`, tf.keras 2's `_built`; a legacy
+    tf.keras OptimizerV2 has no flag, and no variables before its first update."""
+    if hasattr(optimizer, "_create_all_weights"):
+        return bool(optimizer_variables(optimizer))
+    return bool(getattr(optimizer, "built", getattr(optimizer, "_built", False)))
+
+
+def build_optimizer(optimizer, variables):
+    """Creates the optimizer's slots for `variables` unless it has them."""
+    if hasattr(optimizer, "_create_all_weights"):  # legacy: creates the missing ones only
+        optimizer._create_all_weights(variables)
+    elif not optimizer_built(optimizer):
+        optimizer.build(variables)
+
+
+def optimizer_variables(optimizer):
+    """The optimizer's variables (a property in Keras 3, a method of legacy optimizers)."""
+    variables = optimizer.variables
+    return list(variables() if callable(variables) else variables)
+
+
 def training_variables(model, optimizer):
     """The model's variables and the optimizer's, the optimizer built first: Keras creates its
     slots at the first update, and building them now lets the root's values (a resumed Adam's
     moments) reach every rank before it. Empty while the model is not built."""
-    if optimizer is not None and not optimizer.built and model.trainable_variables:
-        optimizer.build(model.trainable_variables)
+    if optimizer is not None and model.trainable_variables:
+        build_optimizer(optimizer, model.trainable_variables)
     variables = list(model.variables)
     if optimizer is not None:
-        variables += list(optimizer.variables)
+        variables += optimizer_variables(optimizer)
     return variables
+
+
+def _float(value):
+    """A learning rate (variable, tensor or number) as a float, in Keras 3 and tf.keras 2."""
+    return float(tf.convert_to_tensor(value).numpy())
 
 
 class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
@@ -132,7 +159,9 @@ class LearningRateScheduleCallback(keras.callbacks.Callback):
 
     def _set(self, epoch):
         optimizer = self.model.optimizer
-        if callable(getattr(optimizer, "_learning_rate", None)):  # a schedule, or a function
+        if callable(getattr(optimizer, "_learning_rate", None)) or isinstance(
+                getattr(optimizer, "_hyper", {}).get("learning_rate"),
+                keras.optimizers.schedules.LearningRateSchedule):  # a schedule, or a function
             raise ValueError(f"{type(self).__name__}: the optimizer's learning rate is a "
                              "schedule; use a number with this callback")
         optimizer.learning_rate = self.initial_lr * self.multiplier(epoch)
@@ -155,8 +184,7 @@ class LearningRateScheduleCallback(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         if logs is not None:
-            logs["learning_rate"] = float(keras.ops.convert_to_numpy(
-                self.model.optimizer.learning_rate))
+            logs["learning_rate"] = _float(self.model.optimizer.learning_rate)
 
 
 class LearningRateWarmupCallback(LearningRateScheduleCallback):
@@ -183,4 +211,4 @@ class LearningRateWarmupCallback(LearningRateScheduleCallback):
         super().on_epoch_end(epoch, logs)
         if epoch == self.warmup_epochs - 1 and self.verbose > 0 and _basics.rank() == 0:
             print(f"\nEpoch {epoch + 1}: finished gradual learning rate warmup to "
-                  f"{float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)):g}.")
+                  f"{_float(self.model.optimizer.learning_rate):g}.")

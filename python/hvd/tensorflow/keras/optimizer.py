@@ -27,6 +27,13 @@ from hvd.tensorflow.gradient_tape import (LocalSources, local_layer_variables,
 
 
 _UNSET = object()
+# tf.keras 2 (TensorFlow <= 2.15): no _trainable_variables, no gradient_accumulation_steps;
+# its documented hook for cross-replica aggregation is (_)aggregate_gradients.
+KERAS2 = int(keras.__version__.split(".")[0]) < 3
+_LossScaleOptimizer = (keras.mixed_precision.LossScaleOptimizer if KERAS2
+                       else keras.optimizers.LossScaleOptimizer)
+_OPTIMIZER_TYPES = ((keras.optimizers.Optimizer, keras.optimizers.legacy.Optimizer) if KERAS2
+                    else (keras.optimizers.Optimizer,))
 
 
 class _Reducing:
@@ -59,6 +66,22 @@ class _DistributedOptimizerMixin(_Reducing):
                                                         self._trainable_variables))
 
 
+class _DistributedKeras2Mixin(_Reducing):
+    """tf.keras 2 optimizers: apply_gradients aggregates before it clips and applies, and
+    LossScaleOptimizer calls its inner optimizer's aggregation before its inf/NaN check."""
+
+    def _hvd_pairs(self, grads_and_vars):
+        grads_and_vars = list(grads_and_vars)
+        variables = [v for _, v in grads_and_vars]
+        return list(zip(self._hvd_reduce([g for g, _ in grads_and_vars], variables), variables))
+
+    def aggregate_gradients(self, grads_and_vars):  # keras.optimizers.Optimizer (2.11+)
+        return self._hvd_pairs(super().aggregate_gradients(grads_and_vars))
+
+    def _aggregate_gradients(self, grads_and_vars):  # keras.optimizers.legacy (OptimizerV2)
+        return self._hvd_pairs(super()._aggregate_gradients(grads_and_vars))
+
+
 class _DistributedLossScaleMixin(_Reducing):
     def apply(self, grads, trainable_variables=None):
         variables = (list(trainable_variables) if trainable_variables is not None
@@ -78,13 +101,25 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     groups are accepted for Horovod's signature (every gradient travels in one fused group)."""
     del device_dense, device_sparse
     what = "DistributedOptimizer"
-    if not isinstance(optimizer, keras.optimizers.Optimizer):
+    if not isinstance(optimizer, _OPTIMIZER_TYPES):
         raise ValueError(f"{what}: expected a keras.optimizers.Optimizer instance, got "
                          f"{type(optimizer).__name__} {optimizer!r}")
     if keras.backend.backend() != "tensorflow":
         raise ValueError(f"{what}: Keras backend {keras.backend.backend()!r} is not supported: "
                          "set KERAS_BACKEND=tensorflow (with PyTorch, use hvd.torch)")
-    if not hasattr(optimizer, "_clip_gradients"):
+    if KERAS2 and isinstance(optimizer, _LossScaleOptimizer):
+        # Its apply_gradients reduces through the inner optimizer's aggregation, before the
+        # check: wrap the inner one.
+        inner = DistributedOptimizer(
+            optimizer.inner_optimizer, name, compression=compression,
+            sparse_as_dense=sparse_as_dense, gradient_predivide_factor=gradient_predivide_factor,
+            op=op, backward_passes_per_step=backward_passes_per_step,
+            average_aggregated_gradients=average_aggregated_gradients, num_groups=num_groups,
+            groups=groups, process_set=process_set, scale_local_gradients=scale_local_gradients)
+        return _LossScaleOptimizer(inner, dynamic=optimizer.dynamic,
+                                   initial_scale=optimizer.initial_scale,
+                                   dynamic_growth_steps=optimizer.dynamic_growth_steps)
+    if not KERAS2 and not hasattr(optimizer, "_clip_gradients"):
         raise RuntimeError(f"{what}: this Keras ({keras.__version__}) has no "
                            "Optimizer._clip_gradients, where hvd reduces the gradients")
     options = reduce_options(what, op, compression, sparse_as_dense, gradient_predivide_factor,
@@ -92,8 +127,12 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     if not isinstance(backward_passes_per_step, int) or backward_passes_per_step < 1:
         raise ValueError(f"{what}: backward_passes_per_step must be a positive integer, got "
                          f"{backward_passes_per_step!r}")
-    loss_scaled = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
-    if not loss_scaled and keras.config.dtype_policy().name == "mixed_float16":
+    if KERAS2 and backward_passes_per_step > 1:
+        raise ValueError(f"{what}: backward_passes_per_step > 1 needs Keras 3 (its optimizers' "
+                         f"gradient_accumulation_steps); this is Keras {keras.__version__}")
+    loss_scaled = not KERAS2 and isinstance(optimizer, _LossScaleOptimizer)
+    if (not KERAS2 and not loss_scaled
+            and keras.config.dtype_policy().name == "mixed_float16"):
         # compile() would wrap this optimizer in a LossScaleOptimizer whose check runs before
         # the reduction (see above): wrap it here, and compile() leaves it as it is.
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
@@ -117,7 +156,8 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     base = optimizer.__class__
     # The class keeps the optimizer's name and module, so a model saved with it loads as the
     # plain Keras optimizer (hvd.tensorflow.keras.load_model wraps it again).
-    mixin = _DistributedLossScaleMixin if loss_scaled else _DistributedOptimizerMixin
+    mixin = (_DistributedKeras2Mixin if KERAS2 else
+             _DistributedLossScaleMixin if loss_scaled else _DistributedOptimizerMixin)
     cls = type(base.__name__, (mixin, base),
                {"__module__": base.__module__, "__qualname__": base.__qualname__})
     distributed = cls.from_config(config)
