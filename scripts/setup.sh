@@ -38,4 +38,21 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req"
   echo "$want" >"$stamp"
 fi
-echo "setup: ok (venv $venv)"
+# TensorFlow 2.15 with Keras 2 and Estimator, the second environment the TensorFlow tests run in
+# (a venv of its own: it needs NumPy 1 and another TensorFlow). Same Python, so hvd's compiled
+# core serves both.
+venv_tf215=${HVD_VENV_TF215:-$HOME/.cache/hvd/venv-tf215}
+req_tf215="$repo/python/requirements-tf215.txt"
+stamp_tf215="$venv_tf215/.hvd-requirements.sha256"
+want_tf215=$(sha256sum "$req_tf215" | cut -d' ' -f1)
+if [ ! -x "$venv_tf215/bin/python" ]; then
+  echo "setup: creating virtualenv $venv_tf215"
+  mkdir -p "$(dirname "$venv_tf215")"
+  python3 -m venv "$venv_tf215"
+fi
+if [ "$(cat "$stamp_tf215" 2>/dev/null)" != "$want_tf215" ]; then
+  echo "setup: installing TensorFlow 2.15's requirements into $venv_tf215"
+  "$venv_tf215/bin/python" -m pip install -q --disable-pip-version-check -r "$req_tf215"
+  echo "$want_tf215" >"$stamp_tf215"
+fi
+echo "setup: ok (venv $venv, TensorFlow 2.15 venv $venv_tf215)"

@@ -19,4 +19,10 @@ for np in 2 3; do
   timeout 600 "$build/apps/hvdrun" -np "$np" -x HVD_OP_TIMEOUT=60 -x TF_CPP_MIN_LOG_LEVEL=2 \
     "$venv/bin/python" -m pytest "$repo/test/python/tensorflow" -q -p no:cacheprovider
 done
-HVD_BUILD_DIR="$build" "$venv/bin/python" -m pytest "$repo/test/e2e" -q -p no:cacheprovider
+# The second TensorFlow environment: TensorFlow 2.15 with Keras 2 (scripts/setup.sh).
+venv_tf215=${HVD_VENV_TF215:-$HOME/.cache/hvd/venv-tf215}
+echo "test/python/tensorflow under hvdrun -np 2, TensorFlow 2.15 with Keras 2"
+timeout 600 "$build/apps/hvdrun" -np 2 -x HVD_OP_TIMEOUT=60 -x TF_CPP_MIN_LOG_LEVEL=2 \
+  "$venv_tf215/bin/python" -m pytest "$repo/test/python/tensorflow" -q -p no:cacheprovider
+HVD_BUILD_DIR="$build" HVD_TF215_PYTHON="$venv_tf215/bin/python" \
+  "$venv/bin/python" -m pytest "$repo/test/e2e" -q -p no:cacheprovider

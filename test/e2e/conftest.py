@@ -14,6 +14,16 @@ WORKER = BUILD / "test" / "e2e_worker"
 DEMO = BUILD / "examples" / "allreduce_demo"
 
 
+# The interpreter of the second TensorFlow environment (TensorFlow 2.15, Keras 2, Estimator),
+# which scripts/setup.sh makes and scripts/test.sh names.
+TF215 = pathlib.Path(os.environ.get("HVD_TF215_PYTHON",
+                                    pathlib.Path.home() / ".cache/hvd/venv-tf215/bin/python"))
+# Parameters for tests that run under both TensorFlow environments.
+TF_PYTHONS = [pytest.param(sys.executable, id="tf2.21"),
+              pytest.param(TF215, id="tf2.15", marks=pytest.mark.skipif(
+                  not TF215.exists(), reason=f"{TF215} missing: run scripts/setup.sh"))]
+
+
 def run_hvdrun(*args, timeout=60, **kwargs):
     """Runs hvdrun to completion; a hang fails the test at `timeout` instead of stalling CI."""
     return subprocess.run([str(HVDRUN), *map(str, args)], capture_output=True, text=True,

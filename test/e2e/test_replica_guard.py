@@ -10,17 +10,17 @@ import time
 
 import pytest
 
-from conftest import run_hvdrun
+from conftest import TF_PYTHONS, run_hvdrun
 
 WORKER = pathlib.Path(__file__).with_name("replica_guard_worker.py")
 TF_ENV = {"TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
-def job(np, flavour, *flags, env=None, hvdrun_args=()):
+def job(np, flavour, *flags, env=None, hvdrun_args=(), python=sys.executable):
     environment = {k: v for k, v in os.environ.items() if k != "HVD_CHECK_REPLICAS"}
     environment.update(TF_ENV, **(env or {}))
     started = time.monotonic()
-    r = run_hvdrun("-np", np, *hvdrun_args, sys.executable, WORKER, flavour, *flags,
+    r = run_hvdrun("-np", np, *hvdrun_args, python, WORKER, flavour, *flags,
                    env=environment, timeout=180)
     return r, time.monotonic() - started
 
@@ -98,29 +98,39 @@ def test_a_bad_value_is_refused_naming_the_variable(value):
 
 
 # -- Keras --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("python", TF_PYTHONS)
 @pytest.mark.parametrize("np", [2, 3])
 @pytest.mark.parametrize("flavour", ["keras-seq", "keras-sub"])
-def test_keras_callback_broadcasts_models_built_by_their_first_batch(flavour, np):
+def test_keras_callback_broadcasts_models_built_by_their_first_batch(flavour, np, python):
     # The check off: this is the callback's own doing.
-    r, _ = job(np, flavour, "--differ", "--broadcast", env={"HVD_CHECK_REPLICAS": "off"})
+    r, _ = job(np, flavour, "--differ", "--broadcast", env={"HVD_CHECK_REPLICAS": "off"},
+               python=python)
     assert_identical(r, np)
 
 
-@pytest.mark.parametrize("flavour, variable", [("keras-seq", "sequential/dense/kernel"),
-                                               ("keras-sub", "net/dense/kernel")])
-def test_keras_without_the_broadcast_fails_naming_the_variable(flavour, variable):
-    r, _ = job(2, flavour, "--differ")
+@pytest.mark.parametrize("python", TF_PYTHONS)
+@pytest.mark.parametrize("flavour", ["keras-seq", "keras-sub"])
+def test_keras_without_the_broadcast_fails_naming_the_variable(flavour, python):
+    r, _ = job(2, flavour, "--differ", python=python)
+    keras2 = python != sys.executable  # tf.keras 2 names variables dense/kernel:0
+    variable = {("keras-seq", False): "sequential/dense/kernel",
+                ("keras-sub", False): "net/dense/kernel",
+                ("keras-seq", True): "dense/kernel:0",
+                ("keras-sub", True): "net/dense/kernel:0"}[flavour, keras2]
     assert_mismatch(r, [1], variable)
 
 
-def test_keras_with_the_callback_passes_the_check():
-    r, _ = job(2, "keras-seq", "--differ", "--broadcast", env={"HVD_CHECK_REPLICAS": "every:3"})
+@pytest.mark.parametrize("python", TF_PYTHONS)
+def test_keras_with_the_callback_passes_the_check(python):
+    r, _ = job(2, "keras-seq", "--differ", "--broadcast", env={"HVD_CHECK_REPLICAS": "every:3"},
+               python=python)
     assert_identical(r, 2)
 
 
 # -- DistributedGradientTape --------------------------------------------------------------------
-def test_tape_loop_that_never_broadcasts_fails():
-    r, _ = job(2, "tape", "--differ")
+@pytest.mark.parametrize("python", TF_PYTHONS)
+def test_tape_loop_that_never_broadcasts_fails(python):
+    r, _ = job(2, "tape", "--differ", python=python)
     assert_mismatch(r, [1], "w:0", what="DistributedGradientTape")
 
 

@@ -1,21 +1,24 @@
 """Horovod's TensorFlow tutorials as their users write them (`import horovod.tensorflow...`),
 run unchanged through `hvdrun --horovod-compat`: every rank ends with bit-identical weights
-and the model learns."""
+and the model learns. On TensorFlow 2.21 with Keras 3 (this interpreter) and on TensorFlow 2.15
+with Keras 2 and Estimator (HVD_TF215_PYTHON, the virtualenv scripts/setup.sh makes)."""
 import os
+import pathlib
 import re
 import sys
+import tempfile
 
 import pytest
 
-from conftest import REPO, run_hvdrun
+from conftest import REPO, TF215, TF_PYTHONS, run_hvdrun
 
 EXAMPLES = REPO / "examples"
 
 
-def tutorial(np, script, *args, cwd=None):
+def tutorial(np, script, *args, python=sys.executable):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    r = run_hvdrun("-np", np, "--horovod-compat", sys.executable, EXAMPLES / script,
-                   "--print-weights-digest", *args, env=env, timeout=300, cwd=cwd)
+    r = run_hvdrun("-np", np, "--horovod-compat", python, EXAMPLES / script,
+                   "--print-weights-digest", *args, env=env, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     digests = dict(re.findall(r"rank (\d+): weights digest ([0-9a-f]{8})", r.stdout))
     assert sorted(digests) == [str(q) for q in range(np)], r.stdout[-2000:]
@@ -24,26 +27,42 @@ def tutorial(np, script, *args, cwd=None):
     return r, accuracy
 
 
+@pytest.mark.parametrize("python", TF_PYTHONS)
 @pytest.mark.parametrize("np", [2, 3])
 @pytest.mark.parametrize("model", ["sequential", "subclassed"])
-def test_tf2_keras_model_built_by_its_first_batch(model, np):
+def test_tf2_keras_model_built_by_its_first_batch(model, np, python):
     args = ["--subclassed"] if model == "subclassed" else []
-    _, accuracy = tutorial(np, "tensorflow2_keras_mnist.py", "--epochs", "3", *args)
+    _, accuracy = tutorial(np, "tensorflow2_keras_mnist.py", "--epochs", "3", *args,
+                           python=python)
     assert accuracy > 85
 
 
+@pytest.mark.parametrize("python", TF_PYTHONS)
 @pytest.mark.parametrize("np", [2, 3])
-def test_tf1_monitored_training_session_with_hook_and_rank0_checkpoints(np, tmp_path):
+def test_tf1_monitored_training_session_with_hook_and_rank0_checkpoints(np, python, tmp_path):
     checkpoints = tmp_path / "ckpt"
     _, accuracy = tutorial(np, "tensorflow_v1_mnist.py", "--checkpoint-dir", checkpoints,
-                           "--steps", "600")
+                           "--steps", "600", python=python)
     assert accuracy > 85
     written = sorted(p.name for p in checkpoints.iterdir())
     assert "checkpoint" in written and any(n.startswith("model.ckpt-") for n in written)
     # A rerun resumes from rank 0's checkpoint: the broadcast hands it to every rank, and
     # training continues to a later global step.
     _, resumed = tutorial(np, "tensorflow_v1_mnist.py", "--checkpoint-dir", checkpoints,
-                          "--steps", str(1200))
+                          "--steps", str(1200), python=python)
     later = sorted(p.name for p in checkpoints.iterdir() if p.name.startswith("model.ckpt-"))
     assert later != [n for n in written if n.startswith("model.ckpt-")]
     assert resumed > 85
+
+
+@pytest.mark.skipif(not TF215.exists(), reason=f"{TF215} missing: run scripts/setup.sh")
+@pytest.mark.parametrize("np", [2, 3])
+def test_estimator_with_hook_and_a_model_dir_on_rank0_only(np, tmp_path):
+    model_dir = tmp_path / "model"
+    _, accuracy = tutorial(np, "tensorflow_estimator_mnist.py", "--model-dir", model_dir,
+                           python=TF215)
+    assert accuracy > 85
+    written = {p.name for p in model_dir.iterdir()}
+    assert "checkpoint" in written and "eval" in written
+    # The other ranks trained in temporary directories of their own, removed at the end.
+    assert not list(pathlib.Path(tempfile.gettempdir()).glob("hvd-estimator-*"))
