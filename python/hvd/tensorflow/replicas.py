@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Sequence, Tuple
 
+import numpy as np
 import tensorflow as tf
 
 from hvd import _core, _replicas
@@ -41,13 +42,17 @@ def _name(v) -> str:
 
 
 def _compare(guard: _replicas.Guard, names, shapes, dtypes, values) -> None:
-    counts = [int(tf.size(v)) for v in values]
+    counts = [int(np.prod(s)) for s in shapes]
     guard.check(_replicas.summarise([v.numpy() for v in values]), counts, names, shapes, dtypes)
 
 
-def check_before_reduction(guard: Optional[_replicas.Guard], variables: Sequence) -> None:
-    """Counts a reduction and compares `variables` across the ranks when the check is due.
-    Eagerly it runs now; in a graph it adds the ops that do it at every run of the graph."""
+def check_before_reduction(guard: Optional[_replicas.Guard], variables: Sequence,
+                           updates_done=None) -> None:
+    """Compares `variables` across the ranks when the check is due. `updates_done`: the
+    updates done so far, as a tensor or variable the ranks keep equal (a Keras optimizer's
+    iterations), or None to count the calls here. Eagerly it runs now; in a graph it adds the
+    ops that do it at every run of the graph (a py_function counting calls, or with
+    `updates_done` only TensorFlow ops until the check is due)."""
     if guard is None:
         return
     variables = list(variables)
@@ -55,20 +60,36 @@ def check_before_reduction(guard: Optional[_replicas.Guard], variables: Sequence
     shapes = [tuple(v.shape) for v in variables]
     dtypes = [tf.as_dtype(v.dtype).name for v in variables]
     if tf.executing_eagerly():
-        if guard.tick():
+        if updates_done is None:
+            run = guard.tick()
+        else:
+            guard.at(int(updates_done))
+            run = _replicas.due(guard.updates_done, guard.every)
+        if run:
             _compare(guard, names, shapes, dtypes, [tf.convert_to_tensor(v) for v in variables])
         return
 
-    def compare(*values):
+    def compare(done, *values):
+        if done >= 0:
+            guard.at(int(done))
         _compare(guard, names, shapes, dtypes, values)
         return tf.constant(True)
 
     def build():
-        due = tf.py_function(guard.tick, [], tf.bool, name="hvd_check_replicas_due")
-        due.set_shape([])
+        if updates_done is None:
+            due = tf.py_function(guard.tick, [], tf.bool, name="hvd_check_replicas_due")
+            due.set_shape([])
+            done = tf.constant(-1, tf.int64)
+        else:
+            done = tf.cast(tf.convert_to_tensor(updates_done), tf.int64)
+            due = tf.equal(done, 1)
+            if guard.every > 0:
+                due = tf.logical_or(due, tf.logical_and(tf.greater(done, 0),
+                                                        tf.equal(done % guard.every, 0)))
         return tf.cond(due,
-                       lambda: tf.py_function(compare, [tf.convert_to_tensor(v) for v in variables],
-                                              tf.bool, name="hvd_check_replicas"),
+                       lambda: tf.py_function(
+                           compare, [done] + [tf.convert_to_tensor(v) for v in variables],
+                           tf.bool, name="hvd_check_replicas"),
                        lambda: tf.constant(False))
 
     mpi_ops._chained(build)

@@ -49,10 +49,19 @@ class _Reducing:
             self._hvd_guard = replicas.make_guard("DistributedOptimizer",
                                                   self._hvd_options.process_set)
         replicas.check_before_reduction(self._hvd_guard,
-                                        [v for v in variables if v not in self._hvd_local])
+                                        [v for v in variables if v not in self._hvd_local],
+                                        self._hvd_updates_done())
         return reduce_gradients_of(grads, variables, self._hvd_local, self._hvd_scale_local,
                                    self._hvd_options,
                                    f"DistributedOptimizer.{zlib.crc32(signature.encode()):08x}")
+
+    def _hvd_updates_done(self):
+        """The updates applied so far: Keras counts iterations per batch, and an optimizer
+        that accumulates gradients (Keras 3's gradient_accumulation_steps) updates every
+        steps-th one. A variable the ranks' broadcasts (and an elastic job's state) keep equal,
+        so that every rank checks at the same update without counting in Python."""
+        steps = getattr(self, "gradient_accumulation_steps", None) or 1
+        return self.iterations // steps if steps > 1 else self.iterations
 
     def register_local_var(self, var):
         """This variable's gradient stays this rank's own, not reduced (Horovod's local

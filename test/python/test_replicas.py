@@ -1,0 +1,99 @@
+"""The replica check's comparison (hvd._replicas) across the job's ranks: what it accepts (the
+same weights, last-bit rounding differences), what it flags (different or permuted weights,
+inf/NaN on one rank, different models) and what it says; the schedule of HVD_CHECK_REPLICAS;
+the torch and NumPy summaries agreeing."""
+import numpy as np
+import pytest
+import torch
+
+import hvd
+from hvd import _replicas
+from hvd.torch.optimizer import summarise as torch_summarise
+
+RNG = np.random.default_rng(7)
+WEIGHTS = [RNG.normal(size=(16, 8)).astype(np.float32), RNG.normal(size=(8,)).astype(np.float32),
+           RNG.normal(size=(3, 3)).astype(np.float32)]
+NAMES = ["fc.weight", "fc.bias", "head.weight"]
+
+
+def check(arrays, names=NAMES, every=1):
+    guard = _replicas.Guard("test", hvd.global_process_set, "broadcast them", every=every)
+    guard.tick()
+    guard.check(_replicas.summarise(arrays), [a.size for a in arrays], names,
+                [a.shape for a in arrays], [str(a.dtype) for a in arrays])
+
+
+def test_identical_weights_pass():
+    check([w.copy() for w in WEIGHTS])
+
+
+def test_last_bit_differences_between_ranks_pass():
+    # Hosts whose CPUs round differently: a rank's weights a few ulps off.
+    mine = [w.copy() for w in WEIGHTS]
+    if hvd.rank() % 2:
+        mine[0] = np.nextafter(mine[0], np.float32(np.inf))
+        mine[1] = mine[1] * np.float32(1 + 2e-7)
+    check(mine)
+
+
+@pytest.mark.parametrize("how", ["reinitialised", "permuted", "nan"])
+def test_a_rank_that_differs_is_named_with_the_first_variable(how):
+    mine = [w.copy() for w in WEIGHTS]
+    odd = hvd.rank() % 2 == 1
+    if odd and how == "reinitialised":
+        mine[1] = np.random.default_rng(hvd.rank()).normal(size=8).astype(np.float32)
+    elif odd and how == "permuted":
+        mine[2] = mine[2].T.copy()  # the same values (sums, squares) in another order
+    elif odd and how == "nan":
+        mine[1][3] = np.nan
+    if hvd.size() == 1:
+        check(mine)
+        return
+    differing = [r for r in range(hvd.size()) if r % 2]
+    who = (f"rank {differing[0]} differs" if len(differing) == 1 else
+           f"ranks {', '.join(map(str, differing))} differ")
+    variable = "head.weight" if how == "permuted" else "fc.bias"
+    with pytest.raises(_replicas.ReplicaMismatchError,
+                       match=f"after update 1: the ranks hold different trainable weights: "
+                             f"{who} from rank 0. The first variable that differs is "
+                             f"'{variable}'"):
+        check(mine)
+
+
+def test_different_models_are_named_with_each_ranks_variable_count():
+    mine = WEIGHTS[:2] if hvd.rank() == hvd.size() - 1 else WEIGHTS
+    names = NAMES[:len(mine)]
+    if hvd.size() == 1:
+        check(mine, names)
+        return
+    last = hvd.size() - 1
+    counts = ", ".join(f"rank {r}: {2 if r == last else 3}" for r in range(hvd.size()))
+    with pytest.raises(_replicas.ReplicaMismatchError,
+                       match=f"train different models: rank {last} has other trainable "
+                             rf"variables .* \(variables per rank: {counts}\)"):
+        check(mine, names)
+
+
+@pytest.mark.parametrize("every, checked", [
+    (-1, []), (0, [1]), (1, list(range(1, 13))), (5, [1, 5, 10]),
+])
+def test_schedule_of_hvd_check_replicas(every, checked):
+    assert [n for n in range(13) if _replicas.due(n, every)] == checked
+
+
+def test_tensorflow_guards_count_before_the_update():
+    guard = _replicas.Guard("x", hvd.global_process_set, "", every=0, before_update=True)
+    # Reductions 1, 2, 3: the check of "after update 1" comes at the second.
+    assert [guard.tick() for _ in range(3)] == [False, True, False]
+    assert guard.updates_done == 2
+
+
+def test_torch_and_numpy_summaries_agree():
+    torch.manual_seed(0)
+    params = [torch.randn(64, 64), torch.randn(5), torch.randn(3, dtype=torch.complex64),
+              torch.randn(0), torch.randn(1), torch.randn(3000).to(torch.bfloat16)]
+    arrays = [(torch.view_as_real(p) if p.is_complex() else p).float().numpy() for p in params]
+    for chunk in (1 << 22, 1000):
+        np.testing.assert_allclose(torch_summarise(params, chunk=chunk),
+                                   _replicas.summarise(arrays, chunk=chunk), rtol=1e-12,
+                                   atol=1e-9)
