@@ -155,9 +155,9 @@ def end_to_end(example, args, rounds):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--worker", help=argparse.SUPPRESS)
-    ap.add_argument("--steps", type=int, default=60)
-    ap.add_argument("--warmup", type=int, default=10)
-    ap.add_argument("--rounds", type=int, default=3, help="end-to-end rounds per setting")
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=5, help="end-to-end rounds per setting")
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args()
     if args.worker:

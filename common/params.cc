@@ -102,11 +102,12 @@ const std::vector<ParamSpec>& allParams() {
        {"auto", "on", "off"}},
       {"HVD_CHECK_REPLICAS", "", ParamType::String, "first", 0, 0, false,
        "Whether the frontends' optimizers check that every rank holds the same trainable "
-       "weights (one small allreduce of per-variable sums). first: once, after the first "
-       "update (torch) or before the second gradient reduction (TensorFlow, Keras, once "
-       "broadcast callbacks have run); every:N: then, and every N updates; off: never. A "
-       "mismatch fails the job on every rank, naming the ranks and the first differing "
-       "variable. Same as hvdrun --check-replicas."},
+       "weights (one small allreduce of per-variable sums). first: once, at the start of "
+       "training, after the recipe's broadcast (torch: after the first update; Keras and TF1: "
+       "before it, or after it when the Keras callback broadcasts at the end of the first "
+       "batch; DistributedGradientTape: after it); every:N: then, and every N updates; off: "
+       "never. A mismatch fails the job on every rank, naming the ranks and the first "
+       "differing variable. Same as hvdrun --check-replicas."},
       {"HVD_MALLOC_RETAIN_MB", "", ParamType::Int, "0", 0, 2047, false,
        "At init, a worker's malloc (glibc's) is set to serve blocks of up to this many MB from "
        "its heap and to keep up to this many MB of freed memory for reuse, instead of mapping "

@@ -35,12 +35,13 @@ class ReplicaMismatchError(RuntimeError):
     HorovodInternalError: an elastic job must not restore and retry on it."""
 
 
-def due(updates_done: int, every: int) -> bool:
+def due(updates_done: int, every: int, first: int = 1) -> bool:
     """Whether the check runs once `updates_done` updates are done, for HVD_CHECK_REPLICAS's
-    `every` (-1 off, 0 after the first update only, N also every N updates)."""
-    if every < 0 or updates_done < 1:
+    `every` (-1 off, 0 once only, N also after every N-th update). The first check comes
+    after `first` updates: 0 checks the starting weights, before any update."""
+    if every < 0:
         return False
-    return updates_done == 1 or (every > 0 and updates_done % every == 0)
+    return updates_done == first or (every > 0 and updates_done > 0 and updates_done % every == 0)
 
 
 class Guard:
@@ -49,8 +50,9 @@ class Guard:
     `fix` tells the user how to give every rank the same weights, in the frontend's words."""
 
     def __init__(self, what: str, process_set, fix: str, every: Optional[int] = None,
-                 before_update: bool = False):
+                 before_update: bool = False, first: int = 1):
         self.what = what
+        self.first = first  # updates before the first check (see due())
         # tick() comes before each update (the TensorFlow frontends reduce the gradients of
         # update k+1 after update k and whatever broadcast followed it): the check of "after
         # update k" runs at the (k+1)-th tick.
@@ -70,7 +72,7 @@ class Guard:
         if current != self._round:  # a new elastic round: every rank counts from zero
             self._round, self.updates = current, 0
         self.updates += 1
-        return due(self.updates_done, self.every)
+        return due(self.updates_done, self.every, self.first)
 
     def at(self, updates_done: int) -> None:
         """Takes the count of updates from the caller (a Keras optimizer's iterations, which
@@ -120,7 +122,9 @@ class Guard:
         return f"hvd.check_replicas.{self.what}"
 
     def _where(self) -> str:
-        return f"replica check of {self.what} after update {self.updates_done}"
+        done = self.updates_done
+        when = "before the first update" if done == 0 else f"after update {done}"
+        return f"replica check of {self.what} {when}"
 
     def _check_structure(self, meta, ranks, names) -> None:
         both = _allreduce_max(np.concatenate([meta, -meta]), f"{self._key}.structure",

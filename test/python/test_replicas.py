@@ -86,6 +86,10 @@ def test_tensorflow_guards_count_before_the_update():
     # Reductions 1, 2, 3: the check of "after update 1" comes at the second.
     assert [guard.tick() for _ in range(3)] == [False, True, False]
     assert guard.updates_done == 2
+    # Where the recipe broadcasts before training, the starting weights: the first reduction.
+    start = _replicas.Guard("x", hvd.global_process_set, "", every=2, before_update=True,
+                            first=0)
+    assert [start.tick() for _ in range(5)] == [True, False, True, False, True]
 
 
 def test_torch_and_numpy_summaries_agree():

@@ -1,10 +1,11 @@
 """The replica check (hvd._replicas) for TensorFlow's gradient reductions: Keras's
 DistributedOptimizer, DistributedGradientTape and the TF1 DistributedOptimizer call
 check_before_reduction() with the variables whose gradients they reduce, before reducing them.
-The check of "after update k" runs there, at the (k+1)-th reduction: Horovod's recipes
-broadcast the variables after the first update (the Keras callback for a model built by its
-first batch, a custom loop's `if first_batch: broadcast_variables`), and the weights must be
-compared after that broadcast, not before.
+The check of "after update k" runs there, at the (k+1)-th reduction. Where the recipe
+broadcasts before training (the TF1 hook, the Keras callback with a built model, or no
+broadcast at all) the first check is of the starting weights, before the first reduction; where
+it broadcasts after the first update (a custom loop's `if first_batch: broadcast_variables`, the
+Keras callback for a model built by its first batch) the first check comes after that update.
 
 Inside a graph (tf.function, a TF1 session) the count of reductions is kept by a py_function
 that runs every step, and the comparison by another that runs only when the first says so;
@@ -27,10 +28,11 @@ FIX = ("broadcast them from rank 0 (hvd.broadcast_variables(model.variables, roo
        "DistributedOptimizer reduce every gradient")
 
 
-def make_guard(what: str, process_set) -> Optional[_replicas.Guard]:
+def make_guard(what: str, process_set, first: int) -> Optional[_replicas.Guard]:
     """The guard for one reduction site, or None when there is nothing to compare (the check
-    is off, one rank, or this rank is outside the process set)."""
-    guard = _replicas.Guard(what, process_set, FIX, before_update=True)
+    is off, one rank, or this rank is outside the process set). `first`: the updates before
+    the first check (0: the starting weights, before the first reduction)."""
+    guard = _replicas.Guard(what, process_set, FIX, before_update=True, first=first)
     alone = process_set.size() == 1 and _core.elastic_round() < 0
     if not guard.enabled or alone or not process_set.included():
         return None
@@ -64,7 +66,7 @@ def check_before_reduction(guard: Optional[_replicas.Guard], variables: Sequence
             run = guard.tick()
         else:
             guard.at(int(updates_done))
-            run = _replicas.due(guard.updates_done, guard.every)
+            run = _replicas.due(guard.updates_done, guard.every, guard.first)
         if run:
             _compare(guard, names, shapes, dtypes, [tf.convert_to_tensor(v) for v in variables])
         return
@@ -82,7 +84,7 @@ def check_before_reduction(guard: Optional[_replicas.Guard], variables: Sequence
             done = tf.constant(-1, tf.int64)
         else:
             done = tf.cast(tf.convert_to_tensor(updates_done), tf.int64)
-            due = tf.equal(done, 1)
+            due = tf.equal(done, guard.first)
             if guard.every > 0:
                 due = tf.logical_or(due, tf.logical_and(tf.greater(done, 0),
                                                         tf.equal(done % guard.every, 0)))
@@ -108,7 +110,8 @@ class TapeGuards:
         if key not in self._guards:
             if len(self._guards) >= self._limit:  # sources that come and go: start over
                 self._guards.clear()
-            self._guards[key] = make_guard("DistributedGradientTape", process_set)
+            # Horovod's TF2 recipe broadcasts after the first step: check after it.
+            self._guards[key] = make_guard("DistributedGradientTape", process_set, first=1)
         return self._guards[key]
 
 

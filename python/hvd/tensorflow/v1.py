@@ -53,7 +53,8 @@ class _DistributedOptimizer(_V1Optimizer):
         self._average_aggregated = average_aggregated_gradients
         self._local = LocalSources()
         self._scale_local = bool(scale_local_gradients)
-        self._guard = replicas.make_guard("DistributedOptimizer", options.process_set)
+        # BroadcastGlobalVariablesHook broadcasts before the first step: check the start.
+        self._guard = replicas.make_guard("DistributedOptimizer", options.process_set, first=0)
         self._accumulated = None  # backward_passes_per_step > 1: (accumulators, counter, ready)
 
     def register_local_var(self, var):

@@ -83,6 +83,13 @@ class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
         built = bool(self.model.built and self.model.trainable_variables)
         if self._on_every_rank(built, _basics.Min, "built"):
             self._broadcast(self._variables())
+        else:
+            # The replica check of a DistributedOptimizer waits for this broadcast too.
+            optimizer = getattr(self.model, "optimizer", None)
+            # tf.keras 2's LossScaleOptimizer holds the distributed optimizer inside.
+            for opt in (optimizer, getattr(optimizer, "inner_optimizer", None)):
+                if opt is not None:
+                    opt._hvd_broadcast_after_first_update = True
 
     def on_train_batch_end(self, batch, logs=None):
         if self.broadcast_done or not self.process_set.included():

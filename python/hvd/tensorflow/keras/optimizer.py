@@ -46,8 +46,11 @@ class _Reducing:
         # one job (a GAN's) apart.
         signature = repr([(tuple(v.shape), str(v.dtype)) for v in variables])
         if self._hvd_guard is _UNSET:
+            # The starting weights, unless BroadcastGlobalVariablesCallback waits for the end
+            # of the first batch (a model built by it): then after the first update.
+            first = 1 if getattr(self, "_hvd_broadcast_after_first_update", False) else 0
             self._hvd_guard = replicas.make_guard("DistributedOptimizer",
-                                                  self._hvd_options.process_set)
+                                                  self._hvd_options.process_set, first)
         replicas.check_before_reduction(self._hvd_guard,
                                         [v for v in variables if v not in self._hvd_local],
                                         self._hvd_updates_done())
