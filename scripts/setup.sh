@@ -24,35 +24,29 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# A virtualenv at $1 with the pinned requirements file $2 installed; reinstalls when the file
+# changed since (a stamp of its hash in the venv).
+venv_with() {
+  local dir=$1 requirements=$2
+  local stamp="$dir/.hvd-requirements.sha256" want
+  want=$(sha256sum "$requirements" | cut -d' ' -f1)
+  if [ ! -x "$dir/bin/python" ]; then
+    echo "setup: creating virtualenv $dir"
+    mkdir -p "$(dirname "$dir")"
+    python3 -m venv "$dir"
+  fi
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    echo "setup: installing $(basename "$requirements") into $dir"
+    "$dir/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements"
+    echo "$want" >"$stamp"
+  fi
+}
+
 venv=${HVD_VENV:-$HOME/.cache/hvd/venv}
-req="$repo/python/requirements.txt"
-stamp="$venv/.hvd-requirements.sha256"
-want=$(sha256sum "$req" | cut -d' ' -f1)
-if [ ! -x "$venv/bin/python" ]; then
-  echo "setup: creating virtualenv $venv"
-  mkdir -p "$(dirname "$venv")"
-  python3 -m venv "$venv"
-fi
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  echo "setup: installing Python requirements into $venv"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req"
-  echo "$want" >"$stamp"
-fi
+venv_with "$venv" "$repo/python/requirements.txt"
 # TensorFlow 2.15 with Keras 2 and Estimator, the second environment the TensorFlow tests run in
 # (a venv of its own: it needs NumPy 1 and another TensorFlow). Same Python, so hvd's compiled
 # core serves both.
 venv_tf215=${HVD_VENV_TF215:-$HOME/.cache/hvd/venv-tf215}
-req_tf215="$repo/python/requirements-tf215.txt"
-stamp_tf215="$venv_tf215/.hvd-requirements.sha256"
-want_tf215=$(sha256sum "$req_tf215" | cut -d' ' -f1)
-if [ ! -x "$venv_tf215/bin/python" ]; then
-  echo "setup: creating virtualenv $venv_tf215"
-  mkdir -p "$(dirname "$venv_tf215")"
-  python3 -m venv "$venv_tf215"
-fi
-if [ "$(cat "$stamp_tf215" 2>/dev/null)" != "$want_tf215" ]; then
-  echo "setup: installing TensorFlow 2.15's requirements into $venv_tf215"
-  "$venv_tf215/bin/python" -m pip install -q --disable-pip-version-check -r "$req_tf215"
-  echo "$want_tf215" >"$stamp_tf215"
-fi
+venv_with "$venv_tf215" "$repo/python/requirements-tf215.txt"
 echo "setup: ok (venv $venv, TensorFlow 2.15 venv $venv_tf215)"
