@@ -105,32 +105,54 @@ std::vector<std::pair<int, std::string>> ControlChannel::receive() {
   retireSends();
   for (auto& in : inbound_) {
     try {
-      while (true) {
-        if (!in.inBody) {
-          if (!in.header.test()) break;
-          uint64_t length = 0;
-          std::memcpy(&length, in.frame.data(), sizeof length);
-          std::size_t inlined = std::min<std::size_t>(length, kInline);
-          in.payload.assign(reinterpret_cast<const char*>(in.frame.data()) + sizeof length,
-                            inlined);
-          in.payload.resize(length);
-          in.inBody = true;
-          in.body = {};
-          if (length > inlined)
-            in.body = comm_->peer(in.peer).irecv(
-                collectives::MutableBytes(reinterpret_cast<std::byte*>(in.payload.data()) + inlined,
-                                          length - inlined),
-                kControlTag);
-        }
-        if (!in.body.test()) break;
-        messages.emplace_back(in.peer, std::move(in.payload));
-        postHeader(in);
-      }
+      readArrived(in, messages);
     } catch (const std::exception& e) {
       linkBroke(in.peer, e);
     }
   }
   return messages;
+}
+
+std::vector<std::pair<int, std::string>> ControlChannel::receiveSurviving() {
+  std::vector<std::pair<int, std::string>> messages;
+  try {
+    if (auto* progress = comm_->progress()) progress->poll();
+    retireSends();
+  } catch (const std::exception&) {
+    // A queued send to a dead peer; what the living ones sent is still readable.
+  }
+  for (auto& in : inbound_) {
+    if (in.broken) continue;
+    try {
+      readArrived(in, messages);
+    } catch (const std::exception&) {
+      in.broken = true;
+    }
+  }
+  return messages;
+}
+
+void ControlChannel::readArrived(Inbound& in, std::vector<std::pair<int, std::string>>& out) {
+  while (true) {
+    if (!in.inBody) {
+      if (!in.header.test()) break;
+      uint64_t length = 0;
+      std::memcpy(&length, in.frame.data(), sizeof length);
+      std::size_t inlined = std::min<std::size_t>(length, kInline);
+      in.payload.assign(reinterpret_cast<const char*>(in.frame.data()) + sizeof length, inlined);
+      in.payload.resize(length);
+      in.inBody = true;
+      in.body = {};
+      if (length > inlined)
+        in.body = comm_->peer(in.peer).irecv(
+            collectives::MutableBytes(reinterpret_cast<std::byte*>(in.payload.data()) + inlined,
+                                      length - inlined),
+            kControlTag);
+    }
+    if (!in.body.test()) break;
+    out.emplace_back(in.peer, std::move(in.payload));
+    postHeader(in);
+  }
 }
 
 void ControlChannel::waitForActivity(collectives::Deadline deadline) {

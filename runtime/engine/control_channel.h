@@ -34,6 +34,10 @@ class ControlChannel {
   // Messages that have arrived, in order per peer, without blocking; moves queued sends on.
   // Throws as send() does.
   std::vector<std::pair<int, std::string>> receive();
+  // receive() for an engine that is failing: a link that broke is skipped from then on and a
+  // send that failed is dropped, so that one dead peer does not hide what the others sent.
+  // Never throws.
+  std::vector<std::pair<int, std::string>> receiveSurviving();
   // Waits until every queued message has left, or the deadline (then TimeoutError): before the
   // engine stops, so that its last messages (shutdown, a fatal error) reach the peers.
   void flush(collectives::Deadline deadline);
@@ -58,11 +62,14 @@ class ControlChannel {
   };
   struct Inbound : Framed {
     bool inBody = false;
+    bool broken = false;  // receiveSurviving() saw the link fail
   };
   struct Outbound : Framed {  // queued by send()
     collectives::Deadline deadline;
   };
   void postHeader(Inbound& in);
+  // Moves the messages that have arrived from `in`'s peer to `out`; throws when the link broke.
+  void readArrived(Inbound& in, std::vector<std::pair<int, std::string>>& out);
   // Drops the queued messages that have left; throws as send() does.
   void retireSends();
   // Waits for one queued message to leave and drops it from the queue, also when that throws.

@@ -11,6 +11,38 @@ namespace hvd::runtime {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+// How long a failing engine tries to deliver its last messages (the root cause, to rank 0's
+// peers): a peer that is stopped never reads them, and shutdown waits for this thread.
+constexpr std::chrono::milliseconds kFatalFlushLimit{5000};
+// How long a rank whose collective failed listens for a peer's notice that it failed first,
+// and how long it tries to deliver its own.
+constexpr std::chrono::milliseconds kPeerFailureWait{200};
+constexpr std::chrono::milliseconds kFailureNoticeFlush{1000};
+
+// `error` with the operation's description in front, of the same type (an IoError stays one).
+std::exception_ptr inOperation(const std::string& description, std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const IoError& e) {
+    return std::make_exception_ptr(IoError(detail::concat(description, ": ", e.what())));
+  } catch (const TimeoutError& e) {
+    return std::make_exception_ptr(TimeoutError(detail::concat(description, ": ", e.what())));
+  } catch (const std::exception& e) {
+    return std::make_exception_ptr(Error(detail::concat(description, ": ", e.what())));
+  } catch (...) {
+    return error;
+  }
+}
+
+std::string whatOf(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
 
 std::vector<int> allRanksBut(int size, int self) {
   std::vector<int> ranks;
@@ -89,8 +121,9 @@ void checkAdasumOperation(const Operation& op, const std::string& opName, int se
 
 Handle Engine::enqueue(Operation op) {
   std::unique_lock<std::mutex> lock(mutex_);
-  if (fatal_) std::rethrow_exception(fatal_);
   std::string opName = op.name.empty() ? opTypeName(op.type) : "\"" + op.name + "\"";
+  if (fatal_)
+    std::rethrow_exception(inOperation(detail::concat(opTypeName(op.type), " ", opName), fatal_));
   if (shutdownCalled_ || threadDone_)
     throw Error(detail::concat(opTypeName(op.type), " ", opName, ": hvd is shut down"));
   if (joined_)
@@ -170,8 +203,14 @@ bool Engine::takeSubmissions() {
 bool Engine::readControl() {
   auto messages = control_->receive();
   for (auto& [peer, bytes] : messages) {
-    if (coordinator_) coordinator_->submitList(peer, RequestList::decode(bytes), Clock::now());
-    else applyResponses(ResponseList::decode(bytes));
+    if (coordinator_) {
+      RequestList list = RequestList::decode(bytes);
+      if (!list.failure.empty())
+        throw Error(detail::concat("rank ", peer, " failed: ", list.failure));
+      coordinator_->submitList(peer, std::move(list), Clock::now());
+    } else {
+      applyResponses(ResponseList::decode(bytes));
+    }
     if (finished_) break;
   }
   return !messages.empty();
@@ -268,6 +307,7 @@ void Engine::failNamed(const Response& r, const std::string& message) {
   }
 }
 
+
 void Engine::execute(const Response& r) {
   std::vector<std::unique_ptr<LocalOp>> owned;
   std::vector<LocalOp*> ops;
@@ -284,6 +324,80 @@ void Engine::execute(const Response& r) {
       if (i < r.forJoined.size()) setId = r.forJoined[i].processSet;
     }
   }
+  try {
+    run(r, ops, setId);
+  } catch (...) {
+    // The operations that were running fail at once: their callers are waiting, and the
+    // engine is about to stop (failEverything) without them in its queues. A link that broke
+    // because its peer failed first is not the cause: that peer's notice names it.
+    // Every rank announces before it listens: ranks that waited for each other's notice
+    // before sending their own would each hear nothing.
+    auto error = std::current_exception();
+    std::string cause = peerFailure(std::chrono::milliseconds(0));
+    announceFailure(whatOf(error));
+    if (cause.empty()) cause = peerFailure(kPeerFailureWait);
+    auto reported = cause.empty() ? error
+                                  : std::make_exception_ptr(IoError(detail::concat(
+                                        whatOf(error), "; ", cause)));
+    for (LocalOp* op : ops)
+      if (op && !op->handle->poll())
+        finishOp(*op, inOperation(op->handle->description(), reported));
+    if (!cause.empty()) std::rethrow_exception(reported);
+    throw;
+  }
+}
+
+std::string Engine::peerFailure(std::chrono::milliseconds wait) {
+  auto deadline = Clock::now() + wait;
+  try {
+    for (;;) {
+      for (auto& [peer, bytes] : control_->receiveSurviving()) {
+        if (coordinator_) {
+          RequestList list = RequestList::decode(bytes);
+          if (!list.failure.empty())
+            return detail::concat("rank ", peer, " had failed: ", list.failure);
+        } else {
+          for (const auto& r : ResponseList::decode(bytes).responses)
+            if (r.kind == ResponseKind::Fatal) return "the job had failed: " + r.message;
+        }
+      }
+      if (Clock::now() >= deadline) break;
+      control_->waitForActivity(std::min(deadline, Clock::now() + std::chrono::milliseconds(10)));
+    }
+  } catch (const std::exception&) {
+    // The control links are failing too; what arrived before is all there is.
+  }
+  return "";
+}
+
+void Engine::announceFailure(const std::string& why) {
+  try {
+    if (coordinator_) {
+      ResponseList list;
+      Response r;
+      r.kind = ResponseKind::Fatal;
+      r.message = why;
+      list.responses.push_back(r);
+      std::string bytes = list.encode();
+      for (int peer = 1; peer < size_; ++peer) {
+        try {
+          control_->send(peer, bytes);
+        } catch (const std::exception&) {
+          // That peer's link broke (it may be the one that died); tell the others.
+        }
+      }
+    } else {
+      RequestList list;
+      list.failure = detail::concat("rank ", rank_, ": ", why);
+      control_->send(0, list.encode());
+    }
+    control_->flush(Clock::now() + kFailureNoticeFlush);
+  } catch (const std::exception&) {
+    // Best effort: the peers that cannot be told learn it from their broken links.
+  }
+}
+
+void Engine::run(const Response& r, const std::vector<LocalOp*>& ops, int32_t setId) {
   if (r.type == OpType::AddProcessSet || r.type == OpType::RemoveProcessSet) {
     LocalOp& op = *ops.at(0);
     {
@@ -377,28 +491,17 @@ void Engine::failEverything(std::exception_ptr error) {
     inFlight_.clear();
     joined_ = false;
   }
-  for (auto& op : queued) op->handle->fail(fatal);
-  for (auto& [name, op] : waiting_) op->handle->fail(fatal);
+  for (auto& op : queued) op->handle->fail(inOperation(op->handle->description(), fatal));
+  for (auto& [name, op] : waiting_) op->handle->fail(inOperation(op->handle->description(), fatal));
   waiting_.clear();
   if (join_) join_->handle->fail(fatal);
   join_.reset();
-  if (coordinator_) {
-    // Tell the other ranks the root cause, so their operations fail with it too.
-    ResponseList list;
-    Response r;
-    r.kind = ResponseKind::Fatal;
-    r.message = why;
-    list.responses.push_back(r);
-    std::string bytes = list.encode();
-    for (int peer = 1; peer < size_; ++peer) {
-      try {
-        control_->send(peer, bytes);
-      } catch (const std::exception&) {
-      }
-    }
-  }
-  try {  // best effort: a peer that died does not read
-    control_->flush(Clock::now() + options_.opTimeout);
+  // Tell the other ranks the root cause (rank 0 tells every rank, the others tell rank 0), so
+  // their operations fail with it too.
+  announceFailure(why);
+  try {  // best effort: a peer that died or stopped does not read, so not for long
+    control_->flush(Clock::now() + std::min<std::chrono::milliseconds>(options_.opTimeout,
+                                                                        kFatalFlushLimit));
   } catch (const std::exception&) {
   }
 }

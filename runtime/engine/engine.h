@@ -110,6 +110,13 @@ class Engine {
   void applyResponses(const ResponseList& list);
   void applyResponse(const Response& response);
   void execute(const Response& response);
+  // execute()'s work on the operations it took from waiting_ (null: not submitted here).
+  void run(const Response& response, const std::vector<LocalOp*>& ops, int32_t setId);
+  // Waits up to `wait` for a peer's notice that it failed (a worker's RequestList::failure on
+  // rank 0, rank 0's Fatal elsewhere); returns "rank P had failed: ..." or "".
+  std::string peerFailure(std::chrono::milliseconds wait);
+  // Best effort: tells rank 0 (or, on rank 0, every rank) that this engine failed and why.
+  void announceFailure(const std::string& why);
   void completeInline(const Response& response, const std::vector<LocalOp*>& ops);
   void failNamed(const Response& response, const std::string& message);
   void finishOp(LocalOp& op, std::exception_ptr error);

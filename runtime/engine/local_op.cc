@@ -13,6 +13,12 @@ bool takesTensors(OpType t) {
 
 }  // namespace
 
+LocalOp::~LocalOp() {
+  if (handle && !handle->poll())
+    handle->fail(std::make_exception_ptr(InternalError(
+        handle->description() + ": dropped by the engine without a result")));
+}
+
 OpRequest describeOperation(const Operation& op, int setSize) {
   OpRequest r;
   r.type = op.type;

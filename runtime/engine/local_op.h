@@ -38,6 +38,13 @@ struct Operation {
 };
 
 struct LocalOp {
+  LocalOp() = default;
+  LocalOp(const LocalOp&) = delete;
+  LocalOp& operator=(const LocalOp&) = delete;
+  // An operation the engine drops without completing it fails, so its caller never waits
+  // for a result that cannot come (on the engine thread, or after it was joined).
+  ~LocalOp();
+
   Operation op;
   OpRequest request;     // as this rank submitted it (first dimensions included)
   OpRequest negotiated;  // request.negotiated(), what the coordinator and the cache see

@@ -6,6 +6,7 @@ std::string RequestList::encode() const {
   wire::Writer w;
   w.put(responseListsSeen);
   w.put<uint8_t>(shutdown);
+  w.putString(failure);
   w.put<uint32_t>(static_cast<uint32_t>(submissions.size()));
   for (const auto& s : submissions) {
     w.put(s.cacheId);
@@ -20,6 +21,7 @@ RequestList RequestList::decode(const std::string& bytes) {
   RequestList l;
   l.responseListsSeen = r.get<uint64_t>();
   l.shutdown = r.get<uint8_t>() != 0;
+  l.failure = r.getString();
   auto n = r.get<uint32_t>();
   for (uint32_t i = 0; i < n; ++i) {
     Submission s;

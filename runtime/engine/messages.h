@@ -26,6 +26,9 @@ struct RequestList {
   uint64_t responseListsSeen = 0;  // lets the coordinator forget evicted cache entries
   std::vector<Submission> submissions;
   bool shutdown = false;  // this rank called shutdown
+  // This rank's engine failed, and why: the coordinator stops the job with it, and a rank
+  // whose link to this one broke meanwhile names this cause rather than the broken link.
+  std::string failure;
 
   std::string encode() const;
   static RequestList decode(const std::string& bytes);

@@ -3,12 +3,17 @@
 //   allreduce COUNT     allreduce float32 and int64 vectors, check, print "rank R ok"
 //   broadcast ROOT      broadcast from ROOT, check, print "rank R ok"
 //   loop                allreduce until stopped (prints "rank R looping" once)
+//   die SIGNAL          allreduce 64 MiB until one fails; rank 1 raises SIGNAL on itself
+//                       after 1 s, in the middle of a transfer; the others print "rank R
+//                       failed after S s: ERROR" when their allreduce fails
 //   reinit ROUNDS       allreduce, shut down and initialise again, ROUNDS times
 //   affinity            start a thread, initialise, allreduce, then print "rank R cpus LIST"
 //                       with each distinct CPU list of the process's threads (/proc/self/task)
 #include <hvd/hvd.h>
 
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -102,6 +107,27 @@ int loop() {
   }
 }
 
+int dieInAllreduce(int signal) {
+  int rank;
+  CALL(hvd_rank(&rank));
+  if (rank == 1)
+    std::thread([signal] {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      std::raise(signal);
+    }).detach();
+  std::vector<float> v(16u << 20, 1.0f);
+  auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    hvd_status s = hvd_allreduce(v.data(), v.data(), v.size(), HVD_FLOAT32, HVD_SUM);
+    if (s != HVD_SUCCESS) {
+      std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+      std::printf("rank %d failed after %.1f s: %s\n", rank, took.count(), hvd_last_error());
+      std::fflush(stdout);
+      return 3;
+    }
+  }
+}
+
 // The Cpus_allowed_list of every thread of this process, deduplicated.
 std::set<std::string> threadCpuLists() {
   std::set<std::string> lists;
@@ -161,6 +187,7 @@ int main(int argc, char** argv) {
   if (mode == "allreduce" && argc > 2) rc = allreduce(std::strtoul(argv[2], nullptr, 10));
   else if (mode == "broadcast" && argc > 2) rc = broadcast(std::atoi(argv[2]));
   else if (mode == "loop") rc = loop();
+  else if (mode == "die" && argc > 2) rc = dieInAllreduce(std::atoi(argv[2]));
   else if (mode == "reinit" && argc > 2) {
     for (int round = 0, rounds = std::atoi(argv[2]); round < rounds && rc != 1; ++round) {
       rc = allreduce(1000);

@@ -1,7 +1,10 @@
 """A failure anywhere stops the whole job quickly, names the rank, and leaves no process."""
 import os
+import pathlib
+import re
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -160,3 +163,31 @@ def test_a_horovod_script_without_horovod_compat_is_told_about_the_flag():
     assert "hvdrun: hint: the script imports horovod" in r.stderr and "--horovod-compat" in r.stderr
     r = run_hvdrun("-np", 2, "--horovod-compat", *python_worker(script), env=env)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+# A rank that dies inside a collective while something between hvdrun and it hides the death
+# (a job script that reports the program's status and exits 0): hvdrun sees a clean exit, so
+# the other ranks must notice by themselves, and name it.
+WRAPPER = ["sh", "-c", '"$@"; exit 0', "wrapper"]
+DIE_WORKER = pathlib.Path(__file__).with_name("die_in_collective_worker.py")
+
+
+@pytest.mark.parametrize("transport", ["shm", "tcp"])
+@pytest.mark.parametrize("sig", [signal.SIGABRT, signal.SIGKILL], ids=["SIGABRT", "SIGKILL"])
+@pytest.mark.parametrize("worker", ["c++", "numpy", "torch", "tensorflow"])
+def test_a_rank_dying_inside_a_collective_behind_a_wrapper_is_noticed_and_named(worker, sig,
+                                                                               transport):
+    if worker == "c++":
+        program = [str(WORKER), "die", str(int(sig))]
+    else:
+        program = [sys.executable, str(DIE_WORKER), worker, str(int(sig))]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    # Every rank's wrapper exits 0, so hvdrun's status says nothing: the ranks' lines do.
+    r = run_hvdrun("-np", 3, "--transport", transport, *WRAPPER, *program, env=env, timeout=90)
+    for rank in (0, 2):
+        m = re.search(rf"^\[{rank}\]<stdout>:rank {rank} failed after ([\d.]+) s: (.*)$",
+                      r.stdout, re.M)
+        assert m, r.stdout[-3000:] + r.stderr[-3000:]
+        took, error = float(m.group(1)), m.group(2)
+        assert took < 10, error
+        assert "rank 1" in error and "allreduce" in error, error  # the dead rank, the operation

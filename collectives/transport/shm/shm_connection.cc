@@ -208,7 +208,12 @@ bool ShmConnection::failIfPeerClosed() {
   // What the peer wrote before closing is still in our ring: a receive it covers completes.
   if (!recvs_.empty() && in_.ring->head.load(std::memory_order_acquire) != inTail_) return false;
   const Op& op = recvs_.empty() ? sends_.front() : recvs_.front();
-  failAll(error(op, "the peer closed its connection (it shut down or failed)"));
+  // A peer closes because it failed, most often because another rank died: name that one,
+  // which every rank then blames alike.
+  std::string exited = device_.exitedPeer();
+  failAll(error(op, exited.empty()
+                        ? std::string("the peer closed its connection (it shut down or failed)")
+                        : "the peer closed its connection after " + exited));
   return true;
 }
 

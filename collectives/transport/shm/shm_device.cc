@@ -243,18 +243,26 @@ void ShmDevice::sleepOnDoorbell(Deadline deadline) {
   else failDeadPeers();
 }
 
+bool ShmDevice::peerExited(int p) const {
+  if (pids_[p] == 0) return false;
+  if (pidFds_[p] >= 0) {
+    pollfd fd{pidFds_[p], POLLIN, 0};
+    return ::poll(&fd, 1, 0) > 0;
+  }
+  return ::kill(pids_[p], 0) != 0 && errno == ESRCH;
+}
+
+std::string ShmDevice::exitedPeer() const {
+  for (std::size_t p = 0; p < pids_.size(); ++p)
+    if (static_cast<int>(p) != rank_ && peerExited(static_cast<int>(p)))
+      return detail::concat("rank ", p, " (shm, pid ", pids_[p], ") exited");
+  return "";
+}
+
 void ShmDevice::failDeadPeers() {
   for (auto* c : connections_) {
     int p = c->peerRank();
-    if (c->idle() || pids_[p] == 0) continue;
-    bool dead;
-    if (pidFds_[p] >= 0) {
-      pollfd fd{pidFds_[p], POLLIN, 0};
-      dead = ::poll(&fd, 1, 0) > 0;
-    } else {
-      dead = ::kill(pids_[p], 0) != 0 && errno == ESRCH;
-    }
-    if (!dead) continue;
+    if (c->idle() || !peerExited(p)) continue;
     c->failAll(std::make_exception_ptr(IoError(detail::concat(
         "rank ", rank_, "/", size_, ": rank ", p, " (shm, pid ", pids_[p],
         ") exited while this rank was exchanging data with it"))));

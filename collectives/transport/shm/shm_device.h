@@ -61,6 +61,8 @@ class ShmDevice : public Device,
   // For ShmConnection.
   void ringDoorbellOf(int peer);
   bool peerClosed(int peer) const;
+  // "rank P (shm, pid N) exited" for a peer process of this job that is gone, or "".
+  std::string exitedPeer() const;
   void forget(ShmConnection* connection);
 
   static constexpr std::chrono::milliseconds kSlice{100};
@@ -71,6 +73,7 @@ class ShmDevice : public Device,
   void sleepOnDoorbell(Deadline deadline);
   // Fails the requests of peers whose process has exited.
   void failDeadPeers();
+  bool peerExited(int peerRank) const;
   void watchPeerProcesses();
 
   ShmOptions options_;
