@@ -114,6 +114,70 @@ void Coordinator::failWhatShutDownRanksWillNeverSubmit(std::vector<Response>& ou
   }
 }
 
+namespace {
+
+// The synchronous operations: a rank that submitted one waits in it, so it submits nothing
+// else until it completes (from the thread that called it: hvd's contract for these).
+bool isFence(OpType t) {
+  return t == OpType::Barrier || t == OpType::AddProcessSet || t == OpType::RemoveProcessSet;
+}
+
+}  // namespace
+
+void Coordinator::failFencesThatCanNeverMatch(std::vector<Response>& out) {
+  // Each rank's pending fence; a rank with two (several threads) is not judged.
+  std::map<int, std::string> fenceOf;
+  std::set<int> undecided;
+  std::set<std::string> stuck;
+  for (const auto& [name, p] : pending_) {
+    if (p.ready || !isFence(p.byRank.begin()->second.type)) continue;
+    stuck.insert(name);
+    for (const auto& [rank, request] : p.byRank)
+      if (!fenceOf.emplace(rank, name).second) undecided.insert(rank);
+  }
+  if (stuck.empty()) return;
+  // A fence can still complete when a rank it waits for is free, or waits in a fence that can
+  // still complete: drop those until none changes.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto it = stuck.begin(); it != stuck.end();) {
+      bool free = false;
+      for (int rank : missing(pending_.at(*it))) {
+        auto f = fenceOf.find(rank);
+        free |= f == fenceOf.end() || undecided.count(rank) || !stuck.count(f->second);
+      }
+      if (free) {
+        it = stuck.erase(it);
+        changed = true;
+      } else {
+        ++it;
+      }
+    }
+  }
+  if (stuck.empty()) return;
+  std::string sides;
+  for (const auto& name : stuck) {
+    const Pending& p = pending_.at(name);
+    std::set<int> ranks;
+    for (const auto& [rank, request] : p.byRank) ranks.insert(rank);
+    sides += detail::concat(sides.empty() ? "" : "; ", "ranks ", rankSet(ranks), " wait in ",
+                            p.byRank.begin()->second.describe());
+  }
+  std::string message = detail::concat(
+      "the ranks called different synchronous operations at the same point, so none of them "
+      "can ever complete: ", sides, " (every rank must call barrier, add_process_set and "
+      "remove_process_set in the same order)");
+  for (const auto& name : stuck) {
+    Response r;
+    r.kind = ResponseKind::Error;
+    r.type = pending_.at(name).byRank.begin()->second.type;
+    r.names = {name};
+    r.message = message;
+    out.push_back(std::move(r));
+    pending_.erase(name);
+  }
+}
+
 std::set<int> Coordinator::missing(const Pending& p) const {
   std::set<int> m;
   for (int r : p.expected)
@@ -263,6 +327,7 @@ ResponseList Coordinator::dispatch(SteadyTime now) {
   readyOrder_.clear();
   firstReadyAt_.reset();
   failWhatShutDownRanksWillNeverSubmit(out);
+  failFencesThatCanNeverMatch(out);
   if (static_cast<int>(joined_.size()) == options_.size) {
     Response done;
     done.kind = ResponseKind::JoinDone;

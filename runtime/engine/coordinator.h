@@ -84,6 +84,10 @@ class Coordinator {
 
   void markIfReady(const std::string& name, Pending& p, SteadyTime now);
   std::set<int> missing(const Pending& p) const;
+  // Fails the synchronous operations (barrier, add/remove_process_set) that wait for ranks
+  // which themselves wait in another of them that cannot complete: a cycle no submission can
+  // break, reported at once instead of at the stall shutdown.
+  void failFencesThatCanNeverMatch(std::vector<Response>& out);
   std::optional<std::string> disagreement(const Pending& p) const;
   Response decide(const std::string& name, Pending& p);
   std::string stallReport(const Pending& p, SteadyTime now) const;

@@ -191,3 +191,33 @@ def test_a_rank_dying_inside_a_collective_behind_a_wrapper_is_noticed_and_named(
         took, error = float(m.group(1)), m.group(2)
         assert took < 10, error
         assert "rank 1" in error and "allreduce" in error, error  # the dead rank, the operation
+
+
+FENCE_MISMATCH = """
+import time, hvd, hvd.numpy as hn, numpy as np
+hvd.init()
+ps = hvd.add_process_set([0])
+start = time.monotonic()
+try:
+    if hvd.rank() == 0:
+        hvd.remove_process_set(ps)
+    else:
+        hn.barrier()
+except hvd.HorovodInternalError as e:
+    print(f"rank {hvd.rank()} failed after {time.monotonic() - start:.2f} s: {e}", flush=True)
+# An error every rank agrees on leaves the job able to go on.
+print("sum", hn.allreduce(np.array([1.0]), op=hvd.Sum, name="after")[0], flush=True)
+"""
+
+
+def test_barrier_against_remove_process_set_fails_at_once_on_both_ranks_naming_both():
+    r = run_hvdrun("-np", 2, *python_worker(FENCE_MISMATCH), timeout=60)
+    assert r.returncode == 0, r.stderr[-2000:]
+    for rank in (0, 1):
+        m = re.search(rf"^\[{rank}\]<stdout>:rank {rank} failed after ([\d.]+) s: (.*)$",
+                      r.stdout, re.M)
+        assert m, r.stdout
+        assert float(m.group(1)) < 5
+        assert 'ranks {1} wait in barrier "barrier.noname.0"' in m.group(2)
+        assert 'ranks {0} wait in remove_process_set' in m.group(2)
+    assert r.stdout.count("<stdout>:sum 2.0") == 2

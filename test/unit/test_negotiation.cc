@@ -386,3 +386,69 @@ TEST_CASE("reduceInline: an integer average divides exactly, toward zero, like t
   std::memcpy(got.data(), out.data(), 6);
   CHECK(got == std::vector<int16_t>{15, 0, 3});  // integer division toward zero, like the collective
 }
+
+namespace {
+
+OpRequest fence(OpType type, const std::string& name, std::vector<int32_t> setRanks = {}) {
+  OpRequest r;
+  r.type = type;
+  r.name = name;
+  r.setRanks = std::move(setRanks);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("ranks waiting in different barriers or process-set changes fail at once, both named") {
+  Coordinator c(options(3));
+  c.submit(0, fence(OpType::Barrier, "barrier.noname.0"), 0, t0);
+  c.submit(2, fence(OpType::Barrier, "barrier.noname.0"), 0, t0);
+  // Rank 1 is still computing: it may yet call barrier.
+  CHECK(c.dispatch(t0).responses.empty());
+  c.submit(1, fence(OpType::RemoveProcessSet, "remove_process_set.noname.0", {1}), 0, t0);
+  auto list = c.dispatch(t0);
+  REQUIRE(list.responses.size() == 2);
+  std::set<std::string> failed;
+  for (const auto& r : list.responses) {
+    CHECK(r.kind == ResponseKind::Error);
+    failed.insert(r.names.at(0));
+    CHECK_THAT(r.message, Catch::Contains("ranks {0,2} wait in barrier") &&
+                              Catch::Contains("ranks {1} wait in remove_process_set") &&
+                              Catch::Contains("can ever complete"));
+  }
+  CHECK(failed == std::set<std::string>{"barrier.noname.0", "remove_process_set.noname.0"});
+  // Nothing is left to stall; the ranks can go on.
+  CHECK(c.dispatch(t0 + seconds(30)).responses.empty());
+}
+
+TEST_CASE("a fence is not failed while a rank it waits for is free or can still finish") {
+  Coordinator c(options(3));
+  c.submit(2, fence(OpType::Barrier, "first"), 0, t0);
+  c.submit(1, fence(OpType::Barrier, "second"), 0, t0);
+  // Rank 0 is free: it may call either barrier, and both can still complete.
+  CHECK(c.dispatch(t0).responses.empty());
+  c.submit(0, fence(OpType::Barrier, "first"), 0, t0);
+  // "first" waits for rank 1, in "second", which waits for ranks 0 and 2, in "first": a cycle.
+  auto list = c.dispatch(t0);
+  REQUIRE(list.responses.size() == 2);
+  for (const auto& r : list.responses) CHECK(r.kind == ResponseKind::Error);
+}
+
+TEST_CASE("a barrier of a process set runs while a rank outside it waits in another fence") {
+  Coordinator c(options(3));
+  c.submit(0, fence(OpType::AddProcessSet, "add", {0, 1}), 0, t0);
+  c.submit(1, fence(OpType::AddProcessSet, "add", {0, 1}), 0, t0);
+  c.submit(2, fence(OpType::AddProcessSet, "add", {0, 1}), 0, t0);
+  auto list = c.dispatch(t0);
+  REQUIRE(list.responses.size() == 1);
+  int32_t set = list.responses[0].value;
+  OpRequest inSet = fence(OpType::Barrier, "barrier.noname.0");
+  inSet.processSet = set;
+  c.submit(2, fence(OpType::Barrier, "global"), 0, t0);  // rank 2 waits for ranks 0 and 1
+  c.submit(0, inSet, 0, t0);
+  CHECK(c.dispatch(t0).responses.empty());  // rank 1 is free
+  c.submit(1, inSet, 0, t0);
+  list = c.dispatch(t0);
+  REQUIRE(list.responses.size() == 1);
+  CHECK(list.responses[0].kind == ResponseKind::Execute);
+}
