@@ -304,6 +304,8 @@ void Job::killAll(int sig) {
       if (!w.exited) remote_.signal(w.label, sig);
     } else if (!w.exited || sig == SIGKILL) {
       ::kill(-w.process.pid, sig);
+      // A stopped rank (SIGSTOP, a paused job) handles SIGTERM only once it runs again.
+      if (sig == SIGTERM) ::kill(-w.process.pid, SIGCONT);
     }
   }
 }

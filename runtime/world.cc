@@ -189,6 +189,10 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
   if (withControl) {
     world.blockedCallers = std::make_shared<std::atomic<int>>(0);
     data.spins = {.smallSpin = config.spinTime, .blockedCallers = world.blockedCallers};
+    // A transfer that stops moving inside a collective (a stopped or hung peer) is reported
+    // like a stalled negotiation, naming the peer, and fails the job at the same limit.
+    if (config.stallCheck)
+      data.spins.stall = {.warnAfter = config.stallWarning, .failAfter = config.stallShutdown};
   } else {
     data.spins = {.smallSpin = config.directSpinTime, .largeSpin = config.directSpinTime};
   }

@@ -3,16 +3,56 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "common/logging.h"
 
 namespace hvd::collectives {
 
+namespace {
+
+// How often a watched wait looks at its transfer's progress.
+constexpr std::chrono::milliseconds kStallLook{1000};
+
+std::string stalledFor(const RequestState& s, Clock::duration idle) {
+  return detail::concat(s.description(), ": no data moved for ",
+                        std::chrono::duration_cast<std::chrono::seconds>(idle).count(), " s (",
+                        s.moved, " of ", s.bytes, " bytes done)",
+                        s.describer ? s.describer->peerState() : std::string());
+}
+
+}  // namespace
+
 void Request::wait(Deadline deadline) {
   if (!state_) return;
+  const bool latencyBound = state_->bytes <= kLatencyBoundBytes;
+  const StallWatch watch = engine_->stallWatch();
+  const bool watched = watch.warnAfter.count() > 0 || watch.failAfter.count() > 0;
+  auto lastMove = Clock::now();
+  std::size_t lastMoved = state_->moved;
+  bool warned = false;
   while (!state_->done) {
-    if (Clock::now() >= deadline)
+    auto now = Clock::now();
+    if (now >= deadline)
       throw TimeoutError(state_->description() + ": timed out (the peer stopped or is too slow; "
                                                "HVD_OP_TIMEOUT sets the limit)");
-    engine_->progressUntil(deadline, state_->bytes <= kLatencyBoundBytes);
+    if (!watched) {
+      engine_->progressUntil(deadline, latencyBound);
+      continue;
+    }
+    if (state_->moved != lastMoved) {
+      lastMoved = state_->moved;
+      lastMove = now;
+      warned = false;
+    }
+    auto idle = now - lastMove;
+    if (watch.failAfter.count() > 0 && idle >= watch.failAfter)
+      throw TimeoutError(stalledFor(*state_, idle) +
+                         ", stopping (HVD_STALL_SHUTDOWN_TIME_SECONDS)");
+    if (watch.warnAfter.count() > 0 && idle >= watch.warnAfter && !warned) {
+      warned = true;
+      log::logger("engine")->warn("stall: {} (HVD_STALL_CHECK_TIME_SECONDS)",
+                                  stalledFor(*state_, idle));
+    }
+    engine_->progressUntil(std::min(deadline, now + kStallLook), latencyBound);
   }
   if (state_->error) std::rethrow_exception(state_->error);
 }

@@ -26,6 +26,15 @@ inline constexpr std::size_t kLatencyBoundBytes = 64 * 1024;
 // from them, and each sleep on a large transfer costs a wake-up.
 using BlockedCallers = std::shared_ptr<const std::atomic<int>>;
 
+// How long a wait on one send or receive may go without the transfer moving on. After
+// `warnAfter` it is logged once, naming the peer, the bytes moved and (where the transport can
+// tell) the state of the peer's process; after `failAfter` it fails with TimeoutError. Zero:
+// no limit (the wait's deadline still applies).
+struct StallWatch {
+  std::chrono::milliseconds warnAfter{0};
+  std::chrono::milliseconds failAfter{0};
+};
+
 // How a transport's wait passes the time until its message arrives: polling (yielding the core
 // to any other runnable thread between polls) for up to a spin time, then sleeping in the
 // kernel. Both transports take one.
@@ -38,6 +47,8 @@ struct SpinPolicy {
   std::chrono::microseconds largeSpin{0};
   // While it counts a caller, waits on larger transfers poll for smallSpin too, if longer.
   BlockedCallers blockedCallers = nullptr;
+  // How long a transfer that stopped moving is waited for (Request::wait).
+  StallWatch stall{};
 
   // How long a wait on a message (latency-bound or not) polls before it sleeps.
   std::chrono::microseconds spinFor(bool latencyBound) const;
@@ -58,6 +69,8 @@ class ProgressEngine {
   // Makes a progressUntil running on another thread (or the next one to start) return soon.
   // The only method any thread may call.
   virtual void wake() = 0;
+  // The device's limits for a transfer that stopped moving.
+  virtual StallWatch stallWatch() const { return {}; }
 };
 
 struct RequestState;
@@ -70,6 +83,9 @@ class RequestDescriber {
   virtual ~RequestDescriber() = default;
   // e.g. "rank 0/2: recv from rank 1 (127.0.0.1:3456) tag=0x100000000000007 64 bytes"
   virtual std::string describe(const RequestState& request) const = 0;
+  // What the transport can tell of the peer's process when a transfer stopped moving, e.g.
+  // "; rank 1's process (pid 4242) is stopped (SIGSTOP or a debugger)", or "".
+  virtual std::string peerState() const { return ""; }
 };
 
 struct RequestState {
@@ -78,6 +94,7 @@ struct RequestState {
   const char* verb = "";  // "send to", "recv from"
   uint64_t tag = 0;
   std::size_t bytes = 0;
+  std::size_t moved = 0;  // bytes transferred so far, where the transport counts them
   const RequestDescriber* describer = nullptr;
 
   std::string description() const { return describer ? describer->describe(*this) : verb; }

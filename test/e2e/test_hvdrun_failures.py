@@ -221,3 +221,23 @@ def test_barrier_against_remove_process_set_fails_at_once_on_both_ranks_naming_b
         assert 'ranks {1} wait in barrier "barrier.noname.0"' in m.group(2)
         assert 'ranks {0} wait in remove_process_set' in m.group(2)
     assert r.stdout.count("<stdout>:sum 2.0") == 2
+
+
+@pytest.mark.parametrize("transport", ["shm", "tcp"])
+def test_a_rank_stopped_inside_a_transfer_is_reported_then_fails_the_job(transport):
+    worker = pathlib.Path(__file__).with_name("stop_in_collective_worker.py")
+    started = time.monotonic()
+    r = run_hvdrun("-np", 2, "--transport", transport, "-x", "HVD_STALL_CHECK_TIME_SECONDS=2",
+                   "-x", "HVD_STALL_SHUTDOWN_TIME_SECONDS=4", sys.executable, worker,
+                   timeout=60)
+    took = time.monotonic() - started
+    assert r.returncode == 3, r.stderr[-2000:]
+    # The warning first, then the failure, both naming the stopped peer and the transfer.
+    assert re.search(r"warning \[engine\] stall: rank 0/2: recv from rank 1 .* no data moved "
+                     r"for 2 s \(\d+ of \d+ bytes done\).*HVD_STALL_CHECK_TIME_SECONDS", r.stderr)
+    m = re.search(r"^\[0\]<stdout>:rank 0 failed after ([\d.]+) s: (.*)$", r.stdout, re.M)
+    assert m, r.stdout[-2000:]
+    assert "recv from rank 1" in m.group(2) and "no data moved for 4 s" in m.group(2)
+    if transport == "shm":  # the peer's process state, read from /proc
+        assert "rank 1's process" in m.group(2) and "is stopped" in m.group(2)
+    assert took < 30  # hvdrun wakes the stopped rank to stop it: no 10 s grace for SIGKILL

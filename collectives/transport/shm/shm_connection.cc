@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 
 #include "collectives/transport/shm/shm_device.h"
 #include "common/error.h"
@@ -163,6 +165,7 @@ bool ShmConnection::pumpSends() {
               });
     publish(n);
     op.done += n;
+    op.state->moved = op.done;
     moved = true;
     if (op.done == total) {
       op.state->done = true;
@@ -194,6 +197,7 @@ bool ShmConnection::pumpReceives() {
     }
     consume(n);
     op.done += n;
+    op.state->moved = op.done;
     moved = true;
     if (op.done == total) {
       op.state->done = true;
@@ -201,6 +205,21 @@ bool ShmConnection::pumpReceives() {
     }
   }
   return moved;
+}
+
+std::string ShmConnection::peerState() const {
+  if (peerPid_ <= 0) return "";
+  // /proc/PID/stat: "PID (comm) STATE ...", where comm may itself hold spaces and parentheses.
+  std::ifstream stat("/proc/" + std::to_string(peerPid_) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  auto close = text.rfind(')');
+  if (close == std::string::npos || close + 2 >= text.size()) return "";
+  char state = text[close + 2];
+  std::string who = detail::concat("; rank ", peerRank_, "'s process (pid ", peerPid_, ") is ");
+  if (state == 'T' || state == 't') return who + "stopped (SIGSTOP, a debugger, a paused job)";
+  if (state == 'D') return who + "in uninterruptible sleep (a stuck device or file system)";
+  if (state == 'Z') return who + "a zombie (it exited)";
+  return who + "running";
 }
 
 bool ShmConnection::failIfPeerClosed() {

@@ -40,6 +40,7 @@ class ShmConnection : public Connection, public RequestDescriber {
   Request irecv(MutableBytes data, Tag tag) override;
   void close() override;
   std::string describe(const RequestState& request) const override;
+  std::string peerState() const override;
 
   // For ShmDevice. Moves what the rings allow; true when any byte moved or any request ended.
   bool pump();

@@ -57,6 +57,7 @@ class ShmDevice : public Device,
   void progressUntil(Deadline deadline, bool latencyBound) override;
   void poll() override;
   void wake() override;
+  StallWatch stallWatch() const override { return options_.spins.stall; }
 
   // For ShmConnection.
   void ringDoorbellOf(int peer);

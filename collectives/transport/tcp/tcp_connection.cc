@@ -146,6 +146,7 @@ void TcpConnection::startAsioWrite() {
     if (broken_) return;
     Op& op = sends_.front();
     op.done += got;
+    op.state->moved = op.done;
     if (ec) return failAll(ioError(op, ec, op.done));
     op.state->done = true;
     sends_.pop_front();
@@ -170,6 +171,7 @@ void TcpConnection::startAsioRead() {
     if (broken_) return;
     Op& op = recvs_.front();
     op.done += got;
+    if (op.state) op.state->moved = op.done;
     if (ec) return failAll(ioError(op, ec, op.done));
     completeRead();
   });
@@ -198,6 +200,7 @@ void TcpConnection::readDirect(bool block) {
   ssize_t got = ::recvmsg(socket_.native_handle(), &message, block ? MSG_WAITALL : MSG_DONTWAIT);
   if (got > 0) {
     op.done += static_cast<std::size_t>(got);
+    if (op.state) op.state->moved = op.done;
     if (op.done < sizeof(Header) + op.header.length) return;
     setDirect(false);
     return completeRead();

@@ -61,6 +61,7 @@ class TcpDevice : public Device,
   void progressUntil(Deadline deadline, bool latencyBound) override;
   void poll() override;
   void wake() override;
+  StallWatch stallWatch() const override { return waits_.spins.stall; }
   std::string listenAddress() const;  // "ip:port"
 
   // For TcpConnection: a connection whose front receive is direct registers here while it is,
