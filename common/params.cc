@@ -191,6 +191,12 @@ const std::vector<ParamSpec>& allParams() {
        "300", 0, 86400, false,
        "Seconds an operation may wait for some ranks before the job fails with the stall "
        "report; 0 waits forever."},
+      {"HVD_LIVENESS_TIMEOUT_SECONDS", "", ParamType::Int, "60", 0, 86400, false,
+       "Seconds a rank's engine may go without a sign of life from a peer it depends on "
+       "(every engine sends one each second, also inside collectives; rank 0 watches every "
+       "rank, the others rank 0) before the job fails naming that rank: a process that is "
+       "stopped (SIGSTOP, a debugger, a paused job), hung in the kernel or cut off. A rank "
+       "busy in its training code still sends them. 0: never."},
       {"HVD_PROCESS_SETS", "", ParamType::String, "", 0, 0, false,
        "Process sets created at init, as rank lists separated by ';' (e.g. \"0,1;2,3\"); they "
        "get ids 1, 2, ... in this order."},

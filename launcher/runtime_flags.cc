@@ -54,6 +54,7 @@ constexpr ConfigKey kConfigKeys[] = {
     {"stall_check.enabled", "HVD_STALL_CHECK_DISABLE", Kind::NegatedFlag},
     {"stall_check.warning_time_seconds", "HVD_STALL_CHECK_TIME_SECONDS", Kind::Integer},
     {"stall_check.shutdown_time_seconds", "HVD_STALL_SHUTDOWN_TIME_SECONDS", Kind::Integer},
+    {"stall_check.liveness_timeout_seconds", "HVD_LIVENESS_TIMEOUT_SECONDS", Kind::Integer},
     {"logging.level", "HVD_LOG_LEVEL", Kind::LogLevel},
     {"logging.with_timestamp", "HVD_LOG_HIDE_TIME", Kind::NegatedFlag},
 };

@@ -147,6 +147,7 @@ Config Config::fromParams(const params::ParamValues& v) {
   c.stallCheck = v.getInt("HVD_STALL_CHECK_DISABLE") == 0;
   c.stallWarning = std::chrono::seconds(v.getInt("HVD_STALL_CHECK_TIME_SECONDS"));
   c.stallShutdown = std::chrono::seconds(v.getInt("HVD_STALL_SHUTDOWN_TIME_SECONDS"));
+  c.livenessTimeout = std::chrono::seconds(v.getInt("HVD_LIVENESS_TIMEOUT_SECONDS"));
   if (c.stallShutdown.count() > 0 && c.stallShutdown < c.stallWarning)
     throw InvalidArgument(detail::concat(
         "HVD_STALL_SHUTDOWN_TIME_SECONDS=", c.stallShutdown.count(),

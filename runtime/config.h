@@ -60,6 +60,7 @@ struct Config {
   bool stallCheck = true;
   std::chrono::seconds stallWarning{0};
   std::chrono::seconds stallShutdown{0};
+  std::chrono::seconds livenessTimeout{0};  // HVD_LIVENESS_TIMEOUT_SECONDS; 0: never
   std::vector<std::vector<int32_t>> processSets;  // static sets, created at init
   CpuBinding cpuBinding = CpuBinding::Core;
   std::size_t mallocRetainBytes = 0;  // HVD_MALLOC_RETAIN_MB (runtime/malloc_retention.h)

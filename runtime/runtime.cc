@@ -26,6 +26,7 @@ EngineOptions engineOptions(const Config& c) {
   o.executor.hostname = c.topology.hostname;
   o.cacheCapacity = c.cacheCapacity;
   o.opTimeout = c.opTimeout;
+  o.livenessTimeout = c.livenessTimeout;
   o.spinTime = c.spinTime;
   o.inlineAllreduceBytes = c.inlineAllreduceBytes;
   o.timelinePath = c.timelinePath;

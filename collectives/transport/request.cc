@@ -9,8 +9,10 @@ namespace hvd::collectives {
 
 namespace {
 
-// How often a watched wait looks at its transfer's progress.
+// How often a watched wait looks at its transfer's progress, and calls its thread's pulse.
 constexpr std::chrono::milliseconds kStallLook{1000};
+
+thread_local std::function<void()>* tPulse = nullptr;
 
 std::string stalledFor(const RequestState& s, Clock::duration idle) {
   return detail::concat(s.description(), ": no data moved for ",
@@ -21,11 +23,22 @@ std::string stalledFor(const RequestState& s, Clock::duration idle) {
 
 }  // namespace
 
+WaitPulse::WaitPulse(std::function<void()> pulse) {
+  tPulse = new std::function<void()>(std::move(pulse));
+}
+
+WaitPulse::~WaitPulse() {
+  delete tPulse;
+  tPulse = nullptr;
+}
+
 void Request::wait(Deadline deadline) {
   if (!state_) return;
   const bool latencyBound = state_->bytes <= kLatencyBoundBytes;
   const StallWatch watch = engine_->stallWatch();
-  const bool watched = watch.warnAfter.count() > 0 || watch.failAfter.count() > 0;
+  const bool watched =
+      watch.warnAfter.count() > 0 || watch.failAfter.count() > 0 || tPulse != nullptr;
+  auto nextPulse = Clock::now() + kStallLook;
   auto lastMove = Clock::now();
   std::size_t lastMoved = state_->moved;
   bool warned = false;
@@ -42,6 +55,10 @@ void Request::wait(Deadline deadline) {
       lastMoved = state_->moved;
       lastMove = now;
       warned = false;
+    }
+    if (tPulse && now >= nextPulse) {
+      nextPulse = now + kStallLook;
+      (*tPulse)();
     }
     auto idle = now - lastMove;
     if (watch.failAfter.count() > 0 && idle >= watch.failAfter)

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -98,6 +99,16 @@ struct RequestState {
   const RequestDescriber* describer = nullptr;
 
   std::string description() const { return describer ? describer->describe(*this) : verb; }
+};
+
+// While one lives, Request::wait on its thread calls `pulse` about once a second (the engine
+// sends its heartbeats from inside long collectives this way). One per thread; not nested.
+class WaitPulse {
+ public:
+  explicit WaitPulse(std::function<void()> pulse);
+  ~WaitPulse();
+  WaitPulse(const WaitPulse&) = delete;
+  WaitPulse& operator=(const WaitPulse&) = delete;
 };
 
 class Request {

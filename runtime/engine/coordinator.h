@@ -51,6 +51,7 @@ class Coordinator {
   void submit(int rank, const OpRequest& request, uint64_t cacheId, SteadyTime now,
               std::string inlineData = {});
   void requestShutdown(int rank);
+  bool shutdownRequested(int rank) const { return shutdownRequested_.count(rank) > 0; }
   // Ranks of process set `id` (0 is every rank); empty if it does not exist.
   const std::vector<int32_t>& processSet(int32_t id) const;
 

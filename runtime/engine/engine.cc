@@ -18,6 +18,8 @@ constexpr std::chrono::milliseconds kFatalFlushLimit{5000};
 // and how long it tries to deliver its own.
 constexpr std::chrono::milliseconds kPeerFailureWait{200};
 constexpr std::chrono::milliseconds kFailureNoticeFlush{1000};
+// How often an engine tells its peers it is alive (HVD_LIVENESS_TIMEOUT_SECONDS).
+constexpr std::chrono::milliseconds kHeartbeatInterval{1000};
 
 // `error` with the operation's description in front, of the same type (an IoError stays one).
 std::exception_ptr inOperation(const std::string& description, std::exception_ptr error) {
@@ -202,7 +204,14 @@ bool Engine::takeSubmissions() {
 
 bool Engine::readControl() {
   auto messages = control_->receive();
+  if (!heardInCollective_.empty()) {
+    messages.insert(messages.begin(), std::make_move_iterator(heardInCollective_.begin()),
+                    std::make_move_iterator(heardInCollective_.end()));
+    heardInCollective_.clear();
+  }
+  auto now = Clock::now();
   for (auto& [peer, bytes] : messages) {
+    if (peer >= 0 && peer < static_cast<int>(lastHeard_.size())) lastHeard_[peer] = now;
     if (coordinator_) {
       RequestList list = RequestList::decode(bytes);
       if (!list.failure.empty())
@@ -262,6 +271,7 @@ void Engine::autotune(const ResponseList& list, SteadyTime now) {
 }
 
 void Engine::applyResponses(const ResponseList& list) {
+  if (list.seq == ResponseList::kHeartbeatSeq) return;  // rank 0 is alive; nothing to do
   listsSeen_ = list.seq;
   ++responseLists_;
   for (uint64_t id : list.evictedCacheIds) workerCache_.forget(id);
@@ -436,6 +446,11 @@ void Engine::run(const Response& r, const std::vector<LocalOp*>& ops, int32_t se
   }
   if (!r.inlineResult.empty()) return completeInline(r, ops);
   try {
+    struct InCollective {
+      bool& flag;
+      explicit InCollective(bool& f) : flag(f) { flag = true; }
+      ~InCollective() { flag = false; }
+    } inCollective(inCollective_);
     executor_.run(r, ops, *comm);
   } catch (const InvalidArgument&) {
     for (LocalOp* op : ops)
@@ -514,13 +529,79 @@ collectives::Deadline Engine::nextWake() const {
   return wake;
 }
 
+void Engine::heartbeat() {
+  if (options_.livenessTimeout.count() == 0 || size_ == 1 || inHeartbeat_) return;
+  auto now = Clock::now();
+  if (now < nextHeartbeat_) return;
+  nextHeartbeat_ = now + kHeartbeatInterval;
+  inHeartbeat_ = true;
+  struct Reset {
+    bool& flag;
+    ~Reset() { flag = false; }
+  } reset{inHeartbeat_};
+  if (coordinator_) {
+    ResponseList beat;
+    beat.seq = ResponseList::kHeartbeatSeq;
+    std::string bytes = beat.encode();
+    for (int peer = 1; peer < size_; ++peer) control_->send(peer, bytes);
+  } else {
+    RequestList beat;
+    beat.responseListsSeen = listsSeen_;
+    control_->send(0, beat.encode());
+  }
+}
+
+void Engine::pulseInCollective() {
+  heartbeat();
+  if (options_.livenessTimeout.count() == 0 || size_ == 1) return;
+  // What arrives meanwhile is kept for readControl, in order; only heard and looked at here:
+  // a peer that stopped, or rank 0 saying the job failed, ends this collective now instead of
+  // at its timeout.
+  auto now = Clock::now();
+  for (auto& [peer, bytes] : control_->receive()) {
+    if (peer >= 0 && peer < static_cast<int>(lastHeard_.size())) lastHeard_[peer] = now;
+    if (!coordinator_) {
+      for (const auto& r : ResponseList::decode(bytes).responses)
+        if (r.kind == ResponseKind::Fatal) throw Error(r.message);
+    }
+    heardInCollective_.emplace_back(peer, std::move(bytes));
+  }
+  checkLiveness();
+}
+
+void Engine::checkLiveness() {
+  if (options_.livenessTimeout.count() == 0) return;
+  auto now = Clock::now();
+  for (int peer = 0; peer < size_; ++peer) {
+    // Rank 0 watches every rank; the others watch rank 0 (which would report the rest).
+    if (peer == rank_ || (!coordinator_ && peer != 0)) continue;
+    if (coordinator_ && coordinator_->shutdownRequested(peer)) continue;  // it may have left
+    auto silent = now - lastHeard_[peer];
+    if (silent < options_.livenessTimeout) continue;
+    throw IoError(detail::concat(
+        "rank ", rank_, "/", size_, ": rank ", peer, " has sent nothing for ",
+        std::chrono::duration_cast<std::chrono::seconds>(silent).count(),
+        " s although every engine sends a sign of life each second, also inside collectives: "
+        "its process is stopped (SIGSTOP, a debugger, a paused job), hung in the kernel, or "
+        "cut off from this rank (HVD_LIVENESS_TIMEOUT_SECONDS)"));
+  }
+}
+
 void Engine::loop() {
   pthread_setname_np(pthread_self(), "hvd-engine");
+  lastHeard_.assign(static_cast<std::size_t>(size_), Clock::now());
+  // Waits inside collectives keep this rank's heartbeats going.
+  // Only from a collective's waits: the control channel's own waits must not re-enter it.
+  collectives::WaitPulse pulse([this] {
+    if (inCollective_) pulseInCollective();
+  });
   try {
     Clock::time_point spinUntil{};
     while (!finished_ && !abort_) {
       bool busy = takeSubmissions();
       busy |= readControl();
+      heartbeat();
+      checkLiveness();
       if (coordinator_ && !finished_) busy |= coordinate();
       if (busy) {
         if (options_.spinTime.count() > 0) spinUntil = Clock::now() + options_.spinTime;

@@ -44,6 +44,9 @@ struct EngineOptions {
   ExecutorOptions executor;
   std::size_t cacheCapacity = 1024;
   std::chrono::milliseconds opTimeout{300000};
+  // A peer this engine hears nothing from for this long fails the job (heartbeats every
+  // second); zero: never.
+  std::chrono::milliseconds livenessTimeout{0};
   // After activity, the loop keeps polling this long before it sleeps: the next submission or
   // the coordinator's reply usually follows within microseconds, and catching it by polling
   // saves a kernel wake-up of the engine thread. Handles' wait() polls as long.
@@ -115,6 +118,13 @@ class Engine {
   // Waits up to `wait` for a peer's notice that it failed (a worker's RequestList::failure on
   // rank 0, rank 0's Fatal elsewhere); returns "rank P had failed: ..." or "".
   std::string peerFailure(std::chrono::milliseconds wait);
+  // Sends this rank's heartbeat when one is due (rank 0 to every rank, the others to rank 0).
+  void heartbeat();
+  // About once a second inside a collective's waits: heartbeat, hear the peers, and fail the
+  // collective if one went silent or rank 0 reported the job failed.
+  void pulseInCollective();
+  // Throws IoError naming a peer this engine has not heard from for the liveness timeout.
+  void checkLiveness();
   // Best effort: tells rank 0 (or, on rank 0, every rank) that this engine failed and why.
   void announceFailure(const std::string& why);
   void completeInline(const Response& response, const std::vector<LocalOp*>& ops);
@@ -144,6 +154,14 @@ class Engine {
   std::unique_ptr<LocalOp> join_;
   uint64_t listsSeen_ = 0;
   bool sentShutdown_ = false;
+  // Liveness (engine thread only): when each peer was last heard from, when to send the next
+  // heartbeat, and whether one is being sent (a heartbeat from inside a wait).
+  std::vector<std::chrono::steady_clock::time_point> lastHeard_;
+  std::chrono::steady_clock::time_point nextHeartbeat_{};
+  bool inHeartbeat_ = false;
+  bool inCollective_ = false;  // executor_.run is running a collective
+  // Control messages read by pulseInCollective(), for readControl to handle next.
+  std::vector<std::pair<int, std::string>> heardInCollective_;
   bool finished_ = false;
 
   mutable std::mutex mutex_;

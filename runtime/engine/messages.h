@@ -61,6 +61,8 @@ struct Response {
 };
 
 struct ResponseList {
+  // The seq of rank 0's heartbeat: a list that carries nothing and is not counted.
+  static constexpr uint64_t kHeartbeatSeq = UINT64_MAX;
   uint64_t seq = 0;
   std::vector<uint64_t> evictedCacheIds;
   std::vector<Response> responses;
