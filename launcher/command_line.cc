@@ -60,9 +60,27 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
                             "HVD_START_TIMEOUT"));
   int grace = 10;
   app.add_option("-n,--num-proc", o.np,
-                 "Number of ranks to start (default inside Slurm: the allocation's task count)");
+                 "Number of ranks to start (default inside Slurm: the allocation's task count)")
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            long long n = 0;
+            try {
+              n = std::stoll(value);
+            } catch (const std::exception&) {
+              return "";  // CLI11's conversion reports what is not a number
+            }
+            return n >= 1 ? "" : "must be at least 1, got " + value;
+          },
+          "N >= 1"));
   app.add_option("-H,--hosts", o.hosts,
-                 "Hosts and slots, host:slots[,host:slots] (default localhost:N)");
+                 "Hosts and slots, host:slots[,host:slots] (default localhost:N)")
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            return value.find_first_not_of(" \t,") == std::string::npos
+                       ? "the host list is empty (give host:slots[,host:slots])"
+                       : "";
+          },
+          "HOSTS"));
   app.add_option("--hostfile", o.hostfile, "Hosts from a file of 'host slots=N' lines");
   app.add_option("--start-timeout", startTimeout,
                  "Seconds workers wait for all peers to join (HVD_START_TIMEOUT)")

@@ -1,5 +1,7 @@
 #include "launcher/hostfile.h"
 
+#include <sys/stat.h>
+
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -21,10 +23,15 @@ std::vector<HostSlots> parseHostfile(const std::string& text, const std::string&
     if (!(words >> host)) continue;
     std::string where = detail::concat(path, ":", number);
     HostSlots entry{host, 1};
+    bool slotsGiven = false;
     while (words >> token) {
       const std::string key = "slots=";
       if (token.rfind(key, 0) == 0 || token.rfind("max_slots=", 0) == 0) {
         if (token.rfind(key, 0) != 0) continue;  // max_slots is MPI's cap; slots decides here
+        if (slotsGiven)
+          throw InvalidArgument(where + ": '" + token + "': slots given twice for host '" +
+                                host + "'");
+        slotsGiven = true;
         entry.slots = static_cast<int>(params::parseInt(token.substr(key.size()), 1, 1 << 20,
                                                         where + ": '" + token + "': slots"));
       } else {
@@ -42,6 +49,9 @@ std::vector<HostSlots> parseHostfile(const std::string& text, const std::string&
 }
 
 std::vector<HostSlots> loadHostfile(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw InvalidArgument("--hostfile " + path + ": is a directory, not a hostfile");
   std::ifstream file(path);
   if (!file) throw InvalidArgument("--hostfile " + path + ": cannot read the file");
   std::stringstream text;

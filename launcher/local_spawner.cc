@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,7 +16,9 @@ namespace hvd::launcher {
 namespace {
 
 bool isExecutableFile(const std::string& path) {
-  return ::access(path.c_str(), X_OK) == 0 && ::access(path.c_str(), F_OK) == 0;
+  struct stat st {};
+  return ::access(path.c_str(), X_OK) == 0 && ::stat(path.c_str(), &st) == 0 &&
+         !S_ISDIR(st.st_mode);
 }
 
 std::vector<char*> cStrings(std::vector<std::string>& strings) {
@@ -42,9 +45,13 @@ std::vector<char*> cStrings(std::vector<std::string>& strings) {
   ::dup2(outFd, 1);
   ::dup2(errFd, 2);
   ::execve(path, argv, envp);
-  const char msg[] = "hvdrun: exec failed\n";
-  ssize_t ignored = ::write(2, msg, sizeof msg - 1);
-  (void)ignored;
+  // After fork only async-signal-safe calls: write the parts, no formatting.
+  const char* reason = ::strerror(errno);
+  const char* parts[] = {"hvdrun: cannot run ", path, ": ", reason, "\n"};
+  for (const char* part : parts) {
+    ssize_t ignored = ::write(2, part, ::strlen(part));
+    (void)ignored;
+  }
   ::_exit(127);
 }
 
@@ -55,6 +62,9 @@ std::string resolveExecutable(const std::string& program, const Environment& env
   if (program.find('/') != std::string::npos) {
     if (::access(program.c_str(), F_OK) != 0)
       throw InvalidArgument(program + ": not found");
+    struct stat st {};
+    if (::stat(program.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+      throw InvalidArgument(program + ": is a directory, not a program");
     if (!isExecutableFile(program)) throw InvalidArgument(program + ": not executable");
     return program;
   }

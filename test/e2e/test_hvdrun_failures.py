@@ -127,7 +127,10 @@ def test_second_ctrl_c_kills_at_once(tmp_path):
     (["-H", "a:1:2"], "more than one ':'"),
     (["-H", "localhost:1,,localhost:1"], "entry 2 is empty"),
     (["-np", "5", "-H", "localhost:2,127.0.0.1:2"], "-np 5 is more than the 4 slots of the hosts (localhost:2,127.0.0.1:2)"),
-    (["-np", "0"], "-np 0"),
+    (["-np", "0"], "--num-proc: must be at least 1, got 0"),
+    (["-np", "-1"], "--num-proc: must be at least 1, got -1"),
+    (["-H", ""], "--hosts: the host list is empty"),
+    (["-H", ","], "--hosts: the host list is empty"),
     (["-np", "2", "-H", "localhost:1", "127.0.0.1:1"], "looks like a host spec"),
     (["-np", "2", "-H", "localhost:2"], "no command"),
     (["-np", "1", "no-such-program-hvd"], "no-such-program-hvd: command not found"),
@@ -146,6 +149,27 @@ def test_bad_input_is_refused_before_anything_starts(tmp_path, args, message):
     assert r.returncode != 0
     assert message in r.stderr
     assert not marker.exists()
+
+
+def test_a_directory_as_program_or_hostfile_and_slots_given_twice_are_named(tmp_path):
+    r = run_hvdrun("-np", 1, tmp_path)
+    assert r.returncode != 0 and f"{tmp_path}: is a directory, not a program" in r.stderr
+    r = run_hvdrun("-np", 1, "--hostfile", tmp_path, "true")
+    assert r.returncode != 0 and f"--hostfile {tmp_path}: is a directory, not a hostfile" in r.stderr
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("localhost slots=2 slots=3\n")
+    r = run_hvdrun("-np", 1, "--hostfile", hostfile, "true")
+    assert r.returncode != 0
+    assert f"{hostfile}:1: 'slots=3': slots given twice for host 'localhost'" in r.stderr
+
+
+def test_a_program_that_cannot_be_executed_says_why(tmp_path):
+    script = tmp_path / "no_interpreter"
+    script.write_bytes(b"\x00\x01 not a program")
+    script.chmod(0o755)
+    r = run_hvdrun("-np", 1, script)
+    assert r.returncode != 0
+    assert f"hvdrun: cannot run {script}: Exec format error" in r.stderr
 
 
 def test_missing_np_is_refused():

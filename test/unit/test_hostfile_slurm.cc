@@ -23,6 +23,8 @@ TEST_CASE("hostfile errors name the file, the line and the token") {
   REQUIRE_THROWS_WITH(parseHostfile("a\na slots=3\n", "h.txt"),
                       Catch::Contains("h.txt:2") && Catch::Contains("listed twice"));
   REQUIRE_THROWS_WITH(parseHostfile("# nothing\n\n", "h.txt"), Catch::Contains("lists no hosts"));
+  REQUIRE_THROWS_WITH(parseHostfile("a slots=2 slots=3\n", "h.txt"),
+                      Catch::Contains("h.txt:1: 'slots=3': slots given twice for host 'a'"));
   REQUIRE_THROWS_WITH(parseHostfile("a slots=0\n", "h.txt"), Catch::Contains("out of range"));
   REQUIRE_THROWS_AS(loadHostfile("/nonexistent/hvd-hostfile"), hvd::InvalidArgument);
 }
