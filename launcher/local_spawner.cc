@@ -3,9 +3,12 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <sstream>
@@ -19,6 +22,20 @@ bool isExecutableFile(const std::string& path) {
   struct stat st {};
   return ::access(path.c_str(), X_OK) == 0 && ::stat(path.c_str(), &st) == 0 &&
          !S_ISDIR(st.st_mode);
+}
+
+// A worker gets stdin, stdout and stderr only: not hvdrun's sockets (the rendezvous listener,
+// SSH sessions), pipes or files, which it could hold open past hvdrun or write to. Between fork
+// and exec: async-signal-safe calls only.
+void closeInheritedDescriptors() {
+#ifdef SYS_close_range
+  if (::syscall(SYS_close_range, 3u, ~0u, 0u) == 0) return;
+#endif
+  rlimit limit{};
+  int top = ::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY
+                ? static_cast<int>(std::min<rlim_t>(limit.rlim_cur, 1 << 20))
+                : 1 << 16;
+  for (int fd = 3; fd < top; ++fd) ::close(fd);
 }
 
 std::vector<char*> cStrings(std::vector<std::string>& strings) {
@@ -44,6 +61,7 @@ std::vector<char*> cStrings(std::vector<std::string>& strings) {
   if (devnull >= 0) ::dup2(devnull, 0);
   ::dup2(outFd, 1);
   ::dup2(errFd, 2);
+  closeInheritedDescriptors();
   ::execve(path, argv, envp);
   // After fork only async-signal-safe calls: write the parts, no formatting.
   const char* reason = ::strerror(errno);

@@ -285,3 +285,20 @@ def test_a_stopped_rank_ends_the_job_within_90_s_with_default_settings(where):
     assert m, r.stdout[-2000:]
     assert re.search(r"rank 1 has sent nothing for 6\d s", m.group(3)), m.group(3)
     assert "stopped (SIGSTOP" in m.group(3) and "HVD_LIVENESS_TIMEOUT_SECONDS" in m.group(3)
+
+
+FDS = """
+import os
+fds = {f: os.readlink(f"/proc/self/fd/{f}") for f in os.listdir("/proc/self/fd")
+       if os.path.exists(f"/proc/self/fd/{f}")}
+print("fds", sorted(int(f) for f in fds), flush=True)
+"""
+
+
+def test_a_worker_inherits_no_descriptor_of_hvdrun_beyond_its_standard_streams():
+    # Not the rendezvous listener, SSH sessions or pipes: a worker could keep them open past
+    # hvdrun (or write to them).
+    with open(os.devnull) as stray:  # a descriptor of the caller's, inherited by hvdrun
+        r = run_hvdrun("-np", 2, *python_worker(FDS), pass_fds=(stray.fileno(),))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.count("<stdout>:fds [0, 1, 2]") == 2, r.stdout
