@@ -446,6 +446,29 @@ def test_keras_value_functions_and_errors():
         hk.DistributedOptimizer(keras.optimizers.SGD(), backward_passes_per_step=0)
 
 
+def fit_where_the_last_rank_overflows(optimizer):
+    """A model trained with `optimizer` under mixed_float16 where the last rank's second batch
+    overflows; its weights, which must be finite and the same on every rank."""
+    steps, rows = 4, 4
+    (x, y), _ = keras_data(steps, rows)
+    if hvd.rank() == hvd.size() - 1:
+        x[rows:2 * rows] = np.inf  # the second batch of the last rank overflows
+    model = make_model(seed=5)
+    model.compile(optimizer=optimizer, loss=LOSS)
+    model.fit(x, y, batch_size=rows, epochs=1, shuffle=False, verbose=0,
+              callbacks=[hk.callbacks.BroadcastGlobalVariablesCallback(0)])
+    weights = flat_weights(model).astype(np.float32)
+    assert np.isfinite(weights).all()
+    assert_same_on_all_ranks(weights, "weights")
+    return model
+
+
+def assert_one_step_skipped_everywhere(scale):
+    # One skipped step on every rank: the scale halved once, the same everywhere.
+    assert_same_on_all_ranks(np.array([scale]), "loss scale")
+    assert scale == 32768.0 / 2
+
+
 @pytest.mark.skipif(KERAS2, reason="Keras 3 API; see the _keras2 variant")
 def test_keras_mixed_float16_reduces_before_the_loss_scale_check():
     # A LossScaleOptimizer skips a step whose gradients hold inf or NaN. If each rank checked
@@ -453,24 +476,11 @@ def test_keras_mixed_float16_reduces_before_the_loss_scale_check():
     # reduction; hvd reduces first, so every rank skips together.
     keras.config.set_dtype_policy("mixed_float16")
     try:
-        steps, rows = 4, 4
-        (x, y), _ = keras_data(steps, rows)
-        if hvd.rank() == hvd.size() - 1:
-            x[rows:2 * rows] = np.inf  # the second batch of the last rank overflows
-        model = make_model(seed=5)
         opt = hk.DistributedOptimizer(keras.optimizers.SGD(0.1))
         assert isinstance(opt, keras.optimizers.LossScaleOptimizer)
-        model.compile(optimizer=opt, loss=LOSS)
+        model = fit_where_the_last_rank_overflows(opt)
         assert model.optimizer is opt  # compile() did not wrap it a second time
-        model.fit(x, y, batch_size=rows, epochs=1, shuffle=False, verbose=0,
-                  callbacks=[hk.callbacks.BroadcastGlobalVariablesCallback(0)])
-        weights = flat_weights(model).astype(np.float32)
-        assert np.isfinite(weights).all()
-        assert_same_on_all_ranks(weights, "weights")
-        # One skipped step on every rank: the scale halved once, the same everywhere.
-        scale = float(opt.dynamic_scale.numpy())
-        assert_same_on_all_ranks(np.array([scale]), "loss scale")
-        assert scale == 32768.0 / 2
+        assert_one_step_skipped_everywhere(float(opt.dynamic_scale.numpy()))
     finally:
         keras.config.set_dtype_policy("float32")
 
@@ -480,22 +490,10 @@ def test_keras_mixed_float16_reduces_before_the_loss_scale_check():
 def test_keras2_mixed_float16_reduces_before_the_loss_scale_check(legacy):
     keras.mixed_precision.set_global_policy("mixed_float16")
     try:
-        steps, rows = 4, 4
-        (x, y), _ = keras_data(steps, rows)
-        if hvd.rank() == hvd.size() - 1:
-            x[rows:2 * rows] = np.inf  # the second batch of the last rank overflows
-        model = make_model(seed=5)
         sgd = keras.optimizers.legacy.SGD(0.1) if legacy else keras.optimizers.SGD(0.1)
-        model.compile(optimizer=hk.DistributedOptimizer(sgd), loss=LOSS)
+        model = fit_where_the_last_rank_overflows(hk.DistributedOptimizer(sgd))
         assert isinstance(model.optimizer, keras.mixed_precision.LossScaleOptimizer)
-        model.fit(x, y, batch_size=rows, epochs=1, shuffle=False, verbose=0,
-                  callbacks=[hk.callbacks.BroadcastGlobalVariablesCallback(0)])
-        weights = flat_weights(model).astype(np.float32)
-        assert np.isfinite(weights).all()
-        assert_same_on_all_ranks(weights, "weights")
-        scale = float(model.optimizer.loss_scale.numpy())
-        assert_same_on_all_ranks(np.array([scale]), "loss scale")
-        assert scale == 32768.0 / 2
+        assert_one_step_skipped_everywhere(float(model.optimizer.loss_scale.numpy()))
     finally:
         keras.mixed_precision.set_global_policy("float32")
 
