@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "collectives/transport/request.h"
 #include "common/error.h"
 
 namespace hvd::collectives::gpu {
@@ -100,6 +101,7 @@ void synchronize(cudaStream_t stream, Deadline deadline, const std::string& what
     if (status == cudaSuccess) return;
     if (status != cudaErrorNotReady) checkCuda(status, "cudaStreamQuery", what);
     if (check) check();
+    pulseIfDue();  // the engine's heartbeats go on through a long GPU collective
     if (Clock::now() >= deadline) {
       if (onTimeout) onTimeout();
       throw TimeoutError(what + ": the GPU work did not finish within the operation timeout "

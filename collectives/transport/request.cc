@@ -13,6 +13,7 @@ namespace {
 constexpr std::chrono::milliseconds kStallLook{1000};
 
 thread_local std::function<void()>* tPulse = nullptr;
+thread_local Clock::time_point tNextPulse{};
 
 std::string stalledFor(const RequestState& s, Clock::duration idle) {
   return detail::concat(s.description(), ": no data moved for ",
@@ -25,6 +26,15 @@ std::string stalledFor(const RequestState& s, Clock::duration idle) {
 
 WaitPulse::WaitPulse(std::function<void()> pulse) {
   tPulse = new std::function<void()>(std::move(pulse));
+  tNextPulse = Clock::now() + kStallLook;
+}
+
+void pulseIfDue() {
+  if (!tPulse) return;
+  auto now = Clock::now();
+  if (now < tNextPulse) return;
+  tNextPulse = now + kStallLook;
+  (*tPulse)();
 }
 
 WaitPulse::~WaitPulse() {
@@ -38,7 +48,7 @@ void Request::wait(Deadline deadline) {
   const StallWatch watch = engine_->stallWatch();
   const bool watched =
       watch.warnAfter.count() > 0 || watch.failAfter.count() > 0 || tPulse != nullptr;
-  auto nextPulse = Clock::now() + kStallLook;
+
   auto lastMove = Clock::now();
   std::size_t lastMoved = state_->moved;
   bool warned = false;
@@ -56,10 +66,7 @@ void Request::wait(Deadline deadline) {
       lastMove = now;
       warned = false;
     }
-    if (tPulse && now >= nextPulse) {
-      nextPulse = now + kStallLook;
-      (*tPulse)();
-    }
+    pulseIfDue();
     auto idle = now - lastMove;
     if (watch.failAfter.count() > 0 && idle >= watch.failAfter)
       throw TimeoutError(stalledFor(*state_, idle) +

@@ -111,6 +111,10 @@ class WaitPulse {
   WaitPulse& operator=(const WaitPulse&) = delete;
 };
 
+// Calls this thread's WaitPulse when a second has passed since the last call; for waits that
+// are not Request::wait (a GPU stream's). Cheap when no pulse is set.
+void pulseIfDue();
+
 class Request {
  public:
   Request() = default;
