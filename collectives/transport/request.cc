@@ -12,7 +12,7 @@ namespace {
 // How often a watched wait looks at its transfer's progress, and calls its thread's pulse.
 constexpr std::chrono::milliseconds kStallLook{1000};
 
-thread_local std::function<void()>* tPulse = nullptr;
+thread_local const std::function<void()>* tPulse = nullptr;  // the live WaitPulse's
 thread_local Clock::time_point tNextPulse{};
 
 std::string stalledFor(const RequestState& s, Clock::duration idle) {
@@ -24,8 +24,8 @@ std::string stalledFor(const RequestState& s, Clock::duration idle) {
 
 }  // namespace
 
-WaitPulse::WaitPulse(std::function<void()> pulse) {
-  tPulse = new std::function<void()>(std::move(pulse));
+WaitPulse::WaitPulse(std::function<void()> pulse) : pulse_(std::move(pulse)) {
+  tPulse = &pulse_;
   tNextPulse = Clock::now() + kStallLook;
 }
 
@@ -37,10 +37,7 @@ void pulseIfDue() {
   (*tPulse)();
 }
 
-WaitPulse::~WaitPulse() {
-  delete tPulse;
-  tPulse = nullptr;
-}
+WaitPulse::~WaitPulse() { tPulse = nullptr; }
 
 void Request::wait(Deadline deadline) {
   if (!state_) return;

@@ -109,6 +109,9 @@ class WaitPulse {
   ~WaitPulse();
   WaitPulse(const WaitPulse&) = delete;
   WaitPulse& operator=(const WaitPulse&) = delete;
+
+ private:
+  std::function<void()> pulse_;
 };
 
 // Calls this thread's WaitPulse when a second has passed since the last call; for waits that

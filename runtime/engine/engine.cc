@@ -5,6 +5,7 @@
 #include "common/format.h"
 #include "common/logging.h"
 #include "collectives/algorithms/adasum.h"
+#include "runtime/engine/failure_notice.h"
 #include "runtime/engine/inline_allreduce.h"
 
 namespace hvd::runtime {
@@ -14,38 +15,20 @@ using Clock = std::chrono::steady_clock;
 // How long a failing engine tries to deliver its last messages (the root cause, to rank 0's
 // peers): a peer that is stopped never reads them, and shutdown waits for this thread.
 constexpr std::chrono::milliseconds kFatalFlushLimit{5000};
-// How long a rank whose collective failed listens for a peer's notice that it failed first,
-// and how long it tries to deliver its own.
+// How long a rank whose collective failed listens for a peer's notice that it failed first.
 constexpr std::chrono::milliseconds kPeerFailureWait{200};
-constexpr std::chrono::milliseconds kFailureNoticeFlush{1000};
-// How often an engine tells its peers it is alive (HVD_LIVENESS_TIMEOUT_SECONDS).
-constexpr std::chrono::milliseconds kHeartbeatInterval{1000};
+// A loop that stays busy or spins looks after liveness every this many turns (and before each
+// sleep): not on every turn, whose latency a 4-byte allreduce feels.
 constexpr unsigned kLivenessTurns = 1024;
 
-// `error` with the operation's description in front, of the same type (an IoError stays one).
-std::exception_ptr inOperation(const std::string& description, std::exception_ptr error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const IoError& e) {
-    return std::make_exception_ptr(IoError(detail::concat(description, ": ", e.what())));
-  } catch (const TimeoutError& e) {
-    return std::make_exception_ptr(TimeoutError(detail::concat(description, ": ", e.what())));
-  } catch (const std::exception& e) {
-    return std::make_exception_ptr(Error(detail::concat(description, ": ", e.what())));
-  } catch (...) {
-    return error;
-  }
-}
-
-std::string whatOf(std::exception_ptr error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "unknown error";
-  }
-}
+// Sets a flag for the life of a scope (flags that say what the engine thread is inside).
+struct ScopedFlag {
+  bool& flag;
+  explicit ScopedFlag(bool& f) : flag(f) { flag = true; }
+  ~ScopedFlag() { flag = false; }
+  ScopedFlag(const ScopedFlag&) = delete;
+  ScopedFlag& operator=(const ScopedFlag&) = delete;
+};
 
 std::vector<int> allRanksBut(int size, int self) {
   std::vector<int> ranks;
@@ -68,7 +51,8 @@ Engine::Engine(EngineOptions options, std::unique_ptr<collectives::Comm> data,
       size_(data->size()),
       data_(std::move(data)),
       timeline_(rank_),
-      executor_(options_.executor, timeline_) {
+      executor_(options_.executor, timeline_),
+      liveness_(rank_, size_, options_.livenessTimeout) {
   control_ = std::make_unique<ControlChannel>(
       std::move(control), rank_ == 0 ? allRanksBut(size_, 0) : std::vector<int>{0});
   std::vector<int32_t> world;
@@ -212,7 +196,7 @@ bool Engine::readControl() {
   }
   auto now = messages.empty() ? Clock::time_point{} : Clock::now();
   for (auto& [peer, bytes] : messages) {
-    if (peer >= 0 && peer < static_cast<int>(lastHeard_.size())) lastHeard_[peer] = now;
+    liveness_.heard(peer, now);
     if (coordinator_) {
       RequestList list = RequestList::decode(bytes);
       if (!list.failure.empty())
@@ -318,7 +302,6 @@ void Engine::failNamed(const Response& r, const std::string& message) {
   }
 }
 
-
 void Engine::execute(const Response& r) {
   std::vector<std::unique_ptr<LocalOp>> owned;
   std::vector<LocalOp*> ops;
@@ -344,9 +327,9 @@ void Engine::execute(const Response& r) {
     // Every rank announces before it listens: ranks that waited for each other's notice
     // before sending their own would each hear nothing.
     auto error = std::current_exception();
-    std::string cause = peerFailure(std::chrono::milliseconds(0));
-    announceFailure(whatOf(error));
-    if (cause.empty()) cause = peerFailure(kPeerFailureWait);
+    std::string cause = peerFailure(*control_, rank_, std::chrono::milliseconds(0));
+    announceFailure(*control_, rank_, size_, whatOf(error));
+    if (cause.empty()) cause = peerFailure(*control_, rank_, kPeerFailureWait);
     auto reported = cause.empty() ? error
                                   : std::make_exception_ptr(IoError(detail::concat(
                                         whatOf(error), "; ", cause)));
@@ -355,56 +338,6 @@ void Engine::execute(const Response& r) {
         finishOp(*op, inOperation(op->handle->description(), reported));
     if (!cause.empty()) std::rethrow_exception(reported);
     throw;
-  }
-}
-
-std::string Engine::peerFailure(std::chrono::milliseconds wait) {
-  auto deadline = Clock::now() + wait;
-  try {
-    for (;;) {
-      for (auto& [peer, bytes] : control_->receiveSurviving()) {
-        if (coordinator_) {
-          RequestList list = RequestList::decode(bytes);
-          if (!list.failure.empty())
-            return detail::concat("rank ", peer, " had failed: ", list.failure);
-        } else {
-          for (const auto& r : ResponseList::decode(bytes).responses)
-            if (r.kind == ResponseKind::Fatal) return "the job had failed: " + r.message;
-        }
-      }
-      if (Clock::now() >= deadline) break;
-      control_->waitForActivity(std::min(deadline, Clock::now() + std::chrono::milliseconds(10)));
-    }
-  } catch (const std::exception&) {
-    // The control links are failing too; what arrived before is all there is.
-  }
-  return "";
-}
-
-void Engine::announceFailure(const std::string& why) {
-  try {
-    if (coordinator_) {
-      ResponseList list;
-      Response r;
-      r.kind = ResponseKind::Fatal;
-      r.message = why;
-      list.responses.push_back(r);
-      std::string bytes = list.encode();
-      for (int peer = 1; peer < size_; ++peer) {
-        try {
-          control_->send(peer, bytes);
-        } catch (const std::exception&) {
-          // That peer's link broke (it may be the one that died); tell the others.
-        }
-      }
-    } else {
-      RequestList list;
-      list.failure = detail::concat("rank ", rank_, ": ", why);
-      control_->send(0, list.encode());
-    }
-    control_->flush(Clock::now() + kFailureNoticeFlush);
-  } catch (const std::exception&) {
-    // Best effort: the peers that cannot be told learn it from their broken links.
   }
 }
 
@@ -447,11 +380,7 @@ void Engine::run(const Response& r, const std::vector<LocalOp*>& ops, int32_t se
   }
   if (!r.inlineResult.empty()) return completeInline(r, ops);
   try {
-    struct InCollective {
-      bool& flag;
-      explicit InCollective(bool& f) : flag(f) { flag = true; }
-      ~InCollective() { flag = false; }
-    } inCollective(inCollective_);
+    ScopedFlag inCollective(inCollective_);
     executor_.run(r, ops, *comm);
   } catch (const InvalidArgument&) {
     for (LocalOp* op : ops)
@@ -491,12 +420,7 @@ void Engine::finishOp(LocalOp& op, std::exception_ptr error) {
 }
 
 void Engine::failEverything(std::exception_ptr error) {
-  std::string why;
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    why = e.what();
-  }
+  std::string why = whatOf(error);
   log::logger("engine")->error("rank {}: stopping: {}", rank_, why);
   auto fatal = std::make_exception_ptr(Error(why));
   std::vector<std::unique_ptr<LocalOp>> queued;
@@ -514,7 +438,7 @@ void Engine::failEverything(std::exception_ptr error) {
   join_.reset();
   // Tell the other ranks the root cause (rank 0 tells every rank, the others tell rank 0), so
   // their operations fail with it too.
-  announceFailure(why);
+  announceFailure(*control_, rank_, size_, why);
   try {  // best effort: a peer that died or stopped does not read, so not for long
     control_->flush(Clock::now() + std::min<std::chrono::milliseconds>(options_.opTimeout,
                                                                         kFatalFlushLimit));
@@ -531,15 +455,8 @@ collectives::Deadline Engine::nextWake() const {
 }
 
 void Engine::heartbeat() {
-  if (options_.livenessTimeout.count() == 0 || size_ == 1 || inHeartbeat_) return;
-  auto now = Clock::now();
-  if (now < nextHeartbeat_) return;
-  nextHeartbeat_ = now + kHeartbeatInterval;
-  inHeartbeat_ = true;
-  struct Reset {
-    bool& flag;
-    ~Reset() { flag = false; }
-  } reset{inHeartbeat_};
+  if (inHeartbeat_ || !liveness_.heartbeatDue(Clock::now())) return;
+  ScopedFlag sending(inHeartbeat_);
   if (coordinator_) {
     ResponseList beat;
     beat.seq = ResponseList::kHeartbeatSeq;
@@ -554,13 +471,13 @@ void Engine::heartbeat() {
 
 void Engine::pulseInCollective() {
   heartbeat();
-  if (options_.livenessTimeout.count() == 0 || size_ == 1) return;
+  if (!liveness_.enabled()) return;
   // What arrives meanwhile is kept for readControl, in order; only heard and looked at here:
   // a peer that stopped, or rank 0 saying the job failed, ends this collective now instead of
   // at its timeout.
   auto now = Clock::now();
   for (auto& [peer, bytes] : control_->receive()) {
-    if (peer >= 0 && peer < static_cast<int>(lastHeard_.size())) lastHeard_[peer] = now;
+    liveness_.heard(peer, now);
     if (!coordinator_) {
       for (const auto& r : ResponseList::decode(bytes).responses)
         if (r.kind == ResponseKind::Fatal) throw Error(r.message);
@@ -571,26 +488,15 @@ void Engine::pulseInCollective() {
 }
 
 void Engine::checkLiveness() {
-  if (options_.livenessTimeout.count() == 0) return;
-  auto now = Clock::now();
-  for (int peer = 0; peer < size_; ++peer) {
-    // Rank 0 watches every rank; the others watch rank 0 (which would report the rest).
-    if (peer == rank_ || (!coordinator_ && peer != 0)) continue;
-    if (coordinator_ && coordinator_->shutdownRequested(peer)) continue;  // it may have left
-    auto silent = now - lastHeard_[peer];
-    if (silent < options_.livenessTimeout) continue;
-    throw IoError(detail::concat(
-        "rank ", rank_, "/", size_, ": rank ", peer, " has sent nothing for ",
-        std::chrono::duration_cast<std::chrono::seconds>(silent).count(),
-        " s although every engine sends a sign of life each second, also inside collectives: "
-        "its process is stopped (SIGSTOP, a debugger, a paused job), hung in the kernel, or "
-        "cut off from this rank (HVD_LIVENESS_TIMEOUT_SECONDS)"));
-  }
+  auto silent = liveness_.silentPeer(Clock::now(), [this](int peer) {
+    return coordinator_ && coordinator_->shutdownRequested(peer);
+  });
+  if (silent) throw IoError(*silent);
 }
 
 void Engine::loop() {
   pthread_setname_np(pthread_self(), "hvd-engine");
-  lastHeard_.assign(static_cast<std::size_t>(size_), Clock::now());
+  liveness_.start(Clock::now());
   // Waits inside collectives keep this rank's heartbeats going; only a collective's waits,
   // since the control channel's own must not re-enter it.
   collectives::WaitPulse pulse([this] {
@@ -598,8 +504,6 @@ void Engine::loop() {
   });
   try {
     Clock::time_point spinUntil{};
-    // Liveness is looked after before each sleep, and every kLivenessTurns turns of a loop
-    // that stays busy or spins: not on every turn, whose latency a 4-byte allreduce feels.
     unsigned turns = 0;
     while (!finished_ && !abort_) {
       bool busy = takeSubmissions();

@@ -33,6 +33,7 @@
 #include "runtime/engine/control_channel.h"
 #include "runtime/engine/coordinator.h"
 #include "runtime/engine/executor.h"
+#include "runtime/engine/liveness.h"
 #include "runtime/engine/local_op.h"
 #include "runtime/engine/response_cache.h"
 #include "runtime/engine/timeline.h"
@@ -115,9 +116,6 @@ class Engine {
   void execute(const Response& response);
   // execute()'s work on the operations it took from waiting_ (null: not submitted here).
   void run(const Response& response, const std::vector<LocalOp*>& ops, int32_t setId);
-  // Waits up to `wait` for a peer's notice that it failed (a worker's RequestList::failure on
-  // rank 0, rank 0's Fatal elsewhere); returns "rank P had failed: ..." or "".
-  std::string peerFailure(std::chrono::milliseconds wait);
   // Sends this rank's heartbeat when one is due (rank 0 to every rank, the others to rank 0).
   void heartbeat();
   // About once a second inside a collective's waits: heartbeat, hear the peers, and fail the
@@ -125,8 +123,6 @@ class Engine {
   void pulseInCollective();
   // Throws IoError naming a peer this engine has not heard from for the liveness timeout.
   void checkLiveness();
-  // Best effort: tells rank 0 (or, on rank 0, every rank) that this engine failed and why.
-  void announceFailure(const std::string& why);
   void completeInline(const Response& response, const std::vector<LocalOp*>& ops);
   void failNamed(const Response& response, const std::string& message);
   void finishOp(LocalOp& op, std::exception_ptr error);
@@ -154,10 +150,9 @@ class Engine {
   std::unique_ptr<LocalOp> join_;
   uint64_t listsSeen_ = 0;
   bool sentShutdown_ = false;
-  // Liveness (engine thread only): when each peer was last heard from, when to send the next
-  // heartbeat, and whether one is being sent (a heartbeat from inside a wait).
-  std::vector<std::chrono::steady_clock::time_point> lastHeard_;
-  std::chrono::steady_clock::time_point nextHeartbeat_{};
+  // Liveness (engine thread only), and whether a heartbeat is being sent (one from inside a
+  // wait must not start another).
+  Liveness liveness_;
   bool inHeartbeat_ = false;
   bool inCollective_ = false;  // executor_.run is running a collective
   // Control messages read by pulseInCollective(), for readControl to handle next.

@@ -1,0 +1,28 @@
+// How a failing engine tells its peers why, and how a rank whose link broke learns that the
+// peer failed first: rank 0 sends a Fatal response to every rank, the others send rank 0 a
+// RequestList carrying `failure`. Best effort: a dead peer reads nothing. Engine thread only.
+#pragma once
+
+#include <chrono>
+#include <exception>
+#include <string>
+
+#include "runtime/engine/control_channel.h"
+
+namespace hvd::runtime {
+
+// `error` with the operation's description in front, of the same type (an IoError stays one).
+std::exception_ptr inOperation(const std::string& description, std::exception_ptr error);
+
+// The error's message ("unknown error" for what is not a std::exception).
+std::string whatOf(std::exception_ptr error);
+
+// Sends this rank's failure (`why`) and waits up to a second for it to leave. Never throws.
+void announceFailure(ControlChannel& control, int rank, int size, const std::string& why);
+
+// Waits up to `wait` for a peer's notice that it failed ("rank P had failed: ..." on rank 0,
+// "the job had failed: ..." elsewhere), reading what the living peers sent; "" if none came.
+// Never throws.
+std::string peerFailure(ControlChannel& control, int rank, std::chrono::milliseconds wait);
+
+}  // namespace hvd::runtime
