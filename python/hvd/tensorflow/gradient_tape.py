@@ -2,6 +2,7 @@
 over the ranks, as horovod.tensorflow's."""
 from __future__ import annotations
 
+import zlib
 from typing import Any, NamedTuple
 
 import tensorflow as tf
@@ -51,6 +52,15 @@ def reduce_gradients(grads, options: ReduceOptions, name: str):
     for i, g in zip(present, reduced):
         flat[i] = g
     return tf.nest.pack_sequence_as(grads, flat)
+
+
+def reduction_name(prefix: str, variables) -> str:
+    """A gradient reduction's name from what every rank agrees on, the variables' shapes and
+    dtypes: frameworks' own names (adam_1, dense_3/kernel) count the objects each process
+    happened to create, so they differ between ranks that built their models differently (one
+    loaded a checkpoint). The shapes tell two optimizers of one job (a GAN's) apart."""
+    signature = repr([(tuple(v.shape), str(v.dtype)) for v in variables])
+    return f"{prefix}.{zlib.crc32(signature.encode()):08x}"
 
 
 class LocalSources:

@@ -24,14 +24,13 @@ never depends on the training step's ops and placeholders.
 """
 from __future__ import annotations
 
-import zlib
-
 import tensorflow as tf
 
 from hvd._basics import Average, global_process_set
 from hvd.tensorflow import mpi_ops, replicas
 from hvd.tensorflow.compression import Compression
-from hvd.tensorflow.gradient_tape import LocalSources, reduce_gradients_of, reduce_options
+from hvd.tensorflow.gradient_tape import (LocalSources, reduce_gradients_of, reduce_options,
+                                          reduction_name)
 
 _V1Optimizer = tf.compat.v1.train.Optimizer
 
@@ -74,11 +73,8 @@ class _DistributedOptimizer(_V1Optimizer):
     def _reduce(self, grads, variables):
         replicas.check_before_reduction(self._guard,
                                         [v for v in variables if v not in self._local])
-        # Named by what every rank agrees on: the optimizer's name and the variables' shapes.
-        signature = repr([(tuple(v.shape), v.dtype.name) for v in variables])
         return reduce_gradients_of(grads, variables, self._local, self._scale_local,
-                                   self._options,
-                                   f"{self.get_name()}.{zlib.crc32(signature.encode()):08x}")
+                                   self._options, reduction_name(self.get_name(), variables))
 
     def _accumulate(self, grads, variables):
         """Horovod's local aggregation: each pass adds its gradients to local accumulators;

@@ -15,15 +15,13 @@ the same gradients and takes the same branch.
 """
 from __future__ import annotations
 
-import zlib
-
 import keras
 
 from hvd._basics import Average, global_process_set
 from hvd.tensorflow import replicas
 from hvd.tensorflow.compression import Compression
 from hvd.tensorflow.gradient_tape import (LocalSources, local_layer_variables,
-                                          reduce_gradients_of, reduce_options)
+                                          reduce_gradients_of, reduce_options, reduction_name)
 
 
 _UNSET = object()
@@ -40,11 +38,6 @@ class _Reducing:
     _hvd_guard = _UNSET  # the replica check's, made at the first reduction
 
     def _hvd_reduce(self, grads, variables):
-        # Named by what every rank agrees on: Keras's own names (adam_1, dense_3/kernel) count
-        # the objects each process happened to create, so they differ between ranks that built
-        # their models differently (one loaded a checkpoint). The shapes tell two optimizers of
-        # one job (a GAN's) apart.
-        signature = repr([(tuple(v.shape), str(v.dtype)) for v in variables])
         if self._hvd_guard is _UNSET:
             # The starting weights, unless BroadcastGlobalVariablesCallback waits for the end
             # of the first batch (a model built by it): then after the first update.
@@ -56,7 +49,7 @@ class _Reducing:
                                         self._hvd_updates_done())
         return reduce_gradients_of(grads, variables, self._hvd_local, self._hvd_scale_local,
                                    self._hvd_options,
-                                   f"DistributedOptimizer.{zlib.crc32(signature.encode()):08x}")
+                                   reduction_name("DistributedOptimizer", variables))
 
     def _hvd_updates_done(self):
         """The updates applied so far: Keras counts iterations per batch, and an optimizer
