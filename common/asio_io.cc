@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "common/frame.h"
+#include "common/handshake_listener.h"
 
 namespace hvd::io {
 namespace {
@@ -64,6 +65,7 @@ void connect(tcp::socket& socket, const std::string& host, uint16_t port, Deadli
   for (;;) {
     if (socket.is_open()) socket.close(ec);
     socket.open(endpoint.protocol());
+    setCloseOnExec(socket.native_handle());
     if (bufferBytes > 0) setBufferSizes(socket, bufferBytes);
     bool done = false;
     error_code result;
@@ -130,44 +132,34 @@ std::vector<uint8_t> readFrame(tcp::socket& socket, Deadline deadline, const std
 }
 
 void authenticateAsConnector(tcp::socket& socket, const std::string& secret,
-                             const std::string& context, Deadline deadline,
-                             const std::string& what) {
+                             const std::string& context, const std::vector<uint8_t>& claim,
+                             Deadline deadline, const std::string& what) {
   std::array<uint8_t, auth::kMagic.size()> magic{};
   auth::Nonce acceptorNonce{};
   readExact(socket, asio::buffer(magic), deadline, what + ": handshake");
   if (magic != auth::kMagic)
     throw IoError(what + ": " + peerName(socket) + " does not speak the hvd protocol");
   readExact(socket, asio::buffer(acceptorNonce), deadline, what + ": handshake");
+  std::string bound = context;
+  bound.append(claim.begin(), claim.end());
   auth::Nonce ownNonce = auth::randomNonce();
-  auth::Digest proof = auth::connectorProof(secret, acceptorNonce, ownNonce, context);
-  writeAll(socket, {asio::buffer(ownNonce), asio::buffer(proof)}, deadline, what + ": handshake");
+  auth::Digest proof = auth::connectorProof(secret, acceptorNonce, ownNonce, bound);
+  writeAll(socket, {asio::buffer(ownNonce), asio::buffer(proof), asio::buffer(claim)}, deadline,
+           what + ": handshake");
   auth::Digest answer{};
   try {
     readExact(socket, asio::buffer(answer), deadline, what + ": handshake");
   } catch (const IoError& e) {
+    // The acceptor also drops handshakes that take longer than its deadline, so this is not
+    // necessarily about the secret; its log says which.
     throw IoError(what + ": authentication failed: " + peerName(socket) +
-                  " rejected our proof (is HVD_SECRET the job's secret?): " + e.what());
+                  " closed the connection after our proof (it refuses a proof made with another "
+                  "secret, HVD_SECRET, and drops a handshake slower than its "
+                  "HVD_HANDSHAKE_TIMEOUT_SECONDS): " + e.what());
   }
-  if (!auth::digestsEqual(answer, auth::acceptorProof(secret, acceptorNonce, ownNonce, context)))
+  if (!auth::digestsEqual(answer, auth::acceptorProof(secret, acceptorNonce, ownNonce, bound)))
     throw IoError(what + ": authentication failed: " + peerName(socket) +
                   " does not know the job secret");
-}
-
-void authenticateAsAcceptor(tcp::socket& socket, const std::string& secret,
-                            const std::string& context, Deadline deadline,
-                            const std::string& what) {
-  auth::Nonce ownNonce = auth::randomNonce();
-  writeAll(socket, {asio::buffer(auth::kMagic), asio::buffer(ownNonce)}, deadline,
-           what + ": handshake");
-  auth::Nonce connectorNonce{};
-  auth::Digest proof{};
-  readExact(socket, asio::buffer(connectorNonce), deadline, what + ": handshake");
-  readExact(socket, asio::buffer(proof), deadline, what + ": handshake");
-  if (!auth::digestsEqual(proof, auth::connectorProof(secret, ownNonce, connectorNonce, context)))
-    throw IoError(what + ": authentication failed: " + peerName(socket) +
-                  " does not know the job secret");
-  auth::Digest answer = auth::acceptorProof(secret, ownNonce, connectorNonce, context);
-  writeAll(socket, {asio::buffer(answer)}, deadline, what + ": handshake");
 }
 
 std::string peerName(const tcp::socket& socket) {

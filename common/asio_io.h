@@ -42,14 +42,12 @@ void writeFrame(tcp::socket& socket, const std::vector<uint8_t>& payload, Deadli
                 const std::string& what);
 std::vector<uint8_t> readFrame(tcp::socket& socket, Deadline deadline, const std::string& what);
 
-// The two sides of the HMAC handshake (common/auth.h). Throw IoError ("authentication failed")
-// when the peer's proof is wrong. `context` is bound into both proofs.
+// The connecting side of the HMAC handshake (common/auth.h; io::HandshakeListener is the other
+// side). `context` and then `claim` (sent after the proof, e.g. the connector's rank) are bound
+// into both proofs. Throws IoError ("authentication failed") when the acceptor's proof is wrong.
 void authenticateAsConnector(tcp::socket& socket, const std::string& secret,
-                             const std::string& context, Deadline deadline,
-                             const std::string& what);
-void authenticateAsAcceptor(tcp::socket& socket, const std::string& secret,
-                            const std::string& context, Deadline deadline,
-                            const std::string& what);
+                             const std::string& context, const std::vector<uint8_t>& claim,
+                             Deadline deadline, const std::string& what);
 
 // "ip:port" of the socket's peer, or "unknown peer".
 std::string peerName(const tcp::socket& socket);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "common/error.h"
+#include "common/handshake_listener.h"
 
 extern char** environ;
 
@@ -48,6 +49,11 @@ const std::vector<ParamSpec>& allParams() {
        "it, and hvdrun waits for --min-np slots after losing workers."},
       {"HVD_START_TIMEOUT", "HOROVOD_START_TIMEOUT", ParamType::Int, "30", 1, 86400, false,
        "Seconds a worker waits for all peers to join the rendezvous and connect."},
+      {"HVD_HANDSHAKE_TIMEOUT_SECONDS", "", ParamType::Int,
+       std::to_string(io::kDefaultHandshakeTimeout.count()), 1, 600, false,
+       "Seconds a connection to a worker's or the rendezvous's listening port may take to "
+       "prove it knows the job secret before it is dropped. Handshakes run side by side, so a "
+       "stranger that connects and stays silent delays nobody; this only bounds what it holds."},
       {"HVD_OP_TIMEOUT", "", ParamType::Int, "300", 1, 86400, false,
        "Seconds a collective may wait on a peer before failing with a timeout naming it."},
       {"HVD_ALLREDUCE_RING_THRESHOLD", "", ParamType::Int, "131072", 0, INT64_MAX, false,

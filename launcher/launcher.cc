@@ -186,6 +186,14 @@ Environment commonWorkerParams(const LaunchOptions& o) {
   return extra;
 }
 
+// How long the rendezvous gives a connection to prove the job secret: the workers' value.
+std::chrono::milliseconds handshakeTimeout(const LaunchOptions& o, const Environment& base) {
+  Environment env = base;
+  for (const auto& [name, value] : o.runtimeParams) env[name] = value;
+  return std::chrono::seconds(
+      params::ParamValues::fromMap(env).getInt("HVD_HANDSHAKE_TIMEOUT_SECONDS"));
+}
+
 // torch.distributed's env:// rendezvous, which torchrun gives a script (RANK, WORLD_SIZE and
 // LOCAL_RANK are placement variables): MASTER_ADDR, rank 0's host as the other hosts reach it,
 // and MASTER_PORT, a port free on this machine now. A value the user set (in hvdrun's
@@ -329,7 +337,8 @@ int launchElastic(const LaunchOptions& o, const Environment& base) {
     hosts = [&] { return discovery->latest(); };
   }
   auto [bindAddress, localAddress] = elasticRendezvousAddress(launch.interfaces, remotePossible);
-  rendezvous::RendezvousServer server(bindAddress, launch.job.secret);
+  rendezvous::RendezvousServer server(bindAddress, launch.job.secret, 0,
+                                      handshakeTimeout(o, base));
   launch.job.rendezvousAddr = localAddress;
   launch.job.rendezvousPort = server.port();
   if (bindAddress != "0.0.0.0") launch.remoteRendezvousAddr = bindAddress;
@@ -378,7 +387,7 @@ int launch(const LaunchOptions& options) {
   std::string bindAddress = rendezvousAddress(plan, targets, checked.ready, interfaces);
 
   JobIdentity job = newJobIdentity();
-  rendezvous::RendezvousServer server(bindAddress, job.secret);
+  rendezvous::RendezvousServer server(bindAddress, job.secret, 0, handshakeTimeout(options, base));
   job.rendezvousAddr = server.address();
   job.rendezvousPort = server.port();
   log->info("job {}: {} ranks on {}; rendezvous at {}:{}", job.jobId, placements.size(),

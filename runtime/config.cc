@@ -110,6 +110,7 @@ Config Config::fromParams(const params::ParamValues& v) {
                             "hands each worker the job secret");
   }
   c.startTimeout = std::chrono::seconds(v.getInt("HVD_START_TIMEOUT"));
+  c.handshakeTimeout = std::chrono::seconds(v.getInt("HVD_HANDSHAKE_TIMEOUT_SECONDS"));
   c.opTimeout = std::chrono::seconds(v.getInt("HVD_OP_TIMEOUT"));
   c.ringThresholdBytes = static_cast<std::size_t>(v.getInt("HVD_ALLREDUCE_RING_THRESHOLD"));
   c.segmentBytes = static_cast<std::size_t>(v.getInt("HVD_SEGMENT_BYTES"));

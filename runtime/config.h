@@ -29,6 +29,7 @@ struct Config {
   // this worker reaches hvdrun over loopback but the round has workers on other hosts.
   std::string peerAddress;
   std::chrono::milliseconds startTimeout{};
+  std::chrono::milliseconds handshakeTimeout{};  // HVD_HANDSHAKE_TIMEOUT_SECONDS
   std::chrono::milliseconds opTimeout{};
   // How long a caller waits on a handle: twice the op timeout. The engine fails a hung
   // operation within the op timeout of its last progress, with the specific reason (the peer,

@@ -63,8 +63,8 @@ std::unique_ptr<Comm> connectScope(const Config& config, rendezvous::Store& stor
       shm = false;
     }
   }
-  auto device = collectives::tcp::TcpDevice::create(bindAddress, config.secret,
-                                                    config.socketBufferBytes, waits);
+  auto device = collectives::tcp::TcpDevice::create(
+      bindAddress, config.secret, config.socketBufferBytes, waits, config.handshakeTimeout);
   auto comm = device->connectAll(t.rank, t.size, scoped, config.startTimeout, config.opTimeout);
   log->info("{}: tcp on {}", scope, device->listenAddress());
   return comm;
@@ -86,8 +86,8 @@ void serveRendezvousOnce(const Config& config) {
         config.externalLauncher, ": rank 0 serves the rendezvous, but HVD_RENDEZVOUS_ADDR=",
         config.rendezvousAddr, " is not an address of its host ", config.topology.hostname,
         " (set it to the host of rank 0, e.g. the first node of the allocation)"));
-  server = std::make_unique<rendezvous::RendezvousServer>(bindAddress, config.secret,
-                                                          config.rendezvousPort);
+  server = std::make_unique<rendezvous::RendezvousServer>(
+      bindAddress, config.secret, config.rendezvousPort, config.handshakeTimeout);
   log::logger("runtime")->info("serving the rendezvous at {}:{} for {}", bindAddress,
                                config.rendezvousPort, config.externalLauncher);
 }

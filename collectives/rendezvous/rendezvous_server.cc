@@ -5,9 +5,10 @@
 
 #include "collectives/rendezvous/key_value_table.h"
 #include "collectives/rendezvous/protocol.h"
-#include "common/auth.h"
 #include "common/error.h"
 #include "common/frame.h"
+#include "common/handshake_listener.h"
+#include "common/asio_io.h"
 #include "common/logging.h"
 
 namespace hvd::rendezvous {
@@ -17,13 +18,21 @@ using asio::ip::tcp;
 using boost::system::error_code;
 namespace proto = rendezvous::protocol;
 
+// Unauthenticated connections held at once; a new one evicts the oldest (an honest worker
+// authenticates within milliseconds).
+constexpr std::size_t kMaxPendingHandshakes = 128;
+// A frame's body grows by at most this much per read.
+constexpr std::size_t kBodyChunk = 64 << 10;
+
 struct Session;
 
 // Shared state; touched only on the io_context thread.
 struct RendezvousServer::State {
+  explicit State(std::chrono::milliseconds handshake) : handshakeTimeout(handshake) {}
   asio::io_context io;
   tcp::acceptor acceptor{io};
-  std::string secret;
+  std::chrono::milliseconds handshakeTimeout;
+  std::unique_ptr<io::HandshakeListener> listener;  // after io and acceptor: stops first
   rendezvous::KeyValueTable table;
   struct Waiter {
     std::vector<std::string> keys;
@@ -31,65 +40,58 @@ struct RendezvousServer::State {
     std::shared_ptr<asio::steady_timer> timer;
   };
   std::list<Waiter> waiters;
-  std::atomic<int> rejected{0};
+  std::atomic<int> rejected{0};  // malformed frames; the listener counts failed handshakes
 
-  void accept();
   void wakeWaiters();
 };
 
-// One client connection: handshake, then request/response frames in order.
+// One authenticated client connection: request/response frames in order.
 struct Session : std::enable_shared_from_this<Session> {
-  Session(tcp::socket s, RendezvousServer::State& st) : socket(std::move(s)), state(st) {
-    error_code ec;
-    auto ep = socket.remote_endpoint(ec);
-    peer = ec ? "unknown" : ep.address().to_string() + ":" + std::to_string(ep.port());
-  }
-
-  void start() {
-    nonce = auth::randomNonce();
-    std::array<asio::const_buffer, 2> hello = {asio::buffer(auth::kMagic), asio::buffer(nonce)};
-    auto self = shared_from_this();
-    asio::async_write(socket, hello, [this, self](error_code ec, std::size_t) {
-      if (ec) return drop("handshake write: " + ec.message());
-      asio::async_read(socket, asio::buffer(proofIn), [this, self](error_code e, std::size_t) {
-        if (e) return reject("no handshake (" + e.message() + ")");
-        onProof();
-      });
-    });
-  }
-
-  void onProof() {
-    auth::Nonce theirs;
-    auth::Digest proof;
-    std::memcpy(theirs.data(), proofIn.data(), theirs.size());
-    std::memcpy(proof.data(), proofIn.data() + theirs.size(), proof.size());
-    if (!auth::digestsEqual(proof, auth::connectorProof(state.secret, nonce, theirs,
-                                                         proto::kAuthContext)))
-      return reject("authentication failed (wrong or missing job secret)");
-    answer = auth::acceptorProof(state.secret, nonce, theirs, proto::kAuthContext);
-    auto self = shared_from_this();
-    asio::async_write(socket, asio::buffer(answer), [this, self](error_code ec, std::size_t) {
-      if (ec) return drop("handshake write: " + ec.message());
-      readRequest();
-    });
+  Session(tcp::socket s, RendezvousServer::State& st)
+      : socket(std::move(s)), state(st), bodyTimer(st.io) {
+    peer = io::peerName(socket);
   }
 
   void readRequest() {
     auto self = shared_from_this();
     asio::async_read(socket, asio::buffer(header), [this, self](error_code ec, std::size_t) {
       if (ec) return drop(ec == asio::error::eof ? "" : ec.message());
-      std::size_t n;
       try {
-        n = frame::decodeHeader(header, peer);
+        announced = frame::decodeHeader(header, peer);
       } catch (const Error& e) {
         return reject(e.what());
       }
-      body.resize(n);
-      asio::async_read(socket, asio::buffer(body), [this, self](error_code e, std::size_t) {
-        if (e) return drop(e.message());
-        onRequest();
-      });
+      body.clear();
+      readBody();
     });
+  }
+
+  // The body is read as it arrives, never allocated from the announced size up front, and it
+  // must keep coming: a peer silent mid-frame for the handshake timeout is dropped.
+  void readBody() {
+    if (body.size() == announced) {
+      bodyTimer.cancel();
+      return onRequest();
+    }
+    auto self = shared_from_this();
+    bodyTimer.expires_after(state.handshakeTimeout);
+    bodyTimer.async_wait([this, self](error_code ec) {
+      if (ec) return;
+      reject(detail::concat("sent ", body.size(), " of the ", announced,
+                            " bytes its frame announced, then nothing for ",
+                            state.handshakeTimeout.count(), " ms"));
+    });
+    std::size_t had = body.size();
+    body.resize(had + std::min(kBodyChunk, announced - had));
+    socket.async_read_some(asio::buffer(body.data() + had, body.size() - had),
+                           [this, self, had](error_code ec, std::size_t n) {
+                             if (ec) {
+                               bodyTimer.cancel();
+                               return drop(ec.message());
+                             }
+                             body.resize(had + n);
+                             readBody();
+                           });
   }
 
   void onRequest() {
@@ -169,24 +171,12 @@ struct Session : std::enable_shared_from_this<Session> {
 
   tcp::socket socket;
   RendezvousServer::State& state;
+  asio::steady_timer bodyTimer;
   std::string peer;
-  auth::Nonce nonce{};
-  std::array<uint8_t, auth::kNonceBytes + auth::kDigestBytes> proofIn{};
-  auth::Digest answer{};
   frame::Header header{};
+  std::size_t announced = 0;
   std::vector<uint8_t> body;
 };
-
-void RendezvousServer::State::accept() {
-  acceptor.async_accept([this](error_code ec, tcp::socket socket) {
-    if (ec == asio::error::operation_aborted) return;
-    if (!ec) {
-      socket.set_option(tcp::no_delay(true));
-      std::make_shared<Session>(std::move(socket), *this)->start();
-    }
-    accept();
-  });
-}
 
 void RendezvousServer::State::wakeWaiters() {
   for (auto it = waiters.begin(); it != waiters.end();) {
@@ -202,9 +192,8 @@ void RendezvousServer::State::wakeWaiters() {
 }
 
 RendezvousServer::RendezvousServer(const std::string& bindAddress, std::string secret,
-                                   uint16_t port)
-    : state_(std::make_shared<State>()) {
-  state_->secret = std::move(secret);
+                                   uint16_t port, std::chrono::milliseconds handshakeTimeout)
+    : state_(std::make_shared<State>(handshakeTimeout)) {
   error_code ec;
   tcp::endpoint endpoint(asio::ip::make_address(bindAddress, ec), port);
   if (ec) throw InvalidArgument("rendezvous: cannot bind '" + bindAddress + "': " + ec.message());
@@ -214,8 +203,16 @@ RendezvousServer::RendezvousServer(const std::string& bindAddress, std::string s
   if (ec)
     throw IoError("rendezvous: cannot bind " + bindAddress + ":" + std::to_string(port) + ": " +
                   ec.message());
-  state_->acceptor.listen();
-  state_->accept();
+  state_->acceptor.listen(asio::socket_base::max_listen_connections);
+  State* st = state_.get();
+  state_->listener = std::make_unique<io::HandshakeListener>(
+      state_->acceptor,
+      io::ListenerOptions{"rendezvous", "rdzv", std::move(secret), proto::kAuthContext, 0,
+                          handshakeTimeout, kMaxPendingHandshakes},
+      [st](tcp::socket socket, std::vector<uint8_t>) {
+        std::make_shared<Session>(std::move(socket), *st)->readRequest();
+      });
+  state_->listener->start();
   thread_ = std::thread([st = state_] {
     pthread_setname_np(pthread_self(), "hvd-rdzv");
     st->io.run();
@@ -225,6 +222,7 @@ RendezvousServer::RendezvousServer(const std::string& bindAddress, std::string s
 RendezvousServer::~RendezvousServer() {
   state_->io.stop();
   if (thread_.joinable()) thread_.join();
+  state_->listener->stop();
 }
 
 std::string RendezvousServer::address() const {
@@ -233,6 +231,8 @@ std::string RendezvousServer::address() const {
 
 uint16_t RendezvousServer::port() const { return state_->acceptor.local_endpoint().port(); }
 
-int RendezvousServer::rejectedConnections() const { return state_->rejected.load(); }
+int RendezvousServer::rejectedConnections() const {
+  return state_->rejected.load() + state_->listener->rejected();
+}
 
 }  // namespace hvd::rendezvous

@@ -1,24 +1,30 @@
 // The job's rendezvous key-value store (served by hvdrun, or by rank 0 itself when an external
 // launcher such as srun or mpirun started the ranks), served over TCP with Boost.Asio (protocol:
 // collectives/rendezvous/protocol.h). Every connection must pass the HMAC handshake on the job
-// secret before its first request; one that fails is logged and dropped. A frame announcing
-// more than the cap is refused from its header.
+// secret before its first request, within the handshake timeout and with at most a fixed
+// number pending (common/handshake_listener.h); one that fails is logged and dropped. A frame
+// announcing more than the cap is refused from its header, and a body is read as it arrives.
 // Thread model: one io_context thread owns all state (table, waiters, sessions); the public
 // methods only start and stop it.
 #pragma once
 
 #include <boost/asio.hpp>
 
+#include <chrono>
+
 #include <memory>
 #include <string>
 #include <thread>
+
+#include "common/handshake_listener.h"
 
 namespace hvd::rendezvous {
 
 class RendezvousServer {
  public:
   // Binds bindAddress on `port` (0: an ephemeral one) and starts serving on a background thread.
-  RendezvousServer(const std::string& bindAddress, std::string secret, uint16_t port = 0);
+  RendezvousServer(const std::string& bindAddress, std::string secret, uint16_t port = 0,
+                   std::chrono::milliseconds handshakeTimeout = io::kDefaultHandshakeTimeout);
   ~RendezvousServer();
 
   std::string address() const;

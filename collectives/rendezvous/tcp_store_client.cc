@@ -6,14 +6,27 @@ namespace hvd::rendezvous {
 
 using Clock = std::chrono::steady_clock;
 
+namespace {
+constexpr int kHandshakeAttempts = 3;
+}
+
 TcpStoreClient::TcpStoreClient(const std::string& host, uint16_t port, const std::string& secret,
                                std::chrono::milliseconds connectTimeout,
                                std::chrono::milliseconds requestTimeout)
     : server_(host + ":" + std::to_string(port)), requestTimeout_(requestTimeout) {
   auto deadline = Clock::now() + connectTimeout;
   std::string what = "rendezvous server " + server_;
-  io::connect(socket_, host, port, deadline, what);
-  io::authenticateAsConnector(socket_, secret, protocol::kAuthContext, deadline, what);
+  // The server evicts the oldest unauthenticated connection when too many are pending (a
+  // flood of strangers), so a dropped handshake is tried again, a few times.
+  for (int attempt = 1;; ++attempt) {
+    try {
+      io::connect(socket_, host, port, deadline, what);
+      io::authenticateAsConnector(socket_, secret, protocol::kAuthContext, {}, deadline, what);
+      return;
+    } catch (const IoError& e) {
+      if (attempt == kHandshakeAttempts || Clock::now() >= deadline) throw;
+    }
+  }
 }
 
 protocol::Response TcpStoreClient::call(const protocol::Request& request,

@@ -5,6 +5,7 @@
 #include "collectives/algorithms/allreduce.h"
 #include "collectives/rendezvous/in_memory_store.h"
 #include "collectives/transport/tcp/tcp_device.h"
+#include "common/auth.h"
 #include "test/ranks/run_ranks.h"
 
 using namespace hvd;
@@ -16,9 +17,10 @@ namespace {
 
 std::exception_ptr runRank(int rank, int n, rendezvous::Store& store, const std::string& secret,
                            std::chrono::milliseconds timeout,
-                           const std::function<void(Comm&)>& fn = nullptr) {
+                           const std::function<void(Comm&)>& fn = nullptr,
+                           std::chrono::milliseconds handshakeTimeout = std::chrono::seconds(5)) {
   try {
-    auto device = tcp::TcpDevice::create("127.0.0.1", secret);
+    auto device = tcp::TcpDevice::create("127.0.0.1", secret, 0, {}, handshakeTimeout);
     auto comm = device->connectAll(rank, n, store, timeout, timeout);
     if (fn) fn(*comm);
     return nullptr;
@@ -27,7 +29,105 @@ std::exception_ptr runRank(int rank, int n, rendezvous::Store& store, const std:
   }
 }
 
+uint16_t portOf(const rendezvous::Bytes& address) {
+  std::string a(address.begin(), address.end());
+  return static_cast<uint16_t>(std::stoi(a.substr(a.rfind(':') + 1)));
+}
+
+std::vector<uint8_t> claim(uint32_t from, uint32_t to) {
+  std::vector<uint8_t> out;
+  for (uint32_t v : {from, to})
+    for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<uint8_t>(v >> shift));
+  return out;
+}
+
 }  // namespace
+
+TEST_CASE("silent strangers on a rank's port delay nobody: handshakes run side by side") {
+  // Three connections that never speak, made while rank 0 waits for its peers. One at a time
+  // with a 10 s handshake deadline each, they held the job for 30 s; side by side, the peers
+  // connect at once, well inside a 3 s start timeout.
+  rendezvous::InMemoryStore store;
+  std::exception_ptr e[3];
+  auto timeout = std::chrono::seconds(3);
+  std::thread rank0([&] { e[0] = runRank(0, 3, store, "s", timeout, nullptr, std::chrono::seconds(10)); });
+  uint16_t port = portOf(store.waitGet("tcp/0", std::chrono::seconds(5)));
+  asio::io_context io;
+  std::vector<asio::ip::tcp::socket> strangers;
+  for (int i = 0; i < 3; ++i) {
+    strangers.emplace_back(io);
+    strangers.back().connect({asio::ip::make_address("127.0.0.1"), port});
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // rank 0 has accepted them
+  std::thread rank1([&] { e[1] = runRank(1, 3, store, "s", timeout); });
+  std::thread rank2([&] { e[2] = runRank(2, 3, store, "s", timeout); });
+  rank0.join();
+  rank1.join();
+  rank2.join();
+  for (auto& x : e) CHECK(messageOf(x) == "");
+}
+
+TEST_CASE("a rank's port closes once its peers are connected") {
+  rendezvous::InMemoryStore store;
+  std::exception_ptr e0, e1;
+  std::atomic<bool> connected{false}, checked{false};
+  uint16_t port = 0;
+  std::thread rank0([&] {
+    e0 = runRank(0, 2, store, "s", std::chrono::seconds(5), [&](Comm&) {
+      connected = true;
+      while (!checked) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    });
+  });
+  port = portOf(store.waitGet("tcp/0", std::chrono::seconds(5)));
+  std::thread rank1([&] { e1 = runRank(1, 2, store, "s", std::chrono::seconds(5)); });
+  while (!connected) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  asio::io_context io;
+  asio::ip::tcp::socket late(io);
+  boost::system::error_code ec;
+  late.connect({asio::ip::make_address("127.0.0.1"), port}, ec);
+  checked = true;
+  rank0.join();
+  rank1.join();
+  CHECK(ec == asio::error::connection_refused);
+  CHECK(messageOf(e0) == "");
+  CHECK(messageOf(e1) == "");
+}
+
+TEST_CASE("the claimed ranks are bound into the proof: a peer cannot claim what it did not prove") {
+  rendezvous::InMemoryStore store;
+  std::exception_ptr e0, e1;
+  auto timeout = std::chrono::seconds(3);
+  std::thread rank0([&] { e0 = runRank(0, 2, store, "s", timeout); });
+  uint16_t port = portOf(store.waitGet("tcp/0", std::chrono::seconds(5)));
+  auto attempt = [&](const std::vector<uint8_t>& proven, const std::vector<uint8_t>& sent) {
+    // Proves `proven` with the right secret, but sends `sent` as the claim.
+    asio::io_context io;
+    asio::ip::tcp::socket s(io);
+    s.connect({asio::ip::make_address("127.0.0.1"), port});
+    std::array<uint8_t, 36> hello{};
+    asio::read(s, asio::buffer(hello));
+    auth::Nonce theirs{}, mine = auth::randomNonce();
+    std::copy(hello.begin() + 4, hello.end(), theirs.begin());
+    std::string context = "hvd-tcp" + std::string(proven.begin(), proven.end());
+    auto proof = auth::connectorProof("s", theirs, mine, context);
+    std::vector<asio::const_buffer> out = {asio::buffer(mine), asio::buffer(proof),
+                                           asio::buffer(sent)};
+    asio::write(s, out);
+    boost::system::error_code ec;
+    std::array<uint8_t, 32> answer{};
+    asio::read(s, asio::buffer(answer), ec);
+    return ec;
+  };
+  // Proven as rank 1 but claiming rank 5: the proof fails.
+  CHECK(attempt(claim(1, 0), claim(5, 0)) == asio::error::eof);
+  // Proven and claimed, but for a rank that does not exist: authenticated, then dropped.
+  attempt(claim(7, 0), claim(7, 0));
+  std::thread rank1([&] { e1 = runRank(1, 2, store, "s", timeout); });
+  rank0.join();
+  rank1.join();
+  CHECK(messageOf(e0) == "");
+  CHECK(messageOf(e1) == "");
+}
 
 TEST_CASE("a connection without the job secret is dropped and the job still connects") {
   rendezvous::InMemoryStore store;
@@ -42,7 +142,7 @@ TEST_CASE("a connection without the job secret is dropped and the job still conn
                     static_cast<uint16_t>(std::stoi(address.substr(address.rfind(':') + 1)))});
   std::array<uint8_t, 36> hello{};
   asio::read(intruder, asio::buffer(hello));
-  std::array<uint8_t, 64> forged{};
+  std::array<uint8_t, 72> forged{};  // nonce, proof and claimed ranks
   asio::write(intruder, asio::buffer(forged));
   boost::system::error_code ec;
   std::array<uint8_t, 1> byte{};

@@ -74,12 +74,47 @@ TEST_CASE("the rendezvous server refuses an oversized frame from its header") {
   asio::ip::tcp::socket socket(io);
   auto deadline = io::Clock::now() + 2s;
   io::connect(socket, server.address(), server.port(), deadline, "test");
-  io::authenticateAsConnector(socket, "secret", protocol::kAuthContext, deadline, "test");
+  io::authenticateAsConnector(socket, "secret", protocol::kAuthContext, {}, deadline, "test");
   std::array<uint8_t, 4> header = {0x7f, 0xff, 0xff, 0xff};  // ~2 GiB announced
   asio::write(socket, asio::buffer(header));
   boost::system::error_code ec;
   std::array<uint8_t, 1> byte{};
   asio::read(socket, asio::buffer(byte), ec);
   CHECK(ec == asio::error::eof);
+  CHECK(rejectedReaches(server, 1));
+}
+
+TEST_CASE("200 silent connections to the rendezvous delay no client, and each is dropped") {
+  rendezvous::RendezvousServer server("127.0.0.1", "secret", 0, 1s);
+  asio::io_context io;
+  std::vector<asio::ip::tcp::socket> strangers;
+  for (int i = 0; i < 200; ++i) {
+    strangers.emplace_back(io);
+    strangers.back().connect({asio::ip::make_address(server.address()), server.port()});
+  }
+  // Side by side with the strangers' handshakes (and evicting the oldest of them), an honest
+  // client is served at once: a 500 ms connect timeout is plenty.
+  TcpStoreClient client(server.address(), server.port(), "secret", 500ms);
+  client.set("k", bytes("v"));
+  CHECK(client.get("k") == bytes("v"));
+  // Every stranger is evicted or times out.
+  CHECK(rejectedReaches(server, 200));
+}
+
+TEST_CASE("a frame whose body stops arriving is dropped after the handshake timeout") {
+  rendezvous::RendezvousServer server("127.0.0.1", "secret", 0, 300ms);
+  asio::io_context io;
+  asio::ip::tcp::socket socket(io);
+  auto deadline = io::Clock::now() + 2s;
+  io::connect(socket, server.address(), server.port(), deadline, "test");
+  io::authenticateAsConnector(socket, "secret", protocol::kAuthContext, {}, deadline, "test");
+  std::array<uint8_t, 14> partial = {0x00, 0xff, 0x00, 0x00, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  asio::write(socket, asio::buffer(partial));  // announces 16 MiB, sends 10 bytes
+  auto started = io::Clock::now();
+  boost::system::error_code ec;
+  std::array<uint8_t, 1> byte{};
+  asio::read(socket, asio::buffer(byte), ec);
+  CHECK(ec == asio::error::eof);
+  CHECK(io::Clock::now() - started < 2s);
   CHECK(rejectedReaches(server, 1));
 }

@@ -11,6 +11,7 @@
 
 #include "collectives/transport/tcp/tcp_connection.h"
 #include "common/asio_io.h"
+#include "common/handshake_listener.h"
 #include "common/format.h"
 #include "common/spin.h"
 #include "common/logging.h"
@@ -25,6 +26,8 @@ namespace {
 
 const std::string kAuthContext = "hvd-tcp";
 constexpr std::chrono::microseconds kNoSpin{0};
+// Unauthenticated connections a rank's listener holds at once (a new one evicts the oldest).
+constexpr std::size_t kMaxPendingHandshakes = 16;
 
 std::pair<std::string, uint16_t> splitAddress(const std::string& address) {
   auto colon = address.rfind(':');
@@ -32,37 +35,56 @@ std::pair<std::string, uint16_t> splitAddress(const std::string& address) {
   return {address.substr(0, colon), static_cast<uint16_t>(std::stoi(address.substr(colon + 1)))};
 }
 
+// What a connecting rank claims, bound into its handshake proof: its rank and the rank it
+// means to reach, big-endian.
+constexpr std::size_t kClaimBytes = 8;
+
+std::vector<uint8_t> claimOf(int from, int to) {
+  std::vector<uint8_t> out;
+  for (uint32_t v : {static_cast<uint32_t>(from), static_cast<uint32_t>(to)})
+    for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<uint8_t>(v >> shift));
+  return out;
+}
+
+uint32_t claimed(const std::vector<uint8_t>& claim, std::size_t at) {
+  uint32_t v = 0;
+  for (std::size_t i = at; i < at + 4; ++i) v = (v << 8) | claim[i];
+  return v;
+}
+
 }  // namespace
 
 std::shared_ptr<TcpDevice> TcpDevice::create(const std::string& bindAddress, std::string secret,
-                                             std::size_t socketBufferBytes,
-                                             WaitPolicy waits) {
-  return std::shared_ptr<TcpDevice>(
-      new TcpDevice(bindAddress, std::move(secret), socketBufferBytes, waits));
+                                             std::size_t socketBufferBytes, WaitPolicy waits,
+                                             std::chrono::milliseconds handshakeTimeout) {
+  return std::shared_ptr<TcpDevice>(new TcpDevice(bindAddress, std::move(secret),
+                                                  socketBufferBytes, waits, handshakeTimeout));
 }
 
 TcpDevice::TcpDevice(const std::string& bindAddress, std::string secret,
-                     std::size_t socketBufferBytes, WaitPolicy waits)
-    : secret_(std::move(secret)), socketBufferBytes_(socketBufferBytes), waits_(waits) {
+                     std::size_t socketBufferBytes, WaitPolicy waits,
+                     std::chrono::milliseconds handshakeTimeout)
+    : secret_(std::move(secret)), socketBufferBytes_(socketBufferBytes), waits_(waits),
+      handshakeTimeout_(handshakeTimeout) {
   error_code ec;
   auto address = asio::ip::make_address(bindAddress, ec);
   if (ec) throw InvalidArgument("tcp: cannot bind '" + bindAddress + "': not an IP address");
   tcp::endpoint endpoint(address, 0);
   acceptor_.open(endpoint.protocol());
+  io::setCloseOnExec(acceptor_.native_handle());
   // Accepted sockets inherit these, in time for the handshake that fixes the window scale.
   if (socketBufferBytes_ > 0) io::setBufferSizes(acceptor_, socketBufferBytes_);
   acceptor_.bind(endpoint, ec);
   if (ec) throw IoError("tcp: cannot bind " + bindAddress + ": " + ec.message());
   acceptor_.listen(asio::socket_base::max_listen_connections);
+  auto ep = acceptor_.local_endpoint();
+  listenAddress_ = ep.address().to_string() + ":" + std::to_string(ep.port());
   wakeFd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wakeFd_ < 0) throw IoError(std::string("tcp: eventfd: ") + std::strerror(errno));
   wakeDescriptor_.assign(wakeFd_);  // closes it with the device
 }
 
-std::string TcpDevice::listenAddress() const {
-  auto ep = acceptor_.local_endpoint();
-  return ep.address().to_string() + ":" + std::to_string(ep.port());
-}
+std::string TcpDevice::listenAddress() const { return listenAddress_; }
 
 void TcpDevice::progressUntil(Deadline deadline, bool latencyBound) {
   progressWithSpin(deadline, waits_.spins.spinFor(latencyBound));
@@ -164,6 +186,30 @@ std::unique_ptr<Comm> TcpDevice::connectAll(int rank, int size, rendezvous::Stor
   auto log = log::logger("tcp");
   std::string self = detail::concat("rank ", rank, "/", size);
   std::vector<std::shared_ptr<Connection>> connections(size);
+  // Higher ranks connect to this one. Their handshakes run on io_ whenever this thread drives
+  // it (also while it connects to lower ranks), all at once, so a stranger delays nobody.
+  std::vector<std::shared_ptr<Connection>> accepted;
+  std::vector<bool> seen(size, false);
+  io::HandshakeListener listener(
+      acceptor_,
+      {self, "tcp", secret_, kAuthContext, kClaimBytes, handshakeTimeout_, kMaxPendingHandshakes},
+      [&](tcp::socket socket, std::vector<uint8_t> claim) {
+        uint32_t from = claimed(claim, 0), to = claimed(claim, 4);
+        if (to != static_cast<uint32_t>(rank) || from <= static_cast<uint32_t>(rank) ||
+            from >= static_cast<uint32_t>(size) || seen[from]) {
+          log->warn("{}: dropped the connection from {}: it proved rank {} connecting to rank "
+                    "{}, which is not a peer this rank expects{}",
+                    self, io::peerName(socket), from, to,
+                    from < static_cast<uint32_t>(size) && seen[from] ? " (already connected)"
+                                                                      : "");
+          return;
+        }
+        seen[from] = true;
+        accepted.push_back(std::make_shared<TcpConnection>(
+            std::move(socket), *this, rank, size, static_cast<int>(from),
+            waits_.mode == WaitMode::Blocking));
+      });
+  listener.start();
   store.set("tcp/" + std::to_string(rank), [&] {
     std::string a = listenAddress();
     return rendezvous::Bytes(a.begin(), a.end());
@@ -188,18 +234,10 @@ std::unique_ptr<Comm> TcpDevice::connectAll(int rank, int size, rendezvous::Stor
     connections[r] =
         connectTo(rank, size, r, std::string(value->begin(), value->end()), deadline, store);
   }
-  std::vector<std::shared_ptr<Connection>> accepted;
+  auto nextCheck = Clock::now() + std::chrono::seconds(1);
   while (static_cast<int>(accepted.size()) < size - 1 - rank) {
-    try {
-      // In slices, so that a job that gave up on this rendezvous (an elastic job's superseded
-      // round) is noticed before the deadline.
-      auto slice = std::min(deadline, Clock::now() + std::chrono::seconds(1));
-      if (auto c = acceptOne(rank, size, accepted, slice, deadline)) accepted.push_back(c);
-    } catch (const TimeoutError&) {
-      if (Clock::now() < deadline) {
-        store.checkAbandoned();
-        continue;
-      }
+    auto now = Clock::now();
+    if (now >= deadline) {
       std::set<int> absent, silent;  // never joined the rendezvous / joined but did not connect
       for (int r = rank + 1; r < size; ++r) absent.insert(r);
       for (auto& c : accepted) absent.erase(c->peerRank());
@@ -218,7 +256,16 @@ std::unique_ptr<Comm> TcpDevice::connectAll(int rank, int size, rendezvous::Stor
                                         " s waiting for peers to connect:", why,
                                         " (did they start? HVD_START_TIMEOUT sets the limit)"));
     }
+    if (now >= nextCheck) {
+      // A job that gave up on this rendezvous (an elastic job's superseded round) is noticed
+      // before the deadline.
+      store.checkAbandoned();
+      nextCheck = now + std::chrono::seconds(1);
+    }
+    // Peers connect when they start: nothing to gain by polling for them.
+    progressWithSpin(std::min(deadline, nextCheck), kNoSpin);
   }
+  listener.stop();  // closes the listening socket: nobody may connect after set-up
   for (auto& c : accepted) connections[c->peerRank()] = c;
   log->debug("{}: connected to {} peers", self, size - 1);
   return std::make_unique<Comm>(rank, size, std::move(connections), opTimeout,
@@ -238,55 +285,9 @@ std::shared_ptr<Connection> TcpDevice::connectTo(int rank, int size, int peer,
     nextCheck = Clock::now() + std::chrono::seconds(1);
     store.checkAbandoned();
   });
-  io::authenticateAsConnector(socket, secret_, kAuthContext, deadline, what);
-  uint32_t ownRank = static_cast<uint32_t>(rank);
-  io::writeAll(socket, {asio::buffer(&ownRank, sizeof ownRank)}, deadline, what);
+  io::authenticateAsConnector(socket, secret_, kAuthContext, claimOf(rank, peer), deadline, what);
   return std::make_shared<TcpConnection>(std::move(socket), *this, rank, size, peer,
                                          waits_.mode == WaitMode::Blocking);
-}
-
-std::shared_ptr<Connection> TcpDevice::acceptOne(
-    int rank, int size, const std::vector<std::shared_ptr<Connection>>& accepted,
-    Deadline acceptBy, Deadline deadline) {
-  tcp::socket socket(io_);
-  bool done = false;
-  error_code result;
-  acceptor_.async_accept(socket, [&](const error_code& e) {
-    result = e;
-    done = true;
-  });
-  while (!done) {
-    if (Clock::now() >= acceptBy) {
-      acceptor_.cancel();
-      while (!done) progressWithSpin(Clock::now() + std::chrono::seconds(1), kNoSpin);
-      // A connection that completed as the accept was cancelled is kept.
-      if (!result) break;
-      throw TimeoutError("accept timed out");
-    }
-    // Peers connect when they start: nothing to gain by polling for them.
-    progressWithSpin(acceptBy, kNoSpin);
-  }
-  if (result) throw IoError(detail::concat("rank ", rank, "/", size, ": accept: ", result.message()));
-  socket.set_option(tcp::no_delay(true));
-  std::string peerName = io::peerName(socket);
-  std::string what = detail::concat("rank ", rank, "/", size, ": connection from ", peerName);
-  try {
-    // A silent or slow stranger must not hold up the job for long.
-    auto handshakeDeadline = std::min(deadline, Clock::now() + std::chrono::seconds(10));
-    io::authenticateAsAcceptor(socket, secret_, kAuthContext, handshakeDeadline, what);
-    uint32_t peer = 0;
-    io::readExact(socket, asio::buffer(&peer, sizeof peer), handshakeDeadline, what);
-    bool duplicate = false;
-    for (auto& c : accepted) duplicate |= c->peerRank() == static_cast<int>(peer);
-    if (static_cast<int>(peer) <= rank || static_cast<int>(peer) >= size || duplicate)
-      throw IoError(detail::concat(what, ": claims rank ", peer,
-                                   ", which is not an expected peer"));
-    return std::make_shared<TcpConnection>(std::move(socket), *this, rank, size,
-                                           static_cast<int>(peer), waits_.mode == WaitMode::Blocking);
-  } catch (const Error& e) {
-    log::logger("tcp")->warn("rejected {}", e.what());
-    return nullptr;
-  }
 }
 
 }  // namespace hvd::collectives::tcp

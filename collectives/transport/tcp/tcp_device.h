@@ -1,7 +1,9 @@
 // The TCP transport's Device: owns one io_context and a listening socket. connectAll publishes
 // "tcp/<rank>" = "ip:port" in the store, connects to every lower rank and accepts every higher
-// rank, each link authenticated with the job secret (common/auth.h); a connection that fails
-// the handshake is logged and dropped, and the device keeps accepting.
+// rank, each link authenticated with the job secret and the two ranks bound into the proof
+// (common/handshake_listener.h: handshakes run concurrently under a deadline, so a stranger
+// cannot hold up the job); a connection that fails the handshake is logged and dropped, and
+// the listening socket closes once every peer is connected.
 // Thread model: there is no I/O thread. The thread that waits on a Request runs the io_context
 // (progressUntil), so a waiting rank sleeps in the kernel (after the bounded spin its
 // WaitPolicy gives), and a small message costs no thread hand-off.
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "collectives/transport/device.h"
+#include "common/handshake_listener.h"
 
 namespace hvd::collectives::tcp {
 
@@ -51,9 +54,11 @@ class TcpDevice : public Device,
   // Binds `bindAddress` (e.g. "127.0.0.1") on an ephemeral port. A non-zero socketBufferBytes
   // sets every link's SO_SNDBUF/SO_RCVBUF before it connects: large buffers let one syscall move
   // megabytes, where the kernel's starting window moves tens of kilobytes.
-  static std::shared_ptr<TcpDevice> create(const std::string& bindAddress, std::string secret,
-                                           std::size_t socketBufferBytes = 0,
-                                           WaitPolicy waits = {});
+  // A connecting peer must finish its handshake within handshakeTimeout.
+  static std::shared_ptr<TcpDevice> create(
+      const std::string& bindAddress, std::string secret, std::size_t socketBufferBytes = 0,
+      WaitPolicy waits = {},
+      std::chrono::milliseconds handshakeTimeout = io::kDefaultHandshakeTimeout);
 
   std::unique_ptr<Comm> connectAll(int rank, int size, rendezvous::Store& store,
                                    std::chrono::milliseconds connectTimeout,
@@ -62,7 +67,8 @@ class TcpDevice : public Device,
   void poll() override;
   void wake() override;
   StallWatch stallWatch() const override { return waits_.spins.stall; }
-  std::string listenAddress() const;  // "ip:port"
+  // "ip:port"; the port stays closed once connectAll has connected every peer.
+  std::string listenAddress() const;
 
   // For TcpConnection: a connection whose front receive is direct registers here while it is,
   // and counts the Asio operations it has in flight.
@@ -73,7 +79,7 @@ class TcpDevice : public Device,
 
  private:
   TcpDevice(const std::string& bindAddress, std::string secret, std::size_t socketBufferBytes,
-            WaitPolicy waits);
+            WaitPolicy waits, std::chrono::milliseconds handshakeTimeout);
   // progressUntil with an explicit spin (progressUntil takes it from the WaitPolicy).
   void progressWithSpin(Deadline deadline, std::chrono::microseconds spin);
   // Polls the direct receives' sockets (and the wake-up) until one is ready, `spin` has
@@ -87,18 +93,13 @@ class TcpDevice : public Device,
   // not given this rendezvous up (the peer may have died after publishing its address).
   std::shared_ptr<Connection> connectTo(int rank, int size, int peer, const std::string& address,
                                         Deadline deadline, rendezvous::Store& store);
-  // Accepts one authenticated peer with a rank in (rank, size) not yet in `accepted`; returns
-  // null for a rejected connection. Throws TimeoutError when no peer connected by `acceptBy`;
-  // the handshake of one that did is bounded by `deadline`.
-  std::shared_ptr<Connection> acceptOne(int rank, int size,
-                                        const std::vector<std::shared_ptr<Connection>>& accepted,
-                                        Deadline acceptBy, Deadline deadline);
-
   boost::asio::io_context io_;
   boost::asio::ip::tcp::acceptor acceptor_{io_};
   std::string secret_;
   std::size_t socketBufferBytes_;
   WaitPolicy waits_;
+  std::chrono::milliseconds handshakeTimeout_;
+  std::string listenAddress_;
   std::atomic<bool> wakeRequested_{false};  // set by wake(), cleared when a wait consumes it
   int wakeFd_ = -1;  // eventfd; wake() adds to it
   boost::asio::posix::stream_descriptor wakeDescriptor_{io_};
