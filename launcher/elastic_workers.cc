@@ -91,9 +91,11 @@ void ElasticWorkers::start(Job& job, const rendezvous::elastic::Members& added) 
     late.check.ranks = late.ranks.size();
     late.scriptFor = [launch = launch_](const ssh::RemoteRankSpec& rank,
                                         const std::string& localAddress) {
-      std::string rendezvous = launch->remoteRendezvousAddr.empty()
-                                   ? localAddress
-                                   : launch->remoteRendezvousAddr;
+      std::string rendezvous = launch->remoteRendezvousAddr;
+      if (rendezvous.empty()) {
+        rendezvous = localAddress;
+        launch->listenOn(rendezvous);
+      }
       return ssh::runScript(remoteRun(
           *launch, rank.placement.hostname,
           environmentOf(*launch, rank.id, rank.placement, rendezvous)));

@@ -27,8 +27,10 @@ namespace hvd::launcher {
 struct ElasticLaunch {
   Environment base;    // hvdrun's environment, with hvd's Python path
   JobIdentity job;     // rendezvousAddr: what this machine's workers connect to
-  // What remote workers connect to; empty: the address of hvdrun's SSH connection to the host.
+  // What remote workers connect to; empty: the address of hvdrun's SSH connection to the host,
+  // which listenOn must then make the rendezvous serve.
   std::string remoteRendezvousAddr;
+  std::function<void(const std::string&)> listenOn;
   Environment extra;   // HVD_* settings every worker gets
   std::vector<std::string> exports;  // -x
   std::vector<std::string> command;

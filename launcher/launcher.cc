@@ -261,17 +261,13 @@ ElasticOptions elasticOptions(const LaunchOptions& o) {
   return e;
 }
 
-// Where an elastic job's store listens, and the address this machine's workers reach it on:
-// --network-interface's address; else every interface when other hosts may take part (a
-// discovery script, or a remote host in the list), loopback otherwise.
-std::pair<std::string, std::string> elasticRendezvousAddress(
-    const std::map<std::string, std::string>& interfaces, bool remotePossible) {
-  if (auto all = interfaces.find(""); all != interfaces.end()) {
-    std::string address = net::addressOfInterface(all->second, "(hvdrun's)");
-    return {address, address};
-  }
-  if (remotePossible) return {"0.0.0.0", "127.0.0.1"};
-  return {"127.0.0.1", "127.0.0.1"};
+// Where an elastic job's store listens first: --network-interface's address, else loopback.
+// Without an interface, the store also listens on the address this machine reaches each
+// remote host from, as hosts join (ElasticLaunch::listenOn); never on every interface.
+std::string elasticRendezvousAddress(const std::map<std::string, std::string>& interfaces) {
+  if (auto all = interfaces.find(""); all != interfaces.end())
+    return net::addressOfInterface(all->second, "(hvdrun's)");
+  return "127.0.0.1";
 }
 
 // An elastic job: hvdrun's driver (elastic_driver.h) starts and replaces the workers, on this
@@ -302,10 +298,6 @@ int launchElastic(const LaunchOptions& o, const Environment& base) {
     throw InvalidArgument("--network-interface '" + o.networkInterface + "': with "
                           "--host-discovery-script, give one interface for every host");
   }
-  bool remotePossible = !script.empty() || std::any_of(fixed.begin(), fixed.end(),
-                                                        [&](const HostSlots& h) {
-                                                          return !isLocal(h.host);
-                                                        });
   ElasticLaunch launch;
   launch.base = base;
   launch.exports = o.exports;
@@ -336,13 +328,16 @@ int launchElastic(const LaunchOptions& o, const Environment& base) {
                                                 std::chrono::seconds(1));
     hosts = [&] { return discovery->latest(); };
   }
-  auto [bindAddress, localAddress] = elasticRendezvousAddress(launch.interfaces, remotePossible);
+  std::string bindAddress = elasticRendezvousAddress(launch.interfaces);
   rendezvous::RendezvousServer server(bindAddress, launch.job.secret, 0,
                                       handshakeTimeout(o, base));
-  launch.job.rendezvousAddr = localAddress;
+  launch.job.rendezvousAddr = bindAddress;
   launch.job.rendezvousPort = server.port();
-  if (bindAddress != "0.0.0.0") launch.remoteRendezvousAddr = bindAddress;
-  rendezvous::TcpStoreClient store(localAddress, server.port(), launch.job.secret,
+  if (bindAddress != "127.0.0.1") launch.remoteRendezvousAddr = bindAddress;
+  launch.listenOn = [&server](const std::string& address) {
+    if (!net::isLoopback(address)) server.listenAlso(address);
+  };
+  rendezvous::TcpStoreClient store(bindAddress, server.port(), launch.job.secret,
                                    o.startTimeout);
   log->info("elastic job {}: --min-np {} --max-np {}; rendezvous at {}:{}", launch.job.jobId,
             elastic.minNp, elastic.maxNp, bindAddress, server.port());

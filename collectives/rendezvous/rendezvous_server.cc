@@ -1,6 +1,7 @@
 #include "collectives/rendezvous/rendezvous_server.h"
 
 #include <atomic>
+#include <future>
 #include <list>
 
 #include "collectives/rendezvous/key_value_table.h"
@@ -30,9 +31,11 @@ struct Session;
 struct RendezvousServer::State {
   explicit State(std::chrono::milliseconds handshake) : handshakeTimeout(handshake) {}
   asio::io_context io;
-  tcp::acceptor acceptor{io};
   std::chrono::milliseconds handshakeTimeout;
-  std::unique_ptr<io::HandshakeListener> listener;  // after io and acceptor: stops first
+  std::string secret;
+  // The first address's listener, then those listenAlso() added (after io: they stop first).
+  std::list<tcp::acceptor> acceptors;
+  std::list<io::HandshakeListener> listeners;
   rendezvous::KeyValueTable table;
   struct Waiter {
     std::vector<std::string> keys;
@@ -43,6 +46,13 @@ struct RendezvousServer::State {
   std::atomic<int> rejected{0};  // malformed frames; the listener counts failed handshakes
 
   void wakeWaiters();
+  // Binds address:port and serves it; throws IoError naming both.
+  void listen(const std::string& address, uint16_t port);
+  int rejectedHandshakes() const {
+    int n = 0;
+    for (const auto& l : listeners) n += l.rejected();
+    return n;
+  }
 };
 
 // One authenticated client connection: request/response frames in order.
@@ -191,28 +201,38 @@ void RendezvousServer::State::wakeWaiters() {
   }
 }
 
+void RendezvousServer::State::listen(const std::string& address, uint16_t port) {
+  error_code ec;
+  tcp::endpoint endpoint(asio::ip::make_address(address, ec), port);
+  if (ec) throw InvalidArgument("rendezvous: cannot bind '" + address + "': " + ec.message());
+  tcp::acceptor& acceptor = acceptors.emplace_back(io);
+  acceptor.open(endpoint.protocol());
+  acceptor.set_option(tcp::acceptor::reuse_address(true));
+  acceptor.bind(endpoint, ec);
+  if (ec) {
+    acceptors.pop_back();
+    throw IoError("rendezvous: cannot bind " + address + ":" + std::to_string(port) + ": " +
+                  ec.message());
+  }
+  acceptor.listen(asio::socket_base::max_listen_connections);
+  io::HandshakeListener& listener = listeners.emplace_back(
+      acceptor,
+      io::ListenerOptions{"rendezvous", "rdzv", secret, proto::kAuthContext, 0, handshakeTimeout,
+                          kMaxPendingHandshakes},
+      [this](tcp::socket socket, std::vector<uint8_t>) {
+        std::make_shared<Session>(std::move(socket), *this)->readRequest();
+      });
+  listener.start();
+}
+
 RendezvousServer::RendezvousServer(const std::string& bindAddress, std::string secret,
                                    uint16_t port, std::chrono::milliseconds handshakeTimeout)
     : state_(std::make_shared<State>(handshakeTimeout)) {
-  error_code ec;
-  tcp::endpoint endpoint(asio::ip::make_address(bindAddress, ec), port);
-  if (ec) throw InvalidArgument("rendezvous: cannot bind '" + bindAddress + "': " + ec.message());
-  state_->acceptor.open(endpoint.protocol());
-  state_->acceptor.set_option(tcp::acceptor::reuse_address(true));
-  state_->acceptor.bind(endpoint, ec);
-  if (ec)
-    throw IoError("rendezvous: cannot bind " + bindAddress + ":" + std::to_string(port) + ": " +
-                  ec.message());
-  state_->acceptor.listen(asio::socket_base::max_listen_connections);
-  State* st = state_.get();
-  state_->listener = std::make_unique<io::HandshakeListener>(
-      state_->acceptor,
-      io::ListenerOptions{"rendezvous", "rdzv", std::move(secret), proto::kAuthContext, 0,
-                          handshakeTimeout, kMaxPendingHandshakes},
-      [st](tcp::socket socket, std::vector<uint8_t>) {
-        std::make_shared<Session>(std::move(socket), *st)->readRequest();
-      });
-  state_->listener->start();
+  state_->secret = std::move(secret);
+  state_->listen(bindAddress, port);
+  auto endpoint = state_->acceptors.front().local_endpoint();
+  address_ = endpoint.address().to_string();
+  port_ = endpoint.port();
   thread_ = std::thread([st = state_] {
     pthread_setname_np(pthread_self(), "hvd-rdzv");
     st->io.run();
@@ -222,17 +242,34 @@ RendezvousServer::RendezvousServer(const std::string& bindAddress, std::string s
 RendezvousServer::~RendezvousServer() {
   state_->io.stop();
   if (thread_.joinable()) thread_.join();
-  state_->listener->stop();
+  for (auto& l : state_->listeners) l.stop();
 }
 
-std::string RendezvousServer::address() const {
-  return state_->acceptor.local_endpoint().address().to_string();
+void RendezvousServer::listenAlso(const std::string& address) {
+  std::promise<void> done;
+  auto result = done.get_future();
+  asio::post(state_->io, [&] {
+    try {
+      for (const auto& a : state_->acceptors)
+        if (a.local_endpoint().address().to_string() == address) return done.set_value();
+      state_->listen(address, port());
+      done.set_value();
+    } catch (...) {
+      done.set_exception(std::current_exception());
+    }
+  });
+  result.get();
 }
 
-uint16_t RendezvousServer::port() const { return state_->acceptor.local_endpoint().port(); }
+std::string RendezvousServer::address() const { return address_; }
+
+uint16_t RendezvousServer::port() const { return port_; }
 
 int RendezvousServer::rejectedConnections() const {
-  return state_->rejected.load() + state_->listener->rejected();
+  std::promise<int> count;
+  auto result = count.get_future();
+  asio::post(state_->io, [&] { count.set_value(state_->rejectedHandshakes()); });
+  return state_->rejected.load() + result.get();
 }
 
 }  // namespace hvd::rendezvous

@@ -27,8 +27,13 @@ class RendezvousServer {
                    std::chrono::milliseconds handshakeTimeout = io::kDefaultHandshakeTimeout);
   ~RendezvousServer();
 
-  std::string address() const;
+  std::string address() const;  // the address given to the constructor
   uint16_t port() const;
+  // Serves the same port on one more local address as well (a no-op for one it serves
+  // already): a job whose hosts other machines join later listens on loopback first, then on
+  // the address each remote host reaches this machine at, never on every interface. Throws
+  // IoError when the address cannot be bound. Any thread.
+  void listenAlso(const std::string& address);
   // Connections rejected so far (failed handshake or malformed frames); for tests and logs.
   int rejectedConnections() const;
 
@@ -36,6 +41,8 @@ class RendezvousServer {
 
  private:
   std::shared_ptr<State> state_;
+  std::string address_;
+  uint16_t port_ = 0;
   std::thread thread_;
 };
 

@@ -118,3 +118,16 @@ TEST_CASE("a frame whose body stops arriving is dropped after the handshake time
   CHECK(io::Clock::now() - started < 2s);
   CHECK(rejectedReaches(server, 1));
 }
+
+TEST_CASE("the rendezvous serves one more address on the same port once asked, not before") {
+  rendezvous::RendezvousServer server("127.0.0.1", "secret");
+  REQUIRE_THROWS_WITH(TcpStoreClient("127.0.0.2", server.port(), "secret", 200ms),
+                      Catch::Contains("127.0.0.2"));
+  server.listenAlso("127.0.0.2");
+  server.listenAlso("127.0.0.2");  // already served: nothing to do
+  TcpStoreClient a("127.0.0.2", server.port(), "secret", 2s);
+  TcpStoreClient b("127.0.0.1", server.port(), "secret", 2s);
+  a.set("k", bytes("v"));
+  CHECK(b.get("k") == bytes("v"));
+  CHECK_THROWS_WITH(server.listenAlso("192.0.2.1"), Catch::Contains("cannot bind 192.0.2.1:"));
+}
