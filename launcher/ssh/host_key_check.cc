@@ -59,13 +59,13 @@ std::string knownHostsName(const SshTarget& target) {
 HostKeyDecision decideHostKey(const SshTarget& t, const KnownHostsVerdict& verdict,
                               const OfferedHostKey& offered) {
   using Kind = KnownHostsVerdict::Kind;
-  const std::string key = offered.type + " key " + offered.fingerprint;
+  const std::string key = offered.type + " " + offered.fingerprint;
   switch (verdict.kind) {
     case Kind::Match:
       return {};
     case Kind::Revoked:
       return refuse(SshFailure::HostKeyRevoked,
-                    "HOST KEY REVOKED: the host offers " + key + ", which " +
+                    "HOST KEY REVOKED: the host offers the key " + key + ", which " +
                         verdict.lines.front().where.describe() +
                         " marks @revoked; the host needs a new key (ask its administrator)");
     case Kind::Changed:
@@ -80,7 +80,7 @@ HostKeyDecision decideHostKey(const SshTarget& t, const KnownHostsVerdict& verdi
       for (const auto& line : verdict.lines)
         known.push_back(line.keyType + " (" + line.where.describe() + ")");
       return refuse(SshFailure::HostKeyChanged,
-                    "HOST KEY TYPE CHANGED: the host offers " + key +
+                    "HOST KEY TYPE CHANGED: the host offers the key " + key +
                         ", but known_hosts lists it only under " + joined(known, ", ") +
                         ", and the host offered none of those; someone may be intercepting the "
                         "connection, or the host's keys were replaced. hvdrun does not add a key "

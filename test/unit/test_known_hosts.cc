@@ -34,7 +34,7 @@ const OfferedKey kOfferRsa{LIBSSH2_KNOWNHOST_KEY_SSHRSA, kRsa};
 // A libssh2 session that never connects: KnownHosts only allocates through it.
 struct Session {
   std::unique_ptr<LIBSSH2_SESSION, decltype(&libssh2_session_free)> s{libssh2_session_init(),
-                                                                       libssh2_session_free};
+                                                                      libssh2_session_free};
 };
 
 void addLines(KnownHosts& known, const std::vector<std::string>& lines) {
@@ -167,7 +167,7 @@ TEST_CASE("host key decisions: what is refused, recorded or accepted, and what t
   auto other = decideHostKey(t, verdict, rsa);
   CHECK(other.action == HostKeyDecision::Action::Refuse);
   CHECK(other.failure == SshFailure::HostKeyChanged);
-  CHECK_THAT(other.message, Catch::Contains("offers ssh-rsa key SHA256:abc"));
+  CHECK_THAT(other.message, Catch::Contains("offers the key ssh-rsa SHA256:abc"));
   CHECK_THAT(other.message, Catch::Contains("only under ssh-ed25519 (/etc/ssh/ssh_known_hosts:4)"));
   CHECK_THAT(other.message,
              Catch::Contains("ssh-keygen -R '[10.0.0.2]:2222' -f /etc/ssh/ssh_known_hosts"));
@@ -176,7 +176,8 @@ TEST_CASE("host key decisions: what is refused, recorded or accepted, and what t
   verdict.lines = {{"ssh-rsa", {"/h/.ssh/known_hosts", 2}}};
   auto changed = decideHostKey(t, verdict, rsa);
   CHECK(changed.failure == SshFailure::HostKeyChanged);
-  CHECK_THAT(changed.message, Catch::StartsWith("HOST KEY CHANGED: the host now offers SHA256:abc"));
+  CHECK_THAT(changed.message,
+             Catch::StartsWith("HOST KEY CHANGED: the host now offers SHA256:abc"));
   CHECK_THAT(changed.message, Catch::Contains("/h/.ssh/known_hosts:2"));
 
   verdict.kind = Kind::Revoked;
@@ -203,8 +204,9 @@ TEST_CASE("host key decisions: what is refused, recorded or accepted, and what t
 }
 
 TEST_CASE("host key algorithms: the types known_hosts lists come first") {
-  std::vector<std::string> supported{"ecdsa-sha2-nistp256", "ecdsa-sha2-nistp256-cert-v01@openssh.com",
-                                     "ssh-ed25519", "ssh-rsa", "ssh-dss"};
+  std::vector<std::string> supported{"ecdsa-sha2-nistp256",
+                                     "ecdsa-sha2-nistp256-cert-v01@openssh.com", "ssh-ed25519",
+                                     "ssh-rsa", "ssh-dss"};
   CHECK(hostKeyAlgorithmPreference(supported, {LIBSSH2_KNOWNHOST_KEY_SSHRSA}) ==
         "ssh-rsa,ecdsa-sha2-nistp256,ecdsa-sha2-nistp256-cert-v01@openssh.com,ssh-ed25519,ssh-dss");
   CHECK(hostKeyAlgorithmPreference(
