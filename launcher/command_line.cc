@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/logging.h"
 #include "common/params.h"
+#include "launcher/ssh/host_key_policy.h"
 
 namespace hvd::launcher {
 namespace {
@@ -131,8 +132,9 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
   bool noHostKeyCheck = false;
   sshGroup->add_option("--ssh-strict-host-key-checking", strictHostKeys,
                        "yes: refuse hosts known_hosts does not list; accept-new: record their "
-                       "keys (default, else ~/.ssh/config's StrictHostKeyChecking); no: check "
-                       "nothing. Changed keys and keys of other types are refused unless no")
+                       "keys; no: check nothing (default: ~/.ssh/config's StrictHostKeyChecking, "
+                       "else accept-new). Changed keys and keys of other types are refused "
+                       "unless no")
       ->check(CLI::IsMember({"yes", "accept-new", "no"}));
   sshGroup->add_flag("--ssh-no-host-key-check", noHostKeyCheck,
                      "Same as --ssh-strict-host-key-checking no (unsafe outside trusted "

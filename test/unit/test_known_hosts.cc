@@ -2,7 +2,7 @@
 #include <libssh2.h>
 #include <unistd.h>
 
-#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 
@@ -120,7 +120,7 @@ TEST_CASE("known_hosts: hashed names, @revoked and @cert-authority") {
   CHECK_THAT(known.warnings()[0], Catch::StartsWith("kh:5: unknown marker @trusted"));
 }
 
-TEST_CASE("known_hosts: files are read line by line; the recorded line's form") {
+TEST_CASE("known_hosts: files are read line by line, and the form of a recorded line") {
   Session session;
   char dir[] = "/tmp/hvd-known-hosts-XXXXXX";
   REQUIRE(::mkdtemp(dir));
@@ -136,7 +136,7 @@ TEST_CASE("known_hosts: files are read line by line; the recorded line's form") 
   CHECK_THAT(known.warnings()[1], Catch::Contains("is a directory"));
   CHECK(known.lineFor("10.0.0.2", 2222, kOfferEdA) == "[10.0.0.2]:2222 ssh-ed25519 " + kEdA + "\n");
   CHECK(known.lineFor("node9", 22, kOfferRsa) == "node9 ssh-rsa " + kRsa + "\n");
-  std::system(("rm -rf " + std::string(dir)).c_str());
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("host key policy: the flag's and ssh_config's spellings") {
@@ -236,7 +236,7 @@ TEST_CASE("ssh targets: the flag's host key policy wins over ~/.ssh/config's") {
   char home[] = "/tmp/hvd-ssh-home-XXXXXX";
   REQUIRE(::mkdtemp(home));
   std::string ssh = std::string(home) + "/.ssh";
-  std::system(("mkdir -p " + ssh).c_str());
+  std::filesystem::create_directories(ssh);
   std::ofstream(ssh + "/config") << "Host strict\n  StrictHostKeyChecking yes\n"
                                     "  GlobalKnownHostsFile /tmp/global\n";
   Environment env{{"HOME", home}};
@@ -254,5 +254,5 @@ TEST_CASE("ssh targets: the flag's host key policy wins over ~/.ssh/config's") {
   CHECK(plain.hostKeyPolicy == HostKeyPolicy::AcceptNew);
   CHECK(plain.globalKnownHosts ==
         std::vector<std::string>{"/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2"});
-  std::system(("rm -rf " + std::string(home)).c_str());
+  std::filesystem::remove_all(home);
 }
