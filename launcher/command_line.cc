@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/logging.h"
 #include "common/params.h"
+#include "launcher/ssh/host_key_policy.h"
 
 namespace hvd::launcher {
 namespace {
@@ -127,9 +128,17 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
                        "Seconds to reach and authenticate with each host before the job is "
                        "refused")
       ->check(CLI::Range(1, 3600));
-  sshGroup->add_flag("--ssh-no-host-key-check", o.ssh.noHostKeyCheck,
-                     "Do not verify host keys against ~/.ssh/known_hosts (unsafe outside "
-                     "trusted networks)");
+  std::string strictHostKeys;
+  bool noHostKeyCheck = false;
+  sshGroup->add_option("--ssh-strict-host-key-checking", strictHostKeys,
+                       "yes: refuse hosts known_hosts does not list; accept-new: record their "
+                       "keys; no: check nothing (default: ~/.ssh/config's StrictHostKeyChecking, "
+                       "else accept-new). Changed keys and keys of other types are refused "
+                       "unless no")
+      ->check(CLI::IsMember({"yes", "accept-new", "no"}));
+  sshGroup->add_flag("--ssh-no-host-key-check", noHostKeyCheck,
+                     "Same as --ssh-strict-host-key-checking no (unsafe outside trusted "
+                     "networks)");
   app.add_option("--network-interface", o.networkInterface,
                  "Interface for the rendezvous and data plane: IFACE, or host=IFACE,... per "
                  "host (default: the address that reaches hvdrun)");
@@ -289,6 +298,17 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
   o.elastic.timeoutGiven = app.count("--elastic-timeout") > 0;
   o.grace = std::chrono::seconds(grace);
   o.ssh.connectTimeout = std::chrono::seconds(connectTimeout);
+  if (!strictHostKeys.empty()) o.ssh.hostKeyPolicy = ssh::parseHostKeyPolicy(strictHostKeys);
+  if (noHostKeyCheck) {
+    if (o.ssh.hostKeyPolicy && *o.ssh.hostKeyPolicy != ssh::HostKeyPolicy::Off) {
+      std::fprintf(stderr,
+                   "hvdrun: error: --ssh-no-host-key-check means --ssh-strict-host-key-checking "
+                   "no, but --ssh-strict-host-key-checking %s was given too\n",
+                   strictHostKeys.c_str());
+      return 2;
+    }
+    o.ssh.hostKeyPolicy = ssh::HostKeyPolicy::Off;
+  }
   out.logLevelGiven = app.count("--log-level") > 0;
   return -1;
 }

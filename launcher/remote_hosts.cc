@@ -30,7 +30,8 @@ std::string currentUser(const Environment& env) {
 ssh::SshTarget sshTargetFor(const HostSlots& host, const SshOptions& options,
                             const Environment& env) {
   std::string home = homeDirectory(env);
-  auto config = ssh::loadSshConfig(home + "/.ssh/config", host.host, home);
+  std::string configPath = home + "/.ssh/config";
+  auto config = ssh::loadSshConfig(configPath, host.host, home);
   ssh::SshTarget t;
   t.alias = host.host;
   t.address = config.hostName.empty() ? host.host : config.hostName;
@@ -46,9 +47,23 @@ ssh::SshTarget sshTargetFor(const HostSlots& host, const SshOptions& options,
   for (const char* name : {"id_ed25519", "id_ecdsa", "id_rsa"})
     t.identityFiles.push_back(home + "/.ssh/" + name);
   if (auto agent = env.find("SSH_AUTH_SOCK"); agent != env.end()) t.agentSocket = agent->second;
-  t.knownHostsPath = home + "/.ssh/known_hosts";
-  t.hostKeyPolicy =
-      options.noHostKeyCheck ? ssh::HostKeyPolicy::Off : ssh::HostKeyPolicy::AcceptNew;
+  // ssh_config(5)'s defaults; keys are appended to the first user file only.
+  t.userKnownHosts = config.userKnownHostsFiles.value_or(
+      std::vector<std::string>{home + "/.ssh/known_hosts", home + "/.ssh/known_hosts2"});
+  t.globalKnownHosts = config.globalKnownHostsFiles.value_or(
+      std::vector<std::string>{"/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2"});
+  if (options.hostKeyPolicy) {
+    t.hostKeyPolicy = *options.hostKeyPolicy;
+    t.hostKeyPolicySource = std::string("--ssh-strict-host-key-checking ") +
+                            ssh::hostKeyPolicyName(t.hostKeyPolicy);
+  } else if (config.strictHostKeyChecking) {
+    t.hostKeyPolicy = *config.strictHostKeyChecking;
+    t.hostKeyPolicySource = std::string("StrictHostKeyChecking ") +
+                            ssh::hostKeyPolicyName(t.hostKeyPolicy) + " in " + configPath;
+  } else {
+    t.hostKeyPolicy = ssh::HostKeyPolicy::AcceptNew;
+    t.hostKeyPolicySource = "the default, accept-new";
+  }
   t.connectTimeout = options.connectTimeout;
   return t;
 }

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "launcher/host_spec.h"
@@ -17,12 +18,15 @@ struct SshOptions {
   int port = 0;                  // --ssh-port; 0: from ~/.ssh/config, else 22
   std::string identityFile;      // --ssh-identity-file; tried before the config's and defaults
   std::chrono::seconds connectTimeout{10};
-  bool noHostKeyCheck = false;   // --ssh-no-host-key-check
+  // --ssh-strict-host-key-checking (--ssh-no-host-key-check is `no`); unset: the host's
+  // StrictHostKeyChecking in ~/.ssh/config, else accept-new.
+  std::optional<ssh::HostKeyPolicy> hostKeyPolicy;
 };
 
 // Precedence, as in ssh(1): user@host and the flags, then ~/.ssh/config (HOME from `env`),
-// then defaults (the current user, port 22, ~/.ssh/id_{ed25519,ecdsa,rsa}). Throws
-// InvalidArgument when --ssh-identity-file does not exist.
+// then defaults (the current user, port 22, ~/.ssh/id_{ed25519,ecdsa,rsa}, accept-new,
+// ~/.ssh/known_hosts{,2} and /etc/ssh/ssh_known_hosts{,2}). Throws InvalidArgument when
+// --ssh-identity-file does not exist or ~/.ssh/config is malformed.
 ssh::SshTarget sshTargetFor(const HostSlots& host, const SshOptions& options,
                             const Environment& env);
 

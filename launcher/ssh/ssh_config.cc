@@ -66,6 +66,15 @@ std::string expandHome(const std::string& path, const std::string& home) {
   return path;
 }
 
+// UserKnownHostsFile / GlobalKnownHostsFile: several files, or `none` for no file.
+std::vector<std::string> knownHostsFiles(const std::vector<std::string>& values,
+                                         const std::string& home) {
+  std::vector<std::string> files;
+  if (values.size() == 1 && lower(values[0]) == "none") return files;
+  for (const auto& v : values) files.push_back(expandHome(v, home));
+  return files;
+}
+
 }  // namespace
 
 bool hostPatternMatches(const std::string& pattern, const std::string& host) {
@@ -120,6 +129,16 @@ SshHostConfig lookupSshConfig(const std::string& text, const std::string& path,
           values[0], 1, 65535, detail::concat(path, ":", lineNo, ": Port")));
     } else if (key == "identityfile") {
       out.identityFiles.push_back(expandHome(values[0], home));
+    } else if (key == "stricthostkeychecking" && !out.strictHostKeyChecking) {
+      out.strictHostKeyChecking = parseHostKeyPolicy(values[0]);
+      if (!out.strictHostKeyChecking)
+        throw InvalidArgument(detail::concat(path, ":", lineNo, ": StrictHostKeyChecking '",
+                                             values[0],
+                                             "': expected yes, accept-new or no (or ask, off)"));
+    } else if (key == "userknownhostsfile" && !out.userKnownHostsFiles) {
+      out.userKnownHostsFiles = knownHostsFiles(values, home);
+    } else if (key == "globalknownhostsfile" && !out.globalKnownHostsFiles) {
+      out.globalKnownHostsFiles = knownHostsFiles(values, home);
     }
   }
   // ssh_config(5): %h in HostName stands for the name given on the command line.

@@ -1,7 +1,9 @@
 // The part of OpenSSH's client configuration (~/.ssh/config) that hvdrun honours: Host blocks
-// with their patterns (`*`, `?`, `!negation`), and the HostName, User, Port and IdentityFile
-// keywords. As in ssh(1), the first value found for a keyword wins, keywords are
-// case-insensitive and may be written `Key value` or `Key=value`; IdentityFile accumulates.
+// with their patterns (`*`, `?`, `!negation`), and the HostName, User, Port, IdentityFile,
+// StrictHostKeyChecking, UserKnownHostsFile and GlobalKnownHostsFile keywords. As in ssh(1),
+// the first value found for a keyword wins, keywords are case-insensitive and may be written
+// `Key value` or `Key=value`; IdentityFile accumulates; the known-hosts keywords take several
+// files, or `none`.
 // Other keywords are ignored (hvdrun is not ssh); `Match` blocks are skipped, not evaluated.
 // Pure: no I/O except loadSshConfig.
 #pragma once
@@ -10,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "launcher/ssh/host_key_policy.h"
+
 namespace hvd::launcher::ssh {
 
 struct SshHostConfig {
@@ -17,10 +21,14 @@ struct SshHostConfig {
   std::string user;
   std::optional<int> port;
   std::vector<std::string> identityFiles;  // "~/" expanded against `home`
+  std::optional<HostKeyPolicy> strictHostKeyChecking;
+  // Unset: the defaults; set but empty: `none`. "~/" expanded.
+  std::optional<std::vector<std::string>> userKnownHostsFiles;
+  std::optional<std::vector<std::string>> globalKnownHostsFiles;
 };
 
 // Settings for `host` from the config text; `path` names the file in errors. Throws
-// InvalidArgument naming the file and line for a malformed Port.
+// InvalidArgument naming the file and line for a malformed Port or StrictHostKeyChecking.
 SshHostConfig lookupSshConfig(const std::string& text, const std::string& path,
                               const std::string& host, const std::string& home);
 

@@ -13,10 +13,12 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <mutex>
+#include <optional>
 
 #include "common/logging.h"
+#include "launcher/ssh/host_key_check.h"
+#include "launcher/ssh/known_hosts.h"
 
 namespace hvd::launcher::ssh {
 
@@ -119,26 +121,17 @@ int connectWithTimeout(const SshTarget& t, const std::string& where, CheckInterr
   }
 }
 
-int knownHostKeyType(int hostKeyType) {
-  switch (hostKeyType) {
-    case LIBSSH2_HOSTKEY_TYPE_RSA: return LIBSSH2_KNOWNHOST_KEY_SSHRSA;
-    case LIBSSH2_HOSTKEY_TYPE_DSS: return LIBSSH2_KNOWNHOST_KEY_SSHDSS;
-    case LIBSSH2_HOSTKEY_TYPE_ECDSA_256: return LIBSSH2_KNOWNHOST_KEY_ECDSA_256;
-    case LIBSSH2_HOSTKEY_TYPE_ECDSA_384: return LIBSSH2_KNOWNHOST_KEY_ECDSA_384;
-    case LIBSSH2_HOSTKEY_TYPE_ECDSA_521: return LIBSSH2_KNOWNHOST_KEY_ECDSA_521;
-    case LIBSSH2_HOSTKEY_TYPE_ED25519: return LIBSSH2_KNOWNHOST_KEY_ED25519;
-    default: return LIBSSH2_KNOWNHOST_KEY_UNKNOWN;
-  }
+std::string base64(const char* data, std::size_t size) {
+  std::string text(4 * ((size + 2) / 3) + 1, '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(text.data()),
+                          reinterpret_cast<const unsigned char*>(data), static_cast<int>(size));
+  text.resize(static_cast<std::size_t>(n));
+  return text;
 }
 
 bool fileExists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0;
-}
-
-std::mutex& knownHostsMutex() {
-  static std::mutex m;
-  return m;
 }
 
 }  // namespace
@@ -152,21 +145,9 @@ std::string SshTarget::describe() const {
 std::string hostKeyFingerprint(LIBSSH2_SESSION* session) {
   const char* hash = libssh2_hostkey_hash(session, LIBSSH2_HOSTKEY_HASH_SHA256);
   if (!hash) return "(unknown)";
-  unsigned char text[64] = {};
-  int n = EVP_EncodeBlock(text, reinterpret_cast<const unsigned char*>(hash), 32);
-  std::string b64(reinterpret_cast<char*>(text), n);
+  std::string b64 = base64(hash, 32);
   while (!b64.empty() && b64.back() == '=') b64.pop_back();
   return "SHA256:" + b64;
-}
-
-void appendKnownHost(const std::string& path, const std::string& line) {
-  std::lock_guard<std::mutex> lock(knownHostsMutex());
-  auto slash = path.rfind('/');
-  if (slash != std::string::npos && slash > 0) ::mkdir(path.substr(0, slash).c_str(), 0700);
-  std::ofstream out(path, std::ios::app);
-  out << line;
-  if (!line.empty() && line.back() != '\n') out << '\n';
-  if (!out) throw IoError("cannot append to " + path + ": " + std::strerror(errno));
 }
 
 std::unique_ptr<SshSession> SshSession::connect(const SshTarget& target,
@@ -199,6 +180,14 @@ void SshSession::establish() {
   libssh2_session_set_blocking(s, 1);
   // Every blocking libssh2 call below (handshake, auth, channel setup) shares this bound.
   libssh2_session_set_timeout(s, static_cast<long>(target.connectTimeout.count()));
+  std::optional<KnownHosts> known;
+  if (target.hostKeyPolicy != HostKeyPolicy::Off) {
+    known.emplace(s);
+    std::vector<std::string> files = target.userKnownHosts;
+    files.insert(files.end(), target.globalKnownHosts.begin(), target.globalKnownHosts.end());
+    loadKnownHosts(*known, files);
+    preferKnownKeyTypes(*known);
+  }
   if (int rc = libssh2_session_handshake(s, fd); rc != 0) {
     if (rc == LIBSSH2_ERROR_TIMEOUT)
       throw SshError(SshFailure::Timeout,
@@ -207,7 +196,7 @@ void SshSession::establish() {
                          " ms, --ssh-connect-timeout): is this port an sshd?");
     throw SshError(SshFailure::Protocol, where + "ssh handshake failed: " + lastError());
   }
-  verifyHostKey();
+  if (known) verifyHostKey(*known);
   authenticate();
 }
 
@@ -257,61 +246,43 @@ std::string SshSession::localAddress() const {
   return text;
 }
 
-void SshSession::verifyHostKey() {
-  if (target_.hostKeyPolicy == HostKeyPolicy::Off) return;
+void SshSession::preferKnownKeyTypes(const KnownHosts& known) {
+  std::vector<int> types = known.keyTypesFor(target_.address, target_.port);
+  if (types.empty()) return;
+  const char** algorithms = nullptr;
+  int count = libssh2_session_supported_algs(session_, LIBSSH2_METHOD_HOSTKEY, &algorithms);
+  if (count <= 0) return;
+  std::vector<std::string> supported(algorithms, algorithms + count);
+  libssh2_free(session_, algorithms);
+  std::string preference = hostKeyAlgorithmPreference(supported, types);
+  if (!preference.empty() &&
+      libssh2_session_method_pref(session_, LIBSSH2_METHOD_HOSTKEY, preference.c_str()) != 0)
+    throw SshError(SshFailure::Protocol,
+                   where() + "cannot prefer host key algorithms " + preference + ": " +
+                       lastError());
+}
+
+void SshSession::verifyHostKey(const KnownHosts& known) {
   std::size_t keyLen = 0;
   int keyType = 0;
   const char* key = libssh2_session_hostkey(session_, &keyLen, &keyType);
   if (!key) throw SshError(SshFailure::Protocol, where() + "server sent no host key");
-  std::unique_ptr<LIBSSH2_KNOWNHOSTS, decltype(&libssh2_knownhost_free)> known(
-      libssh2_knownhost_init(session_), libssh2_knownhost_free);
-  const std::string& path = target_.knownHostsPath;
-  {
-    std::lock_guard<std::mutex> lock(knownHostsMutex());
-    if (fileExists(path) &&
-        libssh2_knownhost_readfile(known.get(), path.c_str(), LIBSSH2_KNOWNHOST_FILE_OPENSSH) < 0)
-      log::logger("ssh")->warn("{}: some lines of {} could not be read: {}", target_.alias, path,
-                               lastError());
+  OfferedKey offered{knownHostKeyType(keyType), base64(key, keyLen)};
+  OfferedHostKey described{keyTypeName(offered.type), hostKeyFingerprint(session_)};
+  HostKeyDecision decision;
+  try {
+    decision = decideHostKey(target_, known.check(target_.address, target_.port, offered),
+                             described);
+    if (decision.action == HostKeyDecision::Action::Record)
+      appendKnownHost(target_.userKnownHosts.front(),
+                      known.lineFor(target_.address, target_.port, offered));
+  } catch (const IoError& e) {
+    throw SshError(SshFailure::Protocol, where() + "cannot check the host key: " + e.what());
   }
-  int typeMask = LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW |
-                 knownHostKeyType(keyType);
-  libssh2_knownhost* match = nullptr;
-  int check = libssh2_knownhost_checkp(known.get(), target_.address.c_str(), target_.port, key,
-                                       keyLen, typeMask, &match);
-  std::string fingerprint = hostKeyFingerprint(session_);
-  switch (check) {
-    case LIBSSH2_KNOWNHOST_CHECK_MATCH:
-      return;
-    case LIBSSH2_KNOWNHOST_CHECK_MISMATCH:
-      throw SshError(SshFailure::HostKeyChanged,
-                     where() + "HOST KEY CHANGED: the host now offers " + fingerprint +
-                         ", which does not match " + path +
-                         "; someone may be intercepting the connection, or the host was "
-                         "reinstalled (remove its old line with ssh-keygen -R after checking)");
-    case LIBSSH2_KNOWNHOST_CHECK_NOTFOUND:
-      break;
-    default:
-      throw SshError(SshFailure::Protocol, where() + "cannot check the host key: " + lastError());
-  }
-  if (target_.hostKeyPolicy == HostKeyPolicy::Strict)
-    throw SshError(SshFailure::HostKeyUnknown,
-                   where() + "host key " + fingerprint + " is not in " + path);
-  // known_hosts names non-standard ports as [host]:port.
-  std::string name = target_.port == 22
-                         ? target_.address
-                         : "[" + target_.address + "]:" + std::to_string(target_.port);
-  libssh2_knownhost* added = nullptr;
-  if (libssh2_knownhost_addc(known.get(), name.c_str(), nullptr, key, keyLen, nullptr, 0,
-                             typeMask, &added) != 0)
-    throw SshError(SshFailure::Protocol, where() + "cannot record the host key: " + lastError());
-  char line[8192];
-  std::size_t lineLen = 0;
-  if (libssh2_knownhost_writeline(known.get(), added, line, sizeof line, &lineLen,
-                                  LIBSSH2_KNOWNHOST_FILE_OPENSSH) != 0)
-    throw SshError(SshFailure::Protocol, where() + "cannot format the host key: " + lastError());
-  appendKnownHost(path, std::string(line, lineLen));
-  log::logger("ssh")->warn("{}: permanently added host key {} to {}", target_.alias, fingerprint,
-                           path);
+  if (decision.action == HostKeyDecision::Action::Refuse)
+    throw SshError(decision.failure, where() + decision.message);
+  if (!decision.message.empty())
+    log::logger("ssh")->warn("{}: {}", target_.alias, decision.message);
 }
 
 void SshSession::authenticate() {

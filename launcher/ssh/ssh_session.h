@@ -1,5 +1,6 @@
 // One SSH connection to one host through libssh2 (no `ssh` binary): TCP connect with a timeout,
-// handshake, host key verification against known_hosts, and key authentication (ssh-agent, then
+// handshake, host key verification against the known_hosts files (known_hosts.h,
+// host_key_check.h), and key authentication (ssh-agent, then
 // identity files; never a password prompt). Channels are opened on raw() by the preflight.
 // Failures throw SshError whose kind() says which step failed, so the preflight can group them;
 // every message names the host, port and user.
@@ -16,14 +17,11 @@
 
 #include "common/error.h"
 #include "launcher/ssh/check_interrupt.h"
+#include "launcher/ssh/host_key_policy.h"
 
 namespace hvd::launcher::ssh {
 
-enum class HostKeyPolicy {
-  AcceptNew,  // unknown keys are appended to known_hosts with a warning; changed keys refused
-  Strict,     // unknown and changed keys are refused
-  Off,        // no check (--ssh-no-host-key-check)
-};
+class KnownHosts;
 
 struct SshTarget {
   std::string alias;    // the host as the user wrote it, for messages
@@ -32,8 +30,14 @@ struct SshTarget {
   std::string user;
   std::string agentSocket;                 // ssh-agent's socket (SSH_AUTH_SOCK); empty: none
   std::vector<std::string> identityFiles;  // tried in order after the agent
-  std::string knownHostsPath;
+  // Files read for the host key check; a new key is appended to the first user file only
+  // (the global ones, /etc/ssh/ssh_known_hosts by default, are never written). Missing files
+  // hold nothing.
+  std::vector<std::string> userKnownHosts;
+  std::vector<std::string> globalKnownHosts;
   HostKeyPolicy hostKeyPolicy = HostKeyPolicy::AcceptNew;
+  // Where the policy came from, for messages: "--ssh-strict-host-key-checking yes", ...
+  std::string hostKeyPolicySource = "the default";
   std::chrono::milliseconds connectTimeout{10000};
 
   // "host 'node1' (10.0.0.2 port 22, user alice)"
@@ -47,7 +51,9 @@ enum class SshFailure {
   Unreachable,     // no route, network down
   Protocol,        // handshake or channel failure, connection dropped
   HostKeyUnknown,  // not in known_hosts under Strict
-  HostKeyChanged,  // known_hosts has a different key: possible man-in-the-middle
+  HostKeyChanged,  // known_hosts has a different key, or only keys of other types: possible
+                   // man-in-the-middle
+  HostKeyRevoked,  // the key is on an @revoked line
   Auth,            // no method was accepted
   Interrupted,     // hvdrun stopped while the check waited (CheckInterrupt)
 };
@@ -92,7 +98,9 @@ class SshSession {
   SshSession(SshTarget target, int fd, LIBSSH2_SESSION* session, CheckInterrupt* interrupt)
       : target_(std::move(target)), fd_(fd), session_(session), interrupt_(interrupt) {}
   void establish();  // handshake, host key, authentication
-  void verifyHostKey();
+  // Before the handshake: ask for the key types the files list for this host first.
+  void preferKnownKeyTypes(const KnownHosts& known);
+  void verifyHostKey(const KnownHosts& known);
   void authenticate();
 
   SshTarget target_;
@@ -103,9 +111,5 @@ class SshSession {
 
 // "SHA256:base64" of the host key the session was offered, as ssh-keygen -l prints it.
 std::string hostKeyFingerprint(LIBSSH2_SESSION* session);
-
-// Appends one line to a known_hosts file under a process-wide lock (never rewrites the file,
-// so lines libssh2 cannot parse are kept).
-void appendKnownHost(const std::string& path, const std::string& line);
 
 }  // namespace hvd::launcher::ssh

@@ -37,11 +37,13 @@ def sh(*args, check=True):
 class SshHosts:
     """`count` hosts at 10.N.0.2, 10.N.0.3, ...; the bridge (hvdrun's side) is 10.N.0.1."""
 
-    def __init__(self, count, subnet, login_home=None):
+    def __init__(self, count, subnet, login_home=None, host_keys=None):
         """login_home: the HOME sshd gives sessions (its shell reads that .bashrc); default: the
-        user's own, so remote shells run this machine's login scripts."""
+        user's own, so remote shells run this machine's login scripts. host_keys: per host, the
+        key types its sshd offers (ssh-keygen -t names); default: ed25519 only."""
         self.count = count
         self.login_home = login_home
+        self.host_keys = host_keys or [("ed25519",)] * count
         self.tag = f"{os.getpid() % 10000}x{subnet}"
         self.prefix = f"10.{subnet}.0"
         self.bridge = f"hvdbr{self.tag}"
@@ -79,13 +81,19 @@ class SshHosts:
         return self
 
     def _start_sshd(self, i, ns):
-        host_key = self.dir / f"host{i}_ed25519"
-        sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(host_key))
+        host_keys = ""
+        for kind in self.host_keys[i]:
+            host_key = self.dir / f"host{i}_{kind}"
+            sh("ssh-keygen", "-q", "-t", kind, "-N", "", "-f", str(host_key))
+            host_keys += f"HostKey {host_key}\n"
+        # libssh2 1.10 verifies RSA host keys with SHA-1 only (ssh-rsa), which OpenSSH 8.8+
+        # turns off by default.
+        if "rsa" in self.host_keys[i]:
+            host_keys += "HostKeyAlgorithms +ssh-rsa\n"
         config = self.dir / f"sshd{i}.conf"
         config.write_text(f"""Port {SSH_PORT}
 ListenAddress 0.0.0.0
-HostKey {host_key}
-AuthorizedKeysFile {self.dir}/authorized_keys
+{host_keys}AuthorizedKeysFile {self.dir}/authorized_keys
 PidFile {self.dir}/sshd{i}.pid
 StrictModes no
 UsePAM no
@@ -108,8 +116,9 @@ MaxSessions 100
             time.sleep(0.05)
         raise RuntimeError(f"sshd on {address}:{SSH_PORT} did not come up; see {self.dir}")
 
-    def host_key(self, i):
-        return (self.dir / f"host{i}_ed25519.pub").read_text()
+    def host_key(self, i, kind="ed25519"):
+        """'TYPE BASE64' of host i's public key of that kind (as known_hosts holds it)."""
+        return " ".join((self.dir / f"host{i}_{kind}.pub").read_text().split()[:2])
 
     # --- use ---------------------------------------------------------------------------------
     def env(self, **extra):

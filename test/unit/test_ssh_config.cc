@@ -67,7 +67,7 @@ TEST_CASE("ssh targets: user@host and flags override ~/.ssh/config") {
   CHECK(t.address == "node1");
   CHECK(t.port == 2022);
   CHECK(t.user == "alice");
-  CHECK(t.knownHostsPath == "/nonexistent-home/.ssh/known_hosts");
+  CHECK(t.userKnownHosts.front() == "/nonexistent-home/.ssh/known_hosts");
   CHECK(t.agentSocket == "/tmp/agent.sock");
   CHECK(t.identityFiles.front() == "/nonexistent-home/.ssh/id_ed25519");
   CHECK(t.hostKeyPolicy == HostKeyPolicy::AcceptNew);
