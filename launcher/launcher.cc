@@ -321,6 +321,7 @@ int launchElastic(const LaunchOptions& o, const Environment& base) {
   workerEnvironment(base, RankPlacement{}, launch.job, o.exports, launch.extra);  // checks -x
   // Before any thread (the discovery's, the rendezvous server's): the guardian forks.
   auto guardian = OrphanGuardian::start(o.grace);
+  guardian->removeSegmentsOnDeath(collectives::shm::jobSegmentPrefix(launch.job.jobId));
   std::unique_ptr<HostDiscovery> discovery;
   HostSource hosts = [fixed] { return fixed; };
   if (!script.empty()) {
@@ -382,6 +383,7 @@ int launch(const LaunchOptions& options) {
   std::string bindAddress = rendezvousAddress(plan, targets, checked.ready, interfaces);
 
   JobIdentity job = newJobIdentity();
+  guardian->removeSegmentsOnDeath(collectives::shm::jobSegmentPrefix(job.jobId));
   rendezvous::RendezvousServer server(bindAddress, job.secret, 0, handshakeTimeout(options, base));
   job.rendezvousAddr = server.address();
   job.rendezvousPort = server.port();
