@@ -294,6 +294,33 @@ def test_barrier_against_remove_process_set_fails_at_once_on_both_ranks_naming_b
     assert r.stdout.count("<stdout>:sum 2.0") == 2
 
 
+KIND_MISMATCH = """
+import time, hvd, hvd.numpy as hn, numpy as np
+hvd.init()
+start = time.monotonic()
+try:
+    if hvd.rank() == 0:
+        hn.allreduce(np.ones(4, np.float32), name="grad.w")
+    else:
+        hn.allgather(np.ones(4, np.float32), name="grad.w")
+except hvd.HorovodInternalError as e:
+    print(f"rank {hvd.rank()} failed after {time.monotonic() - start:.2f} s: {e}", flush=True)
+print("sum", hn.allreduce(np.array([1.0]), op=hvd.Sum, name="after")[0], flush=True)
+"""
+
+
+def test_allreduce_against_allgather_under_one_name_fails_at_once_on_every_rank_naming_both():
+    r = run_hvdrun("-np", 3, *python_worker(KIND_MISMATCH), timeout=60)
+    assert r.returncode == 0, r.stderr[-2000:]
+    for rank in (0, 1, 2):
+        m = re.search(rf"^\[{rank}\]<stdout>:rank {rank} failed after ([\d.]+) s: (.*)$",
+                      r.stdout, re.M)
+        assert m, r.stdout
+        assert float(m.group(1)) < 5
+        assert 'operation mismatch: rank {0} allreduce, ranks {1,2} allgather' in m.group(2)
+    assert r.stdout.count("<stdout>:sum 3.0") == 3
+
+
 @pytest.mark.parametrize("transport", ["shm", "tcp"])
 def test_a_rank_stopped_inside_a_transfer_is_reported_then_fails_the_job(transport):
     worker = pathlib.Path(__file__).with_name("stop_in_collective_worker.py")
