@@ -162,10 +162,10 @@ void Executor::allreduceChunk(const std::vector<AllreduceSlot>& slots,
   timeline_.record(events);
 }
 
-collectives::Allocate Executor::allocatorFor(LocalOp& op) {
+collectives::Allocate Executor::allocatorFor(LocalOp& op, std::size_t index) {
   if (op.op.allocate) return op.op.allocate;
-  return [&op](const std::vector<int64_t>& shape) -> void* {
-    TensorMeta meta{op.request.tensors[0].dtype, shape};
+  return [&op, index](const std::vector<int64_t>& shape) -> void* {
+    TensorMeta meta{op.request.tensors.at(index).dtype, shape};
     OwnedBuffer buffer = allocateHostBuffer(meta.bytes());
     void* data = buffer.bytes.get();
     op.result.owned.push_back(std::move(buffer));
@@ -190,16 +190,16 @@ void Executor::runOne(LocalOp& op, collectives::Comm& comm) {
       break;
     }
     case OpType::Allgather:
-      for (const auto& t : inputs)
-        op.result.outputs.push_back(collectives::allgather(comm, t, allocatorFor(op)));
+      for (std::size_t i = 0; i < inputs.size(); ++i)
+        op.result.outputs.push_back(collectives::allgather(comm, inputs[i], allocatorFor(op, i)));
       break;
     case OpType::Reducescatter:
-      for (const auto& t : inputs)
+      for (std::size_t i = 0; i < inputs.size(); ++i)
         op.result.outputs.push_back(
-            collectives::reducescatter(comm, t, op.op.reduceOp, allocatorFor(op)));
+            collectives::reducescatter(comm, inputs[i], op.op.reduceOp, allocatorFor(op, i)));
       break;
     case OpType::Alltoall: {
-      auto r = collectives::alltoall(comm, inputs[0], op.op.splits, allocatorFor(op));
+      auto r = collectives::alltoall(comm, inputs[0], op.op.splits, allocatorFor(op, 0));
       op.result.outputs.push_back(r.output);
       op.result.receivedSplits.push_back(r.receivedSplits);
       break;

@@ -66,7 +66,9 @@ class Executor {
   std::size_t fusionPieceBytes(std::size_t totalBytes, std::size_t elementBytes,
                                const collectives::Comm& comm) const;
   void runOne(LocalOp& op, collectives::Comm& comm);
-  collectives::Allocate allocatorFor(LocalOp& op);
+  // Allocates the output of the op's tensor `index` (its own dtype: a grouped operation's
+  // tensors may differ), unless the caller gave an allocator.
+  collectives::Allocate allocatorFor(LocalOp& op, std::size_t index);
 
   ExecutorOptions options_;
   Timeline& timeline_;

@@ -288,15 +288,17 @@ void CudaExecutor::allreduceChunk(const std::vector<AllreduceSlot>& slots,
 void CudaExecutor::runOne(LocalOp& op, Backends& backends, cudaStream_t stream, int device) {
   auto t0 = Clock::now();
   auto& inputs = op.op.inputs;
-  collectives::Allocate allocate = op.op.allocate;
-  if (!allocate)
-    allocate = [&op, device](const std::vector<int64_t>& shape) -> void* {
-      TensorMeta meta{op.request.tensors[0].dtype, shape};
+  // Each output in its own tensor's dtype: a grouped operation's tensors may differ.
+  auto allocatorFor = [&op, device](std::size_t index) -> collectives::Allocate {
+    if (op.op.allocate) return op.op.allocate;
+    return [&op, device, index](const std::vector<int64_t>& shape) -> void* {
+      TensorMeta meta{op.request.tensors.at(index).dtype, shape};
       auto memory = gpu::allocateOnDevice(device, meta.bytes());
       void* p = memory.get();
       op.result.owned.push_back({std::move(memory), meta.bytes(), DeviceId{device}});
       return p;
     };
+  };
   bool reduces = op.op.type == OpType::Reducescatter;
   gpu::GpuCollectives& backend = backendFor(backends, op.request.tensors[0].dtype, reduces);
   switch (op.op.type) {
@@ -311,14 +313,18 @@ void CudaExecutor::runOne(LocalOp& op, Backends& backends, cudaStream_t stream, 
       }
       break;
     case OpType::Allgather:
-      for (const auto& t : inputs) op.result.outputs.push_back(backend.allgather(t, allocate, stream));
+      for (std::size_t i = 0; i < inputs.size(); ++i)
+        op.result.outputs.push_back(backend.allgather(inputs[i], allocatorFor(i), stream));
       break;
     case OpType::Reducescatter:
-      for (const auto& t : inputs)
-        op.result.outputs.push_back(backend.reducescatter(t, op.op.reduceOp, allocate, stream));
+      // NCCL reduces some dtypes only: each tensor goes to the backend for its own.
+      for (std::size_t i = 0; i < inputs.size(); ++i)
+        op.result.outputs.push_back(backendFor(backends, inputs[i].dtype, true)
+                                        .reducescatter(inputs[i], op.op.reduceOp,
+                                                       allocatorFor(i), stream));
       break;
     case OpType::Alltoall: {
-      auto r = backend.alltoall(inputs[0], op.op.splits, allocate, stream);
+      auto r = backend.alltoall(inputs[0], op.op.splits, allocatorFor(0), stream);
       op.result.outputs.push_back(r.output);
       op.result.receivedSplits.push_back(r.receivedSplits);
       break;

@@ -145,6 +145,24 @@ def test_grouped_allgather():
     assert outs[1].shape == (2 * hvd.size(), 2)
 
 
+def test_grouped_operations_of_mixed_dtypes():
+    # Each output is allocated for its own tensor's dtype. They were all sized for the first
+    # tensor's, so a float64 tensor after a float32 one overran its buffer and corrupted the
+    # heap (found by Horovod's test_horovod_grouped_reducescatter_grad_cpu).
+    n, r = hvd.size(), hvd.rank()
+    dtypes = [np.float32, np.float64, np.float16, np.int64, np.uint8, np.float64]
+    for _ in range(20):  # a corrupted heap shows as a crash within a few rounds
+        inputs = [np.full((2 * n, 3), r + 1 + i, dtype=d) for i, d in enumerate(dtypes)]
+        gathered = hnp.grouped_allgather(inputs, name="mixed.ag")
+        scattered = hnp.grouped_reducescatter(inputs, op=hvd.Sum, name="mixed.rs")
+        for i, (d, g, s) in enumerate(zip(dtypes, gathered, scattered)):
+            assert g.dtype == d and s.dtype == d
+            expected = np.concatenate([np.full((2 * n, 3), q + 1 + i) for q in range(n)])
+            np.testing.assert_array_equal(g, expected.astype(d))
+            np.testing.assert_array_equal(s, np.full((2, 3), sum(q + 1 + i for q in range(n)),
+                                                     dtype=d))
+
+
 @pytest.mark.parametrize("root", [0, -1])
 def test_broadcast(root):
     root = root % hvd.size()

@@ -44,6 +44,26 @@ def test_gradients_of_the_collectives(graph):
 
 
 @modes()
+def test_grouped_reducescatter_gradient_of_float64_tensors_with_float32_output_gradients(graph):
+    # Horovod's test_horovod_grouped_reducescatter_grad_cpu: the output gradient given for one
+    # output is float32 and the others' are float64 zeros, so the gradient's grouped allgather
+    # mixes dtypes; its outputs were sized for the first tensor's dtype and the heap corrupted.
+    n = hvd.size()
+    for dim in (1, 2, 3):
+        vs = [tf.Variable(tf.fill([n * 4] * dim, tf.constant(float(i), tf.float64)))
+              for i in range(5)]
+
+        def grads():
+            with tf.GradientTape(persistent=True) as tape:
+                summed = htf.grouped_reducescatter(vs, op=htf.Sum, name=f"g.mixed{dim}")
+            return [tape.gradient(s, v, tf.ones([4] + [n * 4] * (dim - 1)))
+                    for s, v in zip(summed, vs)]
+
+        for g in run(grads, graph):
+            np.testing.assert_array_equal(np.asarray(g, np.float64), np.ones([n * 4] * dim))
+
+
+@modes()
 def test_gradients_of_the_grouped_collectives(graph):
     n, r = hvd.size(), hvd.rank()
     a = tf.Variable(tf.ones([r + 1]))
