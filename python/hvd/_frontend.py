@@ -315,7 +315,7 @@ class Collectives:
     # -- objects (pickled: for trusted peers only) -------------------------------------------
     def broadcast_object(self, obj: Any, root_rank: int = 0, name=None, process_set=None):
         name = name or type(obj).__name__
-        me = _basics.rank() if process_set is None else process_set.rank()
+        me = _basics.rank()  # root_rank is a global rank, as in Horovod
         payload = pickle.dumps(obj) if me == root_rank else b""
         length = self.a.int64_array([len(payload)])
         length = _handles.synchronize(self.broadcast_async(

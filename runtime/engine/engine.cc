@@ -129,6 +129,16 @@ Handle Engine::enqueue(Operation op) {
           opTypeName(op.type), " ", opName, ": rank ", rank_, " is not in process set ",
           op.processSet, " ", rankSet(ranks)));
     setSize = static_cast<int>(ranks.size());
+    if (op.type == OpType::Broadcast && op.processSet != 0) {
+      // root_rank is a global rank, as in Horovod; the set's communicator counts its members.
+      auto root = std::find(ranks.begin(), ranks.end(), op.root);
+      if (root == ranks.end())
+        throw InvalidArgument(detail::concat(
+            opTypeName(op.type), " ", opName, ": root_rank ", op.root,
+            " is not a member of process set ", op.processSet, " ", rankSet(ranks),
+            " (root_rank is a global rank)"));
+      op.root = static_cast<int32_t>(root - ranks.begin());
+    }
   }
   if (op.reduceOp == ReduceOp::Adasum) checkAdasumOperation(op, opName, setSize);
   if (op.type == OpType::Join) op.name = "join";

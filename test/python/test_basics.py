@@ -65,6 +65,28 @@ def test_dynamic_process_set():
     assert hvd.remove_process_set(ps) is False
 
 
+def test_broadcast_in_a_process_set_takes_a_global_root_rank():
+    # As in Horovod: root_rank names a global rank, which must be a member of the set. hvd
+    # used to read it as a rank of the set, so a Horovod script broadcast from the wrong rank
+    # (or deadlocked, where its ranks then disagreed on the root).
+    n = hvd.size()
+    ranks = list(range(1, n))  # without rank 0
+    ps = hvd.add_process_set(ranks)
+    try:
+        if ps.included():
+            root = ranks[-1]
+            x = np.full(3, hvd.rank(), dtype=np.int64)
+            assert hnp.broadcast(x, root, name="ps.bc", process_set=ps).tolist() == [root] * 3
+            assert hnp.broadcast_object({"from": hvd.rank()}, root, process_set=ps) == \
+                {"from": root}
+            with pytest.raises(ValueError, match=r"root_rank 0 is not a member of process set "
+                                                 r"\d+ \{1(,\d+)*\} \(root_rank is a global "
+                                                 r"rank\)"):
+                hnp.broadcast(x, 0, name="ps.bc.outsider", process_set=ps)
+    finally:
+        hvd.remove_process_set(ps)
+
+
 def test_invalid_process_sets_are_rejected_with_the_reason():
     with pytest.raises(ValueError, match="duplicate"):
         hvd.add_process_set([0, 0])

@@ -361,7 +361,8 @@ def _broadcast_raw(tensor, root_rank, name, process_set):
 
 def broadcast(tensor, root_rank, name=None, ignore_name_scope=False,
               process_set=global_process_set):
-    """Returns root_rank's tensor (root_rank counts within the process set). Differentiable."""
+    """Returns root_rank's tensor (root_rank is a global rank, a member of the process set, as
+    in Horovod). Differentiable."""
     del ignore_name_scope
     tensor = _tensor(tensor, _label("broadcast", name))
     if not _differentiable(tensor):
@@ -374,7 +375,12 @@ def broadcast(tensor, root_rank, name=None, ignore_name_scope=False,
         def grad(dy):
             summed = _grouped_allreduce_raw([dy], Sum, _grad_name(name), 1.0, 1.0,
                                             process_set)[0]
-            return summed if process_set.rank() == root_rank else tf.zeros_like(summed)
+            if _basics.rank() == root_rank:
+                return summed
+            # A zero gradient that still depends on the allreduce: graph mode would prune an
+            # allreduce nothing reads, and this rank would never submit it while the others wait.
+            with tf.control_dependencies([summed]):
+                return tf.zeros_like(dy)
 
         return out, grad
 

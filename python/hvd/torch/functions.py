@@ -7,6 +7,8 @@ from collections.abc import Mapping
 
 import torch
 
+from hvd import _basics
+
 from hvd._basics import global_process_set
 from hvd.torch.mpi_ops import _c, broadcast_async, broadcast_async_, synchronize
 from hvd.torch.optimizer import load_keeping_param_groups
@@ -61,7 +63,7 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None,
     if isinstance(optimizer, torch.optim.LBFGS):
         raise ValueError("broadcast_optimizer_state: LBFGS keeps state that cannot be "
                          "broadcast; broadcast the model's parameters instead")
-    me = process_set.rank()
+    me = _basics.rank()  # root_rank is a global rank, as in Horovod
     payload = None
     if me == root_rank:
         buffer = io.BytesIO()

@@ -335,7 +335,7 @@ class _BroadcastFn(torch.autograd.Function):
         root_rank, name, process_set = ctx.args
         summed = synchronize(_c.allreduce_async(grad, Sum, _grad_name(name), 1.0, 1.0,
                                                 process_set))
-        if process_set.rank() != root_rank:
+        if _basics.rank() != root_rank:  # root_rank is a global rank
             summed.zero_()
         return summed, None, None, None
 

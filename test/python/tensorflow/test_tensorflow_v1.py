@@ -182,3 +182,20 @@ def test_eager_code_gets_a_clear_error_for_graph_only_calls():
     with pytest.raises(ValueError, match="tf.compat.v1.train.Optimizer or a Keras optimizer"):
         htf.DistributedOptimizer(object())
     assert ReplicaMismatchError.__mro__[1] is RuntimeError
+
+
+def test_broadcast_gradient_in_a_session_runs_its_allreduce_on_every_rank():
+    # The gradient's allreduce must run on the ranks whose gradient is zero too: a zeros_like
+    # of a static shape used to let the session prune it there, and the root waited for them.
+    n, r = hvd.size(), hvd.rank()
+
+    def body(graph):
+        x = tf.constant([1.0, 2.0]) * (r + 1)
+        y = htf.broadcast(x, 0, name="v1.bc")
+        grad = tf.gradients(tf.reduce_sum(y * (r + 1)), x)[0]
+        with v1.Session() as sess:
+            return sess.run(grad)
+
+    got = graph_session(body)
+    s = n * (n + 1) / 2
+    np.testing.assert_allclose(got, [s, s] if r == 0 else [0.0, 0.0])
