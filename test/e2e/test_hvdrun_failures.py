@@ -383,3 +383,30 @@ def test_a_worker_inherits_no_descriptor_of_hvdrun_beyond_its_standard_streams()
         r = run_hvdrun("-np", 2, *python_worker(FDS), pass_fds=(stray.fileno(),))
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.count("<stdout>:fds [0, 1, 2]") == 2, r.stdout
+
+
+CHILD_FDS = """
+import os, subprocess, sys
+import hvd, hvd.numpy as hn, numpy as np
+hvd.init()
+hn.allreduce(np.ones(4, np.float32), name="x")
+mine = sum(os.readlink(f"/proc/self/fd/{f}").startswith("socket:")
+           for f in os.listdir("/proc/self/fd") if os.path.exists(f"/proc/self/fd/{f}"))
+# A program the worker starts without closing descriptors (fork and exec, as os.system does).
+child = subprocess.run(["sh", "-c", "ls -l /proc/$$/fd"], close_fds=False, capture_output=True,
+                       text=True).stdout
+print("worker sockets", mine, "child sockets", child.count("socket:"), flush=True)
+"""
+
+
+@pytest.mark.parametrize("transport", ["shm", "tcp"])
+def test_a_program_a_worker_starts_inherits_none_of_its_links(transport):
+    # A data loader or a shell command started by the worker must not hold the worker's links
+    # (or the rendezvous connection) open after the worker dies: its peers would never see the
+    # link close. Every socket hvd opens is close-on-exec.
+    r = run_hvdrun("-np", 2, "--transport", transport, *python_worker(CHILD_FDS))
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = re.findall(r"worker sockets (\d+) child sockets (\d+)", r.stdout)
+    assert len(lines) == 2, r.stdout
+    for worker, child in lines:
+        assert int(worker) > 0 and int(child) == 0, r.stdout
