@@ -20,7 +20,7 @@ from hvd._basics import HorovodInternalError, rank
 from hvd._elastic import ObjectState, State, reset_runtime, run_fn
 from hvd.tensorflow.mpi_ops import broadcast_object, broadcast_variables
 
-__all__ = ["ObjectState", "State", "TensorFlowKerasState", "run"]
+__all__ = ["ObjectState", "State", "TensorFlowKerasState", "TensorFlowState", "run"]
 
 
 def _internal_errors_raised_as_such(func):
@@ -44,6 +44,53 @@ def run(func):
     restored to its last commit, and each round starts from rank 0's state."""
     from hvd.tensorflow import init, shutdown
     return run_fn(_internal_errors_raised_as_such(func), reset_runtime(init, shutdown))
+
+
+class TensorFlowState(ObjectState):
+    """A list of TensorFlow variables (default: every global variable of a TF1 graph) and plain
+    attributes, kept across rounds, as horovod.tensorflow.elastic.TensorFlowState. Eagerly, the
+    variables are read and assigned directly; in a TF1 graph, through `session` (default: the
+    default session)."""
+
+    def __init__(self, variables=None, session=None, **kwargs):
+        self.variables = list(variables) if variables is not None else \
+            tf.compat.v1.global_variables()
+        self._eager = tf.executing_eagerly()
+        self.session = session or (None if self._eager else tf.compat.v1.get_default_session())
+        if not self._eager and self.session is None:
+            raise ValueError("TensorFlowState in a TF1 graph needs a session: pass session=, or "
+                             "make the state inside `with session.as_default():`")
+        # In a graph the broadcast is an op built once and run by sync().
+        self._broadcast = None if self._eager else broadcast_variables(self.variables, 0)
+        self._saved_values = []
+        super().__init__(bcast_object=broadcast_object, get_rank=rank, **kwargs)
+        self._save_values()
+
+    def _save_values(self):
+        if self._eager:
+            self._saved_values = [v.numpy().copy() for v in self.variables]
+        else:
+            self._saved_values = self.session.run(self.variables)
+
+    def save(self):
+        self._save_values()
+        super().save()
+
+    def restore(self):
+        for v, value in zip(self.variables, self._saved_values):
+            if self._eager:
+                v.assign(value)
+            else:
+                v.load(value, self.session)
+        super().restore()
+
+    def sync(self):
+        if self._eager:
+            broadcast_variables(self.variables, root_rank=0)
+        else:
+            self.session.run(self._broadcast)
+        self._save_values()
+        super().sync()
 
 
 class TensorFlowKerasState(ObjectState):

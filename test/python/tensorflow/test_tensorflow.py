@@ -541,6 +541,50 @@ def test_keras_state_restores_and_syncs_the_model_and_optimizer():
         np.testing.assert_array_equal(v.numpy(), saved)
 
 
+@pytest.mark.parametrize("graph", [False, True], ids=["eager", "v1-session"])
+def test_tensorflow_state_syncs_restores_and_commits_variables(graph):
+    # horovod.tensorflow.elastic.TensorFlowState: a list of variables and attributes.
+    v = 1.0 if hvd.rank() == 0 else 2.0
+    start = [np.full((2, 2), v), np.full(2, v)]
+    other = [np.array([[1.0, 2.0], [3.0, 4.0]]), np.zeros(2)]
+
+    def check(read, assign, state, variables):
+        state.sync()
+        for w in read(variables):  # rank 0's values and attributes everywhere
+            np.testing.assert_array_equal(w, np.ones_like(w))
+        assert (state.batch, state.epoch) == (20, 10)
+        assign(variables, other)
+        state.batch, state.epoch = 21, 11
+        state.restore()
+        for w in read(variables):
+            np.testing.assert_array_equal(w, np.ones_like(w))
+        assert (state.batch, state.epoch) == (20, 10)
+        assign(variables, other)
+        state.batch, state.epoch = 21, 11
+        state.commit()
+        state.restore()
+        for w, o in zip(read(variables), other):
+            np.testing.assert_array_equal(w, o)
+        assert (state.batch, state.epoch) == (21, 11)
+
+    if not graph:
+        variables = [tf.Variable(a) for a in start]
+        state = htf.elastic.TensorFlowState(variables, batch=20 + hvd.rank(),
+                                            epoch=10 + hvd.rank())
+        check(lambda vs: [x.numpy() for x in vs],
+              lambda vs, values: [x.assign(a) for x, a in zip(vs, values)], state, variables)
+        return
+    with tf.Graph().as_default():
+        variables = [tf.compat.v1.Variable(a) for a in start]
+        with tf.compat.v1.Session() as sess:
+            sess.run(tf.compat.v1.global_variables_initializer())
+            state = htf.elastic.TensorFlowState(variables, session=sess, batch=20 + hvd.rank(),
+                                                epoch=10 + hvd.rank())
+            check(lambda vs: sess.run(vs),
+                  lambda vs, values: [x.load(a, sess) for x, a in zip(vs, values)], state,
+                  variables)
+
+
 def test_keras_state_needs_a_built_model():
     model = keras.Sequential([keras.layers.Dense(2)])  # no input shape: no variables yet
     with pytest.raises(ValueError, match="the model has no variables yet"):

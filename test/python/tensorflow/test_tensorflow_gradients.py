@@ -115,3 +115,17 @@ def test_the_compat_package_scales_gradients_as_horovod(graph):
     np.testing.assert_allclose(g_rs, [n * n, n * n])
     np.testing.assert_allclose(g_grs, [n, n])  # Average: exact 1 each, times n
     np.testing.assert_allclose(g_ar, [n, n])
+
+
+def test_the_compat_packages_internal_queries_scripts_use():
+    # horovod.tensorflow.mpi_ops._basics._get_process_set_ids_and_ranks() and
+    # horovod.tensorflow.util._executing_eagerly, as Horovod's tests and some scripts call them.
+    from horovod.tensorflow.util import _executing_eagerly
+    assert _executing_eagerly() and horovod_tf._executing_eagerly()
+    ps = hvd.add_process_set([0])
+    try:
+        table = horovod_tf.mpi_ops._basics._get_process_set_ids_and_ranks()
+        assert table[0] == list(range(hvd.size())) and table[ps.process_set_id] == [0]
+    finally:
+        hvd.remove_process_set(ps)
+

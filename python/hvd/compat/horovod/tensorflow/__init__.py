@@ -5,3 +5,5 @@ from hvd.tensorflow import __all__  # noqa: F401
 from horovod.tensorflow.mpi_ops import (allgather, broadcast, grouped_allgather,  # noqa: F401
                                         grouped_reducescatter, reducescatter)
 from horovod.tensorflow import elastic  # noqa: F401  (hvd.elastic.run, TensorFlowKerasState)
+from horovod.tensorflow import mpi_ops  # noqa: F401  (hvd.mpi_ops._basics, as scripts use it)
+from horovod.tensorflow.util import _executing_eagerly  # noqa: F401

@@ -11,6 +11,19 @@ from hvd.tensorflow import __all__  # noqa: F401
 from hvd.tensorflow import global_process_set
 from hvd.tensorflow import mpi_ops as _hvd
 from hvd.tensorflow.compression import Compression
+from hvd import _core
+
+
+class _Basics:
+    """horovod.tensorflow.mpi_ops._basics: the one internal query scripts and tests use."""
+
+    @staticmethod
+    def _get_process_set_ids_and_ranks():
+        """{process set id: its global ranks} for every registered process set."""
+        return {i: list(_core.process_set_ranks(i)) for i in _core.process_set_ids()}
+
+
+_basics = _Basics()
 
 
 def _scaled(tensor, factor):

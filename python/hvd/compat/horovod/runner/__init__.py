@@ -1,0 +1,2 @@
+"""horovod.runner on hvd: the helper modules Horovod's scripts and test utilities import. The
+launcher itself is hvdrun (`horovodrun`'s flags are accepted there)."""
