@@ -62,6 +62,10 @@ class Guard:
         self.every = _core.check_replicas_every() if every is None else every
         self.updates = 0
         self._round = _core.elastic_round()
+        # A script may update once before it broadcasts (Horovod's own tests do: a step, then
+        # broadcast_parameters). A first check after an update that finds the ranks apart is
+        # repeated after the next update, and fails only if they are still apart then.
+        self._confirm_at: Optional[int] = None
 
     @property
     def enabled(self) -> bool:
@@ -70,9 +74,10 @@ class Guard:
     def tick(self) -> bool:
         current = _core.elastic_round()
         if current != self._round:  # a new elastic round: every rank counts from zero
-            self._round, self.updates = current, 0
+            self._round, self.updates, self._confirm_at = current, 0, None
         self.updates += 1
-        return due(self.updates_done, self.every, self.first)
+        return due(self.updates_done, self.every, self.first) or \
+            self.updates_done == self._confirm_at
 
     def at(self, updates_done: int) -> None:
         """Takes the count of updates from the caller (a Keras optimizer's iterations, which
@@ -99,6 +104,11 @@ class Guard:
         high, low = both[:flat.size].reshape(-1, 3), -both[flat.size:].reshape(-1, 3)
         tolerance = _tolerance(high, np.asarray(counts, dtype=np.float64))
         if not np.any(high - low > tolerance):
+            self._confirm_at = None
+            return
+        if self._confirm_at is None and self.updates_done >= 1 and \
+                self.updates_done == self.first:
+            self._confirm_at = self.updates_done + 1  # every rank decides alike: same Max
             return
         from hvd import numpy as hvd_numpy
         every_rank = hvd_numpy.allgather(flat.reshape(1, -1), name=f"{self._key}.detail",
@@ -124,6 +134,8 @@ class Guard:
     def _where(self) -> str:
         done = self.updates_done
         when = "before the first update" if done == 0 else f"after update {done}"
+        if self._confirm_at is not None and done == self._confirm_at:
+            when += f" (and after update {done - 1}: no broadcast made them equal since)"
         return f"replica check of {self.what} {when}"
 
     def _check_structure(self, meta, ranks, names) -> None:

@@ -16,11 +16,14 @@ WEIGHTS = [RNG.normal(size=(16, 8)).astype(np.float32), RNG.normal(size=(8,)).as
 NAMES = ["fc.weight", "fc.bias", "head.weight"]
 
 
-def check(arrays, names=NAMES, every=1):
+def check(arrays, names=NAMES, every=1, then=None):
+    """Two updates' checks: after update 1 with `arrays`, after update 2 with `then` (the same
+    arrays by default). A first mismatch after an update is confirmed after the next one."""
     guard = _replicas.Guard("test", hvd.global_process_set, "broadcast them", every=every)
-    guard.tick()
-    guard.check(_replicas.summarise(arrays), [a.size for a in arrays], names,
-                [a.shape for a in arrays], [str(a.dtype) for a in arrays])
+    for weights in (arrays, arrays if then is None else then):
+        if guard.tick():
+            guard.check(_replicas.summarise(weights), [a.size for a in weights], names,
+                        [a.shape for a in weights], [str(a.dtype) for a in weights])
 
 
 def test_identical_weights_pass():
@@ -54,10 +57,21 @@ def test_a_rank_that_differs_is_named_with_the_first_variable(how):
            f"ranks {', '.join(map(str, differing))} differ")
     variable = "head.weight" if how == "permuted" else "fc.bias"
     with pytest.raises(_replicas.ReplicaMismatchError,
-                       match=f"after update 1: the ranks hold different trainable weights: "
+                       match=r"after update 2 \(and after update 1: no broadcast made them "
+                             f"equal since\\): the ranks hold different trainable weights: "
                              f"{who} from rank 0. The first variable that differs is "
                              f"'{variable}'"):
         check(mine)
+
+
+def test_weights_apart_after_the_first_update_pass_when_a_broadcast_follows_it():
+    # Horovod's own tests step once and then broadcast (test_broadcast_state): the ranks are
+    # apart after update 1 and equal after update 2, which is no error.
+    mine = [w + hvd.rank() for w in WEIGHTS]
+    check(mine, every=0, then=[w.copy() for w in WEIGHTS])
+    if hvd.size() > 1:  # still apart after update 2: with the default schedule, an error then
+        with pytest.raises(_replicas.ReplicaMismatchError, match="after update 2 "):
+            check(mine, every=0)
 
 
 def test_different_models_are_named_with_each_ranks_variable_count():
