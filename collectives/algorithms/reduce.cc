@@ -104,7 +104,14 @@ void reduceBool(uint8_t* dst, const uint8_t* x, const uint8_t* y, std::size_t n,
 
 template <typename T>
 void scaleTyped(T* data, std::size_t n, double factor) {
-  for (std::size_t i = 0; i < n; ++i) data[i] = static_cast<T>(data[i] * factor);
+  if constexpr (std::is_floating_point_v<T>) {
+    // In the tensor's own precision, with the factor rounded to it, as Horovod scales: the
+    // same bits as a framework's `tensor * factor` (integers are scaled in double).
+    const T f = static_cast<T>(factor);
+    for (std::size_t i = 0; i < n; ++i) data[i] *= f;
+  } else {
+    for (std::size_t i = 0; i < n; ++i) data[i] = static_cast<T>(data[i] * factor);
+  }
 }
 
 template <typename T>
@@ -168,8 +175,9 @@ void scale(void* data, std::size_t n, DType dtype, double factor) {
   if (dtype == DType::Bool) throw InvalidArgument("cannot scale a bool tensor");
   auto* p = static_cast<uint16_t*>(data);
   bool half = dtype == DType::Float16;
+  const auto f = static_cast<float>(factor);  // float math, as Horovod's CPU path
   for (std::size_t i = 0; i < n; ++i) {
-    float v = static_cast<float>((half ? halfToFloat(p[i]) : bf16ToFloat(p[i])) * factor);
+    float v = (half ? halfToFloat(p[i]) : bf16ToFloat(p[i])) * f;
     p[i] = half ? floatToHalf(v) : floatToBf16(v);
   }
 }

@@ -57,6 +57,22 @@ def test_scale_factors():
     torch.testing.assert_close(out, torch.full((4,), 0.5 * hvd.size(), dtype=torch.float64))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32])
+def test_scale_factors_round_as_the_frameworks_multiply(dtype):
+    # Floats are scaled in their own precision with the factor rounded to it, integers in
+    # double: the bits of `factor * tensor` in torch, which Horovod's tests compare exactly
+    # (float32 scaled in double used to be one ulp off).
+    factor = 0.7130341301  # not representable in float32
+    x = (torch.arange(-40, 40) * 1.37).to(dtype)
+    out = hvd.allreduce(x, op=hvd.Sum, prescale_factor=factor, name=f"scale.{dtype}")
+    if dtype.is_floating_point:
+        scaled = x * torch.tensor(factor, dtype=dtype)
+    else:
+        scaled = (x.to(torch.float64) * factor).to(dtype)
+    if hvd.size() <= 3:  # sums of 2 or 3 equal terms round as a multiplication does
+        assert torch.equal(out, scaled * hvd.size())
+
+
 def test_sparse_tensors_other_devices_and_scalar_allgathers_are_value_errors():
     with pytest.raises(ValueError, match=r'allreduce "s": torch.sparse_coo tensors .*to_dense'):
         hvd.allreduce(torch.ones(3).to_sparse(), name="s")
