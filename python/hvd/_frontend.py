@@ -7,6 +7,8 @@ from __future__ import annotations
 import pickle
 from typing import Any, List, Optional, Sequence
 
+import numpy as _np
+
 from hvd import _basics, _core, _handles
 
 _ALLREDUCE = _core.OP_TYPES["allreduce"]
@@ -342,10 +344,17 @@ class Collectives:
 
 
 def _as_int_list(values, what: str) -> List[int]:
+    """The integers of a list, array or tensor. Floats are refused, also integral ones, as
+    Horovod refuses them: a float tensor made with `empty` holds different garbage on every
+    rank, and ranks that disagree on the splits would wait on each other."""
     try:
         if hasattr(values, "tolist"):
             values = values.tolist()
-        return [int(v) for v in values]
-    except (TypeError, ValueError):
+        values = list(values)
+    except TypeError:
         raise ValueError(f"{what}: splits must be a sequence of integers, got {values!r}") \
             from None
+    if any(isinstance(v, bool) or not isinstance(v, (int, _np.integer)) for v in values):
+        raise ValueError(f"{what}: splits must be integers (an integer tensor or list), got "
+                         f"{values!r}")
+    return [int(v) for v in values]

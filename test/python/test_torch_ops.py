@@ -280,6 +280,17 @@ def test_grouped_reducescatter_gradient():
     assert b.grad.abs().sum().item() == 0
 
 
+def test_alltoall_refuses_float_splits_on_every_rank():
+    # A float tensor made with torch.empty holds different garbage on each rank; converted to
+    # integers it made the ranks disagree on the splits and wait on each other.
+    n = hvd.size()
+    for splits in (torch.empty(n, dtype=torch.float32), torch.ones(n), [1.0] * n):
+        with pytest.raises(ValueError, match="splits must be integers"):
+            hvd.alltoall(torch.ones(n), splits, name="a2a.float_splits")
+    out = hvd.alltoall(torch.ones(n), torch.ones(n, dtype=torch.int64), name="a2a.after")
+    assert out[0].tolist() == [1.0] * n  # nothing was left half-submitted
+
+
 def test_alltoall_received_splits_are_int32_as_in_horovod():
     n = hvd.size()
     _, received = hvd.alltoall(torch.ones(n), splits=[1] * n, name="a2a.splits_dtype")

@@ -410,7 +410,11 @@ def alltoall(tensor, splits=None, name=None, ignore_name_scope=False,
     what = _label("alltoall", name)
     tensor = _tensor(tensor, what)
     if splits is not None:
-        splits = tf.cast(_tensor(splits, what), tf.int32)
+        splits = _tensor(splits, what)
+        if not splits.dtype.is_integer:  # garbage floats would differ per rank, silently
+            raise ValueError(f"{what}: splits must be integers, got a {splits.dtype.name} "
+                             "tensor")
+        splits = tf.cast(splits, tf.int32)
     if not _differentiable(tensor):
         out, received = _alltoall_raw(tensor, splits, name, process_set)
         return (out, received) if splits is not None else out
