@@ -4,6 +4,7 @@ Horovod itself where it is installed); hvd.torch's own stay exact (test_torch_op
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 import hvd
@@ -76,3 +77,48 @@ def test_without_gradients_the_results_are_hvds():
     y = torch.arange(2.0 * n)
     torch.testing.assert_close(horovod.reducescatter(y, op=horovod.Sum, name="compat.nograd.rs"),
                                n * y[2 * r:2 * r + 2])
+
+
+def test_what_horovods_own_torch_tests_read_of_the_optimizer_and_its_state():
+    # test_optimizer_no_named_parameters, test_broadcast_state_no_grad,
+    # test_horovod_reducescatter_adasum, test_synchronize_step_warning of Horovod's suite.
+    import warnings
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 2))
+    opt = horovod.DistributedOptimizer(torch.optim.SGD(
+        [{"params": model[0].parameters()}, {"params": model[1].parameters()}], lr=0.1))
+    names = opt._parameter_names
+    assert sorted(names.values()) == [f"allreduce.noname.{i}" for i in range(4)]
+    assert set(names) == set(model.parameters())
+    named = horovod.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                         named_parameters=model.named_parameters())
+    assert sorted(named._parameter_names.values()) == ["0.bias", "0.weight", "1.bias",
+                                                       "1.weight"]
+    frozen = torch.nn.Parameter(torch.ones(2), requires_grad=False)
+    trained = torch.nn.Parameter(torch.ones(3))
+    sgd = horovod.DistributedOptimizer(torch.optim.SGD([frozen, trained], lr=0.1, momentum=0.9))
+    horovod.broadcast_optimizer_state(sgd, root_rank=0)
+    assert frozen.grad is None and torch.equal(trained.grad, torch.zeros(3))
+    with pytest.raises(horovod.HorovodInternalError, match="Adasum"):
+        horovod.reducescatter(torch.ones(4), op=horovod.Adasum)
+    named.zero_grad()
+    model(torch.ones(1, 4)).sum().backward()
+    named.synchronize()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        named.step()
+    assert any("optimizer.step() called without optimizer.skip_synchronize()" in str(w.message)
+               for w in caught)
+
+
+def test_sparse_as_dense_hands_the_optimizer_sparse_gradients_back():
+    # SparseAdam takes sparse gradients only (Horovod's test_sparse_embeddings).
+    for sparse_as_dense in (False, True):
+        embedding = torch.nn.Embedding(10, 3, sparse=True)
+        opt = horovod.DistributedOptimizer(torch.optim.SparseAdam(list(embedding.parameters()),
+                                                                  lr=0.1),
+                                           sparse_as_dense=sparse_as_dense)
+        rows = [[1, 2, 4, 5], [4, 3, 2, 9]] if horovod.rank() == 0 else [[1, 3, 4], [4, 7, 9]]
+        opt.zero_grad()
+        embedding(torch.tensor(rows)).sum().backward()
+        opt.step()
+        assert embedding.weight.grad.is_sparse

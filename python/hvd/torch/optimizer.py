@@ -130,6 +130,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._prescale = 1.0 / float(gradient_predivide_factor)
         self._postscale = float(gradient_predivide_factor)
         self._sparse_as_dense = sparse_as_dense
+        self._densified = set()  # ids of sparse gradients reduced as dense this step
         self._process_set, self._process_set_id, self._communicates = _participation(process_set)
         self.backward_passes_per_step = backward_passes_per_step
 
@@ -156,6 +157,13 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._hooks = [p.register_post_accumulate_grad_hook(self._hook)
                        for p in self._requires_update] if self._communicates else []
         self._replica_guard = replica_guard(self._process_set, self._communicates)
+
+    @property
+    def _parameter_names(self):
+        """{parameter: name}, as Horovod's optimizer has it (scripts and tests read it): the
+        named_parameters' names, else "allreduce.noname.<i>"."""
+        params = [p for g in self.param_groups for p in g["params"]]
+        return {p: self._names[id(p)].removeprefix("DistributedOptimizer.") for p in params}
 
     # -- construction ------------------------------------------------------------------------
     @staticmethod
@@ -217,6 +225,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             p.grad = torch.zeros_like(p)
         if p.grad.is_sparse and self._sparse_as_dense:
             p.grad = p.grad.to_dense()
+            self._densified.add(id(p))  # sparse again once reduced, for the optimizer
         if not p.grad.is_sparse and not p.grad.is_contiguous():
             p.grad = p.grad.contiguous()
         return p.grad
@@ -294,6 +303,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 compressed, ctx = pair
                 if ctx is not None:  # compressed to another dtype: write back
                     p.grad.copy_(self._compression.decompress(compressed, ctx))
+                if key in self._densified:  # SparseAdam and the like take sparse gradients
+                    self._densified.discard(key)
+                    p.grad = p.grad.to_sparse()
             self._delay[key] = self.backward_passes_per_step
         handles.clear()
         self._synchronized = True
@@ -311,8 +323,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def step(self, closure=None):
         if self._should_synchronize:
             if self._synchronized:
-                warnings.warn("optimizer.step() called after optimizer.synchronize() without "
-                              "skip_synchronize(): the gradients are reduced again")
+                warnings.warn("optimizer.step() called without optimizer.skip_synchronize() "
+                              "context after optimizer.synchronize(): the gradients are "
+                              "reduced again, which slows training (wrap the step in `with "
+                              "optimizer.skip_synchronize():`)")
             self.synchronize()
         self._synchronized = False
         if closure is not None and self._communicates:

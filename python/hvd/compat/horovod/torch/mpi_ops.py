@@ -14,6 +14,7 @@ from hvd.torch import *  # noqa: F401,F403
 from hvd.torch import __all__  # noqa: F401
 from hvd.torch import global_process_set
 from hvd.torch import mpi_ops as _hvd
+from hvd._basics import Adasum, Average, HorovodInternalError
 from hvd.torch.compression import Compression
 
 
@@ -50,8 +51,17 @@ def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
                           process_set)
 
 
+def _no_adasum(op, what):
+    # Horovod refuses Adasum for reducescatter from its engine, as an internal error; scripts
+    # and tests catch that (hvd.torch says ValueError).
+    if op == Adasum:
+        raise HorovodInternalError(f"{what}: reducescatter supports op=Sum and op=Average only, "
+                                   "not Adasum")
+
+
 def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
                   process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0):
+    _no_adasum(op, "reducescatter")
     return _hvd.reducescatter(_scaled(tensor, process_set.size()), name, compression, op,
                               process_set, prescale_factor, postscale_factor)
 
@@ -59,6 +69,7 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
 def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=Average,
                           process_set=global_process_set, prescale_factor=1.0,
                           postscale_factor=1.0):
+    _no_adasum(op, "grouped_reducescatter")
     n = process_set.size()
     return _hvd.grouped_reducescatter([_scaled(t, n) for t in tensors], name, compression, op,
                                       process_set, prescale_factor, postscale_factor)
