@@ -186,7 +186,15 @@ std::set<int> Coordinator::missing(const Pending& p) const {
 }
 
 void Coordinator::markIfReady(const std::string& name, Pending& p, SteadyTime now) {
-  if (p.ready || !missing(p).empty()) return;
+  if (p.ready) return;
+  // Only an allreduce runs while ranks are joined (they count as zeros); anything else that
+  // needs a joined rank can never run, so it fails now rather than waiting for the ranks
+  // still submitting: their unnamed operations may carry other names (the ranks submitted
+  // different numbers of them before the join), and would never meet.
+  bool needsJoined = false;
+  if (p.byRank.begin()->second.type != OpType::Allreduce)
+    for (int r : p.expected) needsJoined |= joined_.count(r) && !p.byRank.count(r);
+  if (!needsJoined && !missing(p).empty()) return;
   p.ready = true;
   readyOrder_.push_back(name);
   if (!firstReadyAt_) firstReadyAt_ = now;
@@ -226,7 +234,7 @@ Response Coordinator::decide(const std::string& name, Pending& p) {
                                " does not exist"));
   std::set<int> absentJoined;
   for (int rank : p.expected)
-    if (!p.byRank.count(rank)) absentJoined.insert(rank);
+    if (!p.byRank.count(rank) && joined_.count(rank)) absentJoined.insert(rank);
   if (!absentJoined.empty()) {
     if (request.type != OpType::Allreduce)
       return fail(detail::concat(request.describe(), ": ranks ", rankSet(absentJoined),

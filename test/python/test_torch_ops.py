@@ -333,6 +333,24 @@ def test_join_returns_the_last_rank():
     assert hvd.join() == last
 
 
+def test_unnamed_allgathers_while_a_rank_is_joined_fail_at_once_every_round():
+    # Horovod's test_horovod_join_allgather: each rank in turn joins first while the others
+    # allgather (unnamed). From the second round on the ranks' unnamed allgathers carry other
+    # names (they did not all allgather in the first), so waiting for the other ranks to
+    # submit "the same" one hung until the stall shutdown; each fails at once now.
+    import time
+    t = torch.ones(5, 5)
+    for first in range(hvd.size()):
+        if hvd.rank() != first:
+            started = time.monotonic()
+            with pytest.raises(hvd.HorovodInternalError, match="only allreduce can run while "
+                                                               "ranks are joined"):
+                hvd.allgather(t)
+            assert time.monotonic() - started < 10
+        hvd.join()
+        assert hvd.allgather_object(first) == [first] * hvd.size()
+
+
 @pytest.mark.parametrize("op", ["Sum", "Average"])
 def test_sparse_allreduce_async_adds_the_ranks_entries(op):
     n, r = hvd.size(), hvd.rank()

@@ -168,6 +168,35 @@ TEST_CASE("joined ranks are not waited for; they get shapes to add zeros; join r
   CHECK(list.responses[0].value == 1);
 }
 
+TEST_CASE("an operation other than allreduce fails as soon as one rank submits it while a rank "
+          "of its set is joined") {
+  // It could never run: the joined rank takes part in nothing but allreduce until every rank
+  // has joined. Waiting for the other ranks could wait forever: their unnamed operations may
+  // carry other names (they submitted different numbers before the join).
+  Coordinator c(options(3));
+  OpRequest join;
+  join.type = OpType::Join;
+  join.name = "join";
+  OpRequest gather = allreduce("allgather.noname.0", 4);
+  gather.type = OpType::Allgather;
+  c.submit(0, gather, 0, t0);  // before the join: waits for the others
+  CHECK(c.dispatch(t0).responses.empty());
+  c.submit(1, join, 0, t0);
+  auto list = c.dispatch(t0);
+  REQUIRE(list.responses.size() == 1);
+  CHECK(list.responses[0].kind == ResponseKind::Error);
+  CHECK(list.responses[0].message ==
+        "allgather \"allgather.noname.0\": ranks {1} have joined; only allreduce can run while "
+        "ranks are joined");
+  gather.name = "allgather.noname.1";
+  c.submit(2, gather, 0, t0);  // after it: fails at once too
+  list = c.dispatch(t0);
+  REQUIRE(list.responses.size() == 1);
+  CHECK(list.responses[0].kind == ResponseKind::Error);
+  c.submit(0, allreduce("sum", 4), 0, t0);  // an allreduce still waits for rank 2
+  CHECK(c.dispatch(t0).responses.empty());
+}
+
 TEST_CASE("stalls are reported with the missing ranks, then fail the job") {
   Coordinator c(options(3));
   c.submit(0, allreduce("slow", 4), 0, t0);
