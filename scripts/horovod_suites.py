@@ -8,6 +8,9 @@ checkout or a bare git directory (the files are then read from its HEAD). The fi
 as Horovod's test/ (test/parallel/<file>, test/utils/common.py) in a temporary directory.
 
     HOROVOD_SRC=~/src/horovod scripts/horovod_suites.py --np 2 test_torch.py
+
+Horovod's test utilities need `mock` and `parameterized` from PyPI in the interpreter that runs
+them (`pip install mock parameterized`).
 """
 import argparse
 import json
@@ -65,14 +68,15 @@ def counts(xml_path: pathlib.Path):
     return out
 
 
-def run_file(hvdrun, python, parallel_dir, name, np_, timeout, extra):
+def run_file(hvdrun, python, parallel_dir, name, np_, timeout, extra, hvdrun_args):
     with tempfile.TemporaryDirectory() as out:
         script = (f'exec "{python}" -m pytest -q -p no:cacheprovider {" ".join(extra)} '
                   f'--junitxml="{out}/rank$HVD_RANK.xml" "{name}"')
         started = time.monotonic()
         try:
             r = subprocess.run([str(hvdrun), "-np", str(np_), "-H", f"localhost:{np_}",
-                                "--horovod-compat", "sh", "-c", script], cwd=parallel_dir,
+                                "--horovod-compat", *hvdrun_args, "sh", "-c", script],
+                               cwd=parallel_dir,
                                capture_output=True, text=True, timeout=timeout)
             code = r.returncode
             tail = (r.stdout + r.stderr)[-3000:]
@@ -99,6 +103,10 @@ def main():
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per file")
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("-k", help="pytest -k expression")
+    parser.add_argument("--hvdrun-arg", action="append", default=[],
+                        help="an extra hvdrun argument, e.g. --hvdrun-arg=--check-replicas "
+                             "--hvdrun-arg=off (some of Horovod's tests train ranks that never "
+                             "broadcast, which hvd's replica check stops)")
     args = parser.parse_args()
     if not args.horovod_src:
         parser.error("give a Horovod source tree with HOROVOD_SRC or --horovod-src")
@@ -109,7 +117,8 @@ def main():
                            pathlib.Path(tmp))
         for np_ in args.np or [2]:
             for name in args.files:
-                r = run_file(args.hvdrun, args.python, parallel, name, np_, args.timeout, extra)
+                r = run_file(args.hvdrun, args.python, parallel, name, np_, args.timeout, extra,
+                             args.hvdrun_arg)
                 results.append(r)
                 ran = r["passed"] + r["failed"] + r["errors"]
                 rate = f"{100 * r['passed'] / ran:.0f}%" if ran else "-"
