@@ -279,7 +279,7 @@ TEST_CASE("shm: a receive from a peer process that died fails naming it, within 
 TEST_CASE("shm and tcp communicators offer their own ring segment size, and subsets keep it") {
   for (auto [transport, expected] : {std::pair{Transport::Shm, std::size_t{128 * 1024}},
                                      std::pair{Transport::Tcp, std::size_t{512 * 1024}}}) {
-    test::runRanks(3, [expected](Comm& comm) {
+    test::runRanks(3, [expected = expected](Comm& comm) {
       HVD_ENFORCE_EQ(comm.pipelineSegmentBytes(), expected);
       HVD_ENFORCE_EQ(comm.subset({0, comm.rank() == 2 ? 2 : 1})->pipelineSegmentBytes(), expected);
     }, test::over(transport));
