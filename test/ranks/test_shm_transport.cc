@@ -165,7 +165,7 @@ TEST_CASE("shm: a receive from a silent peer times out naming it") {
         else std::this_thread::sleep_for(1000ms);
       },
       shmOptions(64 * 1024, {}, 300ms));
-  CHECK(Clock::now() - start < 3s);
+  CHECK(Clock::now() - start < test::scaled(3s));
   CHECK_THAT(messageOf(errors[0]), Catch::Contains("rank 0/2: recv from rank 1") &&
                                        Catch::Contains("tag=0x9 4 bytes") &&
                                        Catch::Contains("timed out"));
@@ -271,7 +271,7 @@ TEST_CASE("shm: a receive from a peer process that died fails naming it, within 
   int status = 0;
   ::waitpid(child, &status, 0);
   CHECK(WIFSIGNALED(status));
-  CHECK(took < 1s);
+  CHECK(took < test::scaled(1s));
   CHECK_THAT(message, Catch::Contains("rank 0/2: rank 1 (shm, pid " + std::to_string(child) +
                                       ") exited"));
 }
