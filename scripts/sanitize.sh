@@ -7,16 +7,15 @@
 #
 # Build dirs: $HVD_BUILD_DIR-asan and $HVD_BUILD_DIR-tsan (default build-asan, build-tsan).
 # HVD_SANITIZERS picks the parts (default "asan tsan fuzz"); HVD_FUZZ_SECONDS bounds each
-# fuzzer (default 20). Under TSAN, the tests matching the CTest regex HVD_TSAN_TESTS (default
-# all) run, except those matching HVD_TSAN_EXCLUDE (default the two dtype x op x count
-# matrices: over 5 minutes under TSAN, and the same threads as the smaller collective tests).
+# fuzzer (default 20). HVD_TSAN_TESTS and HVD_TSAN_EXCLUDE, CTest regexes, narrow the tests
+# run under TSAN (default: every unit and rank test).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 prefix=${HVD_BUILD_DIR:-$repo/build}
 parts=${HVD_SANITIZERS:-asan tsan fuzz}
 fuzz_seconds=${HVD_FUZZ_SECONDS:-20}
 tsan_tests=${HVD_TSAN_TESTS:-}
-tsan_exclude=${HVD_TSAN_EXCLUDE-allreduce matrix}
+tsan_exclude=${HVD_TSAN_EXCLUDE:-}
 jobs=${HVD_SANITIZE_JOBS:-$(nproc)}
 cxx=${HVD_SANITIZE_CXX:-clang++}
 fuzzers=(frame rendezvous_protocol engine_messages host_spec hostfile ssh_config)
@@ -49,7 +48,7 @@ run_tests() {
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:detect_stack_use_after_return=1:strict_string_checks=1:check_initialization_order=1
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$repo/test/tsan-suppressions.txt"
-# Tests scale their timeouts and deadlines by this (test/test_time.h): sanitized code runs
+# Tests scale their timeouts and deadlines by this (test/ranks/test_time.h): sanitized code runs
 # several times slower.
 export HVD_TEST_TIME_SCALE=${HVD_TEST_TIME_SCALE:-4}
 

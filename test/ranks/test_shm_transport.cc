@@ -313,8 +313,11 @@ TEST_CASE("shm and tcp: a wait on a large transfer polls while a caller is block
         HVD_ENFORCE(message == pattern(0, 0, message.size()), "message arrived wrong");
         sleeps = after.ru_nvcsw - before.ru_nvcsw;
       }, options);
-      if (blockedNow) CHECK(sleeps == 0);
-      else CHECK(sleeps >= 1);
+      // Under a sanitizer its runtime blocks the thread now and then by itself (page faults on
+      // shadow memory while the other rank's thread holds the mm lock, allocator locks), so
+      // only the ordinary builds can count on no sleep at all.
+      if (blockedNow && !test::kSanitized) CHECK(sleeps == 0);
+      if (!blockedNow) CHECK(sleeps >= 1);
     }
   }
 }
