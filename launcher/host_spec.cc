@@ -44,6 +44,10 @@ HostSlots parseEntry(const std::string& e, const std::string& where) {
     }
   }
   if (h.host.empty()) throw InvalidArgument(where + " '" + e + "' has no host name");
+  if (h.host.find_first_of("[]") != std::string::npos)
+    throw InvalidArgument(where + " '" + e +
+                          "' has '[' or ']' inside the host name (bracket a whole IPv6 address: "
+                          "[addr]:slots)");
   if (!slots.empty())
     h.slots = static_cast<int>(params::parseInt(slots, 1, 1 << 20, where + " '" + e + "': slots"));
   return h;

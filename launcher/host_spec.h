@@ -16,8 +16,8 @@ struct HostSlots {
 };
 
 // Throws InvalidArgument naming the offending entry: empty entries, an empty or non-numeric
-// slot count, zero slots, more than one ':' outside brackets, an unclosed bracket, an empty
-// user or host, a host listed twice.
+// slot count, zero slots, more than one ':' outside brackets, an unclosed bracket, a bracket
+// inside the host name, an empty user or host, a host listed twice.
 std::vector<HostSlots> parseHostList(const std::string& spec);
 
 // True if `word` has the shape host:slots; used to catch "-H a:1 b:1 cmd", where the shell split

@@ -127,7 +127,7 @@ ssh::PreflightReport checkRemoteHosts(
                       ssh::checkScript({t.alias, cwd, forwarded, o.command,
                                         interfaceFor(interfaces, t.alias),
                                         static_cast<int>(o.grace.count()), ""}),
-                      ranks});
+                      ranks, nullptr});
   }
   auto report = ssh::preflight(checks);
   if (!report.failures.empty()) {

@@ -1,5 +1,6 @@
 // The C boundary: converts exceptions to hvd_status codes and keeps the only process-wide
 // state, the current Runtime.
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -55,10 +56,22 @@ hvd_status query(int* out, Getter getter) {
   return withRuntime([&](Runtime& rt) { *out = getter(rt.topology()); });
 }
 
+// The value a C caller passed for an enum parameter, read from its bytes. A C enum is an int
+// and may hold any value, but C++ may assume an enum without a fixed underlying type holds only
+// its enumerators' range (UBSan's -fsanitize=enum), so a bad code is never loaded as the enum:
+// the parameters are taken by reference and read here.
+template <typename Enum>
+int rawCode(const Enum& e) {
+  static_assert(sizeof(Enum) == sizeof(int));
+  int code;
+  std::memcpy(&code, &e, sizeof code);
+  return code;
+}
+
 // A switch, not a cast: the C codes are ABI and stay fixed while the internal enum may change.
-hvd::collectives::DType toDType(hvd_dtype d) {
+hvd::collectives::DType toDType(const hvd_dtype& d) {
   using hvd::collectives::DType;
-  switch (d) {
+  switch (rawCode(d)) {
     case HVD_UINT8: return DType::UInt8;
     case HVD_INT8: return DType::Int8;
     case HVD_INT16: return DType::Int16;
@@ -71,13 +84,14 @@ hvd::collectives::DType toDType(hvd_dtype d) {
     case HVD_BOOL: return DType::Bool;
     case HVD_UINT16: return DType::UInt16;
   }
-  throw hvd::InvalidArgument(hvd::detail::concat("invalid hvd_dtype ", static_cast<int>(d)));
+  throw hvd::InvalidArgument(hvd::detail::concat("invalid hvd_dtype ", rawCode(d)));
 }
 
-hvd::collectives::ReduceOp toOp(hvd_reduce_op op) {
-  if (op < HVD_SUM || op > HVD_ADASUM)
-    throw hvd::InvalidArgument(hvd::detail::concat("invalid hvd_reduce_op ", static_cast<int>(op)));
-  return static_cast<hvd::collectives::ReduceOp>(op);
+hvd::collectives::ReduceOp toOp(const hvd_reduce_op& op) {
+  int code = rawCode(op);
+  if (code < HVD_SUM || code > HVD_ADASUM)
+    throw hvd::InvalidArgument(hvd::detail::concat("invalid hvd_reduce_op ", code));
+  return static_cast<hvd::collectives::ReduceOp>(code);
 }
 
 }  // namespace

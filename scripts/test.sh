@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Sets everything up, builds, and runs every test: the C++ suites through CTest, the Python
-# API suites (PyTorch and NumPy, then TensorFlow) under hvdrun with 2 and with 3 ranks, then
-# the end-to-end pytest suites that run hvdrun on real processes (last, so their summary
-# closes the output).
+# Sets everything up, builds, and runs every test: the C++ suites through CTest, the same C++
+# unit and rank tests under ASAN+UBSAN and TSAN plus the fuzzers (scripts/sanitize.sh;
+# HVD_SKIP_SANITIZE=1 leaves them out), the Python API suites (PyTorch and NumPy, then
+# TensorFlow) under hvdrun with 2 and with 3 ranks, then the end-to-end pytest suites that run
+# hvdrun on real processes (last, so their summary closes the output).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$repo/scripts/setup.sh"
@@ -10,6 +11,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${HVD_BUILD_DIR:-$repo/build}
 venv=${HVD_VENV:-$HOME/.cache/hvd/venv}
 (cd "$build" && ctest --output-on-failure --timeout 300 -j 2)
+[ "${HVD_SKIP_SANITIZE:-0}" = 1 ] || HVD_BUILD_DIR="$build" "$repo/scripts/sanitize.sh"
 for np in 2 3; do
   echo "test/python under hvdrun -np $np"
   timeout 600 "$build/apps/hvdrun" -np "$np" -x HVD_OP_TIMEOUT=60 "$venv/bin/python" -m pytest \

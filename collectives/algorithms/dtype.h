@@ -8,6 +8,8 @@
 
 namespace hvd::collectives {
 
+// Both enums travel between ranks as their codes, which a decoder checks against the last
+// enumerator: append new values at the end.
 enum class DType : uint8_t {
   UInt8, Int8, UInt16, Int16, Int32, Int64, Float16, BFloat16, Float32, Float64, Bool
 };

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -80,8 +81,14 @@ __attribute__((target("f16c,avx"))) void reduceHalfF16c(uint16_t* dst, const uin
   reduceHalf<halfToFloat, floatToHalf>(dst + i, x + i, y + i, n - i, op);
 }
 
+// F16C from CPUID itself: clang before 16 has no "f16c" for __builtin_cpu_supports. "avx" also
+// checks that the OS saves the AVX registers.
 bool cpuHasF16c() {
-  static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0 &&
+           __builtin_cpu_supports("avx");
+  }();
   return has;
 }
 #endif

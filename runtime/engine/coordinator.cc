@@ -29,9 +29,11 @@ bool involvesEveryRank(OpType t) {
 
 std::string describeByRank(const std::map<int, std::string>& valueByRank) {
   std::vector<std::pair<std::string, std::set<int>>> groups;
-  for (const auto& [rank, value] : valueByRank) {
+  for (const auto& entry : valueByRank) {
+    const auto& [rank, value] = entry;
+    // (clang before 16 cannot capture a structured binding.)
     auto it = std::find_if(groups.begin(), groups.end(),
-                           [&](const auto& g) { return g.first == value; });
+                           [&entry](const auto& g) { return g.first == entry.second; });
     if (it == groups.end()) groups.push_back({value, {rank}});
     else it->second.insert(rank);
   }

@@ -63,8 +63,8 @@ ResponseList ResponseList::decode(const std::string& bytes) {
   auto n = r.get<uint32_t>();
   for (uint32_t i = 0; i < n; ++i) {
     Response x;
-    x.kind = r.get<ResponseKind>();
-    x.type = r.get<OpType>();
+    x.kind = r.getEnum(ResponseKind::Fatal, "response kind");
+    x.type = r.getEnum(OpType::RemoveProcessSet, "operation type");
     auto names = r.get<uint32_t>();
     for (uint32_t k = 0; k < names; ++k) x.names.push_back(r.getString());
     x.cacheIds = r.getVector<uint64_t>();

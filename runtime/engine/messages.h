@@ -34,6 +34,7 @@ struct RequestList {
   static RequestList decode(const std::string& bytes);
 };
 
+// Codes run from 0 to Fatal, the last (ResponseList::decode checks the range): append.
 enum class ResponseKind : uint8_t {
   Execute,   // run `names` (fused into as few collectives as the fusion threshold allows)
   Error,     // fail `names` with `message` on every rank; the job goes on

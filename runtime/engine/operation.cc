@@ -96,9 +96,9 @@ void OpRequest::encode(wire::Writer& w) const {
 
 OpRequest OpRequest::decode(wire::Reader& r) {
   OpRequest o;
-  o.type = r.get<OpType>();
+  o.type = r.getEnum(OpType::RemoveProcessSet, "operation type");
   o.name = r.getString();
-  o.reduceOp = r.get<ReduceOp>();
+  o.reduceOp = r.getEnum(ReduceOp::Adasum, "reduce op");
   o.root = r.get<int32_t>();
   o.prescale = r.get<double>();
   o.postscale = r.get<double>();
@@ -107,7 +107,7 @@ OpRequest OpRequest::decode(wire::Reader& r) {
   auto n = r.get<uint32_t>();
   for (uint32_t i = 0; i < n; ++i) {
     TensorMeta t;
-    t.dtype = r.get<DType>();
+    t.dtype = r.getEnum(DType::Bool, "dtype");
     t.shape = r.getVector<int64_t>();
     o.tensors.push_back(std::move(t));
   }

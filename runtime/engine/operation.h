@@ -15,6 +15,7 @@ namespace hvd::runtime {
 using collectives::DType;
 using collectives::ReduceOp;
 
+// Codes run from 0 to RemoveProcessSet, the last (OpRequest::decode checks the range): append.
 enum class OpType : uint8_t {
   Allreduce, Allgather, Broadcast, Alltoall, Reducescatter, Barrier, Join,
   AddProcessSet, RemoveProcessSet

@@ -1,6 +1,7 @@
 // A compact binary encoding for the engine's control messages (little-endian host order: every
 // rank of a job runs on the same architecture). The Reader checks every length against what is
-// left, so a truncated or corrupt message is an InternalError, never an out-of-bounds read.
+// left and every enum code against the enum's range, so a truncated or corrupt message is an
+// InternalError, never an out-of-bounds read or an unknown enum value.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +46,19 @@ class Reader {
     std::memcpy(&value, p_, sizeof value);
     p_ += sizeof value;
     return value;
+  }
+  // An enum written as its underlying value, whose codes run from 0 to `last`: a code above it
+  // (a corrupt message, or a peer with a newer build) is an InternalError naming `what`, so no
+  // unknown value reaches the code that switches over the enum.
+  template <typename E>
+  E getEnum(E last, const char* what) {
+    using Code = std::underlying_type_t<E>;
+    static_assert(std::is_unsigned_v<Code>);
+    auto code = get<Code>();
+    if (code > static_cast<Code>(last))
+      throw InternalError(detail::concat("control message: unknown ", what, " code ",
+                                         static_cast<uint64_t>(code)));
+    return static_cast<E>(code);
   }
   std::string getString() {
     auto n = get<uint32_t>();

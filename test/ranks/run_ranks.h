@@ -15,10 +15,12 @@
 #include "collectives/rendezvous/in_memory_store.h"
 #include "collectives/transport/shm/shm_device.h"
 #include "collectives/transport/tcp/tcp_device.h"
+#include "test/ranks/test_time.h"
 
 namespace hvd::test {
 
-inline constexpr std::chrono::seconds kTestTimeout{5};
+// Connect and operation timeout of the ranks (scaled: test_time.h).
+inline const std::chrono::milliseconds kTestTimeout = scaled(std::chrono::seconds(5));
 
 enum class Transport { Tcp, Shm };
 

@@ -6,6 +6,7 @@
 #include "collectives/rendezvous/in_memory_store.h"
 #include "collectives/transport/tcp/tcp_device.h"
 #include "runtime/engine/control_channel.h"
+#include "test/ranks/test_time.h"
 
 using namespace hvd;
 using hvd::runtime::ControlChannel;
@@ -46,7 +47,7 @@ TEST_CASE("a wake-up that a receive polled past still ends the next wait") {
   ChannelPair pair;
   pair.channel[0]->wake();
   REQUIRE(pair.channel[0]->receive().empty());
-  REQUIRE(secondsToWait(*pair.channel[0]) < 10.0);
+  REQUIRE(secondsToWait(*pair.channel[0]) < 10.0 * test::timeScale());
 }
 
 TEST_CASE("a wake-up from another thread ends a wait in progress") {
@@ -58,7 +59,7 @@ TEST_CASE("a wake-up from another thread ends a wait in progress") {
   });
   double waited = secondsToWait(*pair.channel[0]);
   waker.join();
-  REQUIRE(waited < 10.0);
+  REQUIRE(waited < 10.0 * test::timeScale());
 }
 
 TEST_CASE("a message ends the peer's wait and is received whole") {

@@ -8,6 +8,7 @@
 #include "collectives/rendezvous/tcp_store_client.h"
 #include "common/asio_io.h"
 #include "collectives/rendezvous/rendezvous_server.h"
+#include "test/ranks/test_time.h"
 
 using namespace hvd;
 using namespace hvd::rendezvous;
@@ -115,7 +116,7 @@ TEST_CASE("a frame whose body stops arriving is dropped after the handshake time
   std::array<uint8_t, 1> byte{};
   asio::read(socket, asio::buffer(byte), ec);
   CHECK(ec == asio::error::eof);
-  CHECK(io::Clock::now() - started < 2s);
+  CHECK(io::Clock::now() - started < test::scaled(2s));
   CHECK(rejectedReaches(server, 1));
 }
 

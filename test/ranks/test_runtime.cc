@@ -9,6 +9,10 @@
 #include "runtime/runtime.h"
 #include "test/ranks/run_runtimes.h"
 
+// test/ranks/c_api_codes.c: hvd_allreduce called from C with any int as the dtype and op codes.
+extern "C" hvd_status hvdTestAllreduceWithCodes(const void* in, void* out, size_t count,
+                                                int dtype, int op);
+
 using namespace hvd;
 using namespace hvd::runtime;
 
@@ -69,8 +73,10 @@ TEST_CASE("the C API runs as a single rank without a launcher and re-initialises
     CHECK((u16out[0] == 65000 && u16out[1] == 7));
     REQUIRE(hvd_broadcast(in, 3, HVD_FLOAT64, 1) == HVD_INVALID_ARGUMENT);
     CHECK_THAT(hvd_last_error(), Catch::Contains("root rank 1"));
-    REQUIRE(hvd_allreduce(in, out, 3, static_cast<hvd_dtype>(99), HVD_SUM) ==
-            HVD_INVALID_ARGUMENT);
+    REQUIRE(hvdTestAllreduceWithCodes(in, out, 3, 99, HVD_SUM) == HVD_INVALID_ARGUMENT);
+    CHECK_THAT(hvd_last_error(), Catch::Contains("invalid hvd_dtype 99"));
+    REQUIRE(hvdTestAllreduceWithCodes(in, out, 3, HVD_FLOAT64, 99) == HVD_INVALID_ARGUMENT);
+    CHECK_THAT(hvd_last_error(), Catch::Contains("invalid hvd_reduce_op 99"));
     REQUIRE(hvd_barrier() == HVD_SUCCESS);
     REQUIRE(hvd_shutdown() == HVD_SUCCESS);
   }

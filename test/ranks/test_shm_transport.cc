@@ -165,7 +165,7 @@ TEST_CASE("shm: a receive from a silent peer times out naming it") {
         else std::this_thread::sleep_for(1000ms);
       },
       shmOptions(64 * 1024, {}, 300ms));
-  CHECK(Clock::now() - start < 3s);
+  CHECK(Clock::now() - start < test::scaled(3s));
   CHECK_THAT(messageOf(errors[0]), Catch::Contains("rank 0/2: recv from rank 1") &&
                                        Catch::Contains("tag=0x9 4 bytes") &&
                                        Catch::Contains("timed out"));
@@ -271,7 +271,7 @@ TEST_CASE("shm: a receive from a peer process that died fails naming it, within 
   int status = 0;
   ::waitpid(child, &status, 0);
   CHECK(WIFSIGNALED(status));
-  CHECK(took < 1s);
+  CHECK(took < test::scaled(1s));
   CHECK_THAT(message, Catch::Contains("rank 0/2: rank 1 (shm, pid " + std::to_string(child) +
                                       ") exited"));
 }
@@ -279,7 +279,7 @@ TEST_CASE("shm: a receive from a peer process that died fails naming it, within 
 TEST_CASE("shm and tcp communicators offer their own ring segment size, and subsets keep it") {
   for (auto [transport, expected] : {std::pair{Transport::Shm, std::size_t{128 * 1024}},
                                      std::pair{Transport::Tcp, std::size_t{512 * 1024}}}) {
-    test::runRanks(3, [expected](Comm& comm) {
+    test::runRanks(3, [expected = expected](Comm& comm) {
       HVD_ENFORCE_EQ(comm.pipelineSegmentBytes(), expected);
       HVD_ENFORCE_EQ(comm.subset({0, comm.rank() == 2 ? 2 : 1})->pipelineSegmentBytes(), expected);
     }, test::over(transport));
@@ -313,8 +313,11 @@ TEST_CASE("shm and tcp: a wait on a large transfer polls while a caller is block
         HVD_ENFORCE(message == pattern(0, 0, message.size()), "message arrived wrong");
         sleeps = after.ru_nvcsw - before.ru_nvcsw;
       }, options);
-      if (blockedNow) CHECK(sleeps == 0);
-      else CHECK(sleeps >= 1);
+      // Under a sanitizer its runtime blocks the thread now and then by itself (page faults on
+      // shadow memory while the other rank's thread holds the mm lock, allocator locks), so
+      // only the ordinary builds can count on no sleep at all.
+      if (blockedNow && !test::kSanitized) CHECK(sleeps == 0);
+      if (!blockedNow) CHECK(sleeps >= 1);
     }
   }
 }

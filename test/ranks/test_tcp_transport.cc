@@ -147,7 +147,7 @@ TEST_CASE("a small receive from a silent peer times out naming it") {
         else std::this_thread::sleep_for(std::chrono::milliseconds(1000));
       },
       RankOptions{"s", waits, std::chrono::milliseconds(300)});
-  CHECK(Clock::now() - start < std::chrono::seconds(3));
+  CHECK(Clock::now() - start < test::scaled(std::chrono::seconds(3)));
   CHECK_THAT(messageOf(errors[0]), Catch::Contains("rank 0/2: recv from rank 1") &&
                                        Catch::Contains("tag=0x9 4 bytes") &&
                                        Catch::Contains("timed out"));
@@ -173,7 +173,8 @@ TEST_CASE("wake() from another thread ends a wait on a small receive") {
     auto before = Clock::now();
     comm.progress()->progressUntil(Clock::now() + std::chrono::seconds(5), true);
     waker.join();
-    HVD_ENFORCE(Clock::now() - before < std::chrono::seconds(2), "the wake-up did not end the wait");
+    HVD_ENFORCE(Clock::now() - before < test::scaled(std::chrono::seconds(2)),
+                "the wake-up did not end the wait");
     HVD_ENFORCE(!recv.test(), "nothing was sent yet");
     std::vector<uint8_t> go(1, 1);
     comm.peer(1).isend(bytesOf(go), 2).wait(comm.deadline());

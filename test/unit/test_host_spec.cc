@@ -33,6 +33,11 @@ TEST_CASE("malformed host entries are rejected with the entry named") {
   fails("[::1]x", "after ']'");
   fails("::1:2", "more than one ':'");
   fails(":3", "no host name");
+  // Found by test/fuzz/host_spec_fuzzer.cc: "[[]" was host "[", which describeHosts printed as
+  // "[:1", a spec that does not parse.
+  fails("[[]", "'[' or ']' inside the host name");
+  fails("a]b:1", "'[' or ']' inside the host name");
+  fails("[a[b]:2", "'[' or ']' inside the host name");
   fails("a:1,a:2", "listed twice");
   fails("a:-1", "out of range");
   fails("a:1x", "not an integer");

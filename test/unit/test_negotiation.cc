@@ -278,6 +278,42 @@ TEST_CASE("control messages survive encoding, and a truncated one is an error") 
   CHECK_THROWS_WITH(RequestList::decode(bytes), Catch::Contains("truncated"));
 }
 
+TEST_CASE("a control message with an unknown enum code is an error naming it") {
+  // Found by test/fuzz/engine_messages_fuzzer.cc: an unknown dtype code used to decode, and the
+  // coordinator's message about it threw InvalidArgument from dtypeSize instead.
+  auto requestWith = [](auto change) {
+    RequestList l;
+    Submission s;
+    s.request = allreduce("grad", 12);
+    change(s.request);
+    l.submissions = {s};
+    return l.encode();
+  };
+  CHECK_THROWS_WITH(RequestList::decode(requestWith([](OpRequest& r) {
+                      r.tensors[0].dtype = static_cast<DType>(77);
+                    })),
+                    Catch::Contains("unknown dtype code 77"));
+  CHECK_THROWS_WITH(RequestList::decode(requestWith([](OpRequest& r) {
+                      r.reduceOp = static_cast<ReduceOp>(99);
+                    })),
+                    Catch::Contains("unknown reduce op code 99"));
+  CHECK_THROWS_WITH(RequestList::decode(requestWith([](OpRequest& r) {
+                      r.type = static_cast<OpType>(200);
+                    })),
+                    Catch::Contains("unknown operation type code 200"));
+  CHECK_NOTHROW(RequestList::decode(requestWith([](OpRequest& r) {
+    r.tensors[0].dtype = DType::Bool;
+    r.reduceOp = ReduceOp::Adasum;
+    r.type = OpType::RemoveProcessSet;
+  })));
+  ResponseList responses;
+  responses.responses.resize(1);
+  responses.responses[0].kind = static_cast<ResponseKind>(9);
+  CHECK_THROWS_AS(ResponseList::decode(responses.encode()), hvd::InternalError);
+  CHECK_THROWS_WITH(ResponseList::decode(responses.encode()),
+                    Catch::Contains("unknown response kind code 9"));
+}
+
 TEST_CASE("fusion chunks: same dtype, within the threshold, large tensors alone") {
   std::vector<TensorMeta> t = {{DType::Float32, {256}}, {DType::Float32, {256}},
                                {DType::Float64, {128}}, {DType::Float32, {1 << 20}},
