@@ -36,8 +36,19 @@ def read_source(src: pathlib.Path, path: str) -> bytes:
                           check=True, capture_output=True).stdout
 
 
-def lay_out(src: pathlib.Path, files, where: pathlib.Path) -> pathlib.Path:
-    for path in ["test/utils/common.py", *[f"test/parallel/{f}" for f in files]]:
+def listing(src: pathlib.Path, folder: str):
+    if (src / folder).is_dir():
+        return [f"{folder}/{p.name}" for p in (src / folder).iterdir() if p.is_file()]
+    git_dir = src if (src / "HEAD").exists() else src / ".git"
+    out = subprocess.run(["git", "--git-dir", str(git_dir), "ls-tree", "--name-only", "HEAD",
+                          f"{folder}/"], check=True, capture_output=True, text=True).stdout
+    return out.split()
+
+
+def lay_out(src: pathlib.Path, where: pathlib.Path) -> pathlib.Path:
+    """Horovod's test/parallel and test/utils (the suites import their base classes and
+    helpers from there)."""
+    for path in listing(src, "test/utils") + listing(src, "test/parallel"):
         target = where / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(read_source(src, path))
@@ -113,8 +124,7 @@ def main():
     extra = ["-k", repr(args.k)] if args.k else []
     results = []
     with tempfile.TemporaryDirectory() as tmp:
-        parallel = lay_out(pathlib.Path(args.horovod_src).expanduser(), args.files,
-                           pathlib.Path(tmp))
+        parallel = lay_out(pathlib.Path(args.horovod_src).expanduser(), pathlib.Path(tmp))
         for np_ in args.np or [2]:
             for name in args.files:
                 r = run_file(args.hvdrun, args.python, parallel, name, np_, args.timeout, extra,
