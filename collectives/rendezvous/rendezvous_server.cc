@@ -246,19 +246,23 @@ RendezvousServer::~RendezvousServer() {
 }
 
 void RendezvousServer::listenAlso(const std::string& address) {
-  std::promise<void> done;
+  // The I/O thread reports a failure as text, not as an exception_ptr: an exception freed on
+  // another thread than the one that read it is what ThreadSanitizer cannot follow.
+  std::promise<std::string> done;
   auto result = done.get_future();
   asio::post(state_->io, [&] {
+    std::string error;
     try {
+      bool served = false;
       for (const auto& a : state_->acceptors)
-        if (a.local_endpoint().address().to_string() == address) return done.set_value();
-      state_->listen(address, port());
-      done.set_value();
-    } catch (...) {
-      done.set_exception(std::current_exception());
+        served |= a.local_endpoint().address().to_string() == address;
+      if (!served) state_->listen(address, port());
+    } catch (const std::exception& e) {
+      error = e.what();
     }
+    done.set_value(error);
   });
-  result.get();
+  if (std::string error = result.get(); !error.empty()) throw IoError(error);
 }
 
 std::string RendezvousServer::address() const { return address_; }
