@@ -1,10 +1,11 @@
 #include "common/asio_io.h"
 
+#include <fcntl.h>
+
 #include <thread>
 
 #include "common/error.h"
 #include "common/frame.h"
-#include "common/handshake_listener.h"
 
 namespace hvd::io {
 namespace {
@@ -160,6 +161,11 @@ void authenticateAsConnector(tcp::socket& socket, const std::string& secret,
   if (!auth::digestsEqual(answer, auth::acceptorProof(secret, acceptorNonce, ownNonce, bound)))
     throw IoError(what + ": authentication failed: " + peerName(socket) +
                   " does not know the job secret");
+}
+
+void setCloseOnExec(int fd) {
+  int flags = ::fcntl(fd, F_GETFD);
+  if (flags >= 0) ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
 }
 
 std::string peerName(const tcp::socket& socket) {

@@ -49,6 +49,10 @@ void authenticateAsConnector(tcp::socket& socket, const std::string& secret,
                              const std::string& context, const std::vector<uint8_t>& claim,
                              Deadline deadline, const std::string& what);
 
+// Marks a descriptor close-on-exec. Asio opens and accepts sockets without it; a worker's
+// socket inherited by a process it starts would keep the link open after the worker dies.
+void setCloseOnExec(int fd);
+
 // "ip:port" of the socket's peer, or "unknown peer".
 std::string peerName(const tcp::socket& socket);
 

@@ -1,12 +1,12 @@
 #include "common/handshake_listener.h"
 
-#include <fcntl.h>
 #include <sys/resource.h>
 
 #include <atomic>
 #include <cerrno>
 #include <list>
 
+#include "common/asio_io.h"
 #include "common/auth.h"
 #include "common/error.h"
 #include "common/logging.h"
@@ -38,11 +38,6 @@ std::string descriptorLimit() {
 }
 
 }  // namespace
-
-void setCloseOnExec(int fd) {
-  int flags = ::fcntl(fd, F_GETFD);
-  if (flags >= 0) ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
-}
 
 // One accepted connection, from accept to authenticated or dropped.
 struct Pending {

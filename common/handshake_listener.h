@@ -63,8 +63,4 @@ class HandshakeListener {
   std::shared_ptr<State> state_;
 };
 
-// Marks a descriptor close-on-exec. Asio opens and accepts sockets without it; a worker's
-// socket inherited by a process it starts would keep the link open after the worker dies.
-void setCloseOnExec(int fd);
-
 }  // namespace hvd::io

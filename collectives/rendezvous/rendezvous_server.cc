@@ -6,10 +6,10 @@
 
 #include "collectives/rendezvous/key_value_table.h"
 #include "collectives/rendezvous/protocol.h"
+#include "common/asio_io.h"
 #include "common/error.h"
 #include "common/frame.h"
 #include "common/handshake_listener.h"
-#include "common/asio_io.h"
 #include "common/logging.h"
 
 namespace hvd::rendezvous {
@@ -206,9 +206,9 @@ void RendezvousServer::State::listen(const std::string& address, uint16_t port) 
   tcp::endpoint endpoint(asio::ip::make_address(address, ec), port);
   if (ec) throw InvalidArgument("rendezvous: cannot bind '" + address + "': " + ec.message());
   tcp::acceptor& acceptor = acceptors.emplace_back(io);
-  acceptor.open(endpoint.protocol());
-  acceptor.set_option(tcp::acceptor::reuse_address(true));
-  acceptor.bind(endpoint, ec);
+  acceptor.open(endpoint.protocol(), ec);
+  if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) acceptor.bind(endpoint, ec);
   if (ec) {
     acceptors.pop_back();
     throw IoError("rendezvous: cannot bind " + address + ":" + std::to_string(port) + ": " +

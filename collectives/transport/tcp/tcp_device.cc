@@ -11,8 +11,8 @@
 
 #include "collectives/transport/tcp/tcp_connection.h"
 #include "common/asio_io.h"
-#include "common/handshake_listener.h"
 #include "common/format.h"
+#include "common/handshake_listener.h"
 #include "common/spin.h"
 #include "common/logging.h"
 
