@@ -264,61 +264,52 @@ def test_a_rank_dying_inside_a_collective_behind_a_wrapper_is_noticed_and_named(
         assert "rank 1" in error and "allreduce" in error, error  # the dead rank, the operation
 
 
-FENCE_MISMATCH = """
+def mismatch_worker(setup, on_rank_0, on_the_others):
+    """Rank 0 calls one thing and the others another; each prints "rank R failed after S s:
+    ERROR" when its call fails, then all allreduce once more, which prints "sum N"."""
+    return f"""
 import time, hvd, hvd.numpy as hn, numpy as np
 hvd.init()
-ps = hvd.add_process_set([0])
+{setup}
 start = time.monotonic()
 try:
     if hvd.rank() == 0:
-        hvd.remove_process_set(ps)
+        {on_rank_0}
     else:
-        hn.barrier()
+        {on_the_others}
 except hvd.HorovodInternalError as e:
-    print(f"rank {hvd.rank()} failed after {time.monotonic() - start:.2f} s: {e}", flush=True)
+    print(f"rank {{hvd.rank()}} failed after {{time.monotonic() - start:.2f}} s: {{e}}", flush=True)
 # An error every rank agrees on leaves the job able to go on.
 print("sum", hn.allreduce(np.array([1.0]), op=hvd.Sum, name="after")[0], flush=True)
 """
 
 
-def test_barrier_against_remove_process_set_fails_at_once_on_both_ranks_naming_both():
-    r = run_hvdrun("-np", 2, *python_worker(FENCE_MISMATCH), timeout=60)
+def assert_every_rank_failed_at_once_and_went_on(r, np, *saying):
     assert r.returncode == 0, r.stderr[-2000:]
-    for rank in (0, 1):
+    for rank in range(np):
         m = re.search(rf"^\[{rank}\]<stdout>:rank {rank} failed after ([\d.]+) s: (.*)$",
                       r.stdout, re.M)
         assert m, r.stdout
         assert float(m.group(1)) < 5
-        assert 'ranks {1} wait in barrier "barrier.noname.0"' in m.group(2)
-        assert 'ranks {0} wait in remove_process_set' in m.group(2)
-    assert r.stdout.count("<stdout>:sum 2.0") == 2
+        for text in saying:
+            assert text in m.group(2), m.group(2)
+    assert r.stdout.count(f"<stdout>:sum {float(np)}") == np
 
 
-KIND_MISMATCH = """
-import time, hvd, hvd.numpy as hn, numpy as np
-hvd.init()
-start = time.monotonic()
-try:
-    if hvd.rank() == 0:
-        hn.allreduce(np.ones(4, np.float32), name="grad.w")
-    else:
-        hn.allgather(np.ones(4, np.float32), name="grad.w")
-except hvd.HorovodInternalError as e:
-    print(f"rank {hvd.rank()} failed after {time.monotonic() - start:.2f} s: {e}", flush=True)
-print("sum", hn.allreduce(np.array([1.0]), op=hvd.Sum, name="after")[0], flush=True)
-"""
+def test_barrier_against_remove_process_set_fails_at_once_on_both_ranks_naming_both():
+    worker = mismatch_worker("ps = hvd.add_process_set([0])", "hvd.remove_process_set(ps)",
+                             "hn.barrier()")
+    r = run_hvdrun("-np", 2, *python_worker(worker), timeout=60)
+    assert_every_rank_failed_at_once_and_went_on(
+        r, 2, 'ranks {1} wait in barrier "barrier.noname.0"', "ranks {0} wait in remove_process_set")
 
 
 def test_allreduce_against_allgather_under_one_name_fails_at_once_on_every_rank_naming_both():
-    r = run_hvdrun("-np", 3, *python_worker(KIND_MISMATCH), timeout=60)
-    assert r.returncode == 0, r.stderr[-2000:]
-    for rank in (0, 1, 2):
-        m = re.search(rf"^\[{rank}\]<stdout>:rank {rank} failed after ([\d.]+) s: (.*)$",
-                      r.stdout, re.M)
-        assert m, r.stdout
-        assert float(m.group(1)) < 5
-        assert 'operation mismatch: rank {0} allreduce, ranks {1,2} allgather' in m.group(2)
-    assert r.stdout.count("<stdout>:sum 3.0") == 3
+    worker = mismatch_worker("", 'hn.allreduce(np.ones(4, np.float32), name="grad.w")',
+                             'hn.allgather(np.ones(4, np.float32), name="grad.w")')
+    r = run_hvdrun("-np", 3, *python_worker(worker), timeout=60)
+    assert_every_rank_failed_at_once_and_went_on(
+        r, 3, "operation mismatch: rank {0} allreduce, ranks {1,2} allgather")
 
 
 @pytest.mark.parametrize("transport", ["shm", "tcp"])
