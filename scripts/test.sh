@@ -14,17 +14,17 @@ venv=${HVD_VENV:-$HOME/.cache/hvd/venv}
 [ "${HVD_SKIP_SANITIZE:-0}" = 1 ] || HVD_BUILD_DIR="$build" "$repo/scripts/sanitize.sh"
 for np in 2 3; do
   echo "test/python under hvdrun -np $np"
-  timeout 600 "$build/apps/hvdrun" -np "$np" -x HVD_OP_TIMEOUT=60 "$venv/bin/python" -m pytest \
+  timeout 600 "$build/apps/hvdrun" -np "$np" -x HVD_OP_TIMEOUT=60 "$venv/bin/python" -m pytest -x \
     "$repo/test/python" -q -p no:cacheprovider
   # In processes of their own: see test/python/conftest.py.
   echo "test/python/tensorflow under hvdrun -np $np"
   timeout 600 "$build/apps/hvdrun" -np "$np" -x HVD_OP_TIMEOUT=60 -x TF_CPP_MIN_LOG_LEVEL=2 \
-    "$venv/bin/python" -m pytest "$repo/test/python/tensorflow" -q -p no:cacheprovider
+    "$venv/bin/python" -m pytest -x "$repo/test/python/tensorflow" -q -p no:cacheprovider
 done
 # The second TensorFlow environment: TensorFlow 2.15 with Keras 2 (scripts/setup.sh).
 venv_tf215=${HVD_VENV_TF215:-$HOME/.cache/hvd/venv-tf215}
 echo "test/python/tensorflow under hvdrun -np 2, TensorFlow 2.15 with Keras 2"
 timeout 600 "$build/apps/hvdrun" -np 2 -x HVD_OP_TIMEOUT=60 -x TF_CPP_MIN_LOG_LEVEL=2 \
-  "$venv_tf215/bin/python" -m pytest "$repo/test/python/tensorflow" -q -p no:cacheprovider
+  "$venv_tf215/bin/python" -m pytest -x "$repo/test/python/tensorflow" -q -p no:cacheprovider
 HVD_BUILD_DIR="$build" HVD_TF215_PYTHON="$venv_tf215/bin/python" \
   "$venv/bin/python" -m pytest "$repo/test/e2e" -q -p no:cacheprovider
