@@ -37,6 +37,7 @@ using OutputArray = nb::ndarray<>;
 std::mutex gMutex;  // guards gRuntime's lifetime
 std::shared_ptr<Runtime> gRuntime;
 PyObject* gInternalError = nullptr;  // hvd._core.HorovodInternalError
+PyObject* gRejectedError = nullptr;  // hvd._core.OperationRejectedError, a HorovodInternalError
 
 std::shared_ptr<Runtime> current() {
   std::lock_guard<std::mutex> lock(gMutex);
@@ -201,20 +202,26 @@ class PyHandle {
                                   : timeout_;
     OpResult* result = nullptr;
     std::string error;
+    bool rejected = false;
     {
       nb::gil_scoped_release release;
       try {
         result = &handle_->wait(timeout);
+      } catch (const InvalidArgument& e) {
+        error = e.what();
+        rejected = true;
       } catch (const std::exception& e) {
         error = e.what();
       }
     }
-    // Whatever failed here failed collectively (a mismatch, a dead peer, a timeout): one
-    // exception type, as Horovod's synchronize raises.
+    // Whatever failed here failed collectively, as Horovod's synchronize raises: one base
+    // type. The coordinator's rejections (a mismatch, a joined rank, a missing process set)
+    // reached every rank alike and leave the engine serving; frontends map them to their
+    // framework's error (TensorFlow: FailedPreconditionError, as Horovod's kernels).
     if (!result) {
       inputs_.clear();
       outputs_.clear();
-      PyErr_SetString(gInternalError, error.c_str());
+      PyErr_SetString(rejected ? gRejectedError : gInternalError, error.c_str());
       throw nb::python_error();
     }
     inputs_.clear();
@@ -336,6 +343,13 @@ NB_MODULE(_core, m) {
       "operation, or a wait ran out. The message names the operation, tensor and ranks.",
       PyExc_RuntimeError, nullptr);
   m.attr("HorovodInternalError") = nb::handle(gInternalError);
+  gRejectedError = PyErr_NewExceptionWithDoc(
+      "hvd._core.OperationRejectedError",
+      "Every rank's operation was refused alike, and later operations still run: the ranks "
+      "disagreed on it (shape, dtype, root, op), it needed a rank that has joined, or its "
+      "process set does not exist. The message names the operation and the ranks.",
+      gInternalError, nullptr);
+  m.attr("OperationRejectedError") = nb::handle(gRejectedError);
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);

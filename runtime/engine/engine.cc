@@ -384,7 +384,8 @@ void Engine::run(const Response& r, const std::vector<LocalOp*>& ops, int32_t se
     std::vector<Timeline::Event> events;
     auto now = Clock::now();
     for (LocalOp* op : ops)
-      if (op) events.push_back({op->request.name, "NEGOTIATE", op->submittedAt, now,
+      if (op) events.push_back({timelineRow(op->request.type, op->request.name),
+                                timelinePhase(op->request.type, "NEGOTIATE"), op->submittedAt, now,
                                 op->request.totalBytes()});
     timeline_.record(events);
   }
@@ -414,7 +415,8 @@ void Engine::completeInline(const Response& r, const std::vector<LocalOp*>& ops)
   unpackResult(r.inlineResult, op);
   ++inlineAllreduces_;
   if (timeline_.active())
-    timeline_.record({{op.request.name, "ALLREDUCE (on the coordinator)", t0, Clock::now(),
+    timeline_.record({{timelineRow(op.request.type, op.request.name),
+                       "ALLREDUCE (on the coordinator)", t0, Clock::now(),
                        op.request.totalBytes()}});
   finishOp(op, nullptr);
   if (!r.cacheIds.empty()) workerCache_.learn(op.negotiated, r.cacheIds[0]);

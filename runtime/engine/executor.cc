@@ -96,7 +96,8 @@ void Executor::allreduceChunk(const std::vector<AllreduceSlot>& slots,
     if (!timeline) return;
     for (std::size_t k = first; k < last; ++k) {
       const AllreduceSlot& s = slots[chunk[k]];
-      events.push_back({s.name, phase, begin, end, s.meta.bytes()});
+      events.push_back({timelineRow(OpType::Allreduce, s.name), phase, begin, end,
+                        s.meta.bytes()});
     }
   };
   // The timeline names the algorithm when the communicator allreduces in stages across hosts.
@@ -214,8 +215,9 @@ void Executor::runOne(LocalOp& op, collectives::Comm& comm) {
     // As for allreduce, the timeline names the algorithm when allgathers run in stages.
     bool staged = op.op.type == OpType::Allgather && comm.hierarchy() &&
                   comm.hierarchy()->allgather;
-    timeline_.record({{op.request.name, staged ? "HIERARCHICAL_ALLGATHER" : opTypeName(op.op.type),
-                       t0, Clock::now(), op.request.totalBytes()}});
+    timeline_.record({{timelineRow(op.op.type, op.request.name),
+                       timelinePhase(op.op.type, staged ? "HIERARCHICAL" : ""), t0, Clock::now(),
+                       op.request.totalBytes()}});
   }
 }
 

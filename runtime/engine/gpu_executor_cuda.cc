@@ -28,7 +28,7 @@ using Clock = std::chrono::steady_clock;
 constexpr std::size_t kFusionAlign = 16;  // keeps the batched copy on 16-byte words
 
 // Timeline phase names say which backend ran: NCCL_ALLREDUCE, HIERARCHICAL_ALLREDUCE,
-// STAGED_allgather, ...
+// STAGED_ALLGATHER, ...
 std::string phaseName(const gpu::GpuCollectives& backend, const std::string& op) {
   std::string name = backend.name();
   if (name == "hierarchical")  // only allreduce is hierarchical; the rest is flat NCCL
@@ -237,7 +237,9 @@ void CudaExecutor::phase(const std::vector<AllreduceSlot>& slots, const std::vec
   backend.synchronize(stream, Clock::now() + options_.opTimeout, name);
   auto end = Clock::now();
   std::vector<Timeline::Event> events;
-  for (auto i : chunk) events.push_back({slots[i].name, name, begin, end, slots[i].meta.bytes()});
+  for (auto i : chunk)
+    events.push_back({timelineRow(OpType::Allreduce, slots[i].name), name, begin, end,
+                      slots[i].meta.bytes()});
   timeline_.record(events);
 }
 
@@ -334,7 +336,8 @@ void CudaExecutor::runOne(LocalOp& op, Backends& backends, cudaStream_t stream, 
   }
   if (timeline_.active()) {
     backend.synchronize(stream, Clock::now() + options_.opTimeout, op.request.describe());
-    timeline_.record({{op.request.name, phaseName(backend, opTypeName(op.op.type)), t0,
+    timeline_.record({{timelineRow(op.op.type, op.request.name),
+                       phaseName(backend, timelinePhase(op.op.type)), t0,
                        Clock::now(), op.request.totalBytes()}});
   }
 }

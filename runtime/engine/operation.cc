@@ -1,5 +1,7 @@
 #include "runtime/engine/operation.h"
 
+#include <algorithm>
+#include <cctype>
 #include <sstream>
 
 #include "common/format.h"
@@ -38,6 +40,17 @@ const char* opTypeName(OpType t) {
     case OpType::RemoveProcessSet: return "remove_process_set";
   }
   return "unknown";
+}
+
+std::string timelineRow(OpType type, const std::string& name) {
+  std::string prefix = std::string(opTypeName(type)) + ".";
+  return name.rfind(prefix, 0) == 0 ? name : prefix + name;
+}
+
+std::string timelinePhase(OpType type, const std::string& prefix) {
+  std::string op = opTypeName(type);
+  std::transform(op.begin(), op.end(), op.begin(), [](unsigned char c) { return std::toupper(c); });
+  return prefix.empty() ? op : prefix + "_" + op;
 }
 
 std::string DeviceId::describe() const {

@@ -21,6 +21,11 @@ enum class OpType : uint8_t {
   AddProcessSet, RemoveProcessSet
 };
 const char* opTypeName(OpType t);
+// The timeline's names, Horovod's (tools that read its timelines look for them): a tensor's row
+// "<op>.<name>" (an unnamed operation's engine name, "<op>.noname.<n>", already is one), and a
+// phase "<OP>" or "<PREFIX>_<OP>" in capitals ("NEGOTIATE_ALLREDUCE").
+std::string timelineRow(OpType type, const std::string& name);
+std::string timelinePhase(OpType type, const std::string& prefix = "");
 
 // Where a tensor lives: the host, or a CUDA device by index.
 struct DeviceId {

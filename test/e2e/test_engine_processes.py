@@ -97,7 +97,7 @@ def test_timeline_is_valid_json_after_a_normal_end(tmp_path):
     r = run_hvdrun("-np", 2, "--timeline-filename", timeline, WORKER, "allreduce", 1000)
     assert r.returncode == 0, r.stderr
     phases = {e["name"] for e in timeline_events(timeline)}
-    assert "NEGOTIATE" in phases and "ALLREDUCE" in phases, phases
+    assert "NEGOTIATE_ALLREDUCE" in phases and "ALLREDUCE" in phases, phases
     names = [e["args"]["name"] for e in json.loads(timeline.read_text()) if e.get("ph") == "M"]
     assert any(n.startswith("allreduce.noname.") for n in names)
     assert not any(e["name"] == "CYCLE_START" for e in json.loads(timeline.read_text()))
@@ -139,7 +139,7 @@ def test_timeline_is_valid_json_after_ctrl_c(tmp_path):
     assert job.returncode != 0
     events = timeline_events(timeline)  # parses: the file was valid when the job stopped
     assert len(events) > 50
-    assert {"NEGOTIATE", "ALLREDUCE"} <= {e["name"] for e in events}
+    assert {"NEGOTIATE_ALLREDUCE", "ALLREDUCE"} <= {e["name"] for e in events}
 
 
 def test_shutdown_and_init_again_under_hvdrun():

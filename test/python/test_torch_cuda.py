@@ -187,7 +187,7 @@ def test_timeline_shows_the_gpu_phases(tmp_path):
             events = json.load(f)
         events = events["traceEvents"] if isinstance(events, dict) else events
         rows = {e["tid"] for e in events if e.get("ph") == "M"
-                and e.get("args", {}).get("name") == "cuda.timeline.tensor"}
+                and e.get("args", {}).get("name") == "allreduce.cuda.timeline.tensor"}
         phases = {e["name"] for e in events if e.get("ph") == "X" and e.get("tid") in rows}
         backend = "NCCL_" if hvd.size() == 1 else "STAGED_"  # one GPU: several ranks share it
         assert any(str(p).startswith(backend + "ALLREDUCE") for p in phases), phases

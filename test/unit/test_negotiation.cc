@@ -517,3 +517,12 @@ TEST_CASE("a barrier of a process set runs while a rank outside it waits in anot
   REQUIRE(list.responses.size() == 1);
   CHECK(list.responses[0].kind == ResponseKind::Execute);
 }
+
+TEST_CASE("the timeline names rows and phases as Horovod's timeline does") {
+  CHECK(timelineRow(OpType::Allreduce, "test_allreduce") == "allreduce.test_allreduce");
+  CHECK(timelineRow(OpType::Allreduce, "allreduce.noname.3") == "allreduce.noname.3");
+  CHECK(timelineRow(OpType::Broadcast, "allreduce.w") == "broadcast.allreduce.w");
+  CHECK(timelinePhase(OpType::Allreduce, "NEGOTIATE") == "NEGOTIATE_ALLREDUCE");
+  CHECK(timelinePhase(OpType::Reducescatter) == "REDUCESCATTER");
+  CHECK(timelinePhase(OpType::Allgather, "HIERARCHICAL") == "HIERARCHICAL_ALLGATHER");
+}

@@ -11,7 +11,7 @@ from hvd import _basics, _core
 from hvd._basics import Average, ProcessSet, global_process_set
 from hvd.tensorflow.compression import Compression
 from hvd.tensorflow import replicas
-from hvd.tensorflow.mpi_ops import grouped_allreduce
+from hvd.tensorflow.mpi_ops import _grouped_allreduce
 
 
 class ReduceOptions(NamedTuple):
@@ -46,9 +46,9 @@ def reduce_gradients(grads, options: ReduceOptions, name: str):
         # of the step's round; the factor f goes back on after.
         prescale /= o.gradient_predivide_factor
         postscale = o.gradient_predivide_factor
-    reduced = grouped_allreduce(tensors, op=op, compression=o.compression,
-                                prescale_factor=prescale, postscale_factor=postscale,
-                                name=name, process_set=o.process_set)
+    # The internal form: it scales tf.IndexedSlices too (the public one refuses, as Horovod's).
+    reduced = _grouped_allreduce(tensors, op, o.compression, prescale, postscale, name,
+                                 o.process_set)
     for i, g in zip(present, reduced):
         flat[i] = g
     return tf.nest.pack_sequence_as(grads, flat)

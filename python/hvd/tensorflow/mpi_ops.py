@@ -99,6 +99,10 @@ class _TensorFlowAdapter(ArrayAdapter):
             return tf.constant(_np.from_dlpack(buffer))  # bool: TensorFlow < 2.16 refuses it
 
     def scaled(self, x, factor):
+        # As the core scales (and Horovod's CPU kernels): float16 and bfloat16 in float32 math,
+        # other floats in their own precision, integers in float64, truncated back.
+        if x.dtype in (tf.float16, tf.bfloat16):
+            return tf.cast(tf.cast(x, tf.float32) * tf.constant(factor, tf.float32), x.dtype)
         if x.dtype.is_floating:
             return x * tf.constant(factor, dtype=x.dtype)
         return tf.cast(tf.cast(x, tf.float64) * factor, x.dtype)
@@ -116,6 +120,46 @@ class _TensorFlowAdapter(ArrayAdapter):
 _c = Collectives(_TensorFlowAdapter())
 
 
+# -- errors as TensorFlow's -----------------------------------------------------------------------
+class OperationRejectedError(tf.errors.FailedPreconditionError, _core.OperationRejectedError):
+    """Every rank's collective was refused alike (the ranks disagreed on its shape, dtype, root
+    or op; it needed a rank that has joined): tf.errors.FailedPreconditionError, as Horovod's
+    kernels raise, and hvd.OperationRejectedError (a HorovodInternalError). Later collectives
+    still run. Inside a graph, TensorFlow reports a py_function's error as UnknownError."""
+
+    def __init__(self, message):
+        tf.errors.FailedPreconditionError.__init__(self, None, None, message)
+
+
+class InvalidCollectiveArgument(tf.errors.InvalidArgumentError, ValueError):
+    """This rank's arguments cannot make the collective (alltoall splits that do not add up):
+    tf.errors.InvalidArgumentError, as Horovod's kernels raise, and ValueError."""
+
+    def __init__(self, message):
+        tf.errors.InvalidArgumentError.__init__(self, None, None, message)
+
+
+class UnsupportedForIndexedSlices(NotImplementedError, ValueError):
+    """What tf.IndexedSlices cannot do (ops other than Sum and Average, scale factors), as
+    Horovod raises it (NotImplementedError); a ValueError too, as hvd's refusals are."""
+
+
+def _tf_errors(eager_fn):
+    """eager_fn raising TensorFlow's error types for hvd's: the ones Horovod's scripts catch."""
+    @functools.wraps(eager_fn)
+    def run(*args):
+        try:
+            return eager_fn(*args)
+        except _core.OperationRejectedError as e:
+            raise OperationRejectedError(str(e)) from None
+        except ValueError as e:
+            if isinstance(e, (tf.errors.OpError, NotImplementedError)):
+                raise
+            raise InvalidCollectiveArgument(str(e)) from None
+
+    return run
+
+
 # -- running a collective eagerly or inside a graph --------------------------------------------
 def _run(eager_fn: Callable[..., List[tf.Tensor]], inputs: Sequence[tf.Tensor],
          out_dtypes: Sequence[tf.DType], out_shapes: Sequence[tf.TensorShape],
@@ -124,10 +168,10 @@ def _run(eager_fn: Callable[..., List[tf.Tensor]], inputs: Sequence[tf.Tensor],
     py_function, ordered after the graph's previous collective (see the module's docstring),
     whose outputs get the static shapes a py_function cannot infer."""
     if tf.executing_eagerly():
-        return list(eager_fn(*inputs))
+        return list(_tf_errors(eager_fn)(*inputs))
 
     def build():
-        outs = tf.py_function(eager_fn, list(inputs), list(out_dtypes),
+        outs = tf.py_function(_tf_errors(eager_fn), list(inputs), list(out_dtypes),
                               name=f"hvd_{what.split()[0]}")
         return list(outs) if isinstance(outs, (list, tuple)) else [outs]
 
@@ -229,19 +273,30 @@ def _grouped_allreduce_diff(tensors, op, name, prescale, postscale, process_set)
 
 def _sparse_allreduce(slices: tf.IndexedSlices, op, name, process_set, scale=1.0):
     """Horovod's sparse allreduce: an allgather of values and of indices; duplicate indices add
-    up where the slices are applied. `scale`: the product of the scale factors."""
+    up where the slices are applied. `scale`: the product of the scale factors (the gradient
+    reduction's; the public functions refuse them, as Horovod's do)."""
     if op not in (Average, Sum):
-        raise ValueError(f"{_label('allreduce', name)}: tf.IndexedSlices reduce with op=Sum or "
-                         "op=Average only (or pass sparse_as_dense=True)")
+        raise UnsupportedForIndexedSlices(
+            f"{_label('allreduce', name)}: tf.IndexedSlices reduce with op=Sum or op=Average "
+            "only (or pass sparse_as_dense=True)")
     values = allgather(slices.values, name=f"{name}.values" if name else None,
                        process_set=process_set)
     indices = allgather(slices.indices, name=f"{name}.indices" if name else None,
                         process_set=process_set)
     if op == Average:
-        scale /= process_set.size()
+        # As Horovod: integer values become floating-point means (TensorFlow's true division).
+        values = values / tf.cast(process_set.size(), values.dtype)
     if scale != 1.0:
         values = values * tf.constant(scale, dtype=values.dtype)
     return tf.IndexedSlices(values, indices, dense_shape=slices.dense_shape)
+
+
+def _refuse_scaled_slices(tensors, prescale_factor, postscale_factor, what):
+    if (prescale_factor != 1.0 or postscale_factor != 1.0) and any(
+            isinstance(t, tf.IndexedSlices) for t in tensors):
+        raise UnsupportedForIndexedSlices(
+            f"{what}: prescale_factor and postscale_factor do not apply to tf.IndexedSlices "
+            "(or pass sparse_as_dense=True)")
 
 
 def allreduce(tensor, average=None, device_dense="", device_sparse="",
@@ -254,9 +309,9 @@ def allreduce(tensor, average=None, device_dense="", device_sparse="",
     what = _label("allreduce", name)
     op = Collectives._op(op, average, what)
     tensor = _tensor(tensor, what)
+    _refuse_scaled_slices([tensor], prescale_factor, postscale_factor, what)
     if isinstance(tensor, tf.IndexedSlices):
-        return _sparse_allreduce(tensor, op, name, process_set,
-                                 prescale_factor * postscale_factor)
+        return _sparse_allreduce(tensor, op, name, process_set)
     compressed, ctx = compression.compress(tensor)
     out = _grouped_allreduce_diff([compressed], op, name, prescale_factor, postscale_factor,
                                   process_set)[0]
@@ -273,6 +328,14 @@ def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="",
     what = _label("grouped_allreduce", name)
     op = Collectives._op(op, average, what)
     tensors = [_tensor(t, what) for t in tensors]
+    _refuse_scaled_slices(tensors, prescale_factor, postscale_factor, what)
+    return _grouped_allreduce(tensors, op, compression, prescale_factor, postscale_factor, name,
+                              process_set)
+
+
+def _grouped_allreduce(tensors, op, compression, prescale_factor, postscale_factor, name,
+                       process_set):
+    """grouped_allreduce that also scales tf.IndexedSlices (the gradient reduction's)."""
     results = [None] * len(tensors)
     dense = [i for i, t in enumerate(tensors) if not isinstance(t, tf.IndexedSlices)]
     for i, t in enumerate(tensors):
