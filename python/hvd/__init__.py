@@ -12,6 +12,7 @@ from hvd._basics import (
     HostsUpdatedInterrupt,
     Max,
     Min,
+    OperationRejectedError,
     ProcessSet,
     Product,
     Sum,

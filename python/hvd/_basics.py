@@ -17,6 +17,7 @@ __all__ = [
     'HostsUpdatedInterrupt',
     'Max',
     'Min',
+    'OperationRejectedError',
     'ProcessSet',
     'Product',
     'Sum',
@@ -48,6 +49,9 @@ __all__ = [
 ]
 
 HorovodInternalError = _core.HorovodInternalError
+# Raised alike on every rank when the ranks' operation could not run (they disagreed on it, it
+# needed a joined rank); the job goes on. A HorovodInternalError.
+OperationRejectedError = _core.OperationRejectedError
 
 
 class HostsUpdatedInterrupt(RuntimeError):

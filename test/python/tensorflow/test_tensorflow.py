@@ -175,14 +175,6 @@ def test_unsupported_dtypes_and_values_name_the_tensor():
             htf.allreduce(tf.ones([1]), op=htf.Adasum)
 
 
-def test_a_shape_mismatch_raises_on_every_rank_instead_of_hanging():
-    x = tf.ones([hvd.rank() + 2])
-    if hvd.size() == 1:
-        pytest.skip("needs two ranks")
-    with pytest.raises(hvd.HorovodInternalError, match="mismatch"):
-        htf.allreduce(x, name="mismatched")
-
-
 @modes()
 def test_join_lets_the_rank_with_more_data_train_alone(graph):
     last = hvd.size() - 1
