@@ -125,10 +125,53 @@ class OperationRejectedError(tf.errors.FailedPreconditionError, _core.OperationR
     """Every rank's collective was refused alike (the ranks disagreed on its shape, dtype, root
     or op; it needed a rank that has joined): tf.errors.FailedPreconditionError, as Horovod's
     kernels raise, and hvd.OperationRejectedError (a HorovodInternalError). Later collectives
-    still run. Inside a graph, TensorFlow reports a py_function's error as UnknownError."""
+    still run."""
 
-    def __init__(self, message):
-        tf.errors.FailedPreconditionError.__init__(self, None, None, message)
+    def __init__(self, message, node_def=None, op=None):
+        tf.errors.FailedPreconditionError.__init__(self, node_def, op, message)
+
+
+# Inside a graph a collective is a py_function, whose errors TensorFlow reports as UnknownError
+# (it keeps only ValueError, TypeError and NotImplementedError's codes) with the Python
+# exception's "<type>: <message>" as text. Sessions and tf.function calls re-raise a rejection
+# as OperationRejectedError, as Horovod's compiled kernels' FailedPreconditionError.
+_REJECTED = f"{OperationRejectedError.__name__}: "
+
+
+def _as_rejection(e):
+    if isinstance(e, tf.errors.UnknownError) and _REJECTED in (e.message or ""):
+        return OperationRejectedError(e.message, e.node_def, e.op)
+    return e
+
+
+def _raise_rejections_by_type():
+    """Wraps the two places where a graph's run raises: a v1 Session's run, and an eager call
+    of a graph (tf.function). Where a TensorFlow version has neither, rejections stay
+    UnknownError (their text still names them)."""
+    from tensorflow.python.client import session as tf_session
+    from tensorflow.python.eager import context as tf_context
+
+    def typed(method):
+        def run(*args, **kwargs):
+            try:
+                return method(*args, **kwargs)
+            except tf.errors.UnknownError as e:
+                rejection = _as_rejection(e)
+                if rejection is e:
+                    raise
+                raise rejection from None
+
+        run._hvd_wrapped = True
+        return run
+
+    for owner, name in ((tf_session.BaseSession, "_do_call"),
+                        (tf_context.Context, "call_function")):
+        method = getattr(owner, name, None)
+        if method is not None and not getattr(method, "_hvd_wrapped", False):
+            setattr(owner, name, typed(method))
+
+
+_raise_rejections_by_type()
 
 
 class InvalidCollectiveArgument(tf.errors.InvalidArgumentError, ValueError):

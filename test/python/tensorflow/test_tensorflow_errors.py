@@ -34,18 +34,26 @@ def test_a_shape_mismatch_fails_every_rank_as_failed_precondition_and_the_job_go
                                   np.full(3, hvd.size()))
 
 
-def test_a_dtype_mismatch_inside_a_v1_session_names_the_tensor():
+def test_a_dtype_mismatch_inside_a_v1_session_or_a_tf_function_is_failed_precondition_too():
     needs_two_ranks()
     dtype = tf.float32 if hvd.rank() == 0 else tf.float64
     with tf.Graph().as_default():
         out = htf.allreduce(tf.ones([2], dtype), name="session.mismatch")
         with tf.compat.v1.Session() as sess:
-            # A py_function's error reaches a session as UnknownError: TensorFlow keeps only
-            # ValueError, TypeError and NotImplementedError's codes; the text says what failed.
-            with pytest.raises(tf.errors.UnknownError,
-                               match='OperationRejectedError.*allreduce "session.mismatch": '
-                                     'dtype mismatch'):
+            with pytest.raises(htf.OperationRejectedError,
+                               match='allreduce "session.mismatch": dtype mismatch'):
                 sess.run(out)
+    with pytest.raises(tf.errors.FailedPreconditionError, match="function.mismatch"):
+        tf.function(lambda: htf.allreduce(tf.ones([2], dtype), name="function.mismatch"))()
+    # Other errors keep their types.
+    for error, raised in ((RuntimeError, tf.errors.UnknownError),
+                          (ValueError, tf.errors.InvalidArgumentError)):
+        def fails(x):
+            raise error("not hvd's")
+
+        with pytest.raises(raised, match="not hvd's") as caught:
+            tf.function(lambda: tf.py_function(fails, [tf.ones([1])], [tf.float32]))()
+        assert not isinstance(caught.value, hvd.HorovodInternalError)
     assert htf.allreduce(tf.constant([1.0]), op=htf.Sum).numpy()[0] == hvd.size()
 
 
