@@ -206,12 +206,17 @@ def _tf_errors(eager_fn):
 # -- running a collective eagerly or inside a graph --------------------------------------------
 def _run(eager_fn: Callable[..., List[tf.Tensor]], inputs: Sequence[tf.Tensor],
          out_dtypes: Sequence[tf.DType], out_shapes: Sequence[tf.TensorShape],
-         what: str) -> List[tf.Tensor]:
+         what: str, process_set=None) -> List[tf.Tensor]:
     """eager_fn(*inputs) -> list of tensors. Eagerly it just runs; in a graph it becomes one
     py_function, ordered after the graph's previous collective (see the module's docstring),
     whose outputs get the static shapes a py_function cannot infer."""
     if tf.executing_eagerly():
         return list(_tf_errors(eager_fn)(*inputs))
+    # A process set that does not exist cannot become one later: refused while the graph is
+    # built, as Horovod does, not each time it runs.
+    set_id = _basics.process_set_id(process_set)
+    if set_id not in _core.process_set_ids():
+        raise ValueError(f"{what}: process set {set_id} does not exist")
 
     def build():
         outs = tf.py_function(_tf_errors(eager_fn), list(inputs), list(out_dtypes),
@@ -291,7 +296,8 @@ def _grouped_allreduce_raw(tensors, op, name, prescale, postscale, process_set):
         return synchronize(_c.grouped_allreduce_async(ts, op, name, prescale, postscale,
                                                       process_set))
 
-    return _run(eager, tensors, [t.dtype for t in tensors], [t.shape for t in tensors], what)
+    return _run(eager, tensors, [t.dtype for t in tensors], [t.shape for t in tensors], what,
+                process_set)
 
 
 def _grouped_allreduce_diff(tensors, op, name, prescale, postscale, process_set):
@@ -402,7 +408,7 @@ def _grouped_allgather_raw(tensors, name, process_set):
         return synchronize(_c.grouped_allgather_async(ts, name, process_set))
 
     return _run(eager, tensors, [t.dtype for t in tensors],
-                [_rows_vary(t.shape) for t in tensors], what)
+                [_rows_vary(t.shape) for t in tensors], what, process_set)
 
 
 def _allgather_raw(tensor, name, process_set):
@@ -462,7 +468,8 @@ def _broadcast_raw(tensor, root_rank, name, process_set):
     def eager(t):
         return [synchronize(_c.broadcast_async(t, root_rank, name, process_set))]
 
-    return _run(eager, [tensor], [tensor.dtype], [tensor.shape], _label("broadcast", name))[0]
+    return _run(eager, [tensor], [tensor.dtype], [tensor.shape], _label("broadcast", name),
+                process_set)[0]
 
 
 def broadcast(tensor, root_rank, name=None, ignore_name_scope=False,
@@ -503,7 +510,7 @@ def _alltoall_raw(tensor, splits, name, process_set):
     inputs = [tensor] + ([] if splits is None else [splits])
     out, received = _run(eager, inputs, [tensor.dtype, tf.int32],
                          [_rows_vary(tensor.shape), tf.TensorShape([process_set.size()])],
-                         _label("alltoall", name))
+                         _label("alltoall", name), process_set)
     return out, received
 
 
@@ -548,7 +555,7 @@ def _reducescatter_raw(tensors, op, name, process_set, prescale, postscale):
                                                           postscale))
 
     return _run(eager, tensors, [t.dtype for t in tensors],
-                [_rows_vary(t.shape) for t in tensors], what)
+                [_rows_vary(t.shape) for t in tensors], what, process_set)
 
 
 def reducescatter(tensor, device_dense="", compression=Compression.none, op=Average, name=None,
