@@ -1,6 +1,6 @@
 #include "launcher/elastic_workers.h"
 
-#include "collectives/transport/shm/shm_segment.h"
+#include "collectives/transport/shm/shm_cleanup.h"
 #include "common/error.h"
 #include "common/logging.h"
 #include "common/network.h"

@@ -23,7 +23,7 @@
 #include "launcher/remote_hosts.h"
 #include "collectives/rendezvous/rendezvous_server.h"
 #include "collectives/rendezvous/tcp_store_client.h"
-#include "collectives/transport/shm/shm_segment.h"
+#include "collectives/transport/shm/shm_cleanup.h"
 #include "launcher/slurm.h"
 #include "launcher/ssh/remote_command.h"
 #include "launcher/ssh/ssh_preflight.h"
