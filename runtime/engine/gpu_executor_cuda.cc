@@ -16,7 +16,7 @@
 #include "runtime/engine/executor.h"
 #include "runtime/engine/fusion.h"
 #include "runtime/engine/gpu_executor.h"
-#include "runtime/host_layout.h"
+#include "runtime/engine/host_layout.h"
 
 namespace hvd::runtime {
 namespace {

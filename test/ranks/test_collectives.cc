@@ -14,7 +14,7 @@
 #include "collectives/algorithms/allgather.h"
 #include "collectives/operations.h"
 #include "bench/hvd_bench/elements.h"
-#include "runtime/host_layout.h"
+#include "runtime/engine/host_layout.h"
 #include "test/ranks/run_ranks.h"
 
 using namespace hvd;
