@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "collectives/gpu/gpu_build.h"
-#include "collectives/transport/shm/shm_segment.h"
+#include "collectives/transport/shm/shm_cleanup.h"
 #include "common/error.h"
 #include "common/params.h"
 #include "launcher/local_spawner.h"

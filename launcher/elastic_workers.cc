@@ -1,6 +1,6 @@
 #include "launcher/elastic_workers.h"
 
-#include "collectives/transport/shm/shm_segment.h"
+#include "collectives/transport/shm/shm_cleanup.h"
 #include "common/error.h"
 #include "common/logging.h"
 #include "common/network.h"
@@ -67,7 +67,7 @@ rendezvous::elastic::HostAddresses ElasticWorkers::addresses(
 
 void ElasticWorkers::start(Job& job, const rendezvous::elastic::Members& added) {
   // Labels are handed out in id order, whatever host a worker goes to.
-  std::map<std::string, ssh::LateHost> remote;
+  std::map<std::string, LateHost> remote;
   std::vector<std::string> remoteOrder;
   for (const auto& [id, p] : added) {
     if (isLocal_(p.hostname)) {
@@ -83,13 +83,13 @@ void ElasticWorkers::start(Job& job, const rendezvous::elastic::Members& added) 
     it->second.ranks.push_back({p, id, ""});
   }
   for (const auto& host : remoteOrder) {
-    ssh::LateHost& late = remote.at(host);
+    LateHost& late = remote.at(host);
     late.check.target = sshTargetFor({host, static_cast<int>(late.ranks.size())}, launch_->ssh,
                                      launch_->base);
     late.check.checkScript =
         ssh::checkScript(remoteRun(*launch_, host, launch_->base));
     late.check.ranks = late.ranks.size();
-    late.scriptFor = [launch = launch_](const ssh::RemoteRankSpec& rank,
+    late.scriptFor = [launch = launch_](const RemoteRankSpec& rank,
                                         const std::string& localAddress) {
       std::string rendezvous = launch->remoteRendezvousAddr;
       if (rendezvous.empty()) {

@@ -38,7 +38,7 @@ struct Job::Worker {
   ExitStatus status;
 };
 
-Job::Job(const LaunchOptions& options, std::vector<WorkerSpec> workers, ssh::RemoteRanks& remote,
+Job::Job(const LaunchOptions& options, std::vector<WorkerSpec> workers, RemoteRanks& remote,
          OrphanGuardian& guardian)
     : options_(options), specs_(std::move(workers)), remote_(remote), guardian_(guardian) {
   output_ = std::make_unique<OutputForwarder>(
@@ -105,7 +105,7 @@ int Job::addWorker(WorkerSpec spec) {
 
 int Job::nextLabel() { return output_->addRank(); }
 
-void Job::addRemoteWorkers(ssh::LateHost host) {
+void Job::addRemoteWorkers(LateHost host) {
   std::string name = host.check.target.alias;
   for (const auto& streams : remote_.launch(std::move(host))) {
     adoptRemote(streams);
@@ -114,7 +114,7 @@ void Job::addRemoteWorkers(ssh::LateHost host) {
   }
 }
 
-void Job::adoptRemote(const ssh::RemoteRankStreams& streams) {
+void Job::adoptRemote(const RemoteRankStreams& streams) {
   Worker w;
   w.placement = streams.placement;
   w.label = streams.id;

@@ -1,5 +1,5 @@
 // Runs one job's ranks and watches them until they all end: the ranks on this machine as child
-// processes, the ranks on remote hosts through ssh::RemoteRanks. Forwards their output, and
+// processes, the ranks on remote hosts through RemoteRanks. Forwards their output, and
 // stops the job at the first failure. The first worker that exits non-zero or dies
 // by a signal ends the job: the others get SIGTERM (to their whole process group; a remote
 // rank's lifeline ends), then SIGKILL after the grace period. The first SIGINT/SIGTERM to hvdrun does the same orderly
@@ -18,8 +18,8 @@
 #include "launcher/orphan_guardian.h"
 #include "launcher/output_forwarder.h"
 #include "launcher/rank_assignment.h"
+#include "launcher/remote_ranks.h"
 #include "launcher/signal_pipe.h"
-#include "launcher/ssh/remote_ranks.h"
 #include "launcher/worker_env.h"
 
 namespace hvd::launcher {
@@ -55,7 +55,7 @@ class Job {
   static constexpr auto kPolicyTick = std::chrono::milliseconds(250);
 
   // `remote` holds the ranks on other hosts (may be empty, not yet started).
-  Job(const LaunchOptions& options, std::vector<WorkerSpec> workers, ssh::RemoteRanks& remote,
+  Job(const LaunchOptions& options, std::vector<WorkerSpec> workers, RemoteRanks& remote,
       OrphanGuardian& guardian);
   ~Job();
 
@@ -72,7 +72,7 @@ class Job {
   // period); ends the job as failed.
   int addWorker(WorkerSpec spec);
   int nextLabel();
-  void addRemoteWorkers(ssh::LateHost host);
+  void addRemoteWorkers(LateHost host);
   void stopWorker(int label);
   void fail(const std::string& reason);
 
@@ -82,7 +82,7 @@ class Job {
   void eventLoop();
   void handleSignal(int sig);
   void startLocal(WorkerSpec& spec, int label);
-  void adoptRemote(const ssh::RemoteRankStreams& streams);
+  void adoptRemote(const RemoteRankStreams& streams);
   void reapWorkers();
   void collectRemoteEnds();
   void onEnded(std::size_t index, ExitStatus status);
@@ -94,7 +94,7 @@ class Job {
 
   const LaunchOptions& options_;
   std::vector<WorkerSpec> specs_;
-  ssh::RemoteRanks& remote_;
+  RemoteRanks& remote_;
   OrphanGuardian& guardian_;
   std::deque<Worker> workers_;  // grows while references to its workers are held (addWorker)
   std::unique_ptr<OutputForwarder> output_;

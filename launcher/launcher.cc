@@ -21,13 +21,13 @@
 #include "launcher/orphan_guardian.h"
 #include "launcher/python_path.h"
 #include "launcher/remote_hosts.h"
+#include "launcher/remote_ranks.h"
 #include "collectives/rendezvous/rendezvous_server.h"
 #include "collectives/rendezvous/tcp_store_client.h"
-#include "collectives/transport/shm/shm_segment.h"
+#include "collectives/transport/shm/shm_cleanup.h"
 #include "launcher/slurm.h"
 #include "launcher/ssh/remote_command.h"
 #include "launcher/ssh/ssh_preflight.h"
-#include "launcher/ssh/remote_ranks.h"
 
 namespace hvd::launcher {
 namespace {
@@ -344,7 +344,7 @@ int launchElastic(const LaunchOptions& o, const Environment& base) {
             elastic.minNp, elastic.maxNp, bindAddress, server.port());
   JobIdentity job = launch.job;
   ElasticWorkers workers(std::move(launch), isLocal);
-  ssh::RemoteRanks remote;
+  RemoteRanks remote;
   Job running(o, {}, remote, *guardian);
   ElasticDriver driver(elastic, hosts, script.empty(), workers, store, job.jobId);
   running.setPolicy(&driver);
@@ -399,7 +399,7 @@ int launch(const LaunchOptions& options) {
   Environment extra = commonWorkerParams(options);
   addTorchRendezvous(extra, base, options.exports, placements.front(), plan, targets, bindAddress);
   std::vector<WorkerSpec> workers;
-  std::map<std::string, std::vector<ssh::RemoteRankSpec>> remoteByHost;
+  std::map<std::string, std::vector<RemoteRankSpec>> remoteByHost;
   for (const auto& p : placements) {
     Environment env = workerEnvironment(base, p, job, options.exports, extra);
     std::string iface = interfaceFor(interfaces, p.hostname);
@@ -419,7 +419,7 @@ int launch(const LaunchOptions& options) {
     log->info("rank {}: host {} local {}/{} cross {}/{}", p.rank, p.hostname, p.localRank,
               p.localSize, p.crossRank, p.crossSize);
   }
-  ssh::RemoteRanks remote;
+  RemoteRanks remote;
   for (const auto& t : targets)
     remote.addHost(std::move(checked.ready.at(t.alias)), std::move(remoteByHost[t.alias]));
   Job running(options, std::move(workers), remote, *guardian);

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/transport/shm/shm_segment.h"
+#include "collectives/transport/shm/shm_cleanup.h"
 #include "common/error.h"
 
 namespace hvd::launcher {

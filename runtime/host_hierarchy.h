@@ -11,7 +11,7 @@
 #include "collectives/transport/comm.h"
 #include "collectives/transport/tcp/tcp_device.h"
 #include "runtime/config.h"
-#include "runtime/host_layout.h"
+#include "runtime/engine/host_layout.h"
 
 namespace hvd::runtime {
 

@@ -3,12 +3,13 @@
 #include <chrono>
 #include <functional>
 
-#include "bench/hvd_bench/elements.h"
 #include "common/error.h"
+#include "test/support/elements.h"
 
 namespace hvd::bench {
 
 using namespace hvd::collectives;
+using namespace hvd::test;  // elements.h
 using Clock = std::chrono::steady_clock;
 
 namespace {

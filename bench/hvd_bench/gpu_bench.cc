@@ -9,9 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/hvd_bench/engine_bench.h"
-#include "collectives/gpu/cuda_api.h"
-#include "collectives/gpu/kernels.h"
-#include "collectives/nccl/nccl_collectives.h"
+#include "collectives/gpu/gpu_backend.h"
 #include "runtime/runtime.h"
 
 namespace hvd::bench {

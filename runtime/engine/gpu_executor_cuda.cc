@@ -5,18 +5,14 @@
 #include <map>
 #include <set>
 
-#include "collectives/gpu/cuda_api.h"
-#include "collectives/gpu/hierarchical_collectives.h"
-#include "collectives/gpu/kernels.h"
-#include "collectives/gpu/staged_collectives.h"
-#include "collectives/nccl/nccl_collectives.h"
+#include "collectives/gpu/gpu_backend.h"
 #include "common/error.h"
 #include "common/format.h"
 #include "common/logging.h"
 #include "runtime/engine/executor.h"
 #include "runtime/engine/fusion.h"
 #include "runtime/engine/gpu_executor.h"
-#include "runtime/host_layout.h"
+#include "runtime/engine/host_layout.h"
 
 namespace hvd::runtime {
 namespace {

@@ -9,10 +9,10 @@
 #include <numeric>
 #include <sstream>
 
-#include "bench/hvd_bench/elements.h"
 #include "collectives/algorithms/reduce.h"
 #include "collectives/gpu/kernels.h"
 #include "test/ranks/run_runtimes.h"
+#include "test/support/elements.h"
 
 using namespace hvd;
 using namespace hvd::runtime;
@@ -105,7 +105,7 @@ TEST_CASE("device scale and divide round as the host versions do", "[gpu]") {
     // Small integers, exact in every dtype (float16 and bfloat16 included).
     bool isUnsigned = dtype == DType::UInt8 || dtype == DType::UInt16;
     for (std::size_t i = 0; i < n; ++i)
-      bench::setElement(host.data(), dtype, i, isUnsigned ? std::fabs(values[i]) : values[i]);
+      test::setElement(host.data(), dtype, i, isUnsigned ? std::fabs(values[i]) : values[i]);
     DeviceVector<uint8_t> dev(host);
     collectives::gpu::scaleOnDevice(dev.ptr, n, dtype, 0.37, nullptr);
     collectives::gpu::divideOnDevice(dev.ptr, n, dtype, 3, nullptr);

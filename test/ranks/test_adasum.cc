@@ -5,15 +5,14 @@
 #include <cmath>
 #include <cstring>
 
-#include "bench/hvd_bench/elements.h"
 #include "collectives/algorithms/adasum.h"
 #include "collectives/algorithms/allreduce.h"
 #include "test/ranks/run_ranks.h"
+#include "test/support/elements.h"
 
 using namespace hvd;
 using namespace hvd::collectives;
 using namespace hvd::test;
-using namespace hvd::bench;
 
 namespace {
 

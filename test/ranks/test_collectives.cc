@@ -13,14 +13,13 @@
 
 #include "collectives/algorithms/allgather.h"
 #include "collectives/operations.h"
-#include "bench/hvd_bench/elements.h"
-#include "runtime/host_layout.h"
+#include "runtime/engine/host_layout.h"
 #include "test/ranks/run_ranks.h"
+#include "test/support/elements.h"
 
 using namespace hvd;
 using namespace hvd::collectives;
 using namespace hvd::test;
-using namespace hvd::bench;
 
 namespace {
 

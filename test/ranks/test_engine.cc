@@ -8,9 +8,9 @@
 #include <numeric>
 #include <thread>
 
-#include "bench/hvd_bench/elements.h"
 #include "engine_ops.h"
 #include "run_runtimes.h"
+#include "test/support/elements.h"
 #include "test_time.h"
 
 using namespace hvd;
@@ -439,7 +439,7 @@ namespace {
 // in and out of place, then a float32 Sum with scale factors; checks each result against the
 // closed form. Returns what went wrong, or "" and the number of operations run.
 std::string smallAllreduceMatrix(Runtime& rt, int rank, int n, int& operations) {
-  using namespace hvd::bench;
+  using namespace hvd::test;
   const ReduceOp ops[] = {ReduceOp::Sum, ReduceOp::Average, ReduceOp::Min, ReduceOp::Max,
                           ReduceOp::Product};
   operations = 0;

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "runtime/host_layout.h"
+#include "runtime/engine/host_layout.h"
 
 using hvd::runtime::HostLayout;
 

@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <string>
 
+#include "collectives/transport/shm/shm_cleanup.h"  // jobSegmentPrefix, used with Segment::create
+
 namespace hvd::collectives::shm {
 
 static_assert(std::atomic<uint64_t>::is_always_lock_free &&
@@ -88,17 +90,6 @@ class Segment {
 constexpr std::size_t controlRingBytes(std::size_t ringBytes) {
   return ringBytes < 64 * 1024 ? ringBytes : 64 * 1024;
 }
-
-// What a job of `localRanks` ranks on one host takes in /dev/shm: each rank's segments for the
-// data and the control communicator.
-std::size_t jobBytesOnHost(int localRanks, std::size_t ringBytes);
-
-// The name prefix of a job's segments ("hvd-<job id>"). A rank killed between creating its
-// segment and unlinking it (a job stopped during init) leaves the name behind; the launcher
-// removes what is left under its job's prefix when the job ends (removeSegments).
-std::string jobSegmentPrefix(const std::string& jobId);
-// Unlinks every /dev/shm name that starts with "<prefix>-"; returns how many.
-int removeSegments(const std::string& prefix);
 
 // This process's pid namespace ("pid:[4026531836]"), or "" when /proc does not say.
 std::string pidNamespace();

@@ -1,4 +1,4 @@
-#include "launcher/ssh/remote_ranks.h"
+#include "launcher/remote_ranks.h"
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -20,7 +20,7 @@
 #include "common/logging.h"
 #include "launcher/ssh/remote_command.h"
 
-namespace hvd::launcher::ssh {
+namespace hvd::launcher {
 namespace {
 
 // A host that vanishes without closing the connection fails its ranks within ~30 s rather than
@@ -72,7 +72,7 @@ struct RankChannel {
 
 // One host's connections and ranks. Everything but the request queue belongs to its thread.
 struct RemoteRanks::Host {
-  std::vector<std::unique_ptr<SshSession>> sessions;
+  std::vector<std::unique_ptr<ssh::SshSession>> sessions;
   std::vector<RankChannel> ranks;
   std::thread thread;
   int controlRead = -1, controlWrite = -1;  // wakes the host thread for requests
@@ -135,7 +135,7 @@ RemoteRanks::~RemoteRanks() {
   closeFd(wakeWrite_);
 }
 
-void RemoteRanks::addHost(ReadyHost ready, std::vector<RemoteRankSpec> ranks) {
+void RemoteRanks::addHost(ssh::ReadyHost ready, std::vector<RemoteRankSpec> ranks) {
   if (ready.channels.size() != ranks.size())
     throw InvalidArgument(detail::concat("remote ranks: ", ranks.size(), " ranks for ",
                                          ready.channels.size(), " checked channels"));
@@ -144,7 +144,7 @@ void RemoteRanks::addHost(ReadyHost ready, std::vector<RemoteRankSpec> ranks) {
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     RankChannel r;
     r.spec = std::move(ranks[i]);
-    r.connection = i / kRanksPerConnection;
+    r.connection = i / ssh::kRanksPerConnection;
     r.channel = ready.channels[i];
     host->ranks.push_back(std::move(r));
   }
@@ -198,7 +198,7 @@ std::vector<RemoteRankStreams> RemoteRanks::launch(LateHost late) {
     host->ranks.push_back(std::move(r));
   }
   host->late = std::move(late);
-  host->late->check.interrupt = std::make_shared<CheckInterrupt>();
+  host->late->check.interrupt = std::make_shared<ssh::CheckInterrupt>();
   auto streams = openStreams(*host);
   hosts_.push_back(std::move(host));
   startThread(*hosts_.back());
@@ -290,10 +290,10 @@ void RemoteRanks::Host::applyRequests() {
         if (sig == SIGKILL && !r.killWanted) {
           r.killWanted = true;
           r.killConfirmBy = Clock::now() + kKillConfirmTime;
-          r.lifeline += kLifelineKill;
+          r.lifeline += ssh::kLifelineKill;
         } else if (!r.termQueued) {
           r.termQueued = true;
-          r.lifeline += kLifelineTerm;
+          r.lifeline += ssh::kLifelineTerm;
         }
       }
 }
@@ -410,7 +410,7 @@ void RemoteRanks::Host::waitForActivity() {
 bool RemoteRanks::Host::checkLateHost() {
   std::string why;
   try {
-    PreflightReport checked = preflight({late->check});
+    ssh::PreflightReport checked = ssh::preflight({late->check});
     auto ready = checked.ready.find(late->check.target.alias);
     if (ready == checked.ready.end()) {
       why = checked.failures.empty() ? "the host failed the check" : checked.failures[0];
@@ -418,7 +418,7 @@ bool RemoteRanks::Host::checkLateHost() {
       sessions = std::move(ready->second.sessions);
       for (std::size_t i = 0; i < ranks.size(); ++i) {
         RankChannel& r = ranks[i];
-        r.connection = i / kRanksPerConnection;
+        r.connection = i / ssh::kRanksPerConnection;
         r.channel = ready->second.channels[i];
         r.spec.script = late->scriptFor(r.spec, ready->second.localAddress);
       }
@@ -457,7 +457,7 @@ void RemoteRanks::Host::run() {
       continue;
     }
     try {
-      sessions[r.connection]->writeAll(r.channel, framed(r.spec.script), "the rank");
+      sessions[r.connection]->writeAll(r.channel, ssh::framed(r.spec.script), "the rank");
     } catch (const Error& e) {
       loseConnection(r.connection, e.what());
     }
@@ -488,4 +488,4 @@ void RemoteRanks::Host::run() {
   sessions.clear();
 }
 
-}  // namespace hvd::launcher::ssh
+}  // namespace hvd::launcher

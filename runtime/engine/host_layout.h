@@ -1,6 +1,7 @@
 // Where each rank of a communicator runs, from every rank's host name: hosts in the order of
 // their first rank, each host's ranks in rank order. The hierarchical allreduces of host memory
-// (host_hierarchy.h) and of GPU tensors (engine/gpu_executor_cuda.cc) split ranks by it.
+// (runtime/host_hierarchy.h) and of GPU tensors (gpu_executor_cuda.cc) split ranks by it; it
+// lives in the engine because the latter does.
 #pragma once
 
 #include <string>

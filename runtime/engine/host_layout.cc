@@ -1,4 +1,4 @@
-#include "runtime/host_layout.h"
+#include "runtime/engine/host_layout.h"
 
 #include <algorithm>
 

@@ -21,7 +21,7 @@
 #include "launcher/rank_assignment.h"
 #include "launcher/ssh/ssh_preflight.h"
 
-namespace hvd::launcher::ssh {
+namespace hvd::launcher {
 
 struct RemoteRankSpec {
   RankPlacement placement;
@@ -40,7 +40,7 @@ struct RemoteRankStreams {
 // the preflight, then writes each rank's script, made with this machine's address on the
 // connection to the host (what the ranks reach the rendezvous on).
 struct LateHost {
-  PreflightHost check;  // check.ranks: ranks.size()
+  ssh::PreflightHost check;  // check.ranks: ranks.size()
   std::vector<RemoteRankSpec> ranks;  // `script` is left empty and made by scriptFor
   std::function<std::string(const RemoteRankSpec& rank, const std::string& localAddress)>
       scriptFor;
@@ -55,7 +55,7 @@ class RemoteRanks {
   RemoteRanks& operator=(const RemoteRanks&) = delete;
 
   // Before start(): a checked host and its ranks, one per channel, in the channels' order.
-  void addHost(ReadyHost host, std::vector<RemoteRankSpec> ranks);
+  void addHost(ssh::ReadyHost host, std::vector<RemoteRankSpec> ranks);
   // Starts one thread per host and returns every rank's streams, in the order added.
   // Throws IoError when the streams cannot be made. A rank whose script cannot be sent ends
   // with status 255 and the reason on its stderr, as ssh does.
@@ -88,4 +88,4 @@ class RemoteRanks {
   std::vector<std::pair<int, ExitStatus>> ended_;
 };
 
-}  // namespace hvd::launcher::ssh
+}  // namespace hvd::launcher

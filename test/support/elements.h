@@ -1,6 +1,6 @@
 // Typed element access through doubles, and inputs filled from rank and index so that every
 // collective's expected result has a closed form. Shared by hvd-bench's result check and the
-// correctness tests, so one body covers every dtype.
+// correctness tests, so one body covers every dtype (the test-support library, hvd_test_support).
 #pragma once
 
 #include <cmath>
@@ -11,7 +11,7 @@
 #include "collectives/algorithms/dtype.h"
 #include "collectives/algorithms/half.h"
 
-namespace hvd::bench {
+namespace hvd::test {
 
 using collectives::DType;
 
@@ -96,4 +96,4 @@ inline double expectedValue(DType t, collectives::ReduceOp op, int n, std::size_
   return acc;
 }
 
-}  // namespace hvd::bench
+}  // namespace hvd::test
