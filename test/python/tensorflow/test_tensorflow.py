@@ -412,9 +412,11 @@ def test_horovod_tensorflow_distributed_optimizer_wraps_keras_optimizers():
 
 def test_keras_value_functions_and_errors():
     n = hvd.size()
-    assert hk.allreduce(np.array([1.0, 2.0]), op=hk.Sum).tolist() == [n, 2.0 * n]
-    assert hk.allgather(np.array([hvd.rank()])).tolist() == list(range(n))
-    assert hk.broadcast(np.array([hvd.rank()]), 0).tolist() == [0]
+    # Eagerly a tf.Tensor, as horovod.tensorflow.keras returns.
+    reduced = hk.allreduce(np.array([1.0, 2.0]), op=hk.Sum)
+    assert isinstance(reduced, tf.Tensor) and reduced.numpy().tolist() == [n, 2.0 * n]
+    assert hk.allgather(np.array([hvd.rank()])).numpy().tolist() == list(range(n))
+    assert hk.broadcast(np.array([hvd.rank()]), 0).numpy().tolist() == [0]
     with pytest.raises(ValueError, match="expected a keras.optimizers.Optimizer"):
         hk.DistributedOptimizer("sgd")
     with pytest.raises(ValueError,

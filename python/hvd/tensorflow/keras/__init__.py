@@ -9,8 +9,9 @@ on hvd's runtime, for Keras on the TensorFlow backend.
                                hvd.callbacks.MetricAverageCallback()],
               verbose=1 if hvd.rank() == 0 else 0)
 
-The collectives here take and return values (NumPy arrays), as Horovod's Keras module does;
-hvd.tensorflow has the tensor versions.
+The collectives here take values (arrays, tensors, numbers) and return, as Horovod's Keras
+module does, a tf.Tensor when TensorFlow runs eagerly and the evaluated NumPy array inside a
+tf.keras 2 graph (its Keras session runs it).
 """
 from __future__ import annotations
 
@@ -29,7 +30,11 @@ from hvd.tensorflow.v1 import broadcast_global_variables
 
 
 def _value(x):
-    return x.numpy() if hasattr(x, "numpy") else x
+    import tensorflow as tf
+    if tf.executing_eagerly():
+        return x
+    session = getattr(getattr(tf.compat.v1.keras, "backend", None), "get_session", None)
+    return session().run(x) if session is not None else x
 
 
 def join(device=-1) -> int:

@@ -72,19 +72,62 @@ class _DistributedOptimizerMixin(_Reducing):
 
 
 class _DistributedKeras2Mixin(_Reducing):
-    """tf.keras 2 optimizers: apply_gradients aggregates before it clips and applies, and
-    LossScaleOptimizer calls its inner optimizer's aggregation before its inf/NaN check."""
+    """tf.keras 2 optimizers. Horovod's reduce where the gradients are computed (model.fit's
+    minimize calls compute_gradients; get_gradients), and hvd also where apply_gradients
+    aggregates them (a custom loop's tape gradients): each gradient is reduced once, by
+    whichever of the two sees it first. LossScaleOptimizer calls its inner optimizer's
+    aggregation before its inf/NaN check."""
+
+    _hvd_reduced_ids = frozenset()
 
     def _hvd_pairs(self, grads_and_vars):
         grads_and_vars = list(grads_and_vars)
         variables = [v for _, v in grads_and_vars]
         return list(zip(self._hvd_reduce([g for g, _ in grads_and_vars], variables), variables))
 
+    def _hvd_remember(self, grads):
+        # The reduced tensors themselves are kept, so that their ids stay theirs.
+        self._hvd_reduced = [g for g in grads if g is not None]
+        self._hvd_reduced_ids = frozenset(id(g) for g in self._hvd_reduced)
+        return grads
+
+    def _hvd_reduced_already(self, grads_and_vars):
+        """Whether these are the gradients compute_gradients or get_gradients reduced (asked
+        before Keras's own aggregation, which may return new tensors)."""
+        present = [g for g, _ in grads_and_vars if g is not None]
+        reduced = bool(present) and all(id(g) in self._hvd_reduced_ids for g in present)
+        self._hvd_remember([])
+        return reduced
+
+    def compute_gradients(self, loss, var_list, tape=None):
+        return self._compute_gradients(loss, var_list, None, tape)
+
+    def _compute_gradients(self, loss, var_list, grad_loss=None, tape=None):
+        base = super()
+        if hasattr(base, "_compute_gradients"):  # keras.optimizers.legacy (OptimizerV2)
+            pairs = base._compute_gradients(loss, var_list, grad_loss, tape=tape)
+        else:
+            pairs = base.compute_gradients(loss, var_list, tape=tape)
+        pairs = self._hvd_pairs(pairs)
+        self._hvd_remember([g for g, _ in pairs])
+        return pairs
+
+    def get_gradients(self, loss, params):
+        params = list(params)
+        return self._hvd_remember(self._hvd_reduce(list(super().get_gradients(loss, params)),
+                                                   params))
+
     def aggregate_gradients(self, grads_and_vars):  # keras.optimizers.Optimizer (2.11+)
-        return self._hvd_pairs(super().aggregate_gradients(grads_and_vars))
+        grads_and_vars = list(grads_and_vars)
+        reduced = self._hvd_reduced_already(grads_and_vars)
+        aggregated = super().aggregate_gradients(grads_and_vars)
+        return aggregated if reduced else self._hvd_pairs(aggregated)
 
     def _aggregate_gradients(self, grads_and_vars):  # keras.optimizers.legacy (OptimizerV2)
-        return self._hvd_pairs(super()._aggregate_gradients(grads_and_vars))
+        grads_and_vars = list(grads_and_vars)
+        reduced = self._hvd_reduced_already(grads_and_vars)
+        aggregated = super()._aggregate_gradients(grads_and_vars)
+        return aggregated if reduced else self._hvd_pairs(aggregated)
 
 
 class _DistributedLossScaleMixin(_Reducing):
