@@ -95,7 +95,8 @@ class Guard:
         ranks = self.process_set.ranks or list(range(_basics.size()))
         structure = zlib.crc32(repr([(tuple(s), d) for s, d in zip(shapes, dtypes)]).encode())
         meta = np.array([len(names), structure], dtype=np.int64)
-        self._check_structure(meta, ranks, names)
+        if not self._check_structure(meta, ranks, names):
+            return
         if not len(names):
             return
         flat = np.ascontiguousarray(stats, dtype=np.float64).reshape(-1)
@@ -138,11 +139,18 @@ class Guard:
             when += f" (and after update {done - 1}: no broadcast made them equal since)"
         return f"replica check of {self.what} {when}"
 
-    def _check_structure(self, meta, ranks, names) -> None:
-        both = _allreduce_max(np.concatenate([meta, -meta]), f"{self._key}.structure",
+    def _check_structure(self, meta, ranks, names) -> bool:
+        """False when a rank of the set has joined (hvd.join): it has no weights to compare
+        and counts as zeros in the reduction, so every rank still training skips the check,
+        alike. Raises when the ranks' models differ."""
+        present = np.concatenate([[1], meta])  # a joined rank contributes 0 here
+        both = _allreduce_max(np.concatenate([present, -present]), f"{self._key}.structure",
                               self.process_set)
-        if both[0] == -both[2] and both[1] == -both[3]:
-            return
+        n = present.size
+        if -both[n] != 1:
+            return False
+        if all(both[i] == -both[n + i] for i in range(1, n)):
+            return True
         from hvd import numpy as hvd_numpy
         every_rank = hvd_numpy.allgather(meta.reshape(1, 2), name=f"{self._key}.structures",
                                          process_set=self.process_set)

@@ -64,6 +64,19 @@ def test_a_rank_that_differs_is_named_with_the_first_variable(how):
         check(mine)
 
 
+def test_a_check_due_while_a_rank_has_joined_is_skipped_by_the_ranks_still_training():
+    # hvd.join: the ranks with more batches go on updating; the joined rank counts as zeros
+    # in their allreduces, which must not read as a rank whose weights are all zero.
+    if hvd.size() == 1:
+        pytest.skip("needs two ranks")
+    import hvd.numpy as hnp
+    if hvd.rank() != 0:
+        # Two checks, both due; their reductions complete once rank 0 has joined.
+        check([w.copy() for w in WEIGHTS])
+    assert hnp.join() != 0  # rank 0 joined first
+    check([w.copy() for w in WEIGHTS])  # every rank back: checked again
+
+
 def test_weights_apart_after_the_first_update_pass_when_a_broadcast_follows_it():
     # Horovod's own tests step once and then broadcast (test_broadcast_state): the ranks are
     # apart after update 1 and equal after update 2, which is no error.
