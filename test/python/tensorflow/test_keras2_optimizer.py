@@ -39,3 +39,23 @@ def test_compute_gradients_returns_reduced_gradients_that_apply_does_not_reduce_
         loss = -v * float(hvd.rank() + 1)
     opt.apply_gradients(zip(tape.gradient(loss, [v]), [v]))
     np.testing.assert_array_equal(v.numpy(), [2 * total()])
+
+
+@pytest.mark.parametrize("graph", [False, True], ids=["eager", "tf.function"])
+@pytest.mark.parametrize("average", [False, True], ids=["sum", "average"])
+def test_backward_passes_per_step_updates_every_nth_pass_with_the_reduced_sum(average, graph):
+    opt = hk.DistributedOptimizer(keras.optimizers.SGD(1.0), backward_passes_per_step=2,
+                                  average_aggregated_gradients=average)
+    v = tf.Variable([0.0])
+
+    def step():
+        opt.minimize(lambda: -v * float(hvd.rank() + 1), [v])
+
+    step = tf.function(step) if graph else step
+    mean = total() / hvd.size()  # each pass's gradient, averaged over the ranks (op=Average)
+    for k in range(1, 6):
+        step()
+        expected = (k // 2) * mean * (1 if average else 2)
+        np.testing.assert_allclose(v.numpy(), [expected], rtol=1e-6)
+        assert int(opt.iterations.numpy()) == k  # the passes between updates count too
+        assert int(opt._agg_helper.counter.numpy()) == k % 2

@@ -1,4 +1,4 @@
-"""DistributedOptimizer for Keras 3 optimizers: the gradients are reduced over the ranks right
+"""DistributedOptimizer for Keras 3 (and tf.keras 2) optimizers: the gradients are reduced over the ranks right
 before the optimizer clips and applies them.
 
 The hook is Keras's _clip_gradients, which every Keras 3 optimizer calls exactly once per
@@ -20,6 +20,7 @@ import keras
 from hvd._basics import Average, global_process_set
 from hvd.tensorflow import replicas
 from hvd.tensorflow.compression import Compression
+from hvd.tensorflow.keras.accumulation import GradientAccumulation
 from hvd.tensorflow.gradient_tape import (LocalSources, local_layer_variables,
                                           reduce_gradients_of, reduce_options, reduction_name)
 
@@ -56,7 +57,9 @@ class _Reducing:
         that accumulates gradients (Keras 3's gradient_accumulation_steps) updates every
         steps-th one. A variable the ranks' broadcasts (and an elastic job's state) keep equal,
         so that every rank checks at the same update without counting in Python."""
-        steps = getattr(self, "gradient_accumulation_steps", None) or 1
+        helper = getattr(self, "_agg_helper", None)
+        steps = (getattr(self, "gradient_accumulation_steps", None)
+                 or (helper.steps if helper is not None else 1))
         return self.iterations // steps if steps > 1 else self.iterations
 
     def register_local_var(self, var):
@@ -80,10 +83,18 @@ class _DistributedKeras2Mixin(_Reducing):
 
     _hvd_reduced_ids = frozenset()
 
+    _agg_helper = None  # backward_passes_per_step > 1: accumulation.GradientAccumulation
+
+    def _hvd_reduce_or_add(self, grads, variables):
+        if self._agg_helper is not None:
+            return self._agg_helper.add(grads, variables)
+        return self._hvd_reduce(grads, variables)
+
     def _hvd_pairs(self, grads_and_vars):
         grads_and_vars = list(grads_and_vars)
         variables = [v for _, v in grads_and_vars]
-        return list(zip(self._hvd_reduce([g for g, _ in grads_and_vars], variables), variables))
+        return list(zip(self._hvd_reduce_or_add([g for g, _ in grads_and_vars], variables),
+                        variables))
 
     def _hvd_remember(self, grads):
         # The reduced tensors themselves are kept, so that their ids stay theirs.
@@ -114,8 +125,19 @@ class _DistributedKeras2Mixin(_Reducing):
 
     def get_gradients(self, loss, params):
         params = list(params)
-        return self._hvd_remember(self._hvd_reduce(list(super().get_gradients(loss, params)),
-                                                   params))
+        return self._hvd_remember(
+            self._hvd_reduce_or_add(list(super().get_gradients(loss, params)), params))
+
+    def apply_gradients(self, grads_and_vars, *args, **kwargs):
+        if self._agg_helper is None:
+            return super().apply_gradients(grads_and_vars, *args, **kwargs)
+        pairs = list(grads_and_vars)
+        if not self._hvd_reduced_already(pairs):  # a custom loop's own tape gradients
+            pairs = self._hvd_pairs(pairs)
+        self._hvd_remember([g for g, _ in pairs])  # the update's aggregation leaves them be
+        base = super()
+        return self._agg_helper.apply(lambda: base.apply_gradients(pairs, *args, **kwargs),
+                                      self.iterations)
 
     def aggregate_gradients(self, grads_and_vars):  # keras.optimizers.Optimizer (2.11+)
         grads_and_vars = list(grads_and_vars)
@@ -155,6 +177,9 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     if keras.backend.backend() != "tensorflow":
         raise ValueError(f"{what}: Keras backend {keras.backend.backend()!r} is not supported: "
                          "set KERAS_BACKEND=tensorflow (with PyTorch, use hvd.torch)")
+    if KERAS2 and isinstance(optimizer, _LossScaleOptimizer) and backward_passes_per_step > 1:
+        raise ValueError(f"{what}: backward_passes_per_step > 1 with a LossScaleOptimizer "
+                         "(mixed_float16) is not supported")
     if KERAS2 and isinstance(optimizer, _LossScaleOptimizer):
         # Its apply_gradients reduces through the inner optimizer's aggregation, before the
         # check: wrap the inner one.
@@ -175,9 +200,6 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     if not isinstance(backward_passes_per_step, int) or backward_passes_per_step < 1:
         raise ValueError(f"{what}: backward_passes_per_step must be a positive integer, got "
                          f"{backward_passes_per_step!r}")
-    if KERAS2 and backward_passes_per_step > 1:
-        raise ValueError(f"{what}: backward_passes_per_step > 1 needs Keras 3 (its optimizers' "
-                         f"gradient_accumulation_steps); this is Keras {keras.__version__}")
     loss_scaled = not KERAS2 and isinstance(optimizer, _LossScaleOptimizer)
     if (not KERAS2 and not loss_scaled
             and keras.config.dtype_policy().name == "mixed_float16"):
@@ -191,7 +213,7 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     config = optimizer.get_config()
     if name is not None:
         config["name"] = name
-    if backward_passes_per_step > 1:
+    if backward_passes_per_step > 1 and not KERAS2:
         if config.get("gradient_accumulation_steps"):
             raise ValueError(f"{what}: the optimizer already accumulates gradients "
                              f"(gradient_accumulation_steps="
@@ -212,6 +234,9 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     distributed._hvd_options = options
     distributed._hvd_local = LocalSources()
     distributed._hvd_scale_local = bool(scale_local_gradients)
+    if KERAS2 and backward_passes_per_step > 1:
+        distributed._agg_helper = GradientAccumulation(
+            backward_passes_per_step, bool(average_aggregated_gradients), distributed._hvd_reduce)
     return distributed
 
 
