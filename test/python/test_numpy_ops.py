@@ -1,7 +1,6 @@
 """hvd.numpy against NumPy references. Each rank's input is a closed-form function of its
 rank, so every rank can compute the expected result alone."""
 import os
-import time
 
 import numpy as np
 import pytest
@@ -266,13 +265,15 @@ def test_mismatched_dtype_fails_every_rank_with_the_ranks_named():
 
 
 def test_duplicate_name_in_flight_fails_on_submission():
-    # The other ranks submit late, so rank 0's first "dup.name" is surely still in flight.
+    # The other ranks submit "dup.name" only once rank 0 has tried it twice (they learn it from
+    # a broadcast), so rank 0's first one is surely still in flight then.
     if hvd.rank() != 0:
-        time.sleep(0.3)
+        assert hnp.broadcast_object(None, 0, name="dup.tried") == "tried"
     h = hnp.allreduce_async(np.ones(1), name="dup.name")
     if hvd.rank() == 0:
         with pytest.raises(ValueError, match='"dup.name" is already in flight on rank 0'):
             hnp.allreduce_async(np.ones(1), name="dup.name")
+        hnp.broadcast_object("tried", 0, name="dup.tried")
     hnp.synchronize(h)
 
 
