@@ -67,7 +67,9 @@ struct HandshakeListener::State : std::enable_shared_from_this<State> {
   bool starved = false;  // accepting paused: out of descriptors
   std::atomic<int> rejected{0};
 
-  std::shared_ptr<spdlog::logger> log() const { return log::logger(options.subsystem); }
+  std::shared_ptr<spdlog::logger> log() const {
+    return log::logger(options.logs.get(), options.subsystem);
+  }
 
   void accept() {
     if (stopped) return;

@@ -24,6 +24,10 @@
 #include <string>
 #include <vector>
 
+namespace hvd::log {
+class Logs;  // common/logging.h
+}  // namespace hvd::log
+
 namespace hvd::io {
 
 // HVD_HANDSHAKE_TIMEOUT_SECONDS's default (common/params.cc reads it from here).
@@ -37,6 +41,7 @@ struct ListenerOptions {
   std::size_t claimBytes = 0;   // the connector sends this many bytes after its proof
   std::chrono::milliseconds handshakeTimeout = kDefaultHandshakeTimeout;
   std::size_t maxPending = 64;  // unauthenticated connections at once
+  std::shared_ptr<log::Logs> logs = nullptr;  // the owner's (a Runtime's); null: the process's
 };
 
 class HandshakeListener {

@@ -4,27 +4,12 @@
 
 #include <algorithm>
 #include <cctype>
-#include <mutex>
-#include <set>
 #include <sstream>
 
 #include "common/error.h"
 
 namespace hvd::log {
 namespace {
-
-struct State {
-  std::mutex mutex;
-  LogSettings settings;
-  std::set<std::string> subsystems;
-  std::shared_ptr<spdlog::sinks::stderr_sink_mt> sink =
-      std::make_shared<spdlog::sinks::stderr_sink_mt>();
-};
-
-State& state() {
-  static State s;
-  return s;
-}
 
 std::set<std::string> splitList(const std::string& text) {
   std::set<std::string> out;
@@ -37,14 +22,6 @@ std::set<std::string> splitList(const std::string& text) {
 
 spdlog::level::level_enum parseLevel(const std::string& name) {
   return spdlog::level::from_str(canonicalLevel(name));
-}
-
-void apply(State& s, spdlog::logger& lg) {
-  bool shown = s.subsystems.empty() || s.subsystems.count(lg.name()) > 0;
-  lg.set_level(shown ? parseLevel(s.settings.level) : spdlog::level::off);
-  std::string prefix = s.settings.prefix.empty() ? "hvd" : s.settings.prefix;
-  std::string time = s.settings.hideTime ? "" : "%Y-%m-%d %H:%M:%S.%e ";
-  lg.set_pattern(time + prefix + " %^%l%$ [%n] %v");
 }
 
 }  // namespace
@@ -62,23 +39,56 @@ std::string canonicalLevel(const std::string& name) {
                         "warning and fatal are taken too)");
 }
 
-void configure(const LogSettings& settings) {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  parseLevel(settings.level);
-  s.settings = settings;
-  s.subsystems = splitList(settings.subsystems);
-  spdlog::apply_all([&](const std::shared_ptr<spdlog::logger>& lg) { apply(s, *lg); });
+// Every stderr sink shares spdlog's console mutex, so lines of different Logs never interleave.
+Logs::Logs(const LogSettings& settings, SinkPtr sink)
+    : sink_(sink ? std::move(sink) : std::make_shared<spdlog::sinks::stderr_sink_mt>()) {
+  configure(settings);
 }
 
-std::shared_ptr<spdlog::logger> logger(const std::string& subsystem) {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  if (auto existing = spdlog::get(subsystem)) return existing;
-  auto lg = std::make_shared<spdlog::logger>(subsystem, s.sink);
-  apply(s, *lg);
-  spdlog::register_logger(lg);
+void Logs::apply(spdlog::logger& lg) const {
+  bool shown = shown_.empty() || shown_.count(lg.name()) > 0;
+  lg.set_level(shown ? parseLevel(settings_.level) : spdlog::level::off);
+  std::string prefix = settings_.prefix.empty() ? "hvd" : settings_.prefix;
+  std::string time = settings_.hideTime ? "" : "%Y-%m-%d %H:%M:%S.%e ";
+  lg.set_pattern(time + prefix + " %^%l%$ [%n] %v");
+}
+
+void Logs::configure(const LogSettings& settings) {
+  parseLevel(settings.level);
+  std::lock_guard<std::mutex> lock(mutex_);
+  settings_ = settings;
+  shown_ = splitList(settings.subsystems);
+  for (auto& [name, lg] : loggers_) apply(*lg);
+}
+
+std::shared_ptr<spdlog::logger> Logs::get(const std::string& subsystem) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& lg = loggers_[subsystem];
+  if (!lg) {
+    lg = std::make_shared<spdlog::logger>(subsystem, sink_);
+    apply(*lg);
+  }
   return lg;
+}
+
+LogSettings Logs::settings() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return settings_;
+}
+
+Logs& processLogs() {
+  static Logs logs;
+  return logs;
+}
+
+void configure(const LogSettings& settings) { processLogs().configure(settings); }
+
+std::shared_ptr<spdlog::logger> logger(const std::string& subsystem) {
+  return processLogs().get(subsystem);
+}
+
+std::shared_ptr<spdlog::logger> logger(Logs* logs, const std::string& subsystem) {
+  return logs ? logs->get(subsystem) : processLogs().get(subsystem);
 }
 
 }  // namespace hvd::log

@@ -71,15 +71,17 @@ Exchanged exchange(const Config& config, Comm& data) {
 // possible. Shared memory's fallback is decided among this host's ranks alone.
 std::unique_ptr<Comm> connectLocal(const Config& config, Comm& data, rendezvous::Store& store,
                                    const std::string& scope, const std::vector<int>& ranks,
-                                   collectives::tcp::WaitPolicy waits, const std::string& what) {
-  auto log = log::logger("runtime");
+                                   collectives::tcp::WaitPolicy waits, const std::string& what,
+                                   const std::shared_ptr<log::Logs>& logs) {
+  auto log = logs->get("runtime");
   if (config.transport != Transport::Tcp && ranks.size() > 1) {
     rendezvous::PrefixStore scoped(scope, store);
     int localRank = static_cast<int>(std::find(ranks.begin(), ranks.end(), data.rank()) -
                                      ranks.begin());
     try {
       auto device = collectives::shm::ShmDevice::create(
-          {config.shmBufferBytes, waits.spins, collectives::shm::jobSegmentPrefix(config.jobId)});
+          {config.shmBufferBytes, waits.spins, collectives::shm::jobSegmentPrefix(config.jobId),
+           logs});
       return device->connectAll(localRank, static_cast<int>(ranks.size()), scoped,
                                 config.startTimeout, config.opTimeout);
     } catch (const collectives::shm::ShmUnavailable& e) {
@@ -92,7 +94,8 @@ std::unique_ptr<Comm> connectLocal(const Config& config, Comm& data, rendezvous:
 }  // namespace
 
 void attachHostHierarchy(const Config& config, Comm& data, rendezvous::Store& store,
-                         const std::string& scopePrefix, collectives::tcp::WaitPolicy waits) {
+                         const std::string& scopePrefix, collectives::tcp::WaitPolicy waits,
+                         const std::shared_ptr<log::Logs>& logs) {
   Exchanged x = exchange(config, data);
   bool everywhere[kSettingCount];
   std::string what, variables;
@@ -109,7 +112,7 @@ void attachHostHierarchy(const Config& config, Comm& data, rendezvous::Store& st
   }
   if (what.empty()) return;
   const HostLayout& layout = x.layout;
-  auto log = log::logger("runtime");
+  auto log = logs->get("runtime");
   if (layout.hosts.size() == 1) return;  // one host: the flat collectives are already local
   if (!layout.even()) {
     if (data.rank() == 0)
@@ -121,7 +124,7 @@ void attachHostHierarchy(const Config& config, Comm& data, rendezvous::Store& st
   int host = static_cast<int>(&mine - layout.ranksOf.data());
   auto local = connectLocal(config, data, store,
                             detail::concat(scopePrefix, "/hierarchy/host/", host), mine, waits,
-                            what);
+                            what, logs);
   bool sharedMemory = local->progress() != data.progress();
   auto crossComm = data.subset(layout.crossRanks(data.rank()));
   if (data.rank() == 0)

@@ -5,6 +5,7 @@
 // (collectives/algorithms/allreduce.cc, allgather.cc).
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "collectives/rendezvous/store.h"
@@ -12,6 +13,10 @@
 #include "collectives/transport/tcp/tcp_device.h"
 #include "runtime/config.h"
 #include "runtime/engine/host_layout.h"
+
+namespace hvd::log {
+class Logs;  // common/logging.h
+}  // namespace hvd::log
 
 namespace hvd::runtime {
 
@@ -22,8 +27,9 @@ namespace hvd::runtime {
 // With a setting on and as many ranks on every host, connects the ranks of this host (shared
 // memory unless HVD_TRANSPORT=tcp or it is unavailable there; else this host's links of `data`)
 // and attaches them with the cross-host subset of `data`. Uneven hosts keep the flat
-// collectives, with a warning from rank 0.
+// collectives, with a warning from rank 0. Logs through `logs` (the Runtime's).
 void attachHostHierarchy(const Config& config, collectives::Comm& data, rendezvous::Store& store,
-                         const std::string& scopePrefix, collectives::tcp::WaitPolicy waits);
+                         const std::string& scopePrefix, collectives::tcp::WaitPolicy waits,
+                         const std::shared_ptr<log::Logs>& logs);
 
 }  // namespace hvd::runtime

@@ -7,11 +7,10 @@
 #endif
 
 #include "common/error.h"
-#include "common/logging.h"
 
 namespace hvd::runtime {
 
-void retainFreedMemory(std::size_t bytes) {
+void retainFreedMemory(std::size_t bytes, spdlog::logger& log) {
   if (bytes == 0) return;
   std::size_t mb = bytes >> 20;
 #if defined(__GLIBC__)
@@ -23,7 +22,7 @@ void retainFreedMemory(std::size_t bytes) {
       mallopt(M_TRIM_THRESHOLD, static_cast<int>(bytes)) != 1)
     throw InvalidArgument(detail::concat("HVD_MALLOC_RETAIN_MB=", mb,
                                          ": glibc's mallopt refused the value"));
-  log::logger("runtime")->debug(
+  log.debug(
       "malloc: blocks of up to {} MB come from the heap, and up to {} MB freed stays in it "
       "(HVD_MALLOC_RETAIN_MB)", mb, mb);
 #else

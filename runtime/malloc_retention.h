@@ -8,6 +8,8 @@
 // page faults). Raising both thresholds keeps the blocks in the heap across steps (0.6 ms).
 #pragma once
 
+#include <spdlog/logger.h>
+
 #include <cstddef>
 
 namespace hvd::runtime {
@@ -15,7 +17,7 @@ namespace hvd::runtime {
 // Makes this process's malloc serve blocks of up to `bytes` from its heap and keep up to
 // `bytes` of freed memory at the heap's top instead of returning it to the kernel. 0 changes
 // nothing. Process-wide and idempotent. Throws InvalidArgument, naming HVD_MALLOC_RETAIN_MB,
-// when the C library refuses the value or has no such setting (not glibc).
-void retainFreedMemory(std::size_t bytes);
+// when the C library refuses the value or has no such setting (not glibc). Logs to `log`.
+void retainFreedMemory(std::size_t bytes, spdlog::logger& log);
 
 }  // namespace hvd::runtime

@@ -49,6 +49,8 @@ Runtime::Runtime(Config config, World world)
     : config_(std::move(config)), world_(std::move(world)) {
   EngineOptions options = engineOptions(config_);
   options.blockedCallers = world_.blockedCallers;
+  options.logs = world_.logs;
+  options.executor.logs = world_.logs;
   engine_ = std::make_unique<Engine>(std::move(options), std::move(world_.data),
                                      std::move(world_.control));
 }
@@ -88,7 +90,9 @@ ElasticJoin joinElasticRound(const Config& given, rendezvous::Store* store) {
 
 }  // namespace
 
-std::unique_ptr<Runtime> Runtime::create(const Config& given, rendezvous::Store* store) {
+std::unique_ptr<Runtime> Runtime::create(const Config& given, rendezvous::Store* store,
+                                         log::SinkPtr logSink) {
+  auto logs = std::make_shared<log::Logs>(logSettings(given), std::move(logSink));
   ElasticJoin join;
   std::optional<World> world;
   // A round that hvdrun gives up while its workers connect (a member's host failed before it
@@ -102,10 +106,10 @@ std::unique_ptr<Runtime> Runtime::create(const Config& given, rendezvous::Store*
         return std::make_unique<rendezvous::elastic::RoundStore>(inner, given.jobId, join.round);
       };
     try {
-      world = connectWorld(config, store, WorldUse::Engine, roundStore, std::move(join.client));
+      world = connectWorld(config, store, WorldUse::Engine, roundStore, std::move(join.client),
+                           logs);
     } catch (const rendezvous::elastic::RoundAbandoned& e) {
-      log::logger("runtime")->warn("{}; worker {} joins the newer round", e.what(),
-                                   given.workerId);
+      logs->get("runtime")->warn("{}; worker {} joins the newer round", e.what(), given.workerId);
     }
   }
   const Config& config = given.elastic ? join.config : given;
@@ -114,9 +118,9 @@ std::unique_ptr<Runtime> Runtime::create(const Config& given, rendezvous::Store*
     rt->elasticRound_ = join.round;
     rt->elasticJobId_ = given.jobId;
     rt->elasticStore_ = store ? store : rt->world_.ownedStore.get();
-    log::logger("runtime")->info("elastic worker {}: round {}, rank {} of {} on {}",
-                                 config.workerId, join.round, config.topology.rank,
-                                 config.topology.size, config.topology.hostname);
+    logs->get("runtime")->info("elastic worker {}: round {}, rank {} of {} on {}",
+                               config.workerId, join.round, config.topology.rank,
+                               config.topology.size, config.topology.hostname);
   }
   for (std::size_t i = 0; i < config.processSets.size(); ++i) {
     Operation add;

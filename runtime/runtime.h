@@ -15,9 +15,12 @@ namespace hvd::runtime {
 class Runtime : public BlockingCollectives {
  public:
   // Joins the job (world.h), starts the engine and creates the Config's static process sets.
-  // `store` replaces the launcher's rendezvous server (in-process tests).
+  // `store` replaces the launcher's rendezvous server (in-process tests). `logSink`, when
+  // given, receives this Runtime's log lines instead of stderr (an embedder's, or a test's); it
+  // must be a sink of its own (common/logging.h).
   static std::unique_ptr<Runtime> create(const Config& config,
-                                         rendezvous::Store* store = nullptr);
+                                         rendezvous::Store* store = nullptr,
+                                         log::SinkPtr logSink = nullptr);
   static std::unique_ptr<Runtime> create(const Config& config, rendezvous::Store& store) {
     return create(config, &store);
   }
@@ -26,6 +29,8 @@ class Runtime : public BlockingCollectives {
   const Topology& topology() const override { return config_.topology; }
   const Config& config() const { return config_; }
   Engine& engine() { return *engine_; }
+  // This rank's loggers; any thread.
+  log::Logs& logs() const { return *world_.logs; }
   // The thread count frameworks' frontends give their compute pools: this rank's CPU share, or
   // 0 (leave them alone) when the user chose with OMP_NUM_THREADS.
   int computeThreads() const { return config_.computeThreadsChosen ? 0 : cpuShare(); }

@@ -43,15 +43,16 @@ bool useShm(const Config& config) {
 std::unique_ptr<Comm> connectScope(const Config& config, rendezvous::Store& store,
                                    const std::string& bindAddress, int64_t epoch,
                                    const std::string& scope, collectives::tcp::WaitPolicy waits,
-                                   std::size_t shmRingBytes, bool& shm) {
+                                   std::size_t shmRingBytes, bool& shm,
+                                   const std::shared_ptr<log::Logs>& logs) {
   rendezvous::PrefixStore scoped(
       detail::concat("job/", config.jobId, "/epoch/", epoch, "/", scope), store);
   const Topology& t = config.topology;
-  auto log = log::logger("runtime");
+  auto log = logs->get("runtime");
   if (shm) {
     try {
       auto device = collectives::shm::ShmDevice::create(
-          {shmRingBytes, waits.spins, collectives::shm::jobSegmentPrefix(config.jobId)});
+          {shmRingBytes, waits.spins, collectives::shm::jobSegmentPrefix(config.jobId), logs});
       auto comm = device->connectAll(t.rank, t.size, scoped, config.startTimeout,
                                      config.opTimeout);
       log->info("{}: shared memory with {} local peers, rings of {} KiB", scope, t.size - 1,
@@ -63,8 +64,9 @@ std::unique_ptr<Comm> connectScope(const Config& config, rendezvous::Store& stor
       shm = false;
     }
   }
-  auto device = collectives::tcp::TcpDevice::create(
-      bindAddress, config.secret, config.socketBufferBytes, waits, config.handshakeTimeout);
+  auto device = collectives::tcp::TcpDevice::create(bindAddress, config.secret,
+                                                    config.socketBufferBytes, waits,
+                                                    config.handshakeTimeout, logs);
   auto comm = device->connectAll(t.rank, t.size, scoped, config.startTimeout, config.opTimeout);
   log->info("{}: tcp on {}", scope, device->listenAddress());
   return comm;
@@ -72,7 +74,7 @@ std::unique_ptr<Comm> connectScope(const Config& config, rendezvous::Store& stor
 
 // Rank 0 of a job that srun or mpirun started serves the rendezvous for the life of the
 // process, so a shutdown and a second init find the same store (and its epoch counters).
-void serveRendezvousOnce(const Config& config) {
+void serveRendezvousOnce(const Config& config, const std::shared_ptr<log::Logs>& logs) {
   static std::unique_ptr<rendezvous::RendezvousServer> server;
   if (server) return;
   std::string bindAddress;
@@ -87,14 +89,13 @@ void serveRendezvousOnce(const Config& config) {
         config.rendezvousAddr, " is not an address of its host ", config.topology.hostname,
         " (set it to the host of rank 0, e.g. the first node of the allocation)"));
   server = std::make_unique<rendezvous::RendezvousServer>(
-      bindAddress, config.secret, config.rendezvousPort, config.handshakeTimeout);
-  log::logger("runtime")->info("serving the rendezvous at {}:{} for {}", bindAddress,
-                               config.rendezvousPort, config.externalLauncher);
+      bindAddress, config.secret, config.rendezvousPort, config.handshakeTimeout, logs);
+  logs->get("runtime")->info("serving the rendezvous at {}:{} for {}", bindAddress,
+                             config.rendezvousPort, config.externalLauncher);
 }
 
 // True when this process is now bound to its slice.
-bool bindToLocalShare(const Topology& t) {
-  auto logger = log::logger("runtime");
+bool bindToLocalShare(const Topology& t, const std::shared_ptr<spdlog::logger>& logger) {
   try {
     std::vector<int> allowed = allowedCpus();
     std::vector<int> mine = cpuSliceFor(allowed, t.localRank, t.localSize);
@@ -128,16 +129,23 @@ int cpuShareOf(const Config& config, bool boundByHvd) {
 
 }  // namespace
 
+log::LogSettings logSettings(const Config& config) {
+  const Topology& t = config.topology;
+  return {config.logLevel, config.logSubsystems,
+          detail::concat(t.hostname, ":", getpid(), " [rank ", t.rank, "/", t.size, "]"),
+          config.logHideTime};
+}
+
 World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
                    const StoreWrapper& wrap,
-                   std::unique_ptr<rendezvous::TcpStoreClient> client) {
+                   std::unique_ptr<rendezvous::TcpStoreClient> client,
+                   std::shared_ptr<log::Logs> logs) {
   bool withControl = use == WorldUse::Engine;
   const Topology& t = config.topology;
-  log::configure({config.logLevel, config.logSubsystems,
-                  detail::concat(t.hostname, ":", getpid(), " [rank ", t.rank, "/", t.size, "]"),
-                  config.logHideTime});
-  retainFreedMemory(config.mallocRetainBytes);
   World world;
+  world.logs = logs ? std::move(logs) : std::make_shared<log::Logs>();
+  world.logs->configure(logSettings(config));
+  retainFreedMemory(config.mallocRetainBytes, *world.logs->get("runtime"));
   rendezvous::TcpStoreClient* launcherClient = client.get();
   world.ownedStore = std::move(client);
   if (t.size == 1) {
@@ -147,12 +155,12 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
     return world;
   }
   std::string bindAddress = "127.0.0.1";
-  if (!store && config.servesRendezvous) serveRendezvousOnce(config);
+  if (!store && config.servesRendezvous) serveRendezvousOnce(config, world.logs);
   if (!store) {
     // One process per rank (not ranks sharing a process in tests): bind before the engine's
     // and the transport's threads start, so they inherit it.
     bool bound = config.externalLauncher.empty() && config.cpuBinding == CpuBinding::Core &&
-                 bindToLocalShare(t);
+                 bindToLocalShare(t, world.logs->get("runtime"));
     world.cpuShare = cpuShareOf(config, bound);
     if (!launcherClient) {
       auto opened = std::make_unique<rendezvous::TcpStoreClient>(
@@ -192,21 +200,25 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
     // A transfer that stops moving inside a collective (a stopped or hung peer) is reported
     // like a stalled negotiation, naming the peer, and fails the job at the same limit.
     if (config.stallCheck)
-      data.spins.stall = {.warnAfter = config.stallWarning, .failAfter = config.stallShutdown};
+      data.spins.stall = {.warnAfter = config.stallWarning,
+                          .failAfter = config.stallShutdown,
+                          .logs = world.logs};
   } else {
     data.spins = {.smallSpin = config.directSpinTime, .largeSpin = config.directSpinTime};
   }
   bool shm = useShm(config);
   world.data = connectScope(config, *store, bindAddress, epoch, "global", data,
-                            config.shmBufferBytes, shm);
+                            config.shmBufferBytes, shm, world.logs);
   if (t.localSize < t.size)
     attachHostHierarchy(config, *world.data, *store,
-                        detail::concat("job/", config.jobId, "/epoch/", epoch), data);
+                        detail::concat("job/", config.jobId, "/epoch/", epoch), data,
+                        world.logs);
   // The engine loop does its own polling of the control links (Engine::loop).
   if (withControl)
     world.control = connectScope(config, *store, bindAddress, epoch, "control",
                                  {.mode = collectives::tcp::WaitMode::Interruptible},
-                                 collectives::shm::controlRingBytes(config.shmBufferBytes), shm);
+                                 collectives::shm::controlRingBytes(config.shmBufferBytes), shm,
+                                 world.logs);
   return world;
 }
 

@@ -9,6 +9,7 @@
 
 #include "collectives/rendezvous/store.h"
 #include "collectives/transport/comm.h"
+#include "common/logging.h"
 #include "runtime/config.h"
 
 namespace hvd::rendezvous {
@@ -18,6 +19,9 @@ class TcpStoreClient;  // tcp_store_client.h (Boost.Asio) stays out of this head
 namespace hvd::runtime {
 
 struct World {
+  // This rank's loggers: every line starts "host:pid [rank r/size]". Everything the World
+  // made logs through them, and so does the Runtime that owns the World.
+  std::shared_ptr<log::Logs> logs;
   std::unique_ptr<rendezvous::Store> ownedStore;  // the launcher's store client, if used
   std::unique_ptr<rendezvous::Store> wrappedStore;  // StoreWrapper's, over the one in use
   std::unique_ptr<collectives::Comm> data;
@@ -38,15 +42,21 @@ enum class WorldUse {
   Direct,
 };
 
-// Sets up logging, joins the rendezvous (the launcher's server from the Config, or `store` for
-// in-process tests) and connects every peer. Throws InvalidArgument for a bad configuration,
-// TimeoutError naming the missing ranks, IoError for an unreachable server.
+// Sets up this rank's logging (World::logs: `logs`, configured from the Config, or new ones),
+// joins the rendezvous (the launcher's server from the Config, or `store` for in-process tests)
+// and connects every peer. Throws InvalidArgument for
+// a bad configuration, TimeoutError naming the missing ranks, IoError for an unreachable server.
 // `client`, when given, is the connection to the launcher's server to use (an elastic worker
 // opened it to read its round); it becomes the World's ownedStore. `wrap`, when given, wraps
 // the store the communicators rendezvous through (an elastic round's RoundStore).
 using StoreWrapper = std::function<std::unique_ptr<rendezvous::Store>(rendezvous::Store&)>;
 World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
                    const StoreWrapper& wrap = {},
-                   std::unique_ptr<rendezvous::TcpStoreClient> client = nullptr);
+                   std::unique_ptr<rendezvous::TcpStoreClient> client = nullptr,
+                   std::shared_ptr<log::Logs> logs = nullptr);
+
+// The settings of a rank's loggers: the Config's level, subsystems and time format, and the
+// prefix "host:pid [rank r/size]".
+log::LogSettings logSettings(const Config& config);
 
 }  // namespace hvd::runtime

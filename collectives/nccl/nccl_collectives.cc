@@ -83,7 +83,7 @@ std::string ncclLibraryText() {
 bool reducible(DType dtype) { return dtype != DType::Int16 && dtype != DType::UInt16; }
 
 NcclCollectives::NcclCollectives(Comm& host, int device, std::chrono::milliseconds timeout,
-                                 std::string hostname)
+                                 std::string hostname, log::Logs* logs)
     : host_(host), device_(device), timeout_(timeout), hostname_(std::move(hostname)) {
   gpu::DeviceGuard guard(device_);
   ncclUniqueId id{};
@@ -96,8 +96,8 @@ NcclCollectives::NcclCollectives(Comm& host, int device, std::chrono::millisecon
   config.blocking = 0;
   finish(lib().commInitRankConfig(&comm_, host_.size(), id, host_.rank(), &config),
          "ncclCommInitRankConfig", "joining the NCCL communicator");
-  log::logger("nccl")->info("rank {}/{}: NCCL communicator on cuda:{} ({})", host_.rank(),
-                            host_.size(), device_, ncclVersionText(true));
+  log::logger(logs, "nccl")->info("rank {}/{}: NCCL communicator on cuda:{} ({})", host_.rank(),
+                                  host_.size(), device_, ncclVersionText(true));
 }
 
 NcclCollectives::~NcclCollectives() {

@@ -23,6 +23,10 @@
 
 #include "collectives/gpu/gpu_collectives.h"
 
+namespace hvd::log {
+class Logs;  // common/logging.h
+}  // namespace hvd::log
+
 namespace hvd::collectives::nccl {
 
 // "NCCL 2.28.9 (headers)", or with `loadLibrary` "NCCL 2.28.9 (library 2.28.3 from PATH)": the
@@ -38,8 +42,10 @@ bool reducible(DType dtype);
 class NcclCollectives : public gpu::GpuCollectives {
  public:
   // Collective over `host`; `timeout` bounds the join. Throws hvd::Error with NCCL's message.
+  // `logs`: the owning Runtime's, for the line that announces the communicator; null: the
+  // process's.
   NcclCollectives(Comm& host, int device, std::chrono::milliseconds timeout,
-                  std::string hostname);
+                  std::string hostname, log::Logs* logs = nullptr);
   ~NcclCollectives() override;
   const char* name() const override { return "nccl"; }
 

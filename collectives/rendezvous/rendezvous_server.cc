@@ -29,9 +29,11 @@ struct Session;
 
 // Shared state; touched only on the io_context thread.
 struct RendezvousServer::State {
-  explicit State(std::chrono::milliseconds handshake) : handshakeTimeout(handshake) {}
+  State(std::chrono::milliseconds handshake, std::shared_ptr<log::Logs> l)
+      : handshakeTimeout(handshake), logs(std::move(l)) {}
   asio::io_context io;
   std::chrono::milliseconds handshakeTimeout;
+  std::shared_ptr<log::Logs> logs;  // null: the process's
   std::string secret;
   // The first address's listener, then those listenAlso() added (after io: they stop first).
   std::list<tcp::acceptor> acceptors;
@@ -168,13 +170,15 @@ struct Session : std::enable_shared_from_this<Session> {
 
   void reject(const std::string& why) {
     state.rejected++;
-    log::logger("rdzv")->warn("rendezvous: dropped connection from {}: {}", peer, why);
+    log::logger(state.logs.get(), "rdzv")
+        ->warn("rendezvous: dropped connection from {}: {}", peer, why);
     error_code ignored;
     socket.close(ignored);
   }
 
   void drop(const std::string& why) {
-    if (!why.empty()) log::logger("rdzv")->debug("rendezvous: {} closed: {}", peer, why);
+    if (!why.empty())
+      log::logger(state.logs.get(), "rdzv")->debug("rendezvous: {} closed: {}", peer, why);
     error_code ignored;
     socket.close(ignored);
   }
@@ -218,7 +222,7 @@ void RendezvousServer::State::listen(const std::string& address, uint16_t port) 
   io::HandshakeListener& listener = listeners.emplace_back(
       acceptor,
       io::ListenerOptions{"rendezvous", "rdzv", secret, proto::kAuthContext, 0, handshakeTimeout,
-                          kMaxPendingHandshakes},
+                          kMaxPendingHandshakes, logs},
       [this](tcp::socket socket, std::vector<uint8_t>) {
         std::make_shared<Session>(std::move(socket), *this)->readRequest();
       });
@@ -226,8 +230,9 @@ void RendezvousServer::State::listen(const std::string& address, uint16_t port) 
 }
 
 RendezvousServer::RendezvousServer(const std::string& bindAddress, std::string secret,
-                                   uint16_t port, std::chrono::milliseconds handshakeTimeout)
-    : state_(std::make_shared<State>(handshakeTimeout)) {
+                                   uint16_t port, std::chrono::milliseconds handshakeTimeout,
+                                   std::shared_ptr<log::Logs> logs)
+    : state_(std::make_shared<State>(handshakeTimeout, std::move(logs))) {
   state_->secret = std::move(secret);
   state_->listen(bindAddress, port);
   auto endpoint = state_->acceptors.front().local_endpoint();

@@ -18,13 +18,19 @@
 
 #include "common/handshake_listener.h"
 
+namespace hvd::log {
+class Logs;  // common/logging.h
+}  // namespace hvd::log
+
 namespace hvd::rendezvous {
 
 class RendezvousServer {
  public:
   // Binds bindAddress on `port` (0: an ephemeral one) and starts serving on a background thread.
+  // `logs`: the owner's (rank 0's Runtime); null: the process's (hvdrun).
   RendezvousServer(const std::string& bindAddress, std::string secret, uint16_t port = 0,
-                   std::chrono::milliseconds handshakeTimeout = io::kDefaultHandshakeTimeout);
+                   std::chrono::milliseconds handshakeTimeout = io::kDefaultHandshakeTimeout,
+                   std::shared_ptr<log::Logs> logs = nullptr);
   ~RendezvousServer();
 
   std::string address() const;  // the address given to the constructor

@@ -24,6 +24,11 @@ std::string stalledFor(const RequestState& s, Clock::duration idle) {
 
 }  // namespace
 
+const StallWatch& ProgressEngine::stallWatch() const {
+  static const StallWatch kNone{};  // immutable: no limits
+  return kNone;
+}
+
 WaitPulse::WaitPulse(std::function<void()> pulse) : pulse_(std::move(pulse)) {
   tPulse = &pulse_;
   tNextPulse = Clock::now() + kStallLook;
@@ -42,7 +47,7 @@ WaitPulse::~WaitPulse() { tPulse = nullptr; }
 void Request::wait(Deadline deadline) {
   if (!state_) return;
   const bool latencyBound = state_->bytes <= kLatencyBoundBytes;
-  const StallWatch watch = engine_->stallWatch();
+  const StallWatch& watch = engine_->stallWatch();
   const bool watched =
       watch.warnAfter.count() > 0 || watch.failAfter.count() > 0 || tPulse != nullptr;
 
@@ -70,8 +75,8 @@ void Request::wait(Deadline deadline) {
                          ", stopping (HVD_STALL_SHUTDOWN_TIME_SECONDS)");
     if (watch.warnAfter.count() > 0 && idle >= watch.warnAfter && !warned) {
       warned = true;
-      log::logger("engine")->warn("stall: {} (HVD_STALL_CHECK_TIME_SECONDS)",
-                                  stalledFor(*state_, idle));
+      log::logger(watch.logs.get(), "engine")
+          ->warn("stall: {} (HVD_STALL_CHECK_TIME_SECONDS)", stalledFor(*state_, idle));
     }
     engine_->progressUntil(std::min(deadline, now + kStallLook), latencyBound);
   }

@@ -13,6 +13,10 @@
 #include <memory>
 #include <string>
 
+namespace hvd::log {
+class Logs;  // common/logging.h
+}  // namespace hvd::log
+
 namespace hvd::collectives {
 
 using Clock = std::chrono::steady_clock;
@@ -34,6 +38,7 @@ using BlockedCallers = std::shared_ptr<const std::atomic<int>>;
 struct StallWatch {
   std::chrono::milliseconds warnAfter{0};
   std::chrono::milliseconds failAfter{0};
+  std::shared_ptr<log::Logs> logs = nullptr;  // the warning's (the Runtime's); null: the process's
 };
 
 // How a transport's wait passes the time until its message arrives: polling (yielding the core
@@ -71,7 +76,7 @@ class ProgressEngine {
   // The only method any thread may call.
   virtual void wake() = 0;
   // The device's limits for a transfer that stopped moving.
-  virtual StallWatch stallWatch() const { return {}; }
+  virtual const StallWatch& stallWatch() const;
 };
 
 struct RequestState;

@@ -323,6 +323,18 @@ void shutdown() {
   rt.reset();
 }
 
+// Logs through the current Runtime's loggers (its rank's prefix), or the process's before init.
+void logLine(const std::string& subsystem, spdlog::level::level_enum level,
+             const std::string& text) {
+  std::shared_ptr<Runtime> rt;
+  {
+    std::lock_guard<std::mutex> lock(gMutex);
+    rt = gRuntime;
+  }
+  log::Logs& logs = rt ? rt->logs() : log::processLogs();
+  logs.get(subsystem)->log(level, "{}", text);
+}
+
 template <int Topology::*Field>
 int topologyValue() {
   return current()->topology().*Field;
@@ -409,10 +421,10 @@ NB_MODULE(_core, m) {
         "HVD_CHECK_REPLICAS: -1 off, 0 after the first update only, N also every N updates.");
   // The frontends log through the runtime's facade, so HVD_LOG_LEVEL and the rank prefix apply.
   m.def("log_info", [](const std::string& subsystem, const std::string& text) {
-    hvd::log::logger(subsystem)->info("{}", text);
+    logLine(subsystem, spdlog::level::info, text);
   });
   m.def("log_warn", [](const std::string& subsystem, const std::string& text) {
-    hvd::log::logger(subsystem)->warn("{}", text);
+    logLine(subsystem, spdlog::level::warn, text);
   });
   m.def("op_timeout_seconds",
         [] { return std::chrono::duration<double>(current()->config().opTimeout).count(); });

@@ -42,6 +42,10 @@ std::exception_ptr shutDownError(const LocalOp& op) {
       Error(op.request.describe() + ": hvd was shut down before the operation ran"));
 }
 
+std::shared_ptr<spdlog::logger> engineLog(const EngineOptions& options) {
+  return log::logger(options.logs.get(), "engine");
+}
+
 }  // namespace
 
 Engine::Engine(EngineOptions options, std::unique_ptr<collectives::Comm> data,
@@ -223,7 +227,7 @@ bool Engine::readControl() {
 bool Engine::coordinate() {
   auto now = Clock::now();
   for (const auto& line : coordinator_->stallWarnings(now))
-    log::logger("engine")->warn("stall: {} (HVD_STALL_CHECK_TIME_SECONDS)", line);
+    engineLog(options_)->warn("stall: {} (HVD_STALL_CHECK_TIME_SECONDS)", line);
   ResponseList list = coordinator_->dispatch(now);
   if (list.responses.empty()) return false;
   if (markCycles_ && timeline_.active()) timeline_.markCycle(now);
@@ -255,7 +259,7 @@ void Engine::autotune(const ResponseList& list, SteadyTime now) {
     autotuneLog_.write(sample);
     ++autotuneSamples_;
     if (sample.phase == "chosen")
-      log::logger("engine")->info(
+      engineLog(options_)->info(
           "autotune: chose fusion threshold {} bytes and cycle time {} ms ({:.1f} MB/s)",
           sample.params.fusionThresholdBytes, sample.params.cycleTime.count() / 1000.0,
           sample.score / 1e6);
@@ -433,7 +437,7 @@ void Engine::finishOp(LocalOp& op, std::exception_ptr error) {
 
 void Engine::failEverything(std::exception_ptr error) {
   std::string why = whatOf(error);
-  log::logger("engine")->error("rank {}: stopping: {}", rank_, why);
+  engineLog(options_)->error("rank {}: stopping: {}", rank_, why);
   auto fatal = std::make_exception_ptr(Error(why));
   std::vector<std::unique_ptr<LocalOp>> queued;
   {
@@ -556,7 +560,7 @@ void Engine::shutdown() {
     lock.lock();
   }
   if (!stopped_.wait_for(lock, options_.opTimeout, [&] { return threadDone_; })) {
-    log::logger("engine")->warn(
+    engineLog(options_)->warn(
         "rank {}: shutdown: not every rank called shutdown within {} s; leaving without them",
         rank_, options_.opTimeout.count() / 1000);
     abort_ = true;

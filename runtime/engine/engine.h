@@ -62,6 +62,8 @@ struct EngineOptions {
   // HVD_AUTOTUNE: rank 0 tunes the coordinator's fusion threshold and cycle time (autotuner.h).
   std::optional<AutotuneOptions> autotune;
   std::string autotuneLogPath;  // rank 0 appends a row per sample; empty: none
+  // The Runtime's loggers (common/logging.h); null: the process's. executor.logs likewise.
+  std::shared_ptr<log::Logs> logs = nullptr;
 };
 
 struct EngineStats {

@@ -4,7 +4,12 @@
 
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <string>
+
+namespace hvd::log {
+class Logs;  // common/logging.h
+}  // namespace hvd::log
 
 namespace hvd::runtime {
 
@@ -19,6 +24,7 @@ struct ExecutorOptions {
   bool gpuUseNccl = true;                 // HVD_GPU_BACKEND=nccl
   bool gpuHierarchicalAllreduce = false;  // HVD_HIERARCHICAL_ALLREDUCE
   std::string hostname;                   // named in NCCL errors; groups ranks into hosts
+  std::shared_ptr<log::Logs> logs = nullptr;  // the Runtime's; null: the process's
 };
 
 }  // namespace hvd::runtime

@@ -140,15 +140,15 @@ CudaExecutor::Backends& CudaExecutor::backends(collectives::Comm& comm, int devi
     b.nccl = options_.gpuHierarchicalAllreduce ? hierarchical(comm, device, all) : nullptr;
     if (!b.nccl) b.nccl = nccl(comm, device);
   } else if (comm.rank() == 0) {
-    log::logger("nccl")->warn("GPU tensors travel through host memory (host staging), not "
-                              "NCCL: {}", reason);
+    log::logger(options_.logs.get(), "nccl")
+        ->warn("GPU tensors travel through host memory (host staging), not NCCL: {}", reason);
   }
   return backends_.emplace(key, std::move(b)).first->second;
 }
 
 std::unique_ptr<gpu::GpuCollectives> CudaExecutor::nccl(collectives::Comm& comm, int device) {
-  return std::make_unique<collectives::nccl::NcclCollectives>(comm, device, options_.opTimeout,
-                                                              options_.hostname);
+  return std::make_unique<collectives::nccl::NcclCollectives>(
+      comm, device, options_.opTimeout, options_.hostname, options_.logs.get());
 }
 
 std::unique_ptr<gpu::GpuCollectives> CudaExecutor::hierarchical(
@@ -156,7 +156,7 @@ std::unique_ptr<gpu::GpuCollectives> CudaExecutor::hierarchical(
   std::vector<std::string> hostOfRank;
   for (const auto& identity : identities) hostOfRank.emplace_back(identity.host);
   HostLayout layout = HostLayout::of(hostOfRank);
-  auto logger = log::logger("nccl");
+  auto logger = log::logger(options_.logs.get(), "nccl");
   if (layout.hosts.size() == 1 || !layout.even()) {
     if (comm.rank() == 0) {
       if (layout.hosts.size() == 1)

@@ -110,7 +110,7 @@ std::unique_ptr<Comm> ShmDevice::connectAll(int rank, int size, rendezvous::Stor
   HVD_ENFORCE(rank >= 0 && rank < size, "rank ", rank, " outside [0, ", size, ")");
   HVD_ENFORCE(size_ == 0, "shm: connectAll called twice on one device");
   std::string self = detail::concat("rank ", rank, "/", size);
-  auto log = log::logger("shm");
+  auto log = log::logger(options_.logs.get(), "shm");
   std::string created;
   try {
     own_ = Segment::create(rank, size, options_.ringBytes, options_.namePrefix);

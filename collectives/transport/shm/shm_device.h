@@ -22,6 +22,10 @@
 #include "collectives/transport/shm/shm_segment.h"
 #include "common/error.h"
 
+namespace hvd::log {
+class Logs;  // common/logging.h
+}  // namespace hvd::log
+
 namespace hvd::collectives::shm {
 
 class ShmConnection;
@@ -42,6 +46,7 @@ struct ShmOptions {
   std::size_t ringBytes = 1 << 20;  // per direction of each link; a multiple of 64
   SpinPolicy spins{};               // polling before a sleep on the doorbell
   std::string namePrefix = "hvd";  // of the segment's name in /dev/shm (jobSegmentPrefix)
+  std::shared_ptr<log::Logs> logs = nullptr;  // the owning Runtime's; null: the process's
 };
 
 class ShmDevice : public Device,
@@ -57,7 +62,7 @@ class ShmDevice : public Device,
   void progressUntil(Deadline deadline, bool latencyBound) override;
   void poll() override;
   void wake() override;
-  StallWatch stallWatch() const override { return options_.spins.stall; }
+  const StallWatch& stallWatch() const override { return options_.spins.stall; }
 
   // For ShmConnection.
   void ringDoorbellOf(int peer);

@@ -56,16 +56,19 @@ uint32_t claimed(const std::vector<uint8_t>& claim, std::size_t at) {
 
 std::shared_ptr<TcpDevice> TcpDevice::create(const std::string& bindAddress, std::string secret,
                                              std::size_t socketBufferBytes, WaitPolicy waits,
-                                             std::chrono::milliseconds handshakeTimeout) {
+                                             std::chrono::milliseconds handshakeTimeout,
+                                             std::shared_ptr<log::Logs> logs) {
   return std::shared_ptr<TcpDevice>(new TcpDevice(bindAddress, std::move(secret),
-                                                  socketBufferBytes, waits, handshakeTimeout));
+                                                  socketBufferBytes, waits, handshakeTimeout,
+                                                  std::move(logs)));
 }
 
 TcpDevice::TcpDevice(const std::string& bindAddress, std::string secret,
                      std::size_t socketBufferBytes, WaitPolicy waits,
-                     std::chrono::milliseconds handshakeTimeout)
+                     std::chrono::milliseconds handshakeTimeout,
+                     std::shared_ptr<log::Logs> logs)
     : secret_(std::move(secret)), socketBufferBytes_(socketBufferBytes), waits_(waits),
-      handshakeTimeout_(handshakeTimeout) {
+      handshakeTimeout_(handshakeTimeout), logs_(std::move(logs)) {
   error_code ec;
   auto address = asio::ip::make_address(bindAddress, ec);
   if (ec) throw InvalidArgument("tcp: cannot bind '" + bindAddress + "': not an IP address");
@@ -183,7 +186,7 @@ std::unique_ptr<Comm> TcpDevice::connectAll(int rank, int size, rendezvous::Stor
                                             std::chrono::milliseconds opTimeout) {
   HVD_ENFORCE(rank >= 0 && rank < size, "rank ", rank, " outside [0, ", size, ")");
   auto deadline = Clock::now() + connectTimeout;
-  auto log = log::logger("tcp");
+  auto log = log::logger(logs_.get(), "tcp");
   std::string self = detail::concat("rank ", rank, "/", size);
   std::vector<std::shared_ptr<Connection>> connections(size);
   // Higher ranks connect to this one. Their handshakes run on io_ whenever this thread drives
@@ -192,7 +195,8 @@ std::unique_ptr<Comm> TcpDevice::connectAll(int rank, int size, rendezvous::Stor
   std::vector<bool> seen(size, false);
   io::HandshakeListener listener(
       acceptor_,
-      {self, "tcp", secret_, kAuthContext, kClaimBytes, handshakeTimeout_, kMaxPendingHandshakes},
+      {self, "tcp", secret_, kAuthContext, kClaimBytes, handshakeTimeout_, kMaxPendingHandshakes,
+       logs_},
       [&](tcp::socket socket, std::vector<uint8_t> claim) {
         uint32_t from = claimed(claim, 0), to = claimed(claim, 4);
         if (to != static_cast<uint32_t>(rank) || from <= static_cast<uint32_t>(rank) ||

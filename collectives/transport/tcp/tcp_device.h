@@ -54,11 +54,13 @@ class TcpDevice : public Device,
   // Binds `bindAddress` (e.g. "127.0.0.1") on an ephemeral port. A non-zero socketBufferBytes
   // sets every link's SO_SNDBUF/SO_RCVBUF before it connects: large buffers let one syscall move
   // megabytes, where the kernel's starting window moves tens of kilobytes.
-  // A connecting peer must finish its handshake within handshakeTimeout.
+  // A connecting peer must finish its handshake within handshakeTimeout. `logs`: the owning
+  // Runtime's (common/logging.h); null: the process's.
   static std::shared_ptr<TcpDevice> create(
       const std::string& bindAddress, std::string secret, std::size_t socketBufferBytes = 0,
       WaitPolicy waits = {},
-      std::chrono::milliseconds handshakeTimeout = io::kDefaultHandshakeTimeout);
+      std::chrono::milliseconds handshakeTimeout = io::kDefaultHandshakeTimeout,
+      std::shared_ptr<log::Logs> logs = nullptr);
 
   std::unique_ptr<Comm> connectAll(int rank, int size, rendezvous::Store& store,
                                    std::chrono::milliseconds connectTimeout,
@@ -66,7 +68,7 @@ class TcpDevice : public Device,
   void progressUntil(Deadline deadline, bool latencyBound) override;
   void poll() override;
   void wake() override;
-  StallWatch stallWatch() const override { return waits_.spins.stall; }
+  const StallWatch& stallWatch() const override { return waits_.spins.stall; }
   // "ip:port"; the port stays closed once connectAll has connected every peer.
   std::string listenAddress() const;
 
@@ -79,7 +81,8 @@ class TcpDevice : public Device,
 
  private:
   TcpDevice(const std::string& bindAddress, std::string secret, std::size_t socketBufferBytes,
-            WaitPolicy waits, std::chrono::milliseconds handshakeTimeout);
+            WaitPolicy waits, std::chrono::milliseconds handshakeTimeout,
+            std::shared_ptr<log::Logs> logs);
   // progressUntil with an explicit spin (progressUntil takes it from the WaitPolicy).
   void progressWithSpin(Deadline deadline, std::chrono::microseconds spin);
   // Polls the direct receives' sockets (and the wake-up) until one is ready, `spin` has
@@ -99,6 +102,7 @@ class TcpDevice : public Device,
   std::size_t socketBufferBytes_;
   WaitPolicy waits_;
   std::chrono::milliseconds handshakeTimeout_;
+  std::shared_ptr<log::Logs> logs_;
   std::string listenAddress_;
   std::atomic<bool> wakeRequested_{false};  // set by wake(), cleared when a wait consumes it
   int wakeFd_ = -1;  // eventfd; wake() adds to it
