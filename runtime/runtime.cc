@@ -132,7 +132,9 @@ std::unique_ptr<Runtime> Runtime::create(const Config& given, rendezvous::Store*
   return rt;
 }
 
-void Runtime::shutdown() { engine_->shutdown(); }
+void Runtime::shutdown() {
+  if (engine_->shutdown()) leaveRendezvous(world_, config_.opTimeout);
+}
 
 int64_t Runtime::newestElasticRound() {
   if (!elasticStore_) return -1;

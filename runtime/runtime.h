@@ -1,6 +1,8 @@
 // Everything one worker's hvd runtime owns: configuration, the communicators and the engine
-// (engine/engine.h) that runs every operation. No process-wide state: a test can build several
-// Runtimes in one process.
+// (engine/engine.h) that runs every operation, its loggers (their "host:pid [rank r/size]"
+// prefix) and, on rank 0 of a job srun or mpirun started, the job's rendezvous server. No
+// process-wide state: a test can build several Runtimes in one process, each with its own rank,
+// rendezvous and log prefix, and destroying one closes its server's port.
 // Thread model: any thread may enqueue and wait; the blocking collectives are enqueue + wait.
 #pragma once
 
@@ -24,7 +26,9 @@ class Runtime : public BlockingCollectives {
   static std::unique_ptr<Runtime> create(const Config& config, rendezvous::Store& store) {
     return create(config, &store);
   }
-  ~Runtime() override;  // without shutdown(): leaves at once, without the other ranks
+  // Without shutdown(): leaves at once, without the other ranks. Closes the rendezvous server
+  // this rank serves, if any.
+  ~Runtime() override;
 
   const Topology& topology() const override { return config_.topology; }
   const Config& config() const { return config_; }
@@ -39,7 +43,9 @@ class Runtime : public BlockingCollectives {
   int cpuShare() const { return world_.cpuShare; }
 
   // Collective: waits (up to HVD_OP_TIMEOUT) for every rank to call it, then closes every
-  // thread and socket.
+  // thread and socket. In a job whose rank 0 serves the rendezvous, rank 0 then closes its
+  // server and the other ranks wait for that (world.h, leaveRendezvous), so an init that
+  // follows finds rank 0's next one.
   void shutdown();
 
   // An elastic worker's round (elastic_rounds.h) and the newest one hvdrun has published: a

@@ -72,11 +72,9 @@ std::unique_ptr<Comm> connectScope(const Config& config, rendezvous::Store& stor
   return comm;
 }
 
-// Rank 0 of a job that srun or mpirun started serves the rendezvous for the life of the
-// process, so a shutdown and a second init find the same store (and its epoch counters).
-void serveRendezvousOnce(const Config& config, const std::shared_ptr<log::Logs>& logs) {
-  static std::unique_ptr<rendezvous::RendezvousServer> server;
-  if (server) return;
+// Rank 0 of a job that srun or mpirun started serves the rendezvous; its World owns the server.
+std::unique_ptr<rendezvous::RendezvousServer> serveRendezvous(
+    const Config& config, const std::shared_ptr<log::Logs>& logs) {
   std::string bindAddress;
   for (const auto& address : net::resolve(config.rendezvousAddr))
     if (net::isThisMachine(address)) {
@@ -88,10 +86,11 @@ void serveRendezvousOnce(const Config& config, const std::shared_ptr<log::Logs>&
         config.externalLauncher, ": rank 0 serves the rendezvous, but HVD_RENDEZVOUS_ADDR=",
         config.rendezvousAddr, " is not an address of its host ", config.topology.hostname,
         " (set it to the host of rank 0, e.g. the first node of the allocation)"));
-  server = std::make_unique<rendezvous::RendezvousServer>(
+  auto server = std::make_unique<rendezvous::RendezvousServer>(
       bindAddress, config.secret, config.rendezvousPort, config.handshakeTimeout, logs);
   logs->get("runtime")->info("serving the rendezvous at {}:{} for {}", bindAddress,
                              config.rendezvousPort, config.externalLauncher);
+  return server;
 }
 
 // True when this process is now bound to its slice.
@@ -129,6 +128,11 @@ int cpuShareOf(const Config& config, bool boundByHvd) {
 
 }  // namespace
 
+World::World() = default;
+World::~World() = default;
+World::World(World&&) noexcept = default;
+World& World::operator=(World&&) noexcept = default;
+
 log::LogSettings logSettings(const Config& config) {
   const Topology& t = config.topology;
   return {config.logLevel, config.logSubsystems,
@@ -155,7 +159,10 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
     return world;
   }
   std::string bindAddress = "127.0.0.1";
-  if (!store && config.servesRendezvous) serveRendezvousOnce(config, world.logs);
+  if (!store && config.servesRendezvous)
+    world.rendezvousServer = serveRendezvous(config, world.logs);
+  world.storeServedByRankZero =
+      !store && !config.externalLauncher.empty() && !config.servesRendezvous;
   if (!store) {
     // One process per rank (not ranks sharing a process in tests): bind before the engine's
     // and the transport's threads start, so they inherit it.
@@ -220,6 +227,20 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
                                  collectives::shm::controlRingBytes(config.shmBufferBytes), shm,
                                  world.logs);
   return world;
+}
+
+void leaveRendezvous(World& world, std::chrono::milliseconds timeout) {
+  if (world.rendezvousServer) {
+    world.rendezvousServer.reset();
+    return;
+  }
+  auto* client = dynamic_cast<rendezvous::TcpStoreClient*>(world.ownedStore.get());
+  if (!world.storeServedByRankZero || !client) return;
+  if (!client->waitUntilClosed(timeout))
+    world.logs->get("runtime")->warn(
+        "shutdown: rank 0's rendezvous server was still open after {} s; a new init may "
+        "reach it before it closes",
+        std::chrono::duration_cast<std::chrono::seconds>(timeout).count());
 }
 
 }  // namespace hvd::runtime

@@ -31,6 +31,7 @@ class RendezvousServer {
   RendezvousServer(const std::string& bindAddress, std::string secret, uint16_t port = 0,
                    std::chrono::milliseconds handshakeTimeout = io::kDefaultHandshakeTimeout,
                    std::shared_ptr<log::Logs> logs = nullptr);
+  // Stops serving: the port closes, and so does every client's connection.
   ~RendezvousServer();
 
   std::string address() const;  // the address given to the constructor

@@ -85,4 +85,18 @@ std::string TcpStoreClient::localAddress() const {
   return socket_.local_endpoint().address().to_string();
 }
 
+bool TcpStoreClient::waitUntilClosed(std::chrono::milliseconds timeout) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  uint8_t byte = 0;
+  try {
+    io::readExact(socket_, boost::asio::buffer(&byte, 1), Clock::now() + timeout,
+                  "rendezvous server " + server_);
+  } catch (const TimeoutError&) {
+    return false;
+  } catch (const IoError&) {
+    return true;  // end of file, or reset: either way the server is gone
+  }
+  return false;  // a byte nobody asked for: the server is still there
+}
+
 }  // namespace hvd::rendezvous

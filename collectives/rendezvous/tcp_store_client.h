@@ -27,6 +27,9 @@ class TcpStoreClient : public Store {
   // The local IP address of the connection to the server: an address the server's network can
   // reach this process on.
   std::string localAddress() const;
+  // Waits up to `timeout` for the server to close this connection (a server that stops closes
+  // every connection); true when it did. The client is unusable afterwards.
+  bool waitUntilClosed(std::chrono::milliseconds timeout);
 
  private:
   protocol::Response call(const protocol::Request& request, std::chrono::milliseconds timeout);

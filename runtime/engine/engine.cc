@@ -551,7 +551,7 @@ void Engine::loop() {
   stopped_.notify_all();
 }
 
-void Engine::shutdown() {
+bool Engine::shutdown() {
   std::unique_lock<std::mutex> lock(mutex_);
   if (!shutdownCalled_) {
     shutdownCalled_ = true;
@@ -565,10 +565,12 @@ void Engine::shutdown() {
         rank_, options_.opTimeout.count() / 1000);
     abort_ = true;
   }
+  bool together = !abort_;
   lock.unlock();
   control_->wake();
   if (thread_.joinable()) thread_.join();
   timeline_.stop();
+  return together;
 }
 
 EngineStats Engine::stats() const {

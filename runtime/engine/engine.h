@@ -90,8 +90,9 @@ class Engine {
   // that error.
   Handle enqueue(Operation op);
   // Collective: returns when every rank has called it (or after the op timeout, with a
-  // warning); operations still pending then fail.
-  void shutdown();
+  // warning); operations still pending then fail. False when it left without the other ranks
+  // (the op timeout ran out).
+  bool shutdown();
 
   EngineStats stats() const;
   int rank() const { return rank_; }

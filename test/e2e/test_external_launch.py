@@ -67,6 +67,30 @@ def test_srun_started_ranks_rendezvous_at_rank_0(tmp_path):
     assert rows == {0: [3, 0, 2, 0, 2, 6], 1: [3, 1, 2, 0, 1, 6], 2: [3, 0, 1, 1, 2, 6]}
 
 
+REINIT_CODE = textwrap.dedent("""
+    import numpy as np, hvd.numpy as hvd
+    for round in range(3):
+        hvd.init()
+        total = hvd.allreduce(np.array([float(hvd.rank() + 1)]), op=hvd.Sum, name=f"r{round}")
+        print("ROUND", round, hvd.rank(), int(total[0]), flush=True)
+        hvd.shutdown()
+""")
+
+
+def test_srun_started_ranks_shut_down_and_initialise_again():
+    # Rank 0's rendezvous server belongs to its runtime: every shutdown closes it (the other
+    # ranks wait until it has), and every init serves a new one on the same port.
+    common = {"HVD_RENDEZVOUS_ADDR": "127.0.0.1", "HVD_RENDEZVOUS_PORT": str(free_port()),
+              "HVD_SECRET": "5eed" * 16, "PYTHONPATH": str(REPO / "build" / "python"),
+              "HVD_START_TIMEOUT": "20"}
+    results = start_ranks([slurm_env(r, "3") for r in range(3)],
+                          [sys.executable, "-c", REINIT_CODE], common)
+    for rank, (code, out, err) in enumerate(results):
+        assert code == 0, err
+        assert [line.split()[1:] for line in out.splitlines() if line.startswith("ROUND")] == \
+            [[str(round), str(rank), "6"] for round in range(3)], out + err
+
+
 def test_mpirun_started_ranks_run_a_collective():
     common = {"HVD_RENDEZVOUS_ADDR": "localhost", "HVD_RENDEZVOUS_PORT": str(free_port()),
               "HVD_SECRET": "beef" * 16, "HVD_START_TIMEOUT": "20"}

@@ -1,10 +1,18 @@
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <cstdint>
 #include <cstdlib>
+#include <sstream>
 #include <thread>
 
 #include "collectives/rendezvous/in_memory_store.h"
+#include "common/error.h"
 #include "hvd/hvd.h"
 #include "runtime/runtime.h"
 #include "test/ranks/run_runtimes.h"
@@ -218,4 +226,141 @@ TEST_CASE("HVD_HIERARCHICAL_ALLREDUCE set on some ranks only fails every rank na
   for (const auto& o : outcomes)
     CHECK_THAT(o, Catch::Contains("HVD_HIERARCHICAL_ALLREDUCE differs between ranks: on for "
                                   "ranks {0,2,3}, off for ranks {1}"));
+}
+
+namespace {
+
+// A job whose rank 0 serves the rendezvous itself, as under srun or mpirun, with its ranks as
+// threads of this process. Each rank logs (at info) into a stream of its own.
+struct ServedJob {
+  ServedJob(std::string id, int n) : id(std::move(id)), n(n), port(freePort()), logs(n) {}
+
+  static uint16_t freePort() {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof a;
+    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &length);
+    ::close(fd);
+    return ntohs(a.sin_port);
+  }
+
+  Config config(int rank) const {
+    Config c = test::runtimeConfig(rank, n, test::oneHost(n, "tcp", {{"HVD_JOB_ID", id},
+                                                                      {"HVD_LOG_LEVEL", "info"},
+                                                                      {"HVD_LOG_HIDE_TIME", "1"}}));
+    c.rendezvousPort = port;
+    c.externalLauncher = "a test";
+    c.servesRendezvous = rank == 0;
+    return c;
+  }
+
+  // Creates every rank's Runtime at once (they rendezvous with each other); "" when all did.
+  std::string create() {
+    runtimes.resize(n);
+    std::vector<std::string> errors(n);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < n; ++r)
+      threads.emplace_back([&, r] {
+        errors[r] = test::errorOf([&] {
+          auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(logs[r]);
+          runtimes[r] = Runtime::create(config(r), nullptr, sink);
+        });
+      });
+    for (auto& t : threads) t.join();
+    for (const auto& e : errors)
+      if (!e.empty()) return e;
+    return "";
+  }
+
+  // Runs fn on every rank at once; "" when every rank returned "".
+  std::string onEveryRank(const std::function<std::string(Runtime&, int)>& fn) {
+    std::vector<std::string> outcomes(n);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < n; ++r)
+      threads.emplace_back([&, r] {
+        outcomes[r] = test::errorOf([&] {
+          if (std::string o = fn(*runtimes[r], r); !o.empty()) throw Error(o);
+        });
+      });
+    for (auto& t : threads) t.join();
+    for (int r = 0; r < n; ++r)
+      if (!outcomes[r].empty()) return id + " rank " + std::to_string(r) + ": " + outcomes[r];
+    return "";
+  }
+
+  std::string shutDown() {
+    std::string outcome = onEveryRank([](Runtime& rt, int) {
+      rt.shutdown();
+      return std::string();
+    });
+    runtimes.clear();
+    return outcome;
+  }
+
+  bool portOpen() const {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    bool open = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(fd);
+    return open;
+  }
+
+  std::string id;
+  int n;
+  uint16_t port;
+  std::vector<std::ostringstream> logs;  // declared before the runtimes, which log into them
+  std::vector<std::unique_ptr<Runtime>> runtimes;
+};
+
+}  // namespace
+
+TEST_CASE("runtimes of two jobs in one process keep their own rendezvous server and log prefix") {
+  ServedJob a("job-a", 2), b("job-b", 3);
+  std::string createdA, createdB;
+  std::thread ta([&] { createdA = a.create(); }), tb([&] { createdB = b.create(); });
+  ta.join();
+  tb.join();
+  REQUIRE(createdA == "");
+  REQUIRE(createdB == "");
+  REQUIRE((a.portOpen() && b.portOpen()));
+  auto sums = [](int n) {
+    return [n](Runtime& rt, int rank) { return sumsAreRight(rt, rank, n); };
+  };
+  REQUIRE(a.onEveryRank(sums(2)) == "");
+  REQUIRE(b.onEveryRank(sums(3)) == "");
+
+  // Destroying job A's runtimes (rank 0's first, without a shutdown) closes its server's port;
+  // job B's goes on.
+  a.runtimes[0].reset();
+  CHECK_FALSE(a.portOpen());
+  a.runtimes.clear();
+  CHECK(b.portOpen());
+  CHECK(b.onEveryRank(sums(3)) == "");
+
+  // A collective shutdown closes the server too, and the job can join again on the same port.
+  REQUIRE(b.shutDown() == "");
+  CHECK_FALSE(b.portOpen());
+  REQUIRE(b.create() == "");
+  CHECK(b.onEveryRank(sums(3)) == "");
+  REQUIRE(b.shutDown() == "");
+
+  // Every rank logged with its own prefix, and only its own, into its own sink.
+  for (ServedJob* job : {&a, &b})
+    for (int r = 0; r < job->n; ++r) {
+      std::string text = job->logs[r].str();
+      std::string mine = detail::concat(" [rank ", r, "/", job->n, "] ");
+      INFO(job->id << " rank " << r << " logged:\n" << text);
+      REQUIRE(!text.empty());
+      std::istringstream lines(text);
+      for (std::string line; std::getline(lines, line);) CHECK_THAT(line, Catch::Contains(mine));
+      if (r == 0)
+        CHECK_THAT(text, Catch::Contains(detail::concat("serving the rendezvous at 127.0.0.1:",
+                                                        job->port, " for a test")));
+    }
 }
