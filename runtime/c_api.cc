@@ -1,20 +1,18 @@
-// The C boundary: converts exceptions to hvd_status codes and keeps the only process-wide
-// state, the current Runtime.
+// The C boundary: converts exceptions to hvd_status codes. The current Runtime is the process's
+// one (current_runtime.h), which the Python module shares.
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "common/error.h"
 #include "hvd/hvd.h"
-#include "runtime/runtime.h"
+#include "runtime/current_runtime.h"
 
 namespace {
 
 using hvd::runtime::Runtime;
+namespace current_runtime = hvd::runtime::current_runtime;
 
-std::mutex gMutex;                // guards gRuntime's lifetime (init/shutdown)
-std::unique_ptr<Runtime> gRuntime;
 thread_local std::string tLastError;
 
 template <typename Fn>
@@ -40,11 +38,12 @@ hvd_status guarded(Fn&& fn) {
 
 template <typename Fn>
 hvd_status withRuntime(Fn&& fn) {
-  if (!gRuntime) {
+  std::shared_ptr<Runtime> rt = current_runtime::get();
+  if (!rt) {
     tLastError = "hvd is not initialised: call hvd_init() first";
     return HVD_NOT_INITIALIZED;
   }
-  return guarded([&] { fn(*gRuntime); });
+  return guarded([&] { fn(*rt); });
 }
 
 template <typename Getter>
@@ -99,28 +98,17 @@ hvd::collectives::ReduceOp toOp(const hvd_reduce_op& op) {
 extern "C" {
 
 hvd_status hvd_init(void) {
-  std::lock_guard<std::mutex> lock(gMutex);
-  if (gRuntime) return HVD_SUCCESS;
-  return guarded([] {
-    auto config = hvd::runtime::Config::fromEnvironment();
-    gRuntime = Runtime::create(config);
-  });
+  return guarded([] { current_runtime::init(hvd::runtime::Config::fromEnvironment); });
 }
 
+// The runtime goes away even when the collective shutdown fails, which is then reported.
 hvd_status hvd_shutdown(void) {
-  std::lock_guard<std::mutex> lock(gMutex);
-  if (!gRuntime) return HVD_SUCCESS;
-  // The runtime goes away even when the collective shutdown fails; the first error is kept.
-  hvd_status status = guarded([] { gRuntime->shutdown(); });
-  std::string error = tLastError;
-  hvd_status closed = guarded([] { gRuntime.reset(); });
-  if (status != HVD_SUCCESS) tLastError = error;
-  return status != HVD_SUCCESS ? status : closed;
+  return guarded([] { current_runtime::shutdown(); });
 }
 
 hvd_status hvd_is_initialized(int* out) {
   if (!out) return HVD_INVALID_ARGUMENT;
-  *out = gRuntime ? 1 : 0;
+  *out = current_runtime::get() ? 1 : 0;
   return HVD_SUCCESS;
 }
 

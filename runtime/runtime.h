@@ -2,7 +2,8 @@
 // (engine/engine.h) that runs every operation, its loggers (their "host:pid [rank r/size]"
 // prefix) and, on rank 0 of a job srun or mpirun started, the job's rendezvous server. No
 // process-wide state: a test can build several Runtimes in one process, each with its own rank,
-// rendezvous and log prefix, and destroying one closes its server's port.
+// rendezvous and log prefix, and destroying one closes its server's port. The only process-wide
+// Runtime is the one the C API and the Python module share (current_runtime.h).
 // Thread model: any thread may enqueue and wait; the blocking collectives are enqueue + wait.
 #pragma once
 

@@ -2,8 +2,10 @@
 // nanobind's ndarray (NumPy, PyTorch, TensorFlow, JAX alike, without copies and without linking
 // any framework); results the engine allocates go back the same way, owned by the array.
 //
-// Process-wide state is only the current Runtime (the Python process is one worker). The engine
-// thread never touches Python objects, so waits release the GIL and cannot deadlock on it.
+// The current Runtime is the process's one, which the C API shares (runtime/current_runtime.h);
+// the module keeps no Runtime of its own. The engine thread never touches Python objects, so
+// waits release the GIL and cannot deadlock on it, and init and shutdown release it before
+// they wait for each other.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -13,7 +15,6 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,7 +23,7 @@
 #include "common/format.h"
 #include "common/logging.h"
 #include "collectives/gpu/gpu_build.h"
-#include "runtime/runtime.h"
+#include "runtime/current_runtime.h"
 
 namespace nb = nanobind;
 using namespace hvd;
@@ -34,16 +35,13 @@ namespace {
 using InputArray = nb::ndarray<nb::ro>;
 using OutputArray = nb::ndarray<>;
 
-std::mutex gMutex;  // guards gRuntime's lifetime
-std::shared_ptr<Runtime> gRuntime;
 PyObject* gInternalError = nullptr;  // hvd._core.HorovodInternalError
 PyObject* gRejectedError = nullptr;  // hvd._core.OperationRejectedError, a HorovodInternalError
 
 std::shared_ptr<Runtime> current() {
-  std::lock_guard<std::mutex> lock(gMutex);
-  if (!gRuntime)
-    throw InvalidArgument("hvd is not initialised: call hvd.init() first");
-  return gRuntime;
+  auto rt = runtime::current_runtime::get();
+  if (!rt) throw InvalidArgument("hvd is not initialised: call hvd.init() first");
+  return rt;
 }
 
 std::string tensorLabel(OpType type, const std::string& name, std::size_t index,
@@ -303,34 +301,23 @@ PyHandle enqueue(int type, const std::string& name, const std::vector<InputArray
 }
 
 void init(std::optional<std::vector<std::vector<int32_t>>> processSets) {
-  std::lock_guard<std::mutex> lock(gMutex);
-  if (gRuntime) return;
-  auto config = Config::fromEnvironment();
-  if (processSets) config.processSets = *processSets;
   nb::gil_scoped_release release;
-  gRuntime = Runtime::create(config);
+  runtime::current_runtime::init([&] {
+    auto config = Config::fromEnvironment();
+    if (processSets) config.processSets = *processSets;
+    return config;
+  });
 }
 
 void shutdown() {
-  std::shared_ptr<Runtime> rt;
-  {
-    std::lock_guard<std::mutex> lock(gMutex);
-    rt = std::move(gRuntime);
-  }
-  if (!rt) return;
   nb::gil_scoped_release release;
-  rt->shutdown();
-  rt.reset();
+  runtime::current_runtime::shutdown();
 }
 
 // Logs through the current Runtime's loggers (its rank's prefix), or the process's before init.
 void logLine(const std::string& subsystem, spdlog::level::level_enum level,
              const std::string& text) {
-  std::shared_ptr<Runtime> rt;
-  {
-    std::lock_guard<std::mutex> lock(gMutex);
-    rt = gRuntime;
-  }
+  auto rt = runtime::current_runtime::get();
   log::Logs& logs = rt ? rt->logs() : log::processLogs();
   logs.get(subsystem)->log(level, "{}", text);
 }
@@ -394,10 +381,7 @@ NB_MODULE(_core, m) {
 
   m.def("init", &init, nb::arg("process_sets") = nb::none());
   m.def("shutdown", &shutdown);
-  m.def("is_initialized", [] {
-    std::lock_guard<std::mutex> lock(gMutex);
-    return gRuntime != nullptr;
-  });
+  m.def("is_initialized", [] { return runtime::current_runtime::get() != nullptr; });
   m.def("rank", &topologyValue<&Topology::rank>);
   m.def("size", &topologyValue<&Topology::size>);
   m.def("local_rank", &topologyValue<&Topology::localRank>);
