@@ -8,7 +8,7 @@ import sys
 import threading
 from typing import Iterable, List, Optional, Sequence, Union
 
-from hvd import _core
+from hvd import _core, _handles
 
 __all__ = [
     'Adasum',
@@ -163,9 +163,14 @@ def init(comm=None, process_sets: Optional[Sequence[Union[ProcessSet, Sequence[i
 
 
 def shutdown():
-    """Leaves the job (collective: waits for every rank). ``init`` may be called again."""
+    """Leaves the job (collective: waits for every rank). ``init`` may be called again. Handles
+    of asynchronous operations not yet synchronized are dropped: synchronizing one later raises
+    HorovodInternalError naming its operation."""
     with _lock:
-        _core.shutdown()
+        try:
+            _core.shutdown()
+        finally:
+            _handles.drop_all()
         for ps in _registered.values():
             if ps is not global_process_set:
                 ps.process_set_id = None

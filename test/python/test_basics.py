@@ -46,6 +46,32 @@ def test_init_twice_is_a_no_op_and_reinit_after_shutdown_works():
     assert hnp.allreduce(a, op=hvd.Sum)[0] == hvd.size() * (hvd.size() + 1) / 2
 
 
+def test_shutdown_drops_outstanding_handles_naming_their_operation():
+    a = np.array([hvd.rank() + 1.0])
+    total = hvd.size() * (hvd.size() + 1) / 2
+    consumed = hnp.allreduce_async(a, op=hvd.Sum, name="before.shutdown.consumed")
+    assert hnp.synchronize(consumed)[0] == total
+    outstanding = hnp.allreduce_async(a, op=hvd.Sum, name="before.shutdown.outstanding")
+    while not hnp.poll(outstanding):  # finished, but never synchronized
+        pass
+    hvd.shutdown()
+    try:
+        for call in (hnp.synchronize, hnp.poll):
+            with pytest.raises(hvd.HorovodInternalError,
+                               match=r'allreduce "before\.shutdown\.outstanding".*hvd\.shutdown'
+                                     r'\(\) was called before this handle was synchronized'):
+                call(outstanding)
+        with pytest.raises(ValueError, match="already consumed"):
+            hnp.synchronize(consumed)
+    finally:
+        hvd.init()
+    # The handle stays dropped in the new runtime, which works.
+    with pytest.raises(hvd.HorovodInternalError, match="before.shutdown.outstanding"):
+        hnp.synchronize(outstanding)
+    again = hnp.allreduce_async(a, op=hvd.Sum, name="before.shutdown.outstanding")
+    assert again != outstanding and hnp.synchronize(again)[0] == total
+
+
 def test_dynamic_process_set():
     ranks = list(range(0, hvd.size(), 2))
     ps = hvd.add_process_set(ranks)
