@@ -105,7 +105,7 @@ def main():
     # Every rank evaluates its share of the test set; the average is the whole set's.
     part = slice(hvd.rank(), None, hvd.size())
     loss, accuracy = model.evaluate(x_test[part], y_test[part], verbose=0)
-    loss, accuracy = hvd.allreduce(np.array([loss, accuracy]), name="test_metrics")
+    loss, accuracy = np.asarray(hvd.allreduce(np.array([loss, accuracy]), name="test_metrics"))
     if hvd.rank() == 0:
         print(f"test loss {loss:.4f}, test accuracy: {100 * accuracy:.2f}%")
 

@@ -59,7 +59,7 @@ def train(state):
 
 train(state)
 weights = np.concatenate([v.numpy().ravel() for v in model.variables])
-gathered = hvd.allgather(weights[None])
+gathered = np.asarray(hvd.allgather(weights[None]))  # a tf.Tensor, as Horovod's
 print(f"worker {me}: rank {hvd.rank()} of {hvd.size()}, epoch {state.epoch}, "
       f"sizes {sorted(set(sizes))}, identical {bool((gathered == gathered[0]).all())}",
       flush=True)
