@@ -100,7 +100,7 @@ def test_without_the_flag_allreduce_stays_flat(tmp_path):
     assert r.stdout.count("<stdout>:worker ok") == 4
     assert "hierarchical allreduce" not in r.stderr and "hierarchical allgather" not in r.stderr
     names = phases(tmp_path)
-    assert {"ALLREDUCE", "allgather"} <= names and not any(n.startswith("HIERARCHICAL") for n in names), names
+    assert {"ALLREDUCE", "ALLGATHER"} <= names and not any(n.startswith("HIERARCHICAL") for n in names), names
 
 
 def test_the_setting_on_some_ranks_only_fails_the_job_naming_them(tmp_path):
