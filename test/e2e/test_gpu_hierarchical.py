@@ -79,7 +79,7 @@ def test_two_hosts_allreduce_in_stages_and_other_operations_run_flat(tmp_path):
     assert "hierarchical allreduce: NCCL within each of 2 hosts of 1 rank(s)" in r.stderr
     names = phases(timeline)
     assert "HIERARCHICAL_ALLREDUCE" in names and "HIERARCHICAL_ALLREDUCE (fused)" in names, names
-    assert "NCCL_broadcast" in names and "NCCL_allgather" in names, names
+    assert "NCCL_BROADCAST" in names and "NCCL_ALLGATHER" in names, names
 
 
 def test_without_the_flag_the_same_job_runs_flat(tmp_path):

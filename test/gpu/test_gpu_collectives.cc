@@ -196,7 +196,7 @@ TEST_CASE("one rank's GPU operations run through NCCL, fused, with NCCL phases i
   CHECK(text.str().find("NCCL_ALLREDUCE (fused)") != std::string::npos);
   CHECK(text.str().find("MEMCPY_IN_FUSION_BUFFER") != std::string::npos);
   CHECK(text.str().find("STAGED_ALLREDUCE") != std::string::npos);  // the int16 one
-  CHECK(text.str().find("NCCL_allgather") != std::string::npos);
+  CHECK(text.str().find("NCCL_ALLGATHER") != std::string::npos);
 }
 
 TEST_CASE("ranks sharing one GPU fall back to host staging for every collective", "[gpu]") {
