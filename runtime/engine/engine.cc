@@ -4,7 +4,6 @@
 
 #include "common/format.h"
 #include "common/logging.h"
-#include "collectives/algorithms/adasum.h"
 #include "runtime/engine/failure_notice.h"
 #include "runtime/engine/inline_allreduce.h"
 
@@ -87,28 +86,6 @@ Engine::~Engine() {
 std::string Engine::autoName(OpType type, int32_t processSet) {
   return detail::concat(opTypeName(type), ".noname.", unnamed_[{type, processSet}]++);
 }
-
-namespace {
-
-// Refused on submission, on every rank alike, rather than when the collective runs.
-void checkAdasumOperation(const Operation& op, const std::string& opName, int setSize) {
-  auto what = [&] {
-    return op.name.empty() ? detail::concat(opTypeName(op.type), ": ")
-                           : detail::concat(opTypeName(op.type), " ", opName, ": ");
-  };
-  if (op.type != OpType::Allreduce)
-    throw InvalidArgument(what() + "reduce op adasum applies to allreduce only");
-  if (!op.device.isCpu())
-    throw InvalidArgument(what() + "reduce op adasum runs on host memory only; copy GPU "
-                                   "tensors to the CPU for it");
-  try {
-    for (const auto& t : op.inputs) collectives::checkAdasum(t.dtype, setSize);
-  } catch (const InvalidArgument& e) {
-    throw InvalidArgument(what() + e.what());
-  }
-}
-
-}  // namespace
 
 Handle Engine::enqueue(Operation op) {
   std::unique_lock<std::mutex> lock(mutex_);

@@ -1,5 +1,6 @@
 #include "runtime/engine/local_op.h"
 
+#include "collectives/algorithms/adasum.h"
 #include "common/error.h"
 #include "common/format.h"
 
@@ -88,6 +89,23 @@ OpRequest describeOperation(const Operation& op, int setSize) {
   if (op.type != OpType::Alltoall && !op.splits.empty())
     throw InvalidArgument(what + ": splits are only for alltoall");
   return r;
+}
+
+void checkAdasumOperation(const Operation& op, const std::string& opName, int setSize) {
+  auto what = [&] {
+    return op.name.empty() ? detail::concat(opTypeName(op.type), ": ")
+                           : detail::concat(opTypeName(op.type), " ", opName, ": ");
+  };
+  if (op.type != OpType::Allreduce)
+    throw InvalidArgument(what() + "reduce op adasum applies to allreduce only");
+  if (!op.device.isCpu())
+    throw InvalidArgument(what() + "reduce op adasum runs on host memory only; copy GPU "
+                                   "tensors to the CPU for it");
+  try {
+    for (const auto& t : op.inputs) collectives::checkAdasum(t.dtype, setSize);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(what() + e.what());
+  }
 }
 
 }  // namespace hvd::runtime

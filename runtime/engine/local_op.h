@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "collectives/operations.h"
@@ -58,5 +59,10 @@ struct LocalOp {
 // InvalidArgument naming the operation and the bad value. `setSize` is the size of the
 // operation's process set.
 OpRequest describeOperation(const Operation& op, int setSize);
+
+// Adasum's conditions (allreduce, host memory, dtype and set size), refused on submission, on
+// every rank alike, rather than when the collective runs. `opName` is the name as the caller
+// gave it (quoted), or the op type for an unnamed one.
+void checkAdasumOperation(const Operation& op, const std::string& opName, int setSize);
 
 }  // namespace hvd::runtime

@@ -24,8 +24,8 @@ from hvd.tensorflow import elastic  # noqa: F401  (hvd.elastic.run, as horovod.t
 from hvd.tensorflow.compression import Compression
 from hvd.tensorflow.gradient_tape import DistributedGradientTape, PartialDistributedGradientTape
 from hvd.tensorflow.v1 import BroadcastGlobalVariablesHook, broadcast_global_variables
-# hvd.OperationRejectedError as TensorFlow's FailedPreconditionError too (see mpi_ops).
-from hvd.tensorflow.mpi_ops import OperationRejectedError  # noqa: F811
+# hvd.OperationRejectedError as TensorFlow's FailedPreconditionError too (see errors.py).
+from hvd.tensorflow.errors import OperationRejectedError  # noqa: F811
 from hvd.tensorflow.mpi_ops import (allgather, allgather_object, allreduce, alltoall, barrier,
                                     broadcast, broadcast_, broadcast_object,
                                     broadcast_variables, grouped_allgather, grouped_allreduce,

@@ -20,187 +20,21 @@ gathers the parts.
 from __future__ import annotations
 
 import contextlib
-import functools
 from typing import Callable, List, Sequence
 
-import numpy as _np
 import tensorflow as tf
 
 from hvd import _basics, _core
 from hvd import numpy as _hvd_numpy
 from hvd._basics import Average, Sum, global_process_set
-from hvd._frontend import ArrayAdapter, Collectives, _label
+from hvd._frontend import Collectives, _label
 from hvd._handles import synchronize
+from hvd.tensorflow.adapter import TensorFlowAdapter
 from hvd.tensorflow.compression import Compression
+from hvd.tensorflow.errors import UnsupportedForIndexedSlices, raise_rejections_by_type, tf_errors
 
-_to_dlpack = tf.experimental.dlpack.to_dlpack
-_from_dlpack = tf.experimental.dlpack.from_dlpack
-
-
-@functools.lru_cache(maxsize=None)
-def _dlpack_takes_bool() -> bool:
-    """TensorFlow before 2.16 exports bool tensors as DLPack uint8 and refuses DLPack bool.
-    Asked at the first bool collective: probing at import would start TensorFlow's runtime
-    before the user (or hvd.init) sizes its thread pools."""
-    try:
-        _from_dlpack(_core.empty("bool", [1]).__dlpack__())
-        return True
-    except tf.errors.InvalidArgumentError:  # Unsupported Type Codes: 6
-        return False
-
-
-def _on_host(x):
-    # An eager tensor's device reads ".../device:CPU:0"; no DeviceSpec parse per tensor per step.
-    return not x.device or "device:CPU:" in x.device
-
-
-class _TensorFlowAdapter(ArrayAdapter):
-    name = "tf.Tensor"
-    alltoall_always_returns_splits = True  # the gradient needs them; alltoall() drops them
-
-    # The frontend hands the core eager tensors only (_tensor converts variables; in graphs
-    # _run calls the collectives inside a py_function, on eager tensors).
-    def is_array(self, x):
-        return isinstance(x, tf.Tensor)
-
-    def dtype_name(self, x):
-        return x.dtype.name
-
-    def exported(self, x):
-        if isinstance(x, _core.Buffer):
-            return x
-        if x.dtype == tf.bool and not _dlpack_takes_bool():
-            return x.numpy()  # a host tensor (contiguous()); NumPy exports DLPack bool
-        return _to_dlpack(x)
-
-    def contiguous(self, x):
-        # TensorFlow's dense tensors are always row-major: only where they live matters.
-        if not _on_host(x):
-            with tf.device("/CPU:0"):
-                x = tf.identity(x)
-        return x
-
-    def is_contiguous(self, x):
-        return True
-
-    def empty_like(self, x):
-        # TensorFlow tensors are immutable: the core writes into memory of its own.
-        return _core.empty(x.dtype.name, list(x.shape))
-
-    def output(self, x):
-        return self.from_buffer(x) if isinstance(x, _core.Buffer) else x
-
-    def from_buffer(self, buffer):
-        try:
-            return _from_dlpack(buffer.__dlpack__())
-        except tf.errors.InvalidArgumentError:
-            if _dlpack_takes_bool():
-                raise
-            return tf.constant(_np.from_dlpack(buffer))  # bool: TensorFlow < 2.16 refuses it
-
-    def scaled(self, x, factor):
-        # As the core scales (and Horovod's CPU kernels): float16 and bfloat16 in float32 math,
-        # other floats in their own precision, integers in float64, truncated back.
-        if x.dtype in (tf.float16, tf.bfloat16):
-            return tf.cast(tf.cast(x, tf.float32) * tf.constant(factor, tf.float32), x.dtype)
-        if x.dtype.is_floating:
-            return x * tf.constant(factor, dtype=x.dtype)
-        return tf.cast(tf.cast(x, tf.float64) * factor, x.dtype)
-
-    def scale_(self, x, factor):
-        return self.scaled(x, factor)  # immutable: a new tensor
-
-    def int64_array(self, values):
-        return tf.constant(list(values), dtype=tf.int64)
-
-    def splits_array(self, values):
-        return tf.constant(list(values), dtype=tf.int32)  # horovod.tensorflow's dtype
-
-
-_c = Collectives(_TensorFlowAdapter())
-
-
-# -- errors as TensorFlow's -----------------------------------------------------------------------
-class OperationRejectedError(tf.errors.FailedPreconditionError, _core.OperationRejectedError):
-    """Every rank's collective was refused alike (the ranks disagreed on its shape, dtype, root
-    or op; it needed a rank that has joined): tf.errors.FailedPreconditionError, as Horovod's
-    kernels raise, and hvd.OperationRejectedError (a HorovodInternalError). Later collectives
-    still run."""
-
-    def __init__(self, message, node_def=None, op=None):
-        tf.errors.FailedPreconditionError.__init__(self, node_def, op, message)
-
-
-# Inside a graph a collective is a py_function, whose errors TensorFlow reports as UnknownError
-# (it keeps only ValueError, TypeError and NotImplementedError's codes) with the Python
-# exception's "<type>: <message>" as text. Sessions and tf.function calls re-raise a rejection
-# as OperationRejectedError, as Horovod's compiled kernels' FailedPreconditionError.
-_REJECTED = f"{OperationRejectedError.__name__}: "
-
-
-def _as_rejection(e):
-    if isinstance(e, tf.errors.UnknownError) and _REJECTED in (e.message or ""):
-        return OperationRejectedError(e.message, e.node_def, e.op)
-    return e
-
-
-def _raise_rejections_by_type():
-    """Wraps the two places where a graph's run raises: a v1 Session's run, and an eager call
-    of a graph (tf.function). Where a TensorFlow version has neither, rejections stay
-    UnknownError (their text still names them)."""
-    from tensorflow.python.client import session as tf_session
-    from tensorflow.python.eager import context as tf_context
-
-    def typed(method):
-        def run(*args, **kwargs):
-            try:
-                return method(*args, **kwargs)
-            except tf.errors.UnknownError as e:
-                rejection = _as_rejection(e)
-                if rejection is e:
-                    raise
-                raise rejection from None
-
-        run._hvd_wrapped = True
-        return run
-
-    for owner, name in ((tf_session.BaseSession, "_do_call"),
-                        (tf_context.Context, "call_function")):
-        method = getattr(owner, name, None)
-        if method is not None and not getattr(method, "_hvd_wrapped", False):
-            setattr(owner, name, typed(method))
-
-
-_raise_rejections_by_type()
-
-
-class InvalidCollectiveArgument(tf.errors.InvalidArgumentError, ValueError):
-    """This rank's arguments cannot make the collective (alltoall splits that do not add up):
-    tf.errors.InvalidArgumentError, as Horovod's kernels raise, and ValueError."""
-
-    def __init__(self, message):
-        tf.errors.InvalidArgumentError.__init__(self, None, None, message)
-
-
-class UnsupportedForIndexedSlices(NotImplementedError, ValueError):
-    """What tf.IndexedSlices cannot do (ops other than Sum and Average, scale factors), as
-    Horovod raises it (NotImplementedError); a ValueError too, as hvd's refusals are."""
-
-
-def _tf_errors(eager_fn):
-    """eager_fn raising TensorFlow's error types for hvd's: the ones Horovod's scripts catch."""
-    @functools.wraps(eager_fn)
-    def run(*args):
-        try:
-            return eager_fn(*args)
-        except _core.OperationRejectedError as e:
-            raise OperationRejectedError(str(e)) from None
-        except ValueError as e:
-            if isinstance(e, (tf.errors.OpError, NotImplementedError)):
-                raise
-            raise InvalidCollectiveArgument(str(e)) from None
-
-    return run
+_c = Collectives(TensorFlowAdapter())
+raise_rejections_by_type()  # a graph's rejections as OperationRejectedError (errors.py)
 
 
 # -- running a collective eagerly or inside a graph --------------------------------------------
@@ -211,7 +45,7 @@ def _run(eager_fn: Callable[..., List[tf.Tensor]], inputs: Sequence[tf.Tensor],
     py_function, ordered after the graph's previous collective (see the module's docstring),
     whose outputs get the static shapes a py_function cannot infer."""
     if tf.executing_eagerly():
-        return list(_tf_errors(eager_fn)(*inputs))
+        return list(tf_errors(eager_fn)(*inputs))
     # A process set that does not exist cannot become one later: refused while the graph is
     # built, as Horovod does, not each time it runs.
     set_id = _basics.process_set_id(process_set)
@@ -219,7 +53,7 @@ def _run(eager_fn: Callable[..., List[tf.Tensor]], inputs: Sequence[tf.Tensor],
         raise ValueError(f"{what}: process set {set_id} does not exist")
 
     def build():
-        outs = tf.py_function(_tf_errors(eager_fn), list(inputs), list(out_dtypes),
+        outs = tf.py_function(tf_errors(eager_fn), list(inputs), list(out_dtypes),
                               name=f"hvd_{what.split()[0]}")
         return list(outs) if isinstance(outs, (list, tuple)) else [outs]
 

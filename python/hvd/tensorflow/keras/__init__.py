@@ -16,6 +16,7 @@ tf.keras 2 graph (its Keras session runs it).
 from __future__ import annotations
 
 import keras
+import tensorflow as tf
 
 from hvd._basics import *  # noqa: F401,F403
 from hvd._basics import __all__ as _basics_all
@@ -30,7 +31,6 @@ from hvd.tensorflow.v1 import broadcast_global_variables
 
 
 def _value(x):
-    import tensorflow as tf
     if tf.executing_eagerly():
         return x
     session = getattr(getattr(tf.compat.v1.keras, "backend", None), "get_session", None)

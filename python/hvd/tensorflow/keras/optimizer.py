@@ -81,8 +81,7 @@ class _DistributedKeras2Mixin(_Reducing):
     whichever of the two sees it first. LossScaleOptimizer calls its inner optimizer's
     aggregation before its inf/NaN check."""
 
-    _hvd_reduced_ids = frozenset()
-
+    _hvd_reduced = ()  # the gradients compute_gradients or get_gradients returned, reduced
     _agg_helper = None  # backward_passes_per_step > 1: accumulation.GradientAccumulation
 
     def _hvd_reduce_or_add(self, grads, variables):
@@ -97,18 +96,16 @@ class _DistributedKeras2Mixin(_Reducing):
                         variables))
 
     def _hvd_remember(self, grads):
-        # The reduced tensors themselves are kept, so that their ids stay theirs.
         self._hvd_reduced = [g for g in grads if g is not None]
-        self._hvd_reduced_ids = frozenset(id(g) for g in self._hvd_reduced)
         return grads
 
     def _hvd_reduced_already(self, grads_and_vars):
         """Whether these are the gradients compute_gradients or get_gradients reduced (asked
         before Keras's own aggregation, which may return new tensors)."""
+        reduced = {id(g) for g in self._hvd_reduced}
         present = [g for g, _ in grads_and_vars if g is not None]
-        reduced = bool(present) and all(id(g) in self._hvd_reduced_ids for g in present)
         self._hvd_remember([])
-        return reduced
+        return bool(present) and all(id(g) in reduced for g in present)
 
     def compute_gradients(self, loss, var_list, tape=None):
         return self._compute_gradients(loss, var_list, None, tape)
