@@ -7,7 +7,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 apt_packages=(
   build-essential cmake pkg-config ccache
-  libcli11-dev libspdlog-dev libboost-dev nlohmann-json3-dev libssh2-1-dev catch2 libssl-dev
+  libcli11-dev libspdlog-dev libboost-dev libboost-context-dev nlohmann-json3-dev libssh2-1-dev catch2 libssl-dev
   python3-venv python3-dev openssh-server openssh-client procps iproute2
   # scripts/sanitize.sh: clang, its sanitizer and libFuzzer runtimes, llvm-symbolizer for reports
   clang libclang-rt-dev llvm

@@ -10,6 +10,7 @@
 #endif
 
 #include "collectives/algorithms/half.h"
+#include "collectives/transport/work_meter.h"
 #include "common/error.h"
 
 namespace hvd::collectives {
@@ -151,6 +152,7 @@ void reduceInto(void* dst, const void* src, std::size_t n, DType dtype, ReduceOp
 
 void reduce(void* dst, const void* a, const void* b, std::size_t n, DType dtype, ReduceOp op) {
   checkReducible(dtype, op);
+  if (skipReduction(n * dtypeSize(dtype))) return;
   switch (dtype) {
 #define HVD_REDUCE_CASE(code, T) \
   case DType::code: \
@@ -177,9 +179,10 @@ void reduce(void* dst, const void* a, const void* b, std::size_t n, DType dtype,
   }
 }
 
-void scale(void* data, std::size_t n, DType dtype, double factor) {
+namespace {
+
+void scaleValues(void* data, std::size_t n, DType dtype, double factor) {
   if (withNativeType(data, dtype, [&](auto* p) { scaleTyped(p, n, factor); })) return;
-  if (dtype == DType::Bool) throw InvalidArgument("cannot scale a bool tensor");
   auto* p = static_cast<uint16_t*>(data);
   bool half = dtype == DType::Float16;
   const auto f = static_cast<float>(factor);  // float math, as Horovod's CPU path
@@ -189,10 +192,19 @@ void scale(void* data, std::size_t n, DType dtype, double factor) {
   }
 }
 
+}  // namespace
+
+void scale(void* data, std::size_t n, DType dtype, double factor) {
+  if (dtype == DType::Bool) throw InvalidArgument("cannot scale a bool tensor");
+  if (skipReduction(n * dtypeSize(dtype))) return;
+  scaleValues(data, n, dtype, factor);
+}
+
 void divide(void* data, std::size_t n, DType dtype, int divisor) {
-  if (withNativeType(data, dtype, [&](auto* p) { divideTyped(p, n, divisor); })) return;
   if (dtype == DType::Bool) throw InvalidArgument("average is not defined for dtype bool");
-  scale(data, n, dtype, 1.0 / divisor);  // float16, bfloat16
+  if (skipReduction(n * dtypeSize(dtype))) return;
+  if (withNativeType(data, dtype, [&](auto* p) { divideTyped(p, n, divisor); })) return;
+  scaleValues(data, n, dtype, 1.0 / divisor);  // float16, bfloat16
 }
 
 void finishAllreduce(void* data, std::size_t n, DType dtype, ReduceOp op, int ranks,

@@ -1,0 +1,52 @@
+// What a collective's time depends on, in Hockney's α-β form plus a reduction cost γ: a message
+// of b bytes over a link takes `latency + b / bandwidth`, reducing b bytes takes
+// `b / reduceBytesPerSecond`. One description of a cluster (links, topology, reduction speed)
+// that the simulated transport runs on and the algorithm chooser reasons with, so the two
+// cannot disagree about the machine.
+#pragma once
+
+#include <string>
+
+namespace hvd::collectives {
+
+struct LinkModel {
+  double latencySeconds = 0;  // α: a message's fixed cost, end to end
+  double bytesPerSecond = 0;  // 1/β
+};
+
+struct NetworkModel {
+  // Between two ranks of one host (shared memory): each rank's copies run at this rate...
+  LinkModel intraHost{0.3e-6, 6e9};
+  // ...and all copies of one host together at most at this rate (its memory bandwidth).
+  double hostMemoryBytesPerSecond = 20e9;
+  // Between hosts: every host has one NIC, which its ranks share, full duplex.
+  LinkModel interHost{5e-6, 12.5e9};
+  // Hosts hang off switches of this many hosts (0: one switch for all). A message between
+  // switches pays `switchHopLatency` more and crosses both switches' uplinks, whose bandwidth is
+  // `uplinkBytesPerSecond` (0: non-blocking, hostsPerSwitch NICs' worth).
+  int hostsPerSwitch = 0;
+  double switchHopLatency = 1e-6;
+  double uplinkBytesPerSecond = 0;
+  // Reducing b bytes (dst = op(a, b)) on one core.
+  double reduceBytesPerSecond = 4e9;
+  // Consecutive ranks share a host: rank r is on host r / ranksPerHost.
+  int ranksPerHost = 1;
+
+  int hostOf(int rank) const { return rank / ranksPerHost; }
+  int switchOf(int host) const { return hostsPerSwitch > 0 ? host / hostsPerSwitch : 0; }
+  bool sameHost(int a, int b) const { return hostOf(a) == hostOf(b); }
+  // The cost of one message of `bytes` from rank `from` to rank `to`, alone on its links.
+  double messageSeconds(int from, int to, double bytes) const;
+  double reduceSeconds(double bytes) const { return bytes / reduceBytesPerSecond; }
+
+  // "8 ranks/host, hosts of 16 per switch, NIC 5.0 us 12.5 GB/s, shm 0.3 us 6.0 GB/s, ..."
+  std::string describe() const;
+  // JSON with the fields above (snake_case, seconds and bytes per second); parsing takes any
+  // subset over the defaults and throws InvalidArgument naming a bad or unknown field.
+  std::string toJson() const;
+  static NetworkModel fromJson(const std::string& text, const std::string& origin);
+  // Throws InvalidArgument naming the first field out of range.
+  void validate(const std::string& origin) const;
+};
+
+}  // namespace hvd::collectives

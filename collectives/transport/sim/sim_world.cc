@@ -1,0 +1,492 @@
+#include "collectives/transport/sim/sim_world.h"
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <iomanip>
+#include <queue>
+#include <sstream>
+
+#include <boost/context/fiber.hpp>
+#include <boost/context/protected_fixedsize_stack.hpp>
+
+#include "collectives/transport/work_meter.h"
+#include "common/error.h"
+
+namespace hvd::collectives::sim {
+namespace ctx = boost::context;
+
+namespace {
+
+// Long enough never to fire: the simulation detects stuck ranks itself, in virtual time.
+constexpr std::chrono::hours kRealTimeout{24};
+
+// A resource that moves bytes at a rate and serves transfers in the order they are posted.
+struct Port {
+  double freeAt = 0;
+  void reset() { freeAt = 0; }
+};
+
+struct Message {
+  Tag tag;
+  std::size_t bytes;
+  double arrival;
+  std::vector<std::byte> payload;  // empty when timing only
+};
+
+struct PostedReceive {
+  MutableBytes data;
+  Tag tag;
+  double posted;
+  std::shared_ptr<RequestState> state;
+};
+
+// The messages from one peer that no receive has taken yet, or the receives no message has met.
+struct Inbox {
+  std::deque<Message> messages;
+  std::deque<PostedReceive> receives;
+};
+
+std::string hexTag(Tag tag) {
+  std::ostringstream out;
+  out << "0x" << std::hex << tag;
+  return out.str();
+}
+
+}  // namespace
+
+struct SimWorld::Impl {
+  class Connection;
+  class Progress;
+
+  enum class State { Ready, Running, Blocked, Finished };
+
+  struct Rank {
+    double clock = 0;
+    State state = State::Finished;
+    ctx::fiber fiber;
+    std::unique_ptr<Comm> comm;
+    Port sendPort, receivePort;
+    std::exception_ptr error;
+    double errorTime = 0;
+    std::string deadlock;  // set when the scheduler finds this rank stuck forever
+  };
+
+  struct Host {
+    Port nicOut, nicIn, memory;
+  };
+  struct Switch {
+    Port up, down;
+  };
+
+  struct Event {
+    double time;
+    uint64_t sequence;
+    int rank;
+    std::shared_ptr<RequestState> request;  // null: resume the rank
+    std::exception_ptr error;               // the request's, if it fails
+    bool operator>(const Event& o) const {
+      return time != o.time ? time > o.time : sequence > o.sequence;
+    }
+  };
+
+  class Meter : public WorkMeter {
+   public:
+    explicit Meter(Impl& impl) : impl_(impl) {}
+    bool reduced(std::size_t bytes) override {
+      impl_.charge(impl_.options.model.reduceSeconds(static_cast<double>(bytes)));
+      return !impl_.options.moveData;
+    }
+
+   private:
+    Impl& impl_;
+  };
+
+  Impl(int size, SimOptions o);
+
+  void buildComms();
+  Request post(int from, int to, ConstBytes data, Tag tag);
+  Request receive(int at, int from, MutableBytes data, Tag tag);
+  void deliver(int at, int from, Message& message, PostedReceive& receive);
+  double transfer(int from, int to, std::size_t bytes, double at, double* sendDone);
+  Connection& link(int rank, int peer) {
+    return (*connections)[static_cast<std::size_t>(rank) * size + peer];
+  }
+  void push(double time, int rank, std::shared_ptr<RequestState> request = nullptr,
+            std::exception_ptr error = nullptr) {
+    events.push({time, sequence++, rank, std::move(request), std::move(error)});
+  }
+
+  // Called on a rank's fiber.
+  void yield() { scheduler = std::move(scheduler).resume(); }
+  void block();
+  void charge(double seconds);
+  void pollNow();
+
+  // Called by the scheduler.
+  SimRun run(const std::function<void(Comm&)>& fn);
+  void resume(int r, double time);
+  bool releaseStuckRanks();
+  std::string describeStuck(int r) const;
+
+  int size;
+  SimOptions options;
+  std::vector<Rank> ranks;
+  std::vector<Host> hosts;
+  std::vector<Switch> switches;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
+  uint64_t sequence = 0;
+  int current = -1;  // the rank whose fiber runs
+  ctx::fiber scheduler;
+  uint64_t messages = 0, bytesSent = 0;
+  // Connections of all ranks, allocated once (size^2 of them; a Comm holds shared_ptrs that
+  // alias this block instead of owning one allocation each).
+  std::shared_ptr<std::vector<Connection>> connections;
+  std::vector<std::shared_ptr<Progress>> progress;
+};
+
+class SimWorld::Impl::Connection : public collectives::Connection, public RequestDescriber {
+ public:
+  Connection() = default;
+  Connection(Impl* impl, int rank, int peer) : impl_(impl), rank_(rank), peer_(peer) {}
+  int peerRank() const override { return peer_; }
+  std::string peerAddress() const override { return "simulated"; }
+  Request isend(ConstBytes data, Tag tag) override {
+    return impl_->post(rank_, peer_, data, tag);
+  }
+  Request irecv(MutableBytes data, Tag tag) override {
+    return impl_->receive(rank_, peer_, data, tag);
+  }
+  void close() override {}
+  // At the receiving end: what came from the peer, or waits for it. Made on first use (most
+  // of a large world's size^2 connections never carry a message).
+  Inbox& inbox() {
+    if (!inbox_) inbox_ = std::make_unique<Inbox>();
+    return *inbox_;
+  }
+  const Inbox* inboxIfAny() const { return inbox_.get(); }
+  void clear() { inbox_.reset(); }
+  std::string describe(const RequestState& r) const override {
+    return detail::concat("rank ", rank_, "/", impl_->size, ": ", r.verb, " rank ", peer_,
+                          " (simulated) tag=", hexTag(r.tag), " ", r.bytes, " bytes");
+  }
+
+ private:
+  Impl* impl_ = nullptr;
+  int rank_ = 0;
+  int peer_ = 0;
+  std::unique_ptr<Inbox> inbox_;
+};
+
+// A rank's waits hand the thread to the scheduler until one of its operations completes.
+class SimWorld::Impl::Progress : public ProgressEngine {
+ public:
+  explicit Progress(Impl& impl) : impl_(impl) {}
+  void progressUntil(Deadline, bool) override { impl_.block(); }
+  // Runs what completes up to this rank's present time; never advances it.
+  void poll() override { impl_.pollNow(); }
+  void wake() override {}
+
+ private:
+  Impl& impl_;
+};
+
+SimWorld::Impl::Impl(int n, SimOptions o) : size(n), options(std::move(o)), ranks(n) {
+  HVD_ENFORCE(n >= 1, "a simulated world needs at least one rank, not ", n);
+  options.model.validate("simulated network model");
+  int hostCount = (n + options.model.ranksPerHost - 1) / options.model.ranksPerHost;
+  hosts.resize(hostCount);
+  switches.resize(options.model.switchOf(hostCount - 1) + 1);
+  buildComms();
+}
+
+void SimWorld::Impl::buildComms() {
+  connections = std::make_shared<std::vector<Connection>>();
+  connections->reserve(static_cast<std::size_t>(size) * size);
+  for (int r = 0; r < size; ++r)
+    for (int p = 0; p < size; ++p) connections->emplace_back(this, r, p);
+  for (int r = 0; r < size; ++r) {
+    std::vector<std::shared_ptr<collectives::Connection>> links(size);
+    for (int p = 0; p < size; ++p)
+      if (p != r)
+        links[p] = std::shared_ptr<collectives::Connection>(
+            connections, &(*connections)[static_cast<std::size_t>(r) * size + p]);
+    progress.push_back(std::make_shared<Progress>(*this));
+    ranks[r].comm = std::make_unique<Comm>(r, size, std::move(links),
+                                           std::chrono::milliseconds(kRealTimeout),
+                                           progress.back());
+  }
+  int perHost = options.model.ranksPerHost;
+  if ((options.hierarchicalAllreduce || options.hierarchicalAllgather) && perHost > 1 &&
+      size % perHost == 0 && size > perHost) {
+    int hostCount = size / perHost;
+    std::vector<std::vector<int>> layout(hostCount);
+    for (int r = 0; r < size; ++r) layout[r / perHost].push_back(r);
+    for (int r = 0; r < size; ++r) {
+      Comm::Hierarchy h;
+      h.local = ranks[r].comm->subset(layout[r / perHost]);
+      std::vector<int> column;
+      for (int host = 0; host < hostCount; ++host) column.push_back(host * perHost + r % perHost);
+      h.cross = ranks[r].comm->subset(column);
+      h.hosts = layout;
+      h.allreduce = options.hierarchicalAllreduce;
+      h.allgather = options.hierarchicalAllgather;
+      ranks[r].comm->setHierarchy(std::move(h));
+    }
+  }
+}
+
+// The time the last byte of a transfer posted at `at` arrives; *sendDone: when it has left.
+double SimWorld::Impl::transfer(int from, int to, std::size_t bytes, double at, double* sendDone) {
+  const NetworkModel& m = options.model;
+  double b = static_cast<double>(bytes);
+  struct Use {
+    Port* port;
+    double rate;
+  };
+  Use path[4];
+  int uses = 0;
+  double latency;
+  if (m.sameHost(from, to)) {
+    latency = m.intraHost.latencySeconds;
+    path[uses++] = {&ranks[from].sendPort, m.intraHost.bytesPerSecond};
+    path[uses++] = {&ranks[to].receivePort, m.intraHost.bytesPerSecond};
+    path[uses++] = {&hosts[m.hostOf(from)].memory, m.hostMemoryBytesPerSecond};
+  } else {
+    latency = m.interHost.latencySeconds;
+    path[uses++] = {&hosts[m.hostOf(from)].nicOut, m.interHost.bytesPerSecond};
+    path[uses++] = {&hosts[m.hostOf(to)].nicIn, m.interHost.bytesPerSecond};
+    int sf = m.switchOf(m.hostOf(from)), st = m.switchOf(m.hostOf(to));
+    if (sf != st) {
+      latency += m.switchHopLatency;
+      if (m.uplinkBytesPerSecond > 0) {
+        path[uses++] = {&switches[sf].up, m.uplinkBytesPerSecond};
+        path[uses++] = {&switches[st].down, m.uplinkBytesPerSecond};
+      }
+    }
+  }
+  double start = at, slowest = path[0].rate;
+  for (int i = 0; i < uses; ++i) {
+    start = std::max(start, path[i].port->freeAt);
+    slowest = std::min(slowest, path[i].rate);
+  }
+  // Each resource is busy for its own share, so a fast one (a host's memory) carries several
+  // transfers at once while a slow one (a NIC) serialises them.
+  for (int i = 0; i < uses; ++i) path[i].port->freeAt = start + b / path[i].rate;
+  *sendDone = start + b / slowest;
+  return start + latency + b / slowest;
+}
+
+Request SimWorld::Impl::post(int from, int to, ConstBytes data, Tag tag) {
+  auto state = std::make_shared<RequestState>();
+  state->verb = "send to";
+  state->tag = tag;
+  state->bytes = state->moved = data.size();
+  state->describer = &link(from, to);
+  double sendDone;
+  Message message{tag, data.size(), transfer(from, to, data.size(), ranks[from].clock, &sendDone), {}};
+  ++messages;
+  bytesSent += data.size();
+  push(sendDone, from, state);
+  Inbox& inbox = link(to, from).inbox();
+  if (!inbox.receives.empty()) {
+    PostedReceive receive = std::move(inbox.receives.front());
+    inbox.receives.pop_front();
+    if (options.moveData && receive.data.size() == data.size() && !data.empty())
+      std::memcpy(receive.data.data(), data.data(), data.size());
+    message.payload.clear();
+    deliver(to, from, message, receive);
+  } else {
+    if (options.moveData) message.payload.assign(data.begin(), data.end());
+    inbox.messages.push_back(std::move(message));
+  }
+  return Request(state, progress[from].get());
+}
+
+Request SimWorld::Impl::receive(int at, int from, MutableBytes data, Tag tag) {
+  auto state = std::make_shared<RequestState>();
+  state->verb = "recv from";
+  state->tag = tag;
+  state->bytes = data.size();
+  state->describer = &link(at, from);
+  PostedReceive receive{data, tag, ranks[at].clock, state};
+  Inbox& inbox = link(at, from).inbox();
+  if (!inbox.messages.empty()) {
+    Message message = std::move(inbox.messages.front());
+    inbox.messages.pop_front();
+    if (options.moveData && message.bytes == data.size() && !message.payload.empty())
+      std::memcpy(data.data(), message.payload.data(), data.size());
+    deliver(at, from, message, receive);
+  } else {
+    inbox.receives.push_back(std::move(receive));
+  }
+  return Request(state, progress[at].get());
+}
+
+// Completes a receive met by a message (the bytes, if any, already copied).
+void SimWorld::Impl::deliver(int at, int from, Message& message, PostedReceive& receive) {
+  std::exception_ptr error;
+  if (message.tag != receive.tag || message.bytes != receive.data.size())
+    error = std::make_exception_ptr(InternalError(detail::concat(
+        receive.state->description(), ": rank ", from, " sent tag=", hexTag(message.tag), " ",
+        message.bytes, " bytes (the ranks disagree on the algorithm)")));
+  else
+    receive.state->moved = message.bytes;
+  push(std::max(message.arrival, receive.posted), at, receive.state, error);
+}
+
+void SimWorld::Impl::block() {
+  Rank& me = ranks[current];
+  me.state = State::Blocked;
+  yield();
+  if (!me.deadlock.empty()) {
+    std::string why = std::move(me.deadlock);
+    me.deadlock.clear();
+    throw TimeoutError(why);
+  }
+}
+
+void SimWorld::Impl::charge(double seconds) {
+  Rank& me = ranks[current];
+  me.clock += seconds;
+  me.state = State::Ready;
+  push(me.clock, current);
+  yield();
+}
+
+void SimWorld::Impl::pollNow() { charge(0); }
+
+void SimWorld::Impl::resume(int r, double time) {
+  Rank& rank = ranks[r];
+  rank.clock = std::max(rank.clock, time);
+  rank.state = State::Running;
+  current = r;
+  rank.fiber = std::move(rank.fiber).resume();
+  current = -1;
+}
+
+std::string SimWorld::Impl::describeStuck(int r) const {
+  std::ostringstream out;
+  out << "rank " << r << " waits for";
+  int shown = 0;
+  for (int from = 0; from < size; ++from) {
+    const Inbox* inbox = from == r ? nullptr : (*connections)[static_cast<std::size_t>(r) * size + from].inboxIfAny();
+    if (!inbox) continue;
+    for (const auto& receive : inbox->receives) {
+      if (shown++ < 3)
+        out << (shown > 1 ? "," : "") << " rank " << from << " (tag=" << hexTag(receive.tag)
+            << ", " << receive.data.size() << " bytes)";
+    }
+  }
+  if (shown == 0) out << " a send to complete";
+  return out.str();
+}
+
+// When no event is left, every rank still blocked waits for a message no rank will send. Wakes
+// them with the whole picture, once; returns false when there were none.
+bool SimWorld::Impl::releaseStuckRanks() {
+  std::vector<int> stuck;
+  for (int r = 0; r < size; ++r)
+    if (ranks[r].state == State::Blocked) stuck.push_back(r);
+  if (stuck.empty()) return false;
+  std::ostringstream why;
+  why << "simulated deadlock at " << std::setprecision(6) << ranks[stuck[0]].clock * 1e6
+      << " us of virtual time: " << stuck.size() << " of " << size
+      << " ranks wait for messages no rank will send; ";
+  for (std::size_t i = 0; i < stuck.size() && i < 4; ++i)
+    why << (i ? "; " : "") << describeStuck(stuck[i]);
+  if (stuck.size() > 4) why << "; ...";
+  for (int r : stuck) {
+    ranks[r].deadlock = why.str();
+    ranks[r].state = State::Ready;
+    push(ranks[r].clock, r);
+  }
+  return true;
+}
+
+SimRun SimWorld::Impl::run(const std::function<void(Comm&)>& fn) {
+  HVD_ENFORCE(events.empty() && current == -1, "SimWorld::run is not reentrant");
+  for (auto& host : hosts) host = Host{};
+  for (auto& sw : switches) sw = Switch{};
+  messages = bytesSent = 0;
+  for (auto& c : *connections) c.clear();
+  for (int r = 0; r < size; ++r) {
+    Rank& rank = ranks[r];
+    rank.clock = 0;
+    rank.sendPort.reset();
+    rank.receivePort.reset();
+    rank.error = nullptr;
+    rank.deadlock.clear();
+    rank.state = State::Ready;
+    rank.fiber = ctx::fiber(std::allocator_arg, ctx::protected_fixedsize_stack(options.stackBytes),
+                            [this, r, &fn](ctx::fiber&& back) {
+                              scheduler = std::move(back);
+                              Rank& me = ranks[r];
+                              try {
+                                fn(*me.comm);
+                              } catch (const ctx::detail::forced_unwind&) {
+                                throw;
+                              } catch (...) {
+                                me.error = std::current_exception();
+                                me.errorTime = me.clock;
+                              }
+                              me.state = State::Finished;
+                              return std::move(scheduler);
+                            });
+    push(0, r);
+  }
+  Meter meter(*this);
+  ScopedWorkMeter installed(&meter);
+  for (;;) {
+    while (!events.empty()) {
+      Event e = events.top();
+      events.pop();
+      Rank& rank = ranks[e.rank];
+      if (e.request) {
+        e.request->error = e.error;
+        e.request->done = true;
+        if (rank.state == State::Blocked) resume(e.rank, e.time);
+      } else if (rank.state == State::Ready) {
+        resume(e.rank, e.time);
+      }
+    }
+    if (!releaseStuckRanks()) break;
+  }
+  SimRun result;
+  result.messages = messages;
+  result.bytes = bytesSent;
+  std::exception_ptr first;
+  double firstTime = 0;
+  bool firstIsDeadlock = true;
+  for (int r = 0; r < size; ++r) {
+    Rank& rank = ranks[r];
+    result.finishSeconds.push_back(rank.clock);
+    result.seconds = std::max(result.seconds, rank.clock);
+    if (!rank.error) continue;
+    bool deadlock = false;
+    try {
+      std::rethrow_exception(rank.error);
+    } catch (const TimeoutError& e) {
+      deadlock = std::string(e.what()).find("simulated deadlock") != std::string::npos;
+    } catch (...) {
+    }
+    // The root cause: a rank's own failure before any deadlock it caused, earliest first.
+    if (!first || (firstIsDeadlock && !deadlock) ||
+        (firstIsDeadlock == deadlock && rank.errorTime < firstTime)) {
+      first = rank.error;
+      firstTime = rank.errorTime;
+      firstIsDeadlock = deadlock;
+    }
+  }
+  if (first) std::rethrow_exception(first);
+  return result;
+}
+
+SimWorld::SimWorld(int size, SimOptions options)
+    : impl_(std::make_unique<Impl>(size, std::move(options))) {}
+SimWorld::~SimWorld() = default;
+int SimWorld::size() const { return impl_->size; }
+const SimOptions& SimWorld::options() const { return impl_->options; }
+SimRun SimWorld::run(const std::function<void(Comm&)>& fn) { return impl_->run(fn); }
+
+}  // namespace hvd::collectives::sim
