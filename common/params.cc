@@ -58,7 +58,15 @@ const std::vector<ParamSpec>& allParams() {
        "Seconds a collective may wait on a peer before failing with a timeout naming it."},
       {"HVD_ALLREDUCE_RING_THRESHOLD", "", ParamType::Int, "131072", 0, INT64_MAX, false,
        "Allreduce payloads of at least this many bytes use the ring; smaller ones use recursive "
-       "doubling."},
+       "doubling (with HVD_ALLREDUCE_ALGORITHM=auto)."},
+      {"HVD_ALLREDUCE_ALGORITHM", "", ParamType::String, "auto", 0, 0, false,
+       "Algorithm of host-memory allreduce. auto: by payload size (HVD_ALLREDUCE_RING_THRESHOLD); "
+       "ring: pipelined ring, 2(n-1) rounds, bandwidth-optimal; recursive_doubling: log2 n "
+       "rounds of whole-buffer exchanges, latency-optimal; rabenseifner: reduce-scatter by "
+       "recursive halving and allgather by recursive doubling, 2 log2 n rounds moving as many "
+       "bytes as the ring. With HVD_HIERARCHICAL_ALLREDUCE=1 it picks the stage across hosts. "
+       "Must be the same on every rank (same as hvdrun --allreduce-algorithm).",
+       {"auto", "ring", "recursive_doubling", "rabenseifner"}},
       {"HVD_SEGMENT_BYTES", "", ParamType::Int, "0", 0, 1 << 30, false,
        "Largest message of allreduce's pipelined ring and broadcast's chain. 0: the "
        "transport's, 512 KiB over TCP (fewer system calls) and 128 KiB over shared memory "

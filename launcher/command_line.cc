@@ -204,6 +204,12 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
       "auto: shared memory between ranks when all are on one host, else TCP (default); tcp: "
       "always TCP; shm: shared memory or fail (HVD_TRANSPORT)")
       ->check(CLI::IsMember({"auto", "tcp", "shm"}));
+  // The choices come from the parameter's declaration, so the flag cannot drift from it.
+  tuning->add_option("--allreduce-algorithm", rf.allreduceAlgorithm,
+                     "Host allreduce's algorithm: auto: recursive doubling below "
+                     "HVD_ALLREDUCE_RING_THRESHOLD, the ring from there (default); or force "
+                     "ring, recursive_doubling or rabenseifner (HVD_ALLREDUCE_ALGORITHM)")
+      ->check(CLI::IsMember(params::spec("HVD_ALLREDUCE_ALGORITHM").choices));
   tuning->add_option("--malloc-retain-mb", rf.mallocRetainMb,
                      "Workers' malloc serves blocks up to this size from its heap and keeps up "
                      "to this much freed memory for reuse, so CPU training stops re-faulting its "

@@ -148,6 +148,7 @@ std::map<std::string, std::string> runtimeParams(const RuntimeFlags& flags) {
   if (flags.noStallCheck) out["HVD_STALL_CHECK_DISABLE"] = "1";
   if (flags.bindTo) out["HVD_BIND_TO"] = *flags.bindTo;
   if (flags.transport) out["HVD_TRANSPORT"] = *flags.transport;
+  if (flags.allreduceAlgorithm) out["HVD_ALLREDUCE_ALGORITHM"] = *flags.allreduceAlgorithm;
   if (flags.mallocRetainMb) out["HVD_MALLOC_RETAIN_MB"] = std::to_string(*flags.mallocRetainMb);
   if (flags.gradientOverlap) out["HVD_GRADIENT_OVERLAP"] = *flags.gradientOverlap;
   if (flags.checkReplicas) out["HVD_CHECK_REPLICAS"] = *flags.checkReplicas;

@@ -21,6 +21,7 @@ struct RuntimeFlags {
   bool noStallCheck = false;                 // --no-stall-check
   std::optional<std::string> bindTo;         // --bind-to core|none
   std::optional<std::string> transport;      // --transport auto|tcp|shm
+  std::optional<std::string> allreduceAlgorithm;  // --allreduce-algorithm auto|ring|...
   std::optional<long long> mallocRetainMb;   // --malloc-retain-mb
   std::optional<std::string> gradientOverlap;  // --gradient-overlap auto|on|off
   std::optional<std::string> checkReplicas;    // --check-replicas off|first|every:N

@@ -113,6 +113,9 @@ Config Config::fromParams(const params::ParamValues& v) {
   c.handshakeTimeout = std::chrono::seconds(v.getInt("HVD_HANDSHAKE_TIMEOUT_SECONDS"));
   c.opTimeout = std::chrono::seconds(v.getInt("HVD_OP_TIMEOUT"));
   c.ringThresholdBytes = static_cast<std::size_t>(v.getInt("HVD_ALLREDUCE_RING_THRESHOLD"));
+  // The registry has already checked the name against its choices; the parse maps it.
+  c.allreduceAlgorithm =
+      collectives::parseAllreduceAlgorithm(v.getString("HVD_ALLREDUCE_ALGORITHM"));
   c.segmentBytes = static_cast<std::size_t>(v.getInt("HVD_SEGMENT_BYTES"));
   if (c.segmentBytes != 0 && c.segmentBytes < 1024)
     throw InvalidArgument(detail::concat("HVD_SEGMENT_BYTES=", c.segmentBytes,

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/algorithms/allreduce.h"
 #include "common/params.h"
 #include "common/topology.h"
 #include "runtime/cpu_binding.h"
@@ -36,6 +37,8 @@ struct Config {
   // the NCCL call); this limit is only the safety net behind it, and must not fire first.
   std::chrono::milliseconds handleWaitLimit() const { return 2 * opTimeout; }
   std::size_t ringThresholdBytes = 0;
+  // HVD_ALLREDUCE_ALGORITHM: forces host allreduce's algorithm; Auto goes by the threshold.
+  collectives::AllreduceAlgorithm allreduceAlgorithm = collectives::AllreduceAlgorithm::Auto;
   std::size_t segmentBytes = 0;  // HVD_SEGMENT_BYTES; 0: each communicator's pipelineSegmentBytes()
   std::size_t socketBufferBytes = 0;
   Transport transport = Transport::Auto;

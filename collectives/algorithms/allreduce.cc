@@ -1,4 +1,5 @@
-// Allreduce, chosen by payload size:
+// Allreduce, by the algorithm the options force, or else chosen by chooseAllreduceAlgorithm
+// (today: by payload size, recursive doubling below the ring threshold):
 // - Recursive doubling (small payloads): with p the largest power of two <= n, ranks r >= p
 //   first fold their data into rank r-p; then in log2 p rounds rank r exchanges its whole buffer
 //   with rank r xor 2^k and reduces; finally the folded ranks get the result back.
@@ -7,11 +8,14 @@
 //   bit-identical.
 // - Ring (large payloads): reduce-scatter then allgather, pipelined by segment across steps
 //   (ring_allreduce.h). Rounds: 2(n-1). Bytes sent per rank: 2(n-1)/n * size, which is optimal.
+// - Rabenseifner's (forced only, for now): reduce-scatter by recursive halving, allgather by
+//   recursive doubling (rabenseifner.h). Rounds: 2 log2 n (+2 for non-powers of two). Bytes
+//   sent per rank: about 2(n-1)/n * size.
 // - Hierarchical (a communicator with a Comm::Hierarchy: H hosts of L ranks each): a ring
 //   reduce-scatter among the ranks of each host leaves local rank i with the host's reduction
 //   of block i; the ranks of local index i on all hosts allreduce that block (by size, as
-//   above); a ring allgather within each host puts the blocks back together. A host still sends
-//   2(H-1)/H * size across the network, but over its L ranks' links at once, in 2(H-1) rounds
+//   above, or by the forced algorithm); a ring allgather within each host puts the blocks back
+//   together. A host still sends 2(H-1)/H * size across the network, but over its L ranks' links at once, in 2(H-1) rounds
 //   instead of 2(HL-1), and the 2(L-1) rounds within the host run over shared memory.
 #include "collectives/algorithms/allreduce.h"
 
@@ -20,6 +24,7 @@
 #include <vector>
 
 #include "collectives/algorithms/adasum.h"
+#include "collectives/algorithms/rabenseifner.h"
 #include "collectives/algorithms/reduce.h"
 #include "collectives/algorithms/ring_allreduce.h"
 #include "collectives/algorithms/tags.h"
@@ -94,7 +99,60 @@ void hierarchical(const Comm::Hierarchy& hierarchy, const std::byte* source, std
     ringAllgather(local, data, blocks, elementSize, 0, segmentBytes, tag);
 }
 
+void flatAllreduce(Comm& comm, const std::byte* source, std::byte* data, std::size_t count,
+                   DType dtype, ReduceOp op, const AllreduceOptions& options, Tag tag) {
+  std::size_t bytes = count * dtypeSize(dtype);
+  AllreduceAlgorithm algorithm = options.algorithm == AllreduceAlgorithm::Auto
+                                     ? chooseAllreduceAlgorithm(comm, bytes, options)
+                                     : options.algorithm;
+  switch (algorithm) {
+    case AllreduceAlgorithm::Ring: {
+      // The ring finishes (averages, postscales) each segment on the rank that completes it.
+      Blocks blocks = evenBlocks(count, comm.size());
+      return ringAllreduce(comm, source, data, blocks, dtype, op,
+                           segmentBytesFor(bytes, comm, options), tag, options.postscale);
+    }
+    case AllreduceAlgorithm::Rabenseifner:
+      // Finishes each block on the rank that completes it, as the ring does.
+      return rabenseifnerAllreduce(comm, source, data, count, dtype, op, tag, options.postscale);
+    case AllreduceAlgorithm::RecursiveDoubling:
+    case AllreduceAlgorithm::Auto:
+      break;
+  }
+  recursiveDoubling(comm, source, data, count, dtype, op, tag);
+  finishAllreduce(data, count, dtype, op, comm.size(), options.postscale);
+}
+
+constexpr AllreduceAlgorithm kAlgorithms[] = {
+    AllreduceAlgorithm::Auto, AllreduceAlgorithm::Ring, AllreduceAlgorithm::RecursiveDoubling,
+    AllreduceAlgorithm::Rabenseifner};
+
 }  // namespace
+
+const char* allreduceAlgorithmName(AllreduceAlgorithm algorithm) {
+  switch (algorithm) {
+    case AllreduceAlgorithm::Auto: return "auto";
+    case AllreduceAlgorithm::Ring: return "ring";
+    case AllreduceAlgorithm::RecursiveDoubling: return "recursive_doubling";
+    case AllreduceAlgorithm::Rabenseifner: return "rabenseifner";
+  }
+  return "unknown";
+}
+
+AllreduceAlgorithm parseAllreduceAlgorithm(const std::string& name) {
+  std::string valid;
+  for (AllreduceAlgorithm a : kAlgorithms) {
+    if (name == allreduceAlgorithmName(a)) return a;
+    valid += (valid.empty() ? "" : ", ") + std::string(allreduceAlgorithmName(a));
+  }
+  throw InvalidArgument("unknown allreduce algorithm '" + name + "' (use one of " + valid + ")");
+}
+
+AllreduceAlgorithm chooseAllreduceAlgorithm(const Comm& comm, std::size_t bytes,
+                                            const AllreduceOptions& options) {
+  if (comm.size() > 1 && bytes >= options.ringThresholdBytes) return AllreduceAlgorithm::Ring;
+  return AllreduceAlgorithm::RecursiveDoubling;
+}
 
 void allreduce(Comm& comm, const void* input, void* output, std::size_t count, DType dtype,
                ReduceOp op, const AllreduceOptions& options) {
@@ -117,15 +175,8 @@ void allreduce(Comm& comm, const void* input, void* output, std::size_t count, D
     hierarchical(*h, source, data, count, dtype, op, options, comm.size());
     return;
   }
-  if (comm.size() > 1 && bytes >= options.ringThresholdBytes) {
-    // The ring finishes (averages, postscales) each segment on the rank that completes it.
-    Blocks blocks = evenBlocks(count, comm.size());
-    ringAllreduce(comm, source, data, blocks, dtype, op,
-                  segmentBytesFor(bytes, comm, options), tag, options.postscale);
-    return;
-  }
-  if (comm.size() > 1) recursiveDoubling(comm, source, data, count, dtype, op, tag);
-  finishAllreduce(output, count, dtype, op, comm.size(), options.postscale);
+  if (comm.size() == 1) return finishAllreduce(output, count, dtype, op, 1, options.postscale);
+  flatAllreduce(comm, source, data, count, dtype, op, options, tag);
 }
 
 }  // namespace hvd::collectives

@@ -3,23 +3,44 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "collectives/algorithms/dtype.h"
 #include "collectives/transport/comm.h"
 
 namespace hvd::collectives {
 
+// Which algorithm a flat allreduce runs (HVD_ALLREDUCE_ALGORITHM). Auto: chooseAllreduceAlgorithm
+// decides per operation. The others force one: recursive doubling (log2 n rounds, log2 n * size
+// bytes per rank), the ring (2(n-1) rounds, 2(n-1)/n * size) or Rabenseifner's (2 log2 n rounds,
+// about 2(n-1)/n * size); see allreduce.cc and rabenseifner.cc.
+enum class AllreduceAlgorithm { Auto, Ring, RecursiveDoubling, Rabenseifner };
+
+// As HVD_ALLREDUCE_ALGORITHM spells them: auto, ring, recursive_doubling, rabenseifner.
+const char* allreduceAlgorithmName(AllreduceAlgorithm algorithm);
+// Throws InvalidArgument naming `name` and the valid names.
+AllreduceAlgorithm parseAllreduceAlgorithm(const std::string& name);
+
 struct AllreduceOptions {
   // Largest message of the ring, which is pipelined in segments (about a quarter of a block,
   // at least 128 KiB, at most this) so that sending, receiving and reducing overlap; 0: the
   // communicator's pipelineSegmentBytes(). Tests set it tiny to reach multi-segment paths.
   std::size_t maxSegmentBytes = 0;
-  // Payloads below this use recursive doubling (log2 n rounds, latency-optimal); larger ones
-  // use the ring (2(n-1) rounds, bandwidth-optimal).
+  // With algorithm Auto, payloads below this use recursive doubling (log2 n rounds,
+  // latency-optimal); larger ones use the ring (2(n-1) rounds, bandwidth-optimal).
   std::size_t ringThresholdBytes = 128 * 1024;
   double prescale = 1.0;   // applied to the input before reducing
   double postscale = 1.0;  // applied to the result (Average additionally divides by n)
+  // Forces the algorithm of a flat allreduce. A communicator with a hierarchy for allreduce
+  // still runs the hierarchical form; its stage across hosts takes this choice.
+  AllreduceAlgorithm algorithm = AllreduceAlgorithm::Auto;
 };
+
+// Auto's rule, in one place so that a cost model can replace it: the algorithm for a flat
+// allreduce of `bytes` over `comm` (never Auto). Today: recursive doubling below
+// options.ringThresholdBytes, the ring from there on.
+AllreduceAlgorithm chooseAllreduceAlgorithm(const Comm& comm, std::size_t bytes,
+                                            const AllreduceOptions& options);
 
 // `input` may equal `output` (in place). Blocks until done; throws IoError/TimeoutError naming
 // the peer, InvalidArgument for an op or scale the dtype does not support.

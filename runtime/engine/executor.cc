@@ -87,7 +87,8 @@ void Executor::allreduceChunk(const std::vector<AllreduceSlot>& slots,
                               const std::vector<std::size_t>& chunk, const OpRequest& params,
                               collectives::Comm& comm) {
   collectives::AllreduceOptions options{options_.segmentBytes, options_.ringThresholdBytes,
-                                        params.prescale, params.postscale};
+                                        params.prescale, params.postscale,
+                                        options_.allreduceAlgorithm};
   std::vector<Timeline::Event> events;
   bool timeline = timeline_.active();
   // Marks a phase for the chunk's tensors at positions [first, last).

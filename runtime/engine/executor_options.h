@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "collectives/algorithms/allreduce.h"
+
 namespace hvd::log {
 class Logs;  // common/logging.h
 }  // namespace hvd::log
@@ -16,6 +18,7 @@ namespace hvd::runtime {
 struct ExecutorOptions {
   std::size_t segmentBytes = 0;  // HVD_SEGMENT_BYTES; 0: the communicator's
   std::size_t ringThresholdBytes = 128 * 1024;
+  collectives::AllreduceAlgorithm allreduceAlgorithm = collectives::AllreduceAlgorithm::Auto;
   // Every rank of the job is on this host, where a collective's round trip costs a few
   // microseconds: the host executor then fills, reduces and drains a fusion buffer in pieces
   // that stay in the core's cache (Executor::fusionPieceBytes).

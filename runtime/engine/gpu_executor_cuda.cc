@@ -244,7 +244,8 @@ void CudaExecutor::allreduceChunk(const std::vector<AllreduceSlot>& slots,
                                   Backends& backends, DeviceState& state,
                                   ExecutorCounters& counters) {
   collectives::AllreduceOptions options{options_.segmentBytes, options_.ringThresholdBytes,
-                                        params.prescale, params.postscale};
+                                        params.prescale, params.postscale,
+                                        options_.allreduceAlgorithm};
   cudaStream_t stream = state.stream->get();
   DType dtype = slots[chunk[0]].meta.dtype;
   gpu::GpuCollectives& backend = backendFor(backends, dtype, true);

@@ -273,6 +273,32 @@ def test_an_unknown_binding_is_refused_before_any_worker_starts():
     assert "cpus" not in r.stdout
 
 
+@pytest.mark.parametrize("how", [("--allreduce-algorithm", "rabenseifner"),
+                                 ("-x", "HVD_ALLREDUCE_ALGORITHM=recursive_doubling")])
+def test_a_forced_allreduce_algorithm_agrees_on_every_rank(how):
+    # 100,000 elements are above the ring threshold: the forced algorithm, not the ring, runs.
+    r = run_hvdrun("-np", 3, *how, WORKER, "allreduce", 100_000)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count(" ok") == 3
+
+
+def test_an_unknown_allreduce_algorithm_fails_naming_the_variable():
+    r = run_hvdrun("--allreduce-algorithm", "tree", "-np", 2, WORKER, "allreduce", 10)
+    assert r.returncode != 0
+    assert "--allreduce-algorithm" in r.stderr and "tree" in r.stderr
+    want = ("HVD_ALLREDUCE_ALGORITHM='bogus': expected one of auto, ring, recursive_doubling, "
+            "rabenseifner")
+    r = run_hvdrun("-np", 2, WORKER, "allreduce", 10,
+                   env=dict(os.environ, HVD_ALLREDUCE_ALGORITHM="bogus"))
+    assert r.returncode != 0 and want in r.stderr, r.stderr
+    assert " ok" not in r.stdout
+    # A worker started without hvdrun fails at init the same way.
+    import subprocess
+    r = subprocess.run([str(WORKER), "allreduce", "10"], capture_output=True, text=True,
+                       timeout=30, env={"PATH": "/usr/bin:/bin", "HVD_ALLREDUCE_ALGORITHM": "bogus"})
+    assert r.returncode != 0 and want in r.stderr, r.stderr
+
+
 # Fills and frees a 64 MiB block twice and prints the page faults of the second pass. The block
 # is above glibc's largest self-adjusted mmap threshold (32 MiB on 64-bit), so by default each
 # pass maps it afresh and the kernel faults in every page again (at least 32 faults even with

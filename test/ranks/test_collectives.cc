@@ -1,8 +1,9 @@
 // The correctness matrix of the collectives: transport {tcp, shm} x world size {1, 2, 3, 4, 7} x
 // element count {0, 1, 17, 1000, one segment + 1, a few MiB} x every dtype x every op, in place
-// and out of place, through both allreduce algorithms. Inputs are filled from rank and index so that the
-// expected result has a closed form. Checks inside the rank threads use HVD_ENFORCE (Catch2 is
-// not thread-safe); runRanks rethrows the first failure on the main thread.
+// and out of place, through every allreduce algorithm (Rabenseifner's also at n = 5, 6, 8, 9 and
+// 16, for its fold and for blocks left empty when count < n). Inputs are filled from rank and
+// index so that the expected result has a closed form. Checks inside the rank threads use
+// HVD_ENFORCE (Catch2 is not thread-safe); runRanks rethrows the first failure on the main thread.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -24,32 +25,44 @@ using namespace hvd::test;
 namespace {
 
 constexpr std::size_t kSegmentBytes = 1024;  // small, to reach multi-segment paths
+constexpr AllreduceAlgorithm kForcedAlgorithms[] = {
+    AllreduceAlgorithm::Ring, AllreduceAlgorithm::RecursiveDoubling,
+    AllreduceAlgorithm::Rabenseifner};
 constexpr ReduceOp kAllOps[] = {ReduceOp::Sum, ReduceOp::Average, ReduceOp::Min, ReduceOp::Max,
                                 ReduceOp::Product};
 
 double fill(DType t, ReduceOp op, int rank, std::size_t i) { return fillValue(t, op, rank, i); }
 double expected(DType t, ReduceOp op, int n, std::size_t i) { return expectedValue(t, op, n, i); }
 
-std::vector<std::size_t> countsFor(DType t) {
+// The largest count's payload: a few MiB, for the ring's many segments.
+constexpr std::size_t kLargestBytes = 2u << 20;
+// Rabenseifner's messages are never segmented, and its matrix runs over up to 16 ranks: a
+// quarter MiB still spans several of the test's 64 KiB shm rings and many TCP writes, at an
+// eighth of the time.
+constexpr std::size_t kRabenseifnerLargestBytes = 256u << 10;
+
+// 0 for largestBytes: no large count.
+std::vector<std::size_t> countsFor(DType t, std::size_t largestBytes) {
   std::size_t elem = dtypeSize(t);
-  return {0, 1, 17, 1000, kSegmentBytes / elem + 1, (2u << 20) / elem + 3};
+  std::vector<std::size_t> counts{0, 1, 17, 1000, kSegmentBytes / elem + 1};
+  if (largestBytes) counts.push_back(largestBytes / elem + 3);
+  return counts;
 }
 
-// `largest`: whether to include the MiB payload. Recursive doubling handles every size the
-// same way (one exchange of the whole buffer per round, no segments), so its matrix leaves it
-// out: it was a third of the suite's time and tested nothing the 1000-element case does not.
-// Sanitizer builds leave it out everywhere: there it took minutes, and the segment + 1 count
-// already crosses segments.
+// `largestBytes`: the payload of the large count; 0 leaves it out. Recursive doubling handles
+// every size the same way (one exchange of the whole buffer per round, no segments), so its
+// matrix leaves it out: it was a third of the suite's time and tested nothing the 1000-element
+// case does not. Sanitizer builds leave it out everywhere: there it took minutes, and the
+// segment + 1 count already crosses segments.
 void allreduceMatrix(Comm& comm, const AllreduceOptions& options, const char* algorithm,
-                     bool largest = true) {
+                     std::size_t largestBytes = kLargestBytes) {
   int n = comm.size();
   for (DType t : allDTypes())
     for (ReduceOp op : kAllOps) {
       if (t == DType::Bool && op == ReduceOp::Average) continue;
-      for (std::size_t count : countsFor(t))
+      for (std::size_t count : countsFor(t, kSanitized ? 0 : largestBytes))
         for (bool inPlace : {true, false}) {
           std::size_t bytes = count * dtypeSize(t);
-          if ((!largest || kSanitized) && bytes >= (1u << 20)) continue;
           std::vector<std::byte> in(bytes + 1), out(bytes + 1);
           for (std::size_t i = 0; i < count; ++i) setElement(in.data(), t, i, fill(t, op, comm.rank(), i));
           void* dst = inPlace ? in.data() : out.data();
@@ -84,44 +97,64 @@ TEST_CASE("allreduce matrix: every dtype, op and count, in and out of place, bot
     AllreduceOptions ring{kSegmentBytes, 0};
     AllreduceOptions doubling{kSegmentBytes, SIZE_MAX};
     allreduceMatrix(comm, ring, "ring");
-    allreduceMatrix(comm, doubling, "recursive doubling", false);
+    allreduceMatrix(comm, doubling, "recursive doubling", 0);
+  }, over(transport)));
+}
+
+TEST_CASE("allreduce matrix through Rabenseifner's algorithm, any n up to 9, and 16",
+          "[allreduce]") {
+  // 1..9 reach every fold (none, one pair, up to three pairs) and 8 and 16 three and four
+  // halving rounds; at 16 the counts 1 and 17 leave blocks empty.
+  int n = GENERATE(1, 2, 3, 4, 5, 6, 7, 8, 9, 16);
+  Transport transport = GENERATE(Transport::Tcp, Transport::Shm);
+  INFO(nameOf(transport));
+  INFO("world size " << n);
+  REQUIRE_NOTHROW(runRanks(n, [](Comm& comm) {
+    AllreduceOptions o{kSegmentBytes, 0};
+    o.algorithm = AllreduceAlgorithm::Rabenseifner;
+    allreduceMatrix(comm, o, "rabenseifner", kRabenseifnerLargestBytes);
   }, over(transport)));
 }
 
 TEST_CASE("allreduce applies prescale and postscale factors", "[allreduce]") {
-  int n = GENERATE(1, 3, 4);
+  int n = GENERATE(1, 3, 4, 6);
   Transport transport = GENERATE(Transport::Tcp, Transport::Shm);
   INFO(nameOf(transport));
   REQUIRE_NOTHROW(runRanks(n, [n](Comm& comm) {
     for (DType t : {DType::Float32, DType::Float64, DType::Float16, DType::Int32})
-      for (std::size_t threshold : {std::size_t{0}, SIZE_MAX}) {
+      for (AllreduceAlgorithm a : kForcedAlgorithms) {
         std::vector<std::byte> buf(300 * dtypeSize(t));
         for (std::size_t i = 0; i < 300; ++i) setElement(buf.data(), t, i, 2.0 * (i % 5));
-        AllreduceOptions o{kSegmentBytes, threshold, 0.5, 3.0};
+        AllreduceOptions o{kSegmentBytes, 0, 0.5, 3.0, a};
         allreduce(comm, buf.data(), buf.data(), 300, t, ReduceOp::Average, o);
         for (std::size_t i = 0; i < 300; ++i) {
           double want = (i % 5) * 3.0;  // (2x * 0.5) summed over n, divided by n, times 3
-          HVD_ENFORCE(close(getElement(buf.data(), t, i), want, t), dtypeName(t), " element ", i,
-                      " is ", getElement(buf.data(), t, i), ", want ", want, " n=", n);
+          HVD_ENFORCE(close(getElement(buf.data(), t, i), want, t), allreduceAlgorithmName(a),
+                      " ", dtypeName(t), " element ", i, " is ", getElement(buf.data(), t, i),
+                      ", want ", want, " n=", n);
         }
       }
   }, over(transport)));
 }
 
-TEST_CASE("a ring average equals the sum divided by the ranks, bit for bit", "[allreduce]") {
-  // The ring finishes each segment on the rank that completes it (and multiplies by the exact
-  // reciprocal for a power of two): the values must be those of dividing the whole sum.
-  int n = GENERATE(2, 3, 4);
+TEST_CASE("a ring or Rabenseifner average equals the sum divided by the ranks, bit for bit",
+          "[allreduce]") {
+  // The ring finishes each segment, Rabenseifner's each block, on the rank that completes it
+  // (and multiplies by the exact reciprocal for a power of two): the values must be those of
+  // dividing the whole sum.
+  int n = GENERATE(2, 3, 4, 5);
+  AllreduceAlgorithm algorithm =
+      GENERATE(AllreduceAlgorithm::Ring, AllreduceAlgorithm::Rabenseifner);
   Transport transport = GENERATE(Transport::Tcp, Transport::Shm);
-  INFO(nameOf(transport) << " n=" << n);
-  REQUIRE_NOTHROW(runRanks(n, [n](Comm& comm) {
+  INFO(nameOf(transport) << " n=" << n << " " << allreduceAlgorithmName(algorithm));
+  REQUIRE_NOTHROW(runRanks(n, [n, algorithm](Comm& comm) {
     const std::size_t count = 100003;
     for (DType t : {DType::Float32, DType::Float64}) {
       std::size_t size = dtypeSize(t);
       std::vector<std::byte> in(count * size), sum(count * size), avg(count * size);
       for (std::size_t i = 0; i < count; ++i)
         setElement(in.data(), t, i, std::sin(0.37 * double(i) + comm.rank()) * 1e3 / 7.0);
-      AllreduceOptions o{kSegmentBytes, 0, 1.0, 1.0};  // ring at every size
+      AllreduceOptions o{kSegmentBytes, 0, 1.0, 1.0, algorithm};
       allreduce(comm, in.data(), sum.data(), count, t, ReduceOp::Sum, o);
       allreduce(comm, in.data(), avg.data(), count, t, ReduceOp::Average, o);
       for (std::size_t i = 0; i < count; ++i) {
@@ -181,11 +214,14 @@ TEST_CASE("hierarchical allreduce matrix: hosts of several ranks, every dtype, o
     // The threshold picks the algorithm of the stage across hosts.
     allreduceMatrix(comm, AllreduceOptions{kSegmentBytes, 0}, "hierarchical, ring across");
     allreduceMatrix(comm, AllreduceOptions{kSegmentBytes, SIZE_MAX},
-                    "hierarchical, recursive doubling across", false);
-    for (std::size_t threshold : {std::size_t{0}, SIZE_MAX}) {
+                    "hierarchical, recursive doubling across", 0);
+    allreduceMatrix(comm, AllreduceOptions{kSegmentBytes, 0, 1.0, 1.0,
+                                           AllreduceAlgorithm::Rabenseifner},
+                    "hierarchical, rabenseifner across", 0);
+    for (AllreduceAlgorithm a : kForcedAlgorithms) {
       std::vector<float> buf(301);
       for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = 2.0f * (i % 5);
-      AllreduceOptions o{kSegmentBytes, threshold, 0.5, 3.0};
+      AllreduceOptions o{kSegmentBytes, 0, 0.5, 3.0, a};
       allreduce(comm, buf.data(), buf.data(), buf.size(), DType::Float32, ReduceOp::Average, o);
       for (std::size_t i = 0; i < buf.size(); ++i)
         HVD_ENFORCE(buf[i] == (i % 5) * 3.0f, "scaled hierarchical average: element ", i,

@@ -77,3 +77,39 @@ TEST_CASE("HVD_SEGMENT_BYTES is 0 (each transport's own) or at least 1024") {
       Config::fromParams(ParamValues::fromMap({{"HVD_SEGMENT_BYTES", "512"}})),
       Catch::Contains("HVD_SEGMENT_BYTES=512: expected 0 (the transport's) or at least 1024"));
 }
+
+TEST_CASE("allreduce algorithm names parse back, and an unknown one names the valid ones") {
+  using hvd::collectives::AllreduceAlgorithm;
+  for (auto a : {AllreduceAlgorithm::Auto, AllreduceAlgorithm::Ring,
+                 AllreduceAlgorithm::RecursiveDoubling, AllreduceAlgorithm::Rabenseifner})
+    CHECK(hvd::collectives::parseAllreduceAlgorithm(hvd::collectives::allreduceAlgorithmName(a)) ==
+          a);
+  CHECK(hvd::collectives::parseAllreduceAlgorithm("rabenseifner") ==
+        AllreduceAlgorithm::Rabenseifner);
+  REQUIRE_THROWS_AS(hvd::collectives::parseAllreduceAlgorithm("Ring"), hvd::InvalidArgument);
+  REQUIRE_THROWS_WITH(hvd::collectives::parseAllreduceAlgorithm("tree"),
+                      "unknown allreduce algorithm 'tree' (use one of auto, ring, "
+                      "recursive_doubling, rabenseifner)");
+  // The registry's choices and the parser's names are the same list.
+  CHECK(spec("HVD_ALLREDUCE_ALGORITHM").choices ==
+        std::vector<std::string>{"auto", "ring", "recursive_doubling", "rabenseifner"});
+  for (const auto& name : spec("HVD_ALLREDUCE_ALGORITHM").choices)
+    CHECK(hvd::collectives::allreduceAlgorithmName(
+              hvd::collectives::parseAllreduceAlgorithm(name)) == name);
+}
+
+TEST_CASE("HVD_ALLREDUCE_ALGORITHM forces the algorithm, a bad value fails naming it") {
+  using hvd::collectives::AllreduceAlgorithm;
+  CHECK(Config::fromParams(ParamValues::fromMap({})).allreduceAlgorithm ==
+        AllreduceAlgorithm::Auto);
+  CHECK(Config::fromParams(ParamValues::fromMap({{"HVD_ALLREDUCE_ALGORITHM", "rabenseifner"}}))
+            .allreduceAlgorithm == AllreduceAlgorithm::Rabenseifner);
+  CHECK(Config::fromParams(ParamValues::fromMap({{"HVD_ALLREDUCE_ALGORITHM",
+                                                  "recursive_doubling"}}))
+            .allreduceAlgorithm == AllreduceAlgorithm::RecursiveDoubling);
+  REQUIRE_THROWS_AS(ParamValues::fromMap({{"HVD_ALLREDUCE_ALGORITHM", "bogus"}}),
+                    hvd::InvalidArgument);
+  REQUIRE_THROWS_WITH(ParamValues::fromMap({{"HVD_ALLREDUCE_ALGORITHM", "bogus"}}),
+                      "HVD_ALLREDUCE_ALGORITHM='bogus': expected one of auto, ring, "
+                      "recursive_doubling, rabenseifner");
+}
