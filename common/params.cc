@@ -67,6 +67,12 @@ const std::vector<ParamSpec>& allParams() {
        "bytes as the ring. With HVD_HIERARCHICAL_ALLREDUCE=1 it picks the stage across hosts. "
        "Must be the same on every rank (same as hvdrun --allreduce-algorithm).",
        {"auto", "ring", "recursive_doubling", "rabenseifner"}},
+      {"HVD_NETWORK_MODEL", "", ParamType::String, "", 0, 0, false,
+       "A JSON file describing the cluster's links (latency and bandwidth within a host and "
+       "between hosts, reduction speed), as hvd-bench --calibrate writes it. With "
+       "HVD_ALLREDUCE_ALGORITHM=auto, an allreduce across hosts takes the algorithm this model "
+       "predicts fastest; empty: the built-in model (100 Gb/s NICs). Ranks per host come from "
+       "the job."},
       {"HVD_SEGMENT_BYTES", "", ParamType::Int, "0", 0, 1 << 30, false,
        "Largest message of allreduce's pipelined ring and broadcast's chain. 0: the "
        "transport's, 512 KiB over TCP (fewer system calls) and 128 KiB over shared memory "

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <fstream>
 #include <map>
+#include <sstream>
 
 #include "common/error.h"
 #include "runtime/external_launch.h"
@@ -78,6 +80,26 @@ const char* transportName(Transport t) {
   return "auto";
 }
 
+namespace {
+
+std::shared_ptr<const collectives::NetworkModel> loadNetworkModel(const std::string& path,
+                                                                  const Topology& t) {
+  collectives::NetworkModel model;
+  if (!path.empty()) {
+    std::ifstream in(path);
+    if (!in) throw InvalidArgument("HVD_NETWORK_MODEL=" + path + ": cannot read the file");
+    std::stringstream text;
+    text << in.rdbuf();
+    model = collectives::NetworkModel::fromJson(text.str(), "HVD_NETWORK_MODEL=" + path);
+  }
+  // The job's layout wins over the file's: hosts of localSize ranks when they are all alike
+  // (hvdrun places consecutive ranks on a host); otherwise the model treats every rank as a host.
+  model.ranksPerHost = t.localSize > 0 && t.size % t.localSize == 0 ? t.localSize : 1;
+  return std::make_shared<const collectives::NetworkModel>(model);
+}
+
+}  // namespace
+
 Config Config::fromParams(const params::ParamValues& v) {
   Config c;
   Topology& t = c.topology;
@@ -116,6 +138,7 @@ Config Config::fromParams(const params::ParamValues& v) {
   // The registry has already checked the name against its choices; the parse maps it.
   c.allreduceAlgorithm =
       collectives::parseAllreduceAlgorithm(v.getString("HVD_ALLREDUCE_ALGORITHM"));
+  c.networkModel = loadNetworkModel(v.getString("HVD_NETWORK_MODEL"), t);
   c.segmentBytes = static_cast<std::size_t>(v.getInt("HVD_SEGMENT_BYTES"));
   if (c.segmentBytes != 0 && c.segmentBytes < 1024)
     throw InvalidArgument(detail::concat("HVD_SEGMENT_BYTES=", c.segmentBytes,

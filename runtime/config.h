@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,9 @@ struct Config {
   std::size_t ringThresholdBytes = 0;
   // HVD_ALLREDUCE_ALGORITHM: forces host allreduce's algorithm; Auto goes by the threshold.
   collectives::AllreduceAlgorithm allreduceAlgorithm = collectives::AllreduceAlgorithm::Auto;
+  // HVD_NETWORK_MODEL (or the built-in one), with this job's ranks per host: what Auto's cost
+  // model reasons with across hosts. Never null after fromParams.
+  std::shared_ptr<const collectives::NetworkModel> networkModel;
   std::size_t segmentBytes = 0;  // HVD_SEGMENT_BYTES; 0: each communicator's pipelineSegmentBytes()
   std::size_t socketBufferBytes = 0;
   Transport transport = Transport::Auto;

@@ -20,6 +20,7 @@ EngineOptions engineOptions(const Config& c) {
   o.executor.segmentBytes = c.segmentBytes;
   o.executor.ringThresholdBytes = c.ringThresholdBytes;
   o.executor.allreduceAlgorithm = c.allreduceAlgorithm;
+  o.executor.networkModel = c.networkModel;
   o.executor.fuseInPieces = c.topology.localSize == c.topology.size;
   o.executor.opTimeout = c.opTimeout;
   o.executor.gpuUseNccl = c.gpuUseNccl;

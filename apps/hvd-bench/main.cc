@@ -4,7 +4,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "bench/hvd_bench/collective_bench.h"
 #include "bench/hvd_bench/engine_bench.h"
@@ -12,6 +14,7 @@
 #include "bench/hvd_bench/gpu_bench.h"
 #endif
 #include "bench/hvd_bench/report.h"
+#include "bench/hvd_bench/sim_bench.h"
 #include "common/error.h"
 #include "common/params.h"
 #include "runtime/direct_collectives.h"
@@ -74,6 +77,29 @@ int main(int argc, char** argv) {
   app.add_flag("--startup", startup,
                "Instead of a sweep, initialise as hvd_init does, pass a barrier, and print "
                "'HVD_INITIALISED <unix time ns>' (for bench/startup_time.py)");
+  int simulate = 0;
+  hvd::bench::SimBenchOptions so;
+  std::string modelFile, algorithms;
+  double nicGbps = 0, nicLatencyUs = -1;
+  app.add_option("--simulate", simulate,
+                 "Instead of a sweep, simulate an allreduce on this many ranks (virtual time, one "
+                 "process; no hvdrun): every algorithm against the lower bound and the cost "
+                 "model's choice, -b to -e by -f")
+      ->check(CLI::Range(1, 65536));
+  app.add_option("--model", modelFile,
+                 "--simulate: the network model, JSON (fields in docs/performance.md); default: "
+                 "100 Gb/s NICs and this class of machine within a host");
+  app.add_option("--ranks-per-host", so.model.ranksPerHost, "--simulate: the topology's ranks per host")
+      ->check(CLI::Range(1, 65536));
+  app.add_option("--hosts-per-switch", so.model.hostsPerSwitch,
+                 "--simulate: hosts per switch (0: one switch)")
+      ->check(CLI::Range(0, 65536));
+  app.add_option("--nic-gbps", nicGbps, "--simulate: NIC bandwidth in Gbit/s")->check(CLI::PositiveNumber);
+  app.add_option("--nic-latency-us", nicLatencyUs, "--simulate: NIC latency in microseconds")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--algorithms", algorithms,
+                 "--simulate: comma-separated, of recursive_doubling, ring, rabenseifner, "
+                 "hierarchical (default: all that fit the topology)");
   CLI11_PARSE(app, argc, argv);
   try {
     o.minBytes = parseSize(minBytes, "-b");
@@ -83,6 +109,37 @@ int main(int argc, char** argv) {
     o.dtype = hvd::collectives::parseDType(dtype);
     o.redop = hvd::collectives::parseReduceOp(redop);
     o.check = check != 0;
+    if (simulate > 0) {
+      if (!modelFile.empty()) {
+        std::ifstream in(modelFile);
+        if (!in) throw hvd::InvalidArgument("--model: cannot read " + modelFile);
+        std::stringstream text;
+        text << in.rdbuf();
+        int perHost = so.model.ranksPerHost, perSwitch = so.model.hostsPerSwitch;
+        so.model = hvd::collectives::NetworkModel::fromJson(text.str(), "--model " + modelFile);
+        if (app.count("--ranks-per-host")) so.model.ranksPerHost = perHost;
+        if (app.count("--hosts-per-switch")) so.model.hostsPerSwitch = perSwitch;
+      }
+      if (nicGbps > 0) so.model.interHost.bytesPerSecond = nicGbps * 1e9 / 8;
+      if (nicLatencyUs >= 0) so.model.interHost.latencySeconds = nicLatencyUs * 1e-6;
+      so.model.validate("--simulate");
+      so.ranks = simulate;
+      if (app.count("--minbytes")) so.minBytes = o.minBytes;
+      if (app.count("--maxbytes")) so.maxBytes = o.maxBytes;
+      if (app.count("--stepfactor")) so.stepFactor = o.stepFactor;
+      if (!algorithms.empty()) {
+        so.algorithms.clear();
+        std::stringstream list(algorithms);
+        for (std::string name; std::getline(list, name, ',');) so.algorithms.push_back(name);
+      } else if (!(so.model.ranksPerHost > 1 && simulate > so.model.ranksPerHost &&
+                   simulate % so.model.ranksPerHost == 0)) {
+        so.algorithms.pop_back();  // hierarchical needs whole hosts of several ranks
+      }
+      auto result = hvd::bench::runSimBench(so);
+      hvd::bench::printSimReport(std::cout, result);
+      if (!json.empty()) hvd::bench::writeSimJson(json, result);
+      return 0;
+    }
     auto config = hvd::runtime::Config::fromEnvironment();
     if (startup) {
       auto rt = hvd::runtime::Runtime::create(config);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "collectives/algorithms/adasum.h"
+#include "collectives/algorithms/cost_model.h"
 #include "collectives/algorithms/rabenseifner.h"
 #include "collectives/algorithms/reduce.h"
 #include "collectives/algorithms/ring_allreduce.h"
@@ -93,6 +94,8 @@ void hierarchical(const Comm::Hierarchy& hierarchy, const std::byte* source, std
   std::byte* block = data + blocks.offsets[me] * elementSize;
   AllreduceOptions crossOptions = options;
   crossOptions.prescale = crossOptions.postscale = 1.0;
+  crossOptions.ranksPerHost = 1;
+  crossOptions.nicSharing = local.size();
   allreduce(*hierarchy.cross, block, block, blocks.counts[me], dtype, stageOp, crossOptions);
   finishAllreduce(block, blocks.counts[me], dtype, op, worldSize, options.postscale);
   if (local.size() > 1)
@@ -150,6 +153,12 @@ AllreduceAlgorithm parseAllreduceAlgorithm(const std::string& name) {
 
 AllreduceAlgorithm chooseAllreduceAlgorithm(const Comm& comm, std::size_t bytes,
                                             const AllreduceOptions& options) {
+  if (options.model) {
+    CommShape shape{comm.size(), options.ranksPerHost ? options.ranksPerHost
+                                                      : options.model->ranksPerHost,
+                    options.nicSharing};
+    if (shape.size > shape.ranksPerHost) return fastestAllreduce(bytes, shape, *options.model);
+  }
   if (comm.size() > 1 && bytes >= options.ringThresholdBytes) return AllreduceAlgorithm::Ring;
   return AllreduceAlgorithm::RecursiveDoubling;
 }

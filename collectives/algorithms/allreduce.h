@@ -7,6 +7,7 @@
 
 #include "collectives/algorithms/dtype.h"
 #include "collectives/transport/comm.h"
+#include "collectives/transport/network_model.h"
 
 namespace hvd::collectives {
 
@@ -34,11 +35,19 @@ struct AllreduceOptions {
   // Forces the algorithm of a flat allreduce. A communicator with a hierarchy for allreduce
   // still runs the hierarchical form; its stage across hosts takes this choice.
   AllreduceAlgorithm algorithm = AllreduceAlgorithm::Auto;
+  // The cluster as Auto's cost model sees it (cost_model.h), or null. Not owned.
+  const NetworkModel* model = nullptr;
+  // The communicator's shape for the model: consecutive ranks per host (0: the model's), and
+  // how many of a host's ranks use its NIC at once (0: all of them). The hierarchical form's
+  // stage across hosts is one rank per host, with every local rank's column crossing at once.
+  int ranksPerHost = 0;
+  int nicSharing = 0;
 };
 
-// Auto's rule, in one place so that a cost model can replace it: the algorithm for a flat
-// allreduce of `bytes` over `comm` (never Auto). Today: recursive doubling below
-// options.ringThresholdBytes, the ring from there on.
+// Auto's rule: the algorithm for a flat allreduce of `bytes` over `comm` (never Auto). With a
+// model and a communicator that spans hosts, the one the cost model predicts fastest; otherwise
+// (within one host, where the thresholds were measured) recursive doubling below
+// options.ringThresholdBytes and the ring from there on.
 AllreduceAlgorithm chooseAllreduceAlgorithm(const Comm& comm, std::size_t bytes,
                                             const AllreduceOptions& options);
 

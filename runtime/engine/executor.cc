@@ -88,7 +88,7 @@ void Executor::allreduceChunk(const std::vector<AllreduceSlot>& slots,
                               collectives::Comm& comm) {
   collectives::AllreduceOptions options{options_.segmentBytes, options_.ringThresholdBytes,
                                         params.prescale, params.postscale,
-                                        options_.allreduceAlgorithm};
+                                        options_.allreduceAlgorithm, options_.networkModel.get()};
   std::vector<Timeline::Event> events;
   bool timeline = timeline_.active();
   // Marks a phase for the chunk's tensors at positions [first, last).

@@ -19,6 +19,7 @@ struct ExecutorOptions {
   std::size_t segmentBytes = 0;  // HVD_SEGMENT_BYTES; 0: the communicator's
   std::size_t ringThresholdBytes = 128 * 1024;
   collectives::AllreduceAlgorithm allreduceAlgorithm = collectives::AllreduceAlgorithm::Auto;
+  std::shared_ptr<const collectives::NetworkModel> networkModel;  // Auto's across hosts; may be null
   // Every rank of the job is on this host, where a collective's round trip costs a few
   // microseconds: the host executor then fills, reduces and drains a fusion buffer in pieces
   // that stay in the core's cache (Executor::fusionPieceBytes).

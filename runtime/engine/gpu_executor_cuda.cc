@@ -245,7 +245,7 @@ void CudaExecutor::allreduceChunk(const std::vector<AllreduceSlot>& slots,
                                   ExecutorCounters& counters) {
   collectives::AllreduceOptions options{options_.segmentBytes, options_.ringThresholdBytes,
                                         params.prescale, params.postscale,
-                                        options_.allreduceAlgorithm};
+                                        options_.allreduceAlgorithm, options_.networkModel.get()};
   cudaStream_t stream = state.stream->get();
   DType dtype = slots[chunk[0]].meta.dtype;
   gpu::GpuCollectives& backend = backendFor(backends, dtype, true);

@@ -1,0 +1,159 @@
+#include "collectives/algorithms/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/error.h"
+
+namespace hvd::collectives {
+namespace {
+
+// The segment rule of allreduce.cc's ring (segmentBytesFor) with the default limit.
+constexpr double kMinSegment = 128 * 1024;
+constexpr double kSegmentLimit = 512 * 1024;
+
+// One round of messages: every rank sends `bytes` at once. `cross`: to another host, where
+// `sharing` ranks of a host use its NIC together; within a host all of its ranks copy at once
+// and share its memory bandwidth.
+struct Rounds {
+  const NetworkModel& m;
+  int ranksPerHost;
+  int nicSharing;  // how many of a host's ranks cross at once in a cross-host round
+
+  double round(bool cross, double bytes) const {
+    if (cross) return m.interHost.latencySeconds + nicSharing * bytes / m.interHost.bytesPerSecond;
+    return m.intraHost.latencySeconds +
+           std::max(bytes / m.intraHost.bytesPerSecond,
+                    ranksPerHost * bytes / m.hostMemoryBytesPerSecond);
+  }
+  // Whether partners `distance` apart are on different hosts (consecutive ranks share one).
+  bool crosses(int distance, int size) const {
+    return size > ranksPerHost && distance >= ranksPerHost;
+  }
+  double reduce(double bytes) const { return m.reduceSeconds(bytes); }
+};
+
+int powerOfTwoBelow(int n) {
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
+
+// Recursive doubling (allreduce.cc): ranks >= p fold into rank r - p and get the result back;
+// log2 p exchanges of the whole buffer, nearest partner first, each followed by a reduction.
+double recursiveDoubling(double s, int n, const Rounds& r) {
+  int p = powerOfTwoBelow(n);
+  double t = 0;
+  for (int d = 1; d < p; d *= 2) t += r.round(r.crosses(d, n), s) + r.reduce(s);
+  if (n > p) t += 2 * r.round(r.crosses(p, n), s) + r.reduce(s);
+  return t;
+}
+
+// Rabenseifner (rabenseifner.cc): neighbours fold in pairs, then recursive halving and
+// doubling, exchanging s / 2d with the partner at distance d.
+double rabenseifner(double s, int n, const Rounds& r) {
+  int p = powerOfTwoBelow(n);
+  double t = 0;
+  for (int d = 1; d < p; d *= 2) {
+    double part = s / (2.0 * d);
+    t += 2 * r.round(r.crosses(d, n), part) + r.reduce(part);
+  }
+  if (n > p) t += 2 * r.round(r.crosses(1, n), s) + r.reduce(s);
+  return t;
+}
+
+// The pipelined ring: 2(n-1) steps of a block of s / n, cut into segments. In a step every
+// host sends one block across (its last rank's) and its other ranks one block each within it.
+// Each rank's link carries all 2(n-1) blocks one after the other, while the first segment's
+// chain of 2(n-1) hops bounds it from below when the blocks are small.
+double ring(double s, int n, const Rounds& r) {
+  double block = s / n;
+  double segment = std::min(block, std::min(kSegmentLimit, std::max(kMinSegment, block / 4)));
+  double latency = r.m.intraHost.latencySeconds;
+  double perByte = std::max(1 / r.m.intraHost.bytesPerSecond,
+                            r.ranksPerHost / r.m.hostMemoryBytesPerSecond);
+  if (n > r.ranksPerHost) {
+    // A flat ring crosses each host's NIC once per step, so its first segment's chain pays the
+    // NIC's latency on one hop of every ranksPerHost; a ring of one rank per host (the
+    // hierarchical form's stage across hosts) runs beside the other local ranks' rings.
+    int crossing = r.ranksPerHost > 1 ? 1 : r.nicSharing;
+    latency = ((r.ranksPerHost - 1) * latency + r.m.interHost.latencySeconds) / r.ranksPerHost;
+    perByte = std::max(perByte, crossing / r.m.interHost.bytesPerSecond);
+  }
+  double steps = 2.0 * (n - 1);
+  double link = steps * block * perByte + latency;
+  double chain = steps * (latency + segment * perByte);
+  return std::max(link, chain) + (n - 1) * r.reduce(block);
+}
+
+double flat(AllreduceAlgorithm algorithm, double s, int n, const Rounds& r) {
+  if (n <= 1) return 0;
+  switch (algorithm) {
+    case AllreduceAlgorithm::RecursiveDoubling: return recursiveDoubling(s, n, r);
+    case AllreduceAlgorithm::Rabenseifner: return rabenseifner(s, n, r);
+    case AllreduceAlgorithm::Ring: return ring(s, n, r);
+    case AllreduceAlgorithm::Auto: break;
+  }
+  throw InvalidArgument("predictAllreduce: auto is a choice, not an algorithm");
+}
+
+constexpr AllreduceAlgorithm kCandidates[] = {AllreduceAlgorithm::RecursiveDoubling,
+                                              AllreduceAlgorithm::Ring,
+                                              AllreduceAlgorithm::Rabenseifner};
+
+}  // namespace
+
+double predictAllreduce(AllreduceAlgorithm algorithm, std::size_t bytes, const CommShape& shape,
+                        const NetworkModel& model) {
+  int perHost = std::min(shape.ranksPerHost, shape.size);
+  Rounds r{model, perHost, shape.nicSharing > 0 ? shape.nicSharing : perHost};
+  return flat(algorithm, static_cast<double>(bytes), shape.size, r);
+}
+
+double predictHierarchicalAllreduce(std::size_t bytes, const CommShape& shape,
+                                    const NetworkModel& model) {
+  int l = shape.ranksPerHost, hosts = shape.size / std::max(1, l);
+  HVD_ENFORCE(l > 1 && hosts > 1 && hosts * l == shape.size,
+              "hierarchical allreduce needs whole hosts of several ranks: ", shape.size,
+              " ranks, ", l, " per host");
+  double s = static_cast<double>(bytes);
+  Rounds within{model, l, l};
+  // A ring reduce-scatter and a ring allgather within the host: (l-1) steps of s / l each.
+  double block = s / l;
+  double local = 2 * (l - 1) * within.round(false, block) + (l - 1) * within.reduce(block);
+  // Across hosts, every local rank's column at once: l ranks share each NIC.
+  Rounds across{model, 1, l};
+  double best = INFINITY;
+  for (AllreduceAlgorithm a : kCandidates) best = std::min(best, flat(a, block, hosts, across));
+  return local + best;
+}
+
+double allreduceLowerBound(std::size_t bytes, const CommShape& shape, const NetworkModel& model) {
+  int n = shape.size;
+  if (n <= 1) return 0;
+  int l = std::min(shape.ranksPerHost, n);
+  int hosts = (n + l - 1) / l;
+  double s = static_cast<double>(bytes);
+  double latency = std::ceil(std::log2(static_cast<double>(hosts))) * model.interHost.latencySeconds +
+                   std::ceil(std::log2(static_cast<double>(l))) * model.intraHost.latencySeconds;
+  double perRank = 2.0 * (n - 1) / n * s / model.intraHost.bytesPerSecond;
+  if (hosts > 1) perRank = 2.0 * (n - 1) / n * s / std::max(model.intraHost.bytesPerSecond, model.interHost.bytesPerSecond);
+  double perHost = hosts > 1 ? 2.0 * (hosts - 1) / hosts * s / model.interHost.bytesPerSecond : 0;
+  return latency + std::max(perRank, perHost) + (n - 1.0) / n * model.reduceSeconds(s);
+}
+
+AllreduceAlgorithm fastestAllreduce(std::size_t bytes, const CommShape& shape,
+                                    const NetworkModel& model) {
+  AllreduceAlgorithm best = AllreduceAlgorithm::RecursiveDoubling;
+  double bestTime = INFINITY;
+  for (AllreduceAlgorithm a : kCandidates) {
+    double t = predictAllreduce(a, bytes, shape, model);
+    if (t < bestTime) {
+      best = a;
+      bestTime = t;
+    }
+  }
+  return best;
+}
+
+}  // namespace hvd::collectives

@@ -1,0 +1,42 @@
+// Predicted times of the allreduce algorithms, from a NetworkModel (α, β per link, γ) and the
+// shape of the communicator (ranks, ranks per host), and the choice of the fastest. The formulas
+// follow each algorithm's rounds as allreduce.cc, rabenseifner.cc and ring_allreduce.cc run them:
+// which rounds stay within a host (partners closer than ranksPerHost, as launchers place
+// consecutive ranks on one host), and how many of a host's ranks share its NIC in a round.
+// The simulated transport (transport/sim) runs the same algorithms on the same model, which is
+// how these predictions are checked (bench: hvd-bench --simulate).
+#pragma once
+
+#include <cstddef>
+
+#include "collectives/algorithms/allreduce.h"
+#include "collectives/transport/network_model.h"
+
+namespace hvd::collectives {
+
+// What the chooser knows of a communicator.
+struct CommShape {
+  int size = 1;
+  int ranksPerHost = 1;  // consecutive ranks share a host
+  int nicSharing = 0;    // a host's ranks that cross its NIC at once (0: ranksPerHost)
+};
+
+// Seconds for a flat allreduce of `bytes` by `algorithm` (not Auto). `segmentBytes`: the ring's
+// pipeline segment (AllreduceOptions' rule).
+double predictAllreduce(AllreduceAlgorithm algorithm, std::size_t bytes, const CommShape& shape,
+                        const NetworkModel& model);
+// The hierarchical form (a ring within each host, the best flat algorithm across hosts, a ring
+// within each host again); needs size a multiple of ranksPerHost > 1.
+double predictHierarchicalAllreduce(std::size_t bytes, const CommShape& shape,
+                                    const NetworkModel& model);
+// The α-β-γ lower bound: ceil(log2 H) inter-host and ceil(log2 L) intra-host latencies, every
+// host's NIC carrying 2(H-1)/H of the payload each way (every rank's link 2(n-1)/n of it), and
+// (n-1)/n of it reduced by each rank.
+double allreduceLowerBound(std::size_t bytes, const CommShape& shape, const NetworkModel& model);
+
+// The flat algorithm with the least predicted time (ties: the simpler one, in the order
+// recursive doubling, ring, Rabenseifner).
+AllreduceAlgorithm fastestAllreduce(std::size_t bytes, const CommShape& shape,
+                                    const NetworkModel& model);
+
+}  // namespace hvd::collectives
