@@ -56,37 +56,14 @@ class Rabenseifner {
   void run() {
     int r = comm_.rank();
     if (fold_.leaves(r)) return handOver(comm_.peer(r + 1));
-    std::byte* scratch = comm_.scratch(largestReceive(r));
-    const std::byte* current = input_;  // where this rank's partial sums are
-    if (fold_.absorbs(r)) {
-      Segment all{0, count_};
-      exchange(comm_.peer(r - 1), current, {0, 0}, scratch, all);
-      reduceRange(current, scratch, all);
-      current = data_;
-    }
+    scratch_ = comm_.scratch(largestReceive(r));
+    if (fold_.absorbs(r)) foldIn(comm_.peer(r - 1));
     int v = fold_.remainingRank(r);
-    int first = 0, last = fold_.p;  // the blocks this rank still reduces
-    for (int d = fold_.p / 2; d >= 1; d /= 2) {
-      int mid = first + d;
-      bool lower = (v & d) == 0;
-      Segment keep = lower ? range(first, mid) : range(mid, last);
-      Segment give = lower ? range(mid, last) : range(first, mid);
-      exchange(comm_.peer(fold_.realRank(v ^ d)), current, give, scratch, keep);
-      reduceRange(current, scratch, keep);
-      current = data_;
-      if (lower)
-        last = mid;
-      else
-        first = mid;
-    }
+    reduceScatter(v);
     Segment mine = range(v, v + 1);
     finishAllreduce(data_ + mine.offset * elem_, mine.count, dtype_, op_, comm_.size(),
                     postscale_);
-    for (int d = 1; d < fold_.p; d *= 2) {
-      int base = v / d * d, theirs = base ^ d;
-      exchange(comm_.peer(fold_.realRank(v ^ d)), data_, range(base, base + d),
-               data_ + range(theirs, theirs + d).offset * elem_, range(theirs, theirs + d));
-    }
+    allgather(v);
     if (fold_.absorbs(r)) exchange(comm_.peer(r - 1), data_, {0, count_}, nullptr, {0, 0});
   }
 
@@ -118,10 +95,48 @@ class Rabenseifner {
     out.wait(deadline_);
   }
 
-  // data[range] = current[range] op received (scratch holds the range from its start).
-  void reduceRange(const std::byte* current, const std::byte* received, Segment range) {
+  // data[range] = current[range] op received (which holds the range from its start); from
+  // then on this rank's partial results are in data.
+  void reduceRange(const std::byte* received, Segment range) {
     std::size_t at = range.offset * elem_;
-    reduce(data_ + at, current + at, received, range.count, dtype_, op_);
+    reduce(data_ + at, current_ + at, received, range.count, dtype_, op_);
+    current_ = data_;
+  }
+
+  // The odd rank of a pair: its partner's whole input arrives, and the reduction of the two
+  // is this rank's from now on.
+  void foldIn(Connection& partner) {
+    Segment all{0, count_};
+    exchange(partner, nullptr, {0, 0}, scratch_, all);
+    reduceRange(scratch_, all);
+  }
+
+  // Recursive halving among the remaining ranks; leaves block v reduced over every rank.
+  void reduceScatter(int v) {
+    int first = 0, last = fold_.p;  // the blocks this rank still reduces
+    for (int d = fold_.p / 2; d >= 1; d /= 2) {
+      int mid = first + d;
+      bool lower = (v & d) == 0;
+      Segment keep = lower ? range(first, mid) : range(mid, last);
+      Segment give = lower ? range(mid, last) : range(first, mid);
+      exchange(comm_.peer(fold_.realRank(v ^ d)), current_, give, scratch_, keep);
+      reduceRange(scratch_, keep);
+      if (lower)
+        last = mid;
+      else
+        first = mid;
+    }
+  }
+
+  // Recursive doubling among the remaining ranks: v holds the d blocks from v / d * d on, and
+  // swaps them for its partner's.
+  void allgather(int v) {
+    for (int d = 1; d < fold_.p; d *= 2) {
+      int mine = v / d * d, theirs = mine ^ d;
+      Segment take = range(theirs, theirs + d);
+      exchange(comm_.peer(fold_.realRank(v ^ d)), data_, range(mine, mine + d),
+               data_ + take.offset * elem_, take);
+    }
   }
 
   // An even rank of a pair: its input goes to the odd rank, the finished result comes back. In
@@ -146,6 +161,9 @@ class Rabenseifner {
   Fold fold_;
   Blocks blocks_;
   Deadline deadline_;
+  std::byte* scratch_ = nullptr;
+  // This rank's partial results: the input until the first reduction, then data.
+  const std::byte* current_ = input_;
 };
 
 }  // namespace
