@@ -94,7 +94,8 @@ std::shared_ptr<const collectives::NetworkModel> loadNetworkModel(const std::str
   }
   // The job's layout wins over the file's: hosts of localSize ranks when they are all alike
   // (hvdrun places consecutive ranks on a host); otherwise the model treats every rank as a host.
-  model.ranksPerHost = t.localSize > 0 && t.size % t.localSize == 0 ? t.localSize : 1;
+  // localSize * crossSize == size holds on every rank or on none, so all ranks agree.
+  model.ranksPerHost = t.localSize * t.crossSize == t.size ? t.localSize : 1;
   return std::make_shared<const collectives::NetworkModel>(model);
 }
 

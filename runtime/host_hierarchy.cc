@@ -1,7 +1,9 @@
 #include "runtime/host_hierarchy.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <vector>
 
@@ -30,24 +32,69 @@ constexpr Setting kSettings[] = {
      &Config::hierarchicalAllgather}};
 constexpr std::size_t kSettingCount = std::size(kSettings);
 
-// One rank's record in the exchange: a byte per setting, then its host name, NUL-padded.
+// What picks the algorithm of an allreduce across hosts, which must be the same on every rank:
+// ranks that chose differently would send messages the others do not expect. Each is a number
+// in a rank's record (the model as a hash of its JSON, which a file that differs between hosts
+// changes).
+struct Choice {
+  const char* variable;
+  uint64_t (*of)(const Config&);
+};
+const Choice kChoices[] = {
+    {"HVD_ALLREDUCE_ALGORITHM",
+     [](const Config& c) { return static_cast<uint64_t>(c.allreduceAlgorithm); }},
+    {"HVD_ALLREDUCE_RING_THRESHOLD",
+     [](const Config& c) { return static_cast<uint64_t>(c.ringThresholdBytes); }},
+    {"HVD_NETWORK_MODEL (the model's contents)",
+     [](const Config& c) {
+       return static_cast<uint64_t>(std::hash<std::string>{}(c.networkModel->toJson()));
+     }}};
+constexpr std::size_t kChoiceCount = std::size(kChoices);
+
+// One rank's record in the exchange: a byte per setting, a number per choice, then its host
+// name, NUL-padded.
 constexpr std::size_t kRecordBytes = 256;
+constexpr std::size_t kHostAt = kSettingCount + kChoiceCount * sizeof(uint64_t);
 
 struct Exchanged {
   HostLayout layout;
   std::vector<int> on[kSettingCount], off[kSettingCount];  // ranks by each setting
 };
 
+// Throws InvalidArgument naming the ranks on each side when a choice differs between ranks.
+void checkChoicesAgree(const std::vector<std::byte>& all, int size) {
+  for (std::size_t k = 0; k < kChoiceCount; ++k) {
+    auto valueOf = [&](int r) {
+      uint64_t v;
+      std::memcpy(&v, all.data() + r * kRecordBytes + kSettingCount + k * sizeof(uint64_t),
+                  sizeof v);
+      return v;
+    };
+    std::vector<int> same, other;
+    for (int r = 0; r < size; ++r) (valueOf(r) == valueOf(0) ? same : other).push_back(r);
+    if (!other.empty())
+      throw InvalidArgument(detail::concat(
+          kChoices[k].variable, " differs between ranks: ranks ", rankSet(same),
+          " have rank 0's, ranks ", rankSet(other), " another (every rank must choose the same "
+          "allreduce algorithm; set it for the whole job, e.g. hvdrun -x, and give every host "
+          "the same model file)"));
+  }
+}
+
 Exchanged exchange(const Config& config, Comm& data) {
   const std::string& host = config.topology.hostname;
-  if (host.size() >= kRecordBytes - kSettingCount)
+  if (host.size() >= kRecordBytes - kHostAt)
     throw InvalidArgument(detail::concat("HVD_HOSTNAME of rank ", config.topology.rank, " is ",
                                          host.size(), " characters long; at most ",
-                                         kRecordBytes - kSettingCount - 1, " are supported"));
+                                         kRecordBytes - kHostAt - 1, " are supported"));
   std::vector<std::byte> mine(kRecordBytes);
   for (std::size_t k = 0; k < kSettingCount; ++k)
     mine[k] = std::byte{config.*kSettings[k].value ? uint8_t{1} : uint8_t{0}};
-  std::memcpy(mine.data() + kSettingCount, host.data(), host.size());
+  for (std::size_t k = 0; k < kChoiceCount; ++k) {
+    uint64_t v = kChoices[k].of(config);
+    std::memcpy(mine.data() + kSettingCount + k * sizeof v, &v, sizeof v);
+  }
+  std::memcpy(mine.data() + kHostAt, host.data(), host.size());
   std::vector<std::byte> all;
   collectives::allgather(
       data, {mine.data(), collectives::DType::UInt8, {int64_t(kRecordBytes)}},
@@ -55,13 +102,14 @@ Exchanged exchange(const Config& config, Comm& data) {
         all.resize(static_cast<std::size_t>(shape[0]));
         return all.data();
       });
+  checkChoicesAgree(all, data.size());
   Exchanged out;
   std::vector<std::string> hostOfRank;
   for (int r = 0; r < data.size(); ++r) {
     const std::byte* record = all.data() + r * kRecordBytes;
     for (std::size_t k = 0; k < kSettingCount; ++k)
       (record[k] == std::byte{1} ? out.on[k] : out.off[k]).push_back(r);
-    hostOfRank.emplace_back(reinterpret_cast<const char*>(record + kSettingCount));
+    hostOfRank.emplace_back(reinterpret_cast<const char*>(record + kHostAt));
   }
   out.layout = HostLayout::of(hostOfRank);
   return out;

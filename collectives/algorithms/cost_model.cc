@@ -45,7 +45,12 @@ double recursiveDoubling(double s, int n, const Rounds& r) {
   int p = powerOfTwoBelow(n);
   double t = 0;
   for (int d = 1; d < p; d *= 2) t += r.round(r.crosses(d, n), s) + r.reduce(s);
-  if (n > p) t += 2 * r.round(r.crosses(p, n), s) + r.reduce(s);
+  // The fold costs a round; the unfold only its bytes: the ranks that did not fold sent their
+  // first round's data at once, so the folding ranks finish their rounds a latency early.
+  if (n > p) {
+    bool cross = r.crosses(p, n);
+    t += r.round(cross, s) + r.reduce(s) + r.round(cross, s) - r.round(cross, 0);
+  }
   return t;
 }
 
@@ -69,21 +74,26 @@ double rabenseifner(double s, int n, const Rounds& r) {
 double ring(double s, int n, const Rounds& r) {
   double block = s / n;
   double segment = std::min(block, std::min(kSegmentLimit, std::max(kMinSegment, block / 4)));
+  double segments = std::ceil(block / segment);
+  // Within a host, all but one of its ranks copy a block each step.
   double latency = r.m.intraHost.latencySeconds;
   double perByte = std::max(1 / r.m.intraHost.bytesPerSecond,
-                            r.ranksPerHost / r.m.hostMemoryBytesPerSecond);
+                            (r.ranksPerHost - 1) / r.m.hostMemoryBytesPerSecond);
   if (n > r.ranksPerHost) {
     // A flat ring crosses each host's NIC once per step, so its first segment's chain pays the
     // NIC's latency on one hop of every ranksPerHost; a ring of one rank per host (the
     // hierarchical form's stage across hosts) runs beside the other local ranks' rings.
     int crossing = r.ranksPerHost > 1 ? 1 : r.nicSharing;
+    double nic = crossing / r.m.interHost.bytesPerSecond;
     latency = ((r.ranksPerHost - 1) * latency + r.m.interHost.latencySeconds) / r.ranksPerHost;
-    perByte = std::max(perByte, crossing / r.m.interHost.bytesPerSecond);
+    perByte = r.ranksPerHost > 1 ? std::max(perByte, nic) : nic;
   }
   double steps = 2.0 * (n - 1);
-  double link = steps * block * perByte + latency;
-  double chain = steps * (latency + segment * perByte);
-  return std::max(link, chain) + (n - 1) * r.reduce(block);
+  double link = std::max(steps * block * perByte + latency, steps * (latency + segment * perByte));
+  // A segment is reduced while the next one arrives: with several segments per block the
+  // reductions and the transfers overlap, but for one segment they alternate.
+  double reductions = (n - 1) * r.reduce(block);
+  return std::max(link, reductions) + std::min(link, reductions) / segments;
 }
 
 double flat(AllreduceAlgorithm algorithm, double s, int n, const Rounds& r) {
@@ -136,10 +146,17 @@ double allreduceLowerBound(std::size_t bytes, const CommShape& shape, const Netw
   double s = static_cast<double>(bytes);
   double latency = std::ceil(std::log2(static_cast<double>(hosts))) * model.interHost.latencySeconds +
                    std::ceil(std::log2(static_cast<double>(l))) * model.intraHost.latencySeconds;
-  double perRank = 2.0 * (n - 1) / n * s / model.intraHost.bytesPerSecond;
-  if (hosts > 1) perRank = 2.0 * (n - 1) / n * s / std::max(model.intraHost.bytesPerSecond, model.interHost.bytesPerSecond);
-  double perHost = hosts > 1 ? 2.0 * (hosts - 1) / hosts * s / model.interHost.bytesPerSecond : 0;
-  return latency + std::max(perRank, perHost) + (n - 1.0) / n * model.reduceSeconds(s);
+  // Every rank receives at least 2(n-1)/n of the payload (reduce-scatter's share, then the
+  // allgather's), through its copy port or its host's NIC; all of a host's ranks' bytes come
+  // through its memory or its NIC; and a host's NIC carries at least 2(H-1)/H of it.
+  double nic = hosts > 1 ? model.interHost.bytesPerSecond : 0;
+  double received = 2.0 * (n - 1) / n * s;
+  double perRank = received / (model.intraHost.bytesPerSecond + nic);
+  double perHost = l * received / (model.hostMemoryBytesPerSecond + nic);
+  double acrossHosts = hosts > 1 ? 2.0 * (hosts - 1) / hosts * s / nic : 0;
+  // A rank can reduce one segment while the next arrives, so the reductions bound the time
+  // beside the transfers, not on top of them.
+  return latency + std::max({perRank, perHost, acrossHosts, (n - 1.0) / n * model.reduceSeconds(s)});
 }
 
 AllreduceAlgorithm fastestAllreduce(std::size_t bytes, const CommShape& shape,

@@ -4,12 +4,17 @@
 //   traffic tends to stay on shared memory). The even rank sends its whole input to the odd
 //   one, which reduces it and stands for both; p ranks remain, numbered v = 0..p-1.
 // - Reduce-scatter by recursive halving, log2 p rounds: the buffer is cut into p blocks. With
-//   distance d = p/2, p/4, ..., 1, rank v and v xor d split the blocks they are still reducing:
-//   v keeps the half on its side of d (the lower half when bit d of v is clear), sends the
-//   other half and reduces what arrives into the kept half. Afterwards v holds the complete
-//   reduction of block v, and finishes it (Average's division, the postscale).
-// - Allgather by recursive doubling, log2 p rounds: with d = 1, 2, ..., p/2, rank v sends the d
-//   finished blocks it holds to v xor d and receives that rank's d blocks in place.
+//   distance d = 1, 2, ..., p/2, rank v and v xor d split the blocks they are still reducing:
+//   v keeps the lower half when bit d of v is clear, else the upper, sends the other half and
+//   reduces what arrives into the kept half. Afterwards v holds the complete reduction of one
+//   block (the bit-reversal of v), and finishes it (Average's division, the postscale).
+//   Nearest partners first: the large early halves travel between neighbours, which launchers
+//   place on one host, and only the small late ones cross between hosts. On hosts of L ranks a
+//   host's NIC then carries about the payload each way, as the hierarchical form's does, not L
+//   times half of it (cost_model.cc; hvd-bench --simulate shows the difference).
+// - Allgather by recursive doubling, log2 p rounds, the halving's rounds in reverse: with
+//   d = p/2, ..., 1, rank v sends the finished blocks it holds to v xor d and receives that
+//   rank's (the half it gave away at distance d) in place.
 // - Unfold: each odd rank of a pair sends the whole result to its even partner.
 // Rounds: 2 log2 p, +2 when n is not a power of two. Bytes sent per remaining rank:
 // 2 (p-1)/p * size, as the ring (plus size for the odd rank of a pair, and size in all for the
@@ -22,7 +27,9 @@
 // distance), and a connection matches messages in order, so they cannot be confused.
 #include "collectives/algorithms/rabenseifner.h"
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "collectives/algorithms/reduce.h"
 #include "collectives/algorithms/ring.h"
@@ -60,7 +67,7 @@ class Rabenseifner {
     if (fold_.absorbs(r)) foldIn(comm_.peer(r - 1));
     int v = fold_.remainingRank(r);
     reduceScatter(v);
-    Segment mine = range(v, v + 1);
+    Segment mine = halves_.empty() ? range(0, fold_.p) : halves_.back().keep;
     finishAllreduce(data_ + mine.offset * elem_, mine.count, dtype_, op_, comm_.size(),
                     postscale_);
     allgather(v);
@@ -80,8 +87,7 @@ class Rabenseifner {
   std::size_t largestReceive(int r) const {
     if (fold_.absorbs(r)) return count_ * elem_;
     int mid = fold_.p / 2;
-    bool lower = (fold_.remainingRank(r) & mid) == 0;
-    return (lower ? range(0, mid) : range(mid, fold_.p)).count * elem_;
+    return std::max(range(0, mid).count, range(mid, fold_.p).count) * elem_;
   }
 
   // Sends `give` of `from` to `peer` while receiving `take.count` elements into `into`.
@@ -111,16 +117,18 @@ class Rabenseifner {
     reduceRange(scratch_, all);
   }
 
-  // Recursive halving among the remaining ranks; leaves block v reduced over every rank.
+  // Recursive halving among the remaining ranks, nearest partner first; leaves one block
+  // reduced over every rank, and in halves_ what each round kept and gave away.
   void reduceScatter(int v) {
     int first = 0, last = fold_.p;  // the blocks this rank still reduces
-    for (int d = fold_.p / 2; d >= 1; d /= 2) {
-      int mid = first + d;
+    for (int d = 1; d < fold_.p; d *= 2) {
+      int mid = first + (last - first) / 2;
       bool lower = (v & d) == 0;
-      Segment keep = lower ? range(first, mid) : range(mid, last);
-      Segment give = lower ? range(mid, last) : range(first, mid);
-      exchange(comm_.peer(fold_.realRank(v ^ d)), current_, give, scratch_, keep);
-      reduceRange(scratch_, keep);
+      Half half{d, lower ? range(first, mid) : range(mid, last),
+                lower ? range(mid, last) : range(first, mid)};
+      exchange(comm_.peer(fold_.realRank(v ^ d)), current_, half.give, scratch_, half.keep);
+      reduceRange(scratch_, half.keep);
+      halves_.push_back(half);
       if (lower)
         last = mid;
       else
@@ -128,15 +136,12 @@ class Rabenseifner {
     }
   }
 
-  // Recursive doubling among the remaining ranks: v holds the d blocks from v / d * d on, and
-  // swaps them for its partner's.
+  // Recursive doubling, the halving's rounds in reverse: the partner finished what this rank
+  // gave it at that distance, and gets back what this rank kept (finished by now).
   void allgather(int v) {
-    for (int d = 1; d < fold_.p; d *= 2) {
-      int mine = v / d * d, theirs = mine ^ d;
-      Segment take = range(theirs, theirs + d);
-      exchange(comm_.peer(fold_.realRank(v ^ d)), data_, range(mine, mine + d),
-               data_ + take.offset * elem_, take);
-    }
+    for (auto it = halves_.rbegin(); it != halves_.rend(); ++it)
+      exchange(comm_.peer(fold_.realRank(v ^ it->distance)), data_, it->keep,
+               data_ + it->give.offset * elem_, it->give);
   }
 
   // An even rank of a pair: its input goes to the odd rank, the finished result comes back. In
@@ -162,6 +167,13 @@ class Rabenseifner {
   Blocks blocks_;
   Deadline deadline_;
   std::byte* scratch_ = nullptr;
+  // One round of the halving: the partner's distance, the elements kept and those given away.
+  struct Half {
+    int distance;
+    Segment keep;
+    Segment give;
+  };
+  std::vector<Half> halves_;
   // This rank's partial results: the input until the first reduction, then data.
   const std::byte* current_ = input_;
 };

@@ -112,8 +112,9 @@ TEST_CASE("rabenseifner folds neighbouring pairs for a non-power of two", "[allr
 }
 
 TEST_CASE("rabenseifner sends no message for a block left empty", "[allreduce]") {
-  // 2 floats over 4 ranks: blocks of 1, 1, 0 and 0. Rank 0 sends 1 float to rank 1 and gets
-  // rank 1's, gathers 2 to rank 2; ranks 2 and 3 only hand their halves over.
+  // 2 floats over 4 ranks: blocks of 1, 1, 0 and 0. At distance 1 ranks 1 and 3 hand both
+  // floats to 0 and 2 and keep the empty half; 0 and 2 swap a float each way at distance 2,
+  // then pass the result back to 1 and 3. Nothing is sent for the empty half.
   requireTraffic(trafficOf(4, forcing(AllreduceAlgorithm::Rabenseifner), Layout::Flat, 2),
-                 {{3, 16, {1, 2}}, {3, 16, {0, 3}}, {1, 8, {0}}, {1, 8, {1}}});
+                 {{3, 16, {1, 2}}, {1, 8, {0}}, {3, 16, {0, 3}}, {1, 8, {2}}});
 }

@@ -7,7 +7,10 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -226,6 +229,52 @@ TEST_CASE("HVD_HIERARCHICAL_ALLREDUCE set on some ranks only fails every rank na
   for (const auto& o : outcomes)
     CHECK_THAT(o, Catch::Contains("HVD_HIERARCHICAL_ALLREDUCE differs between ranks: on for "
                                   "ranks {0,2,3}, off for ranks {1}"));
+}
+
+// Two hosts of two ranks, no hierarchy, with `extra` settings per rank on top.
+test::ParamsFor twoHostsWith(std::function<std::map<std::string, std::string>(int)> extra) {
+  auto base = onHosts(4, 2, [](int) { return false; });
+  return [=](int r) {
+    auto params = base(r);
+    for (auto& [k, v] : extra(r)) params[k] = v;
+    return params;
+  };
+}
+
+TEST_CASE("across hosts, auto allreduce follows the network model and sums right") {
+  auto outcomes = test::runRuntimesWith(
+      4, [](Runtime& rt, int rank) { return sumsAreRight(rt, rank, 4); },
+      twoHostsWith([](int) { return std::map<std::string, std::string>{}; }));
+  for (const auto& o : outcomes) CHECK(o == "");
+}
+
+TEST_CASE("an allreduce algorithm or network model that differs between ranks fails every rank "
+          "naming them") {
+  auto algorithm = test::runRuntimesWith(
+      4, [](Runtime&, int) -> std::string { return "created"; },
+      twoHostsWith([](int r) {
+        return std::map<std::string, std::string>{
+            {"HVD_ALLREDUCE_ALGORITHM", r == 3 ? "ring" : "auto"}};
+      }),
+      false);
+  for (const auto& o : algorithm)
+    CHECK_THAT(o, Catch::Contains("HVD_ALLREDUCE_ALGORITHM differs between ranks: ranks {0,1,2} "
+                                  "have rank 0's, ranks {3} another"));
+  std::string path = "/tmp/hvd-test-model-" + std::to_string(::getpid()) + ".json";
+  {
+    std::ofstream file(path);
+    file << R"({"inter_host_bytes_per_second": 1.25e9})";
+  }
+  auto model = test::runRuntimesWith(
+      4, [](Runtime&, int) -> std::string { return "created"; },
+      twoHostsWith([&](int r) {
+        return std::map<std::string, std::string>{{"HVD_NETWORK_MODEL", r >= 2 ? path : ""}};
+      }),
+      false);
+  std::remove(path.c_str());
+  for (const auto& o : model)
+    CHECK_THAT(o, Catch::Contains("HVD_NETWORK_MODEL (the model's contents) differs between "
+                                  "ranks: ranks {0,1} have rank 0's, ranks {2,3} another"));
 }
 
 namespace {

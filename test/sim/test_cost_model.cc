@@ -1,0 +1,121 @@
+// The allreduce cost model against the simulator that runs the real algorithms on the same
+// network model: its choice must be (nearly) the fastest simulated, its predictions close, and
+// the runtime's Auto must follow it across hosts only.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "collectives/algorithms/allreduce.h"
+#include "collectives/algorithms/cost_model.h"
+#include "collectives/transport/sim/sim_world.h"
+
+using namespace hvd;
+using namespace hvd::collectives;
+
+namespace {
+
+constexpr AllreduceAlgorithm kFlat[] = {AllreduceAlgorithm::RecursiveDoubling,
+                                        AllreduceAlgorithm::Ring,
+                                        AllreduceAlgorithm::Rabenseifner};
+
+// Simulated seconds of a timing-only in-place float32 allreduce of `bytes` by `algorithm`.
+double simulated(sim::SimWorld& world, std::size_t bytes, AllreduceAlgorithm algorithm) {
+  static std::unique_ptr<std::byte[]> buffer = std::make_unique_for_overwrite<std::byte[]>(64 << 20);
+  AllreduceOptions o;
+  o.algorithm = algorithm;
+  std::size_t count = std::max<std::size_t>(1, bytes / 4);
+  return world
+      .run([&](Comm& comm) {
+        allreduce(comm, buffer.get(), buffer.get(), count, DType::Float32, ReduceOp::Sum, o);
+      })
+      .seconds;
+}
+
+}  // namespace
+
+TEST_CASE("the cost model's choice is within 15% of the fastest simulated algorithm",
+          "[cost_model]") {
+  int ranks = GENERATE(16, 48, 64);
+  int perHost = GENERATE(1, 8);
+  NetworkModel model;
+  model.ranksPerHost = perHost;
+  sim::SimOptions options;
+  options.model = model;
+  options.moveData = false;
+  sim::SimWorld world(ranks, options);
+  CommShape shape{ranks, perHost};
+  for (std::size_t bytes = 4; bytes <= (16u << 20); bytes *= 16) {
+    double fastest = INFINITY;
+    for (AllreduceAlgorithm a : kFlat) fastest = std::min(fastest, simulated(world, bytes, a));
+    AllreduceAlgorithm chosen = fastestAllreduce(bytes, shape, model);
+    double got = simulated(world, bytes, chosen);
+    INFO(ranks << " ranks, " << perHost << " per host, " << bytes << " bytes: chose "
+               << allreduceAlgorithmName(chosen) << " at " << got * 1e6 << " us, fastest "
+               << fastest * 1e6 << " us");
+    CHECK(got <= 1.15 * fastest);
+    CHECK(got >= allreduceLowerBound(bytes, shape, model));
+  }
+}
+
+TEST_CASE("one rank per host: the model predicts recursive doubling and Rabenseifner to 2% "
+          "(25% when the ranks fold)",
+          "[cost_model]") {
+  for (int ranks : {8, 24, 32}) {
+    bool folds = (ranks & (ranks - 1)) != 0;
+    NetworkModel model;
+    sim::SimOptions options;
+    options.model = model;
+    options.moveData = false;
+    sim::SimWorld world(ranks, options);
+    for (std::size_t bytes : {std::size_t{4}, std::size_t{65536}, std::size_t{4u << 20}})
+      for (AllreduceAlgorithm a :
+           {AllreduceAlgorithm::RecursiveDoubling, AllreduceAlgorithm::Rabenseifner}) {
+        double predicted = predictAllreduce(a, bytes, {ranks, 1}, model);
+        double got = simulated(world, bytes, a);
+        INFO(allreduceAlgorithmName(a) << ", " << ranks << " ranks, " << bytes << " bytes");
+        CHECK(predicted == Approx(got).epsilon(folds ? 0.25 : 0.02));
+      }
+  }
+}
+
+TEST_CASE("at 1,024 ranks on hosts of one, Rabenseifner beats the flat ring 3x at 1 MiB",
+          "[cost_model][scale]") {
+  NetworkModel model;
+  sim::SimOptions options;
+  options.model = model;
+  options.moveData = false;
+  sim::SimWorld world(1024, options);
+  double ring = simulated(world, 1 << 20, AllreduceAlgorithm::Ring);
+  double rabenseifner = simulated(world, 1 << 20, AllreduceAlgorithm::Rabenseifner);
+  INFO("ring " << ring * 1e6 << " us, rabenseifner " << rabenseifner * 1e6 << " us");
+  CHECK(ring >= 3 * rabenseifner);
+  CHECK(fastestAllreduce(1 << 20, {1024, 1}, model) == AllreduceAlgorithm::Rabenseifner);
+}
+
+TEST_CASE("auto follows the model across hosts and the measured threshold within one",
+          "[cost_model]") {
+  NetworkModel model;
+  model.ranksPerHost = 8;
+  AllreduceOptions o;
+  o.model = &model;
+  o.ringThresholdBytes = 128 * 1024;
+  auto comm = [](int size) {
+    return Comm(0, size, std::vector<std::shared_ptr<Connection>>(size),
+                std::chrono::milliseconds(1000), nullptr);
+  };
+  // 256 ranks over 32 hosts at 256 KiB: the ring's 510 steps lose to Rabenseifner's 16 rounds.
+  Comm wide = comm(256);
+  CHECK(chooseAllreduceAlgorithm(wide, 256 << 10, o) ==
+        fastestAllreduce(256 << 10, {256, 8}, model));
+  CHECK(chooseAllreduceAlgorithm(wide, 256 << 10, o) == AllreduceAlgorithm::Rabenseifner);
+  // 8 ranks, one host: the threshold decides, as without a model.
+  Comm local = comm(8);
+  CHECK(chooseAllreduceAlgorithm(local, 64 << 10, o) == AllreduceAlgorithm::RecursiveDoubling);
+  CHECK(chooseAllreduceAlgorithm(local, 256 << 10, o) == AllreduceAlgorithm::Ring);
+  // No model: the threshold everywhere.
+  o.model = nullptr;
+  CHECK(chooseAllreduceAlgorithm(wide, 256 << 10, o) == AllreduceAlgorithm::Ring);
+}
