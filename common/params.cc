@@ -60,7 +60,8 @@ const std::vector<ParamSpec>& allParams() {
        "Allreduce payloads of at least this many bytes use the ring; smaller ones use recursive "
        "doubling (with HVD_ALLREDUCE_ALGORITHM=auto)."},
       {"HVD_ALLREDUCE_ALGORITHM", "", ParamType::String, "auto", 0, 0, false,
-       "Algorithm of host-memory allreduce. auto: by payload size (HVD_ALLREDUCE_RING_THRESHOLD); "
+       "Algorithm of host-memory allreduce. auto: across hosts the one HVD_NETWORK_MODEL's cost "
+       "model predicts fastest, within a host by payload size (HVD_ALLREDUCE_RING_THRESHOLD); "
        "ring: pipelined ring, 2(n-1) rounds, bandwidth-optimal; recursive_doubling: log2 n "
        "rounds of whole-buffer exchanges, latency-optimal; rabenseifner: reduce-scatter by "
        "recursive halving and allgather by recursive doubling, 2 log2 n rounds moving as many "

@@ -206,8 +206,9 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
       ->check(CLI::IsMember({"auto", "tcp", "shm"}));
   // The choices come from the parameter's declaration, so the flag cannot drift from it.
   tuning->add_option("--allreduce-algorithm", rf.allreduceAlgorithm,
-                     "Host allreduce's algorithm: auto: recursive doubling below "
-                     "HVD_ALLREDUCE_RING_THRESHOLD, the ring from there (default); or force "
+                     "Host allreduce's algorithm: auto: across hosts the cost model's pick "
+                     "(HVD_NETWORK_MODEL), within a host recursive doubling below "
+                     "HVD_ALLREDUCE_RING_THRESHOLD and the ring from there (default); or force "
                      "ring, recursive_doubling or rabenseifner (HVD_ALLREDUCE_ALGORITHM)")
       ->check(CLI::IsMember(params::spec("HVD_ALLREDUCE_ALGORITHM").choices));
   tuning->add_option("--malloc-retain-mb", rf.mallocRetainMb,

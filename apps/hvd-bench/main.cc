@@ -8,6 +8,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "bench/hvd_bench/calibrate.h"
 #include "bench/hvd_bench/collective_bench.h"
 #include "bench/hvd_bench/engine_bench.h"
 #ifdef HVD_BENCH_GPU
@@ -100,6 +101,14 @@ int main(int argc, char** argv) {
   app.add_option("--algorithms", algorithms,
                  "--simulate: comma-separated, of recursive_doubling, ring, rabenseifner, "
                  "hierarchical (default: all that fit the topology)");
+  bool calibrateMode = false;
+  std::string save;
+  app.add_flag("--calibrate", calibrateMode,
+               "Instead of a sweep, measure the link between 2 ranks (within a host, or between "
+               "two) and the reduction speed, and print the network model; with --save, write it "
+               "(merged into that file when it exists) for --simulate --model and "
+               "HVD_NETWORK_MODEL");
+  app.add_option("--save", save, "--calibrate: the model file to write");
   CLI11_PARSE(app, argc, argv);
   try {
     o.minBytes = parseSize(minBytes, "-b");
@@ -141,6 +150,27 @@ int main(int argc, char** argv) {
       return 0;
     }
     auto config = hvd::runtime::Config::fromEnvironment();
+    if (calibrateMode) {
+      hvd::collectives::NetworkModel base;
+      if (std::ifstream in(save); !save.empty() && in) {
+        std::stringstream text;
+        text << in.rdbuf();
+        base = hvd::collectives::NetworkModel::fromJson(text.str(), "--save " + save);
+      }
+      config.allreduceAlgorithm = hvd::collectives::AllreduceAlgorithm::RecursiveDoubling;
+      auto rt = hvd::runtime::DirectCollectives::create(config);
+      auto c = hvd::bench::calibrate(*rt, base);
+      if (rt->topology().rank == 0) {
+        hvd::bench::printCalibration(std::cout, c);
+        if (!save.empty()) {
+          std::ofstream out(save);
+          if (!out) throw hvd::InvalidArgument("--save: cannot write " + save);
+          out << c.model.toJson() << "\n";
+        }
+      }
+      rt->barrier();
+      return 0;
+    }
     if (startup) {
       auto rt = hvd::runtime::Runtime::create(config);
       rt->barrier();

@@ -1,10 +1,11 @@
 """hvdrun starts real ranks that agree on collectives and see their placement."""
+import json
 import os
 import re
 
 import pytest
 
-from conftest import DEMO, WORKER, python_worker, run_hvdrun
+from conftest import BUILD, DEMO, WORKER, python_worker, run_hvdrun
 
 
 @pytest.mark.parametrize("np", [1, 2, 3, 4])
@@ -297,6 +298,31 @@ def test_an_unknown_allreduce_algorithm_fails_naming_the_variable():
     r = subprocess.run([str(WORKER), "allreduce", "10"], capture_output=True, text=True,
                        timeout=30, env={"PATH": "/usr/bin:/bin", "HVD_ALLREDUCE_ALGORITHM": "bogus"})
     assert r.returncode != 0 and want in r.stderr, r.stderr
+
+
+def test_calibrate_writes_a_model_that_the_runtime_reads_and_a_bad_one_fails_init(tmp_path):
+    model = tmp_path / "model.json"
+    bench = BUILD / "apps" / "hvd-bench"
+    r = run_hvdrun("-np", 2, bench, "--calibrate", "--save", model)
+    assert r.returncode == 0, r.stderr
+    assert "the link within a host" in r.stdout
+    fields = json.loads(model.read_text())
+    assert 0 < fields["intra_host_latency_seconds"] < 0.01
+    assert fields["intra_host_bytes_per_second"] > 1e8
+    assert fields["reduce_bytes_per_second"] > 1e8
+    # The runtime takes it, and the simulator too.
+    r = run_hvdrun("-np", 2, "-x", f"HVD_NETWORK_MODEL={model}", WORKER, "allreduce", 100_000)
+    assert r.returncode == 0 and r.stdout.count(" ok") == 2, r.stderr
+    sim = __import__("subprocess").run([str(bench), "--simulate", "8", "--model", str(model),
+                                        "-b", "4", "-e", "4"], capture_output=True, text=True,
+                                       timeout=60)
+    assert sim.returncode == 0 and "8 ranks" in sim.stdout, sim.stderr
+    # A model with an unknown field fails every rank's init, naming the file and the field.
+    model.write_text('{"nic_speed": 3}')
+    r = run_hvdrun("-np", 2, "-x", f"HVD_NETWORK_MODEL={model}", WORKER, "allreduce", 10)
+    assert r.returncode != 0
+    assert f"HVD_NETWORK_MODEL={model}: unknown field nic_speed" in r.stderr, r.stderr
+    assert " ok" not in r.stdout
 
 
 # Fills and frees a 64 MiB block twice and prints the page faults of the second pass. The block

@@ -1,0 +1,98 @@
+#include "bench/hvd_bench/calibrate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ostream>
+#include <vector>
+
+#include "collectives/algorithms/reduce.h"
+#include "common/error.h"
+
+namespace hvd::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using collectives::DType;
+using collectives::ReduceOp;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Median seconds of an in-place float32 sum allreduce of `count` elements, every rank timing
+// its own calls after a barrier; the slowest rank's median is the result (a max allreduce).
+double allreduceSeconds(runtime::BlockingCollectives& rt, std::size_t count, int iterations) {
+  std::vector<float> data(count, 1.0f);
+  collectives::Tensor t{data.data(), DType::Float32, {static_cast<int64_t>(count)}};
+  for (int i = 0; i < 5; ++i) rt.allreduce(t, t, ReduceOp::Sum);
+  std::vector<double> times;
+  for (int i = 0; i < iterations; ++i) {
+    rt.barrier();
+    auto start = Clock::now();
+    rt.allreduce(t, t, ReduceOp::Sum);
+    times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  double mine = median(times);
+  collectives::Tensor m{&mine, DType::Float64, {1}};
+  rt.allreduce(m, m, ReduceOp::Max);
+  return mine;
+}
+
+// This core's reduction speed: bytes of output per second of dst = a + b on 4 MiB of float32.
+double reduceRate() {
+  constexpr std::size_t kCount = 1 << 20;
+  std::vector<float> a(kCount, 1.0f), b(kCount, 2.0f), dst(kCount);
+  std::vector<double> times;
+  for (int i = 0; i < 15; ++i) {
+    auto start = Clock::now();
+    collectives::reduce(dst.data(), a.data(), b.data(), kCount, DType::Float32, ReduceOp::Sum);
+    times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  return kCount * 4.0 / median(times);
+}
+
+}  // namespace
+
+Calibration calibrate(runtime::BlockingCollectives& rt, const collectives::NetworkModel& base) {
+  const auto& topology = rt.topology();
+  if (topology.size != 2)
+    throw InvalidArgument(detail::concat("--calibrate measures one link: run it on 2 ranks, not ",
+                                         topology.size));
+  Calibration c;
+  c.sameHost = topology.localSize == 2;
+  c.reduceBytesPerSecond = reduceRate();
+  // Both ranks must use the same figure for the fit below.
+  collectives::Tensor rate{&c.reduceBytesPerSecond, DType::Float64, {1}};
+  rt.allreduce(rate, rate, ReduceOp::Min);
+  c.smallSeconds = allreduceSeconds(rt, 1, 200);
+  constexpr std::size_t kLargeCount = 1 << 20;  // 4 MiB
+  c.largeBytes = kLargeCount * 4.0;
+  c.largeSeconds = allreduceSeconds(rt, kLargeCount, 30);
+  // One exchange: t(S) = latency + S / bandwidth + S / reduce rate.
+  double transfer = c.largeSeconds - c.smallSeconds - c.largeBytes / c.reduceBytesPerSecond;
+  if (transfer <= 0)
+    throw InternalError(detail::concat(
+        "--calibrate: a 4 MiB allreduce (", c.largeSeconds * 1e6, " us) took less than a 4-byte "
+        "one plus the reduction alone; the machine is too noisy to calibrate, run it again"));
+  collectives::LinkModel link{c.smallSeconds, c.largeBytes / transfer};
+  c.model = base;
+  c.model.reduceBytesPerSecond = c.reduceBytesPerSecond;
+  (c.sameHost ? c.model.intraHost : c.model.interHost) = link;
+  if (c.sameHost)
+    c.model.hostMemoryBytesPerSecond = std::max(c.model.hostMemoryBytesPerSecond, link.bytesPerSecond);
+  return c;
+}
+
+void printCalibration(std::ostream& out, const Calibration& c) {
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "# hvd-bench --calibrate: the link %s: 4 B allreduce %.2f us, 4 MiB %.1f us; "
+                "reduction %.2f GB/s\n",
+                c.sameHost ? "within a host" : "between two hosts", c.smallSeconds * 1e6,
+                c.largeSeconds * 1e6, c.reduceBytesPerSecond / 1e9);
+  out << line << "# model: " << c.model.describe() << "\n";
+}
+
+}  // namespace hvd::bench

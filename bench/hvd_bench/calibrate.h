@@ -1,0 +1,28 @@
+// hvd-bench --calibrate: measures the link between two ranks and the reduction speed, and
+// writes them into a network model (collectives/transport/network_model.h) that the simulator
+// (hvd-bench --simulate --model) and the runtime (HVD_NETWORK_MODEL) read. Run under hvdrun on
+// two ranks: on one host it measures the link within a host, on two hosts the link between them.
+#pragma once
+
+#include <string>
+
+#include "collectives/transport/network_model.h"
+#include "runtime/blocking_collectives.h"
+
+namespace hvd::bench {
+
+struct Calibration {
+  bool sameHost = true;
+  double smallSeconds = 0;   // median 4-byte allreduce
+  double largeSeconds = 0;   // median allreduce of largeBytes
+  double largeBytes = 0;
+  double reduceBytesPerSecond = 0;
+  collectives::NetworkModel model;  // `base` with the measured link and reduction speed
+};
+
+// Collective: every rank calls it. `rt` must run recursive doubling (one exchange of the whole
+// buffer on two ranks, whose time is latency + bytes/bandwidth + bytes/reduction speed).
+Calibration calibrate(runtime::BlockingCollectives& rt, const collectives::NetworkModel& base);
+void printCalibration(std::ostream& out, const Calibration& c);
+
+}  // namespace hvd::bench
