@@ -170,12 +170,22 @@ void checkAllreduce(SimWorld& world, std::size_t count, const AllreduceOptions& 
 // The ring's 2(n-1) steps make 33 million messages at 4,096 ranks (over a minute here), so the
 // ring-based collectives are checked at 1,024 and the logarithmic ones at 4,096.
 TEST_CASE("the real collectives give checked results on 4,096 simulated ranks", "[sim][scale]") {
+  // 4,096 is a power of two; 4,000 makes Rabenseifner and recursive doubling fold.
   constexpr int kRanks = 4096;
   SimWorld world(kRanks, with(simpleModel(8)));
   AllreduceOptions doubling;
   doubling.ringThresholdBytes = SIZE_MAX;
   for (std::size_t count : {std::size_t{1}, std::size_t{37}, std::size_t{5000}})
     checkAllreduce(world, count, doubling, "recursive doubling");
+  AllreduceOptions rabenseifner;
+  rabenseifner.algorithm = AllreduceAlgorithm::Rabenseifner;
+  for (std::size_t count : {std::size_t{1}, std::size_t{37}, std::size_t{5000}})
+    checkAllreduce(world, count, rabenseifner, "rabenseifner");
+  SimWorld folding(4000, with(simpleModel(8)));
+  for (std::size_t count : {std::size_t{37}, std::size_t{5000}}) {
+    checkAllreduce(folding, count, doubling, "recursive doubling");
+    checkAllreduce(folding, count, rabenseifner, "rabenseifner");
+  }
   std::vector<std::vector<int64_t>> buffers(kRanks);
   world.run([&](Comm& comm) {
     auto& b = buffers[comm.rank()];
