@@ -82,7 +82,9 @@ NetworkModel NetworkModel::fromJson(const std::string& text, const std::string& 
   }
   if (!j.is_object()) throw InvalidArgument(origin + ": a network model is a JSON object");
   NetworkModel m;
-  for (const auto& [key, value] : j.items()) {
+  for (const auto& item : j.items()) {
+    const std::string key = item.key();
+    const auto& value = item.value();
     if (!value.is_number())
       throw InvalidArgument(detail::concat(origin, ": ", key, " must be a number, not ", value.dump()));
     if (key == "ranks_per_host" || key == "hosts_per_switch") {

@@ -109,9 +109,7 @@ struct SimWorld::Impl {
   Request receive(int at, int from, MutableBytes data, Tag tag);
   void deliver(int at, int from, Message& message, PostedReceive& receive);
   double transfer(int from, int to, std::size_t bytes, double at, double* sendDone);
-  Connection& link(int rank, int peer) {
-    return (*connections)[static_cast<std::size_t>(rank) * size + peer];
-  }
+  Connection& link(int rank, int peer);
   void push(double time, int rank, std::shared_ptr<RequestState> request = nullptr,
             std::exception_ptr error = nullptr) {
     events.push({time, sequence++, rank, std::move(request), std::move(error)});
@@ -177,6 +175,10 @@ class SimWorld::Impl::Connection : public collectives::Connection, public Reques
   int peer_ = 0;
   std::unique_ptr<Inbox> inbox_;
 };
+
+SimWorld::Impl::Connection& SimWorld::Impl::link(int rank, int peer) {
+  return (*connections)[static_cast<std::size_t>(rank) * size + peer];
+}
 
 // A rank's waits hand the thread to the scheduler until one of its operations completes.
 class SimWorld::Impl::Progress : public ProgressEngine {
