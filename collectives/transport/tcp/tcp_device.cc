@@ -26,8 +26,11 @@ namespace {
 
 const std::string kAuthContext = "hvd-tcp";
 constexpr std::chrono::microseconds kNoSpin{0};
-// Unauthenticated connections a rank's listener holds at once (a new one evicts the oldest).
-constexpr std::size_t kMaxPendingHandshakes = 16;
+// Unauthenticated connections a rank's listener holds at once (a new one evicts the oldest),
+// beyond one per peer it expects: at 64 ranks, rank 0's 63 peers connect within a millisecond,
+// and with 16 in all the 17th evicted a peer before that peer's thread had run to answer
+// (connectAll failed with "authentication failed" now and then).
+constexpr std::size_t kStrangerHandshakes = 16;
 
 std::pair<std::string, uint16_t> splitAddress(const std::string& address) {
   auto colon = address.rfind(':');
@@ -195,8 +198,8 @@ std::unique_ptr<Comm> TcpDevice::connectAll(int rank, int size, rendezvous::Stor
   std::vector<bool> seen(size, false);
   io::HandshakeListener listener(
       acceptor_,
-      {self, "tcp", secret_, kAuthContext, kClaimBytes, handshakeTimeout_, kMaxPendingHandshakes,
-       logs_},
+      {self, "tcp", secret_, kAuthContext, kClaimBytes, handshakeTimeout_,
+       kStrangerHandshakes + static_cast<std::size_t>(size - 1 - rank), logs_},
       [&](tcp::socket socket, std::vector<uint8_t> claim) {
         uint32_t from = claimed(claim, 0), to = claimed(claim, 4);
         if (to != static_cast<uint32_t>(rank) || from <= static_cast<uint32_t>(rank) ||
