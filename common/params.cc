@@ -54,6 +54,10 @@ const std::vector<ParamSpec>& allParams() {
        "Seconds a connection to a worker's or the rendezvous's listening port may take to "
        "prove it knows the job secret before it is dropped. Handshakes run side by side, so a "
        "stranger that connects and stays silent delays nobody; this only bounds what it holds."},
+      {"HVD_SSH_CONCURRENCY", "", ParamType::Int, "32", 1, 4096, false,
+       "Remote hosts hvdrun connects to and checks over SSH at once (read by hvdrun; same as "
+       "--ssh-concurrency). More hosts wait for a free slot; each keeps the connection it was "
+       "checked on for its ranks."},
       {"HVD_OP_TIMEOUT", "", ParamType::Int, "300", 1, 86400, false,
        "Seconds a collective may wait on a peer before failing with a timeout naming it."},
       {"HVD_ALLREDUCE_RING_THRESHOLD", "", ParamType::Int, "131072", 0, INT64_MAX, false,

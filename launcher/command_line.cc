@@ -128,6 +128,11 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
                        "Seconds to reach and authenticate with each host before the job is "
                        "refused")
       ->check(CLI::Range(1, 3600));
+  sshGroup->add_option("--ssh-concurrency", o.ssh.concurrency,
+                       "Remote hosts to connect to and check at once; the others wait their "
+                       "turn (HVD_SSH_CONCURRENCY, default " +
+                           hvd::params::spec("HVD_SSH_CONCURRENCY").defaultValue + ")")
+      ->check(CLI::Range(1, 4096));
   std::string strictHostKeys;
   bool noHostKeyCheck = false;
   sshGroup->add_option("--ssh-strict-host-key-checking", strictHostKeys,

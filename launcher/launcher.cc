@@ -112,12 +112,13 @@ std::vector<ssh::SshTarget> remoteTargets(const LaunchOptions& o, const HostPlan
   return out;
 }
 
-// Checks every remote host at once; throws one report of all failures, before any rank starts.
-// Returns this machine's address on the connection to each host, and the checked connections.
+// Checks the remote hosts, `concurrency` at once; throws one report of all failures, before any
+// rank starts. Returns this machine's address on the connection to each host, and the checked
+// connections.
 ssh::PreflightReport checkRemoteHosts(
     const std::vector<ssh::SshTarget>& targets, const std::vector<RankPlacement>& placements,
-    const LaunchOptions& o, const Environment& env,
-    const std::string& cwd, const std::map<std::string, std::string>& interfaces) {
+    const LaunchOptions& o, const Environment& env, const std::string& cwd,
+    const std::map<std::string, std::string>& interfaces, std::size_t concurrency) {
   std::vector<ssh::PreflightHost> checks;
   Environment forwarded = ssh::forwardedEnvironment(env);
   for (const auto& t : targets) {
@@ -129,7 +130,10 @@ ssh::PreflightReport checkRemoteHosts(
                                         static_cast<int>(o.grace.count()), ""}),
                       ranks, nullptr});
   }
-  auto report = ssh::preflight(checks);
+  ssh::ConnectSlots slots(concurrency);
+  log::logger("launcher")->info("checking {} remote hosts, at most {} at once (--ssh-concurrency)",
+                                targets.size(), slots.limit());
+  auto report = ssh::preflight(checks, slots);
   if (!report.failures.empty()) {
     std::string text = detail::concat("cannot start the job: ", report.failures.size(), " of ",
                                       targets.size(), " remote hosts failed the check; nothing "
@@ -278,6 +282,7 @@ int launchElastic(const LaunchOptions& o, const Environment& base) {
   if (!flags.discoveryScript.empty() && (!o.hosts.empty() || !o.hostfile.empty()))
     throw InvalidArgument("give either --host-discovery-script or -H/--hostfile, not both");
   ElasticOptions elastic = elasticOptions(o);
+  std::size_t sshSlots = sshConcurrency(o.ssh, base);
   std::string script = flags.discoveryScript.empty()
                            ? std::string()
                            : resolveExecutable(flags.discoveryScript, base);
@@ -344,7 +349,7 @@ int launchElastic(const LaunchOptions& o, const Environment& base) {
             elastic.minNp, elastic.maxNp, bindAddress, server.port());
   JobIdentity job = launch.job;
   ElasticWorkers workers(std::move(launch), isLocal);
-  RemoteRanks remote;
+  RemoteRanks remote(sshSlots);
   Job running(o, {}, remote, *guardian);
   ElasticDriver driver(elastic, hosts, script.empty(), workers, store, job.jobId);
   running.setPolicy(&driver);
@@ -364,6 +369,8 @@ int launch(const LaunchOptions& options) {
   if (!options.elastic.cooldownRange.empty())
     throw InvalidArgument("--blacklist-cooldown-range applies to elastic jobs only (give "
                           "--min-np, --max-np or --host-discovery-script)");
+  // Read before anything starts: a malformed HVD_SSH_CONCURRENCY is refused at once.
+  std::size_t sshSlots = sshConcurrency(options.ssh, base);
   HostPlan plan = planHosts(options, base);
   classifyHosts(plan);
   std::vector<HostSlots>& hosts = plan.hosts;
@@ -379,7 +386,8 @@ int launch(const LaunchOptions& options) {
   auto guardian = OrphanGuardian::start(options.grace);
   auto targets = remoteTargets(options, plan, placements, base);
   ssh::PreflightReport checked;
-  if (!targets.empty()) checked = checkRemoteHosts(targets, placements, options, base, cwd, interfaces);
+  if (!targets.empty())
+    checked = checkRemoteHosts(targets, placements, options, base, cwd, interfaces, sshSlots);
   std::string bindAddress = rendezvousAddress(plan, targets, checked.ready, interfaces);
 
   JobIdentity job = newJobIdentity();
@@ -419,7 +427,7 @@ int launch(const LaunchOptions& options) {
     log->info("rank {}: host {} local {}/{} cross {}/{}", p.rank, p.hostname, p.localRank,
               p.localSize, p.crossRank, p.crossSize);
   }
-  RemoteRanks remote;
+  RemoteRanks remote(sshSlots);
   for (const auto& t : targets)
     remote.addHost(std::move(checked.ready.at(t.alias)), std::move(remoteByHost[t.alias]));
   Job running(options, std::move(workers), remote, *guardian);

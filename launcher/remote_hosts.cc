@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/params.h"
 #include "launcher/ssh/ssh_config.h"
 
 namespace hvd::launcher {
@@ -66,6 +67,12 @@ ssh::SshTarget sshTargetFor(const HostSlots& host, const SshOptions& options,
   }
   t.connectTimeout = options.connectTimeout;
   return t;
+}
+
+std::size_t sshConcurrency(const SshOptions& options, const Environment& env) {
+  if (options.concurrency > 0) return static_cast<std::size_t>(options.concurrency);
+  return static_cast<std::size_t>(
+      params::ParamValues::fromMap(env).getInt("HVD_SSH_CONCURRENCY"));
 }
 
 std::map<std::string, std::string> parseNetworkInterfaces(const std::string& spec,

@@ -18,6 +18,7 @@ struct SshOptions {
   int port = 0;                  // --ssh-port; 0: from ~/.ssh/config, else 22
   std::string identityFile;      // --ssh-identity-file; tried before the config's and defaults
   std::chrono::seconds connectTimeout{10};
+  int concurrency = 0;  // --ssh-concurrency; 0: HVD_SSH_CONCURRENCY (sshConcurrency())
   // --ssh-strict-host-key-checking (--ssh-no-host-key-check is `no`); unset: the host's
   // StrictHostKeyChecking in ~/.ssh/config, else accept-new.
   std::optional<ssh::HostKeyPolicy> hostKeyPolicy;
@@ -29,6 +30,11 @@ struct SshOptions {
 // --ssh-identity-file does not exist or ~/.ssh/config is malformed.
 ssh::SshTarget sshTargetFor(const HostSlots& host, const SshOptions& options,
                             const Environment& env);
+
+// How many hosts to connect to and check at once (ssh/connect_slots.h): --ssh-concurrency,
+// else HVD_SSH_CONCURRENCY from `env` (hvdrun's environment), else its default. Throws
+// InvalidArgument for a malformed value, naming the variable.
+std::size_t sshConcurrency(const SshOptions& options, const Environment& env);
 
 // --network-interface: "IFACE" (every host) or "host=IFACE[,host=IFACE...]". Returns host ->
 // interface, with key "" for every host. Throws InvalidArgument naming an entry that is

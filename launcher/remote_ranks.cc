@@ -85,6 +85,7 @@ struct RemoteRanks::Host {
   // interrupted instead of running to its timeout.
   std::optional<LateHost> late;
   std::set<int> signalled;
+  ssh::ConnectSlots* slots = nullptr;  // the RemoteRanks', for a late host's check
 
   // The thread's body: check a late host, send every rank its run script, then pump until all
   // have ended.
@@ -105,7 +106,7 @@ struct RemoteRanks::Host {
   void loseConnection(std::size_t connection, const std::string& why);
 };
 
-RemoteRanks::RemoteRanks() {
+RemoteRanks::RemoteRanks(std::size_t sshConcurrency) : slots_(sshConcurrency) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
     throw IoError(std::string("remote ranks: pipe: ") + std::strerror(errno));
@@ -199,6 +200,7 @@ std::vector<RemoteRankStreams> RemoteRanks::launch(LateHost late) {
   }
   host->late = std::move(late);
   host->late->check.interrupt = std::make_shared<ssh::CheckInterrupt>();
+  host->slots = &slots_;
   auto streams = openStreams(*host);
   hosts_.push_back(std::move(host));
   startThread(*hosts_.back());
@@ -410,7 +412,7 @@ void RemoteRanks::Host::waitForActivity() {
 bool RemoteRanks::Host::checkLateHost() {
   std::string why;
   try {
-    ssh::PreflightReport checked = ssh::preflight({late->check});
+    ssh::PreflightReport checked = ssh::preflight({late->check}, *slots);
     auto ready = checked.ready.find(late->check.target.alias);
     if (ready == checked.ready.end()) {
       why = checked.failures.empty() ? "the host failed the check" : checked.failures[0];

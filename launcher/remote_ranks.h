@@ -1,7 +1,14 @@
 // The ranks that run on remote hosts, driven from inside hvdrun. One thread per host owns that
 // host's SSH connections and the channels the preflight opened there, one per rank, each with
 // its checks done and waiting for its run script (remote_command.h); starting a rank is sending
-// that script. Each rank's stdout and stderr arrive on a socket pair whose read ends the job
+// that script. A host checked only now (an elastic job's) is checked on its own thread, holding
+// one of the ConnectSlots while it does, so at most that many hosts are in an SSH handshake at
+// once however many join together. After set-up a host's thread pumps its ranks' output and
+// lifelines and otherwise sleeps in poll(); it stays one thread per host because each blocks
+// on its own sessions (libssh2 sessions belong to one thread) and a host's stall must not
+// delay another's output. A pool of pumps would need every session non-blocking in one poll
+// loop, including the blocking script writes and late checks: not worth it for threads that
+// sleep. Each rank's stdout and stderr arrive on a socket pair whose read ends the job
 // polls like a local worker's pipes; ranks that ended are queued and announced on wakeFd().
 // Signalling a rank writes a command on its lifeline: `term` makes the remote script send SIGTERM
 // to the rank's process group, `kill` SIGKILL at once. If hvdrun dies, the kernel closes the
@@ -48,7 +55,8 @@ struct LateHost {
 
 class RemoteRanks {
  public:
-  RemoteRanks();
+  // `sshConcurrency`: how many late hosts may be in their check at once (connect_slots.h).
+  explicit RemoteRanks(std::size_t sshConcurrency);
   // Ends every host thread: open channels and connections close, so their lifelines end.
   ~RemoteRanks();
   RemoteRanks(const RemoteRanks&) = delete;
@@ -82,6 +90,7 @@ class RemoteRanks {
   std::vector<RemoteRankStreams> openStreams(Host& host);
   void startThread(Host& host);
 
+  ssh::ConnectSlots slots_;  // late hosts' checks; outlives hosts_ (their threads hold slots)
   std::vector<std::unique_ptr<Host>> hosts_;
   int wakeRead_ = -1, wakeWrite_ = -1;
   std::mutex endedMutex_;

@@ -72,6 +72,9 @@ class RoundStore : public Store {
       : inner_(inner), jobId_(std::move(jobId)), round_(round) {}
   void set(const std::string& key, const Bytes& value) override { inner_.set(key, value); }
   std::optional<Bytes> get(const std::string& key) override { return inner_.get(key); }
+  std::vector<std::optional<Bytes>> multiGet(const std::vector<std::string>& keys) override {
+    return inner_.multiGet(keys);
+  }
   void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override;
   int64_t add(const std::string& key, int64_t delta) override { return inner_.add(key, delta); }
   void checkAbandoned() override;

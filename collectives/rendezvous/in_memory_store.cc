@@ -15,6 +15,11 @@ std::optional<Bytes> InMemoryStore::get(const std::string& key) {
   return table_.get(key);
 }
 
+std::vector<std::optional<Bytes>> InMemoryStore::multiGet(const std::vector<std::string>& keys) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return table_.multiGet(keys);
+}
+
 void InMemoryStore::wait(const std::vector<std::string>& keys,
                          std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mutex_);

@@ -10,6 +10,14 @@ std::optional<Bytes> KeyValueTable::get(const std::string& key) const {
   return it->second;
 }
 
+std::vector<std::optional<Bytes>> KeyValueTable::multiGet(
+    const std::vector<std::string>& keys) const {
+  std::vector<std::optional<Bytes>> out;
+  out.reserve(keys.size());
+  for (const auto& k : keys) out.push_back(get(k));
+  return out;
+}
+
 // Counters are stored as decimal text so `get` on a counter is readable.
 int64_t KeyValueTable::add(const std::string& key, int64_t delta) {
   int64_t current = 0;

@@ -16,6 +16,7 @@ class KeyValueTable {
  public:
   void set(const std::string& key, Bytes value) { values_[key] = std::move(value); }
   std::optional<Bytes> get(const std::string& key) const;
+  std::vector<std::optional<Bytes>> multiGet(const std::vector<std::string>& keys) const;
   int64_t add(const std::string& key, int64_t delta);
   std::vector<std::string> missing(const std::vector<std::string>& keys) const;
 

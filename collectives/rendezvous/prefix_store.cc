@@ -8,6 +8,13 @@ void PrefixStore::set(const std::string& key, const Bytes& value) {
 
 std::optional<Bytes> PrefixStore::get(const std::string& key) { return inner_.get(prefix_ + key); }
 
+std::vector<std::optional<Bytes>> PrefixStore::multiGet(const std::vector<std::string>& keys) {
+  std::vector<std::string> full;
+  full.reserve(keys.size());
+  for (const auto& k : keys) full.push_back(prefix_ + k);
+  return inner_.multiGet(full);
+}
+
 void PrefixStore::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
   std::vector<std::string> full;
   for (const auto& k : keys) full.push_back(prefix_ + k);

@@ -13,6 +13,7 @@ class PrefixStore : public Store {
 
   void set(const std::string& key, const Bytes& value) override;
   std::optional<Bytes> get(const std::string& key) override;
+  std::vector<std::optional<Bytes>> multiGet(const std::vector<std::string>& keys) override;
   void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override;
   int64_t add(const std::string& key, int64_t delta) override;
   void checkAbandoned() override { inner_.checkAbandoned(); }

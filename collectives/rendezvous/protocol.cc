@@ -13,12 +13,13 @@ const char* opName(Op op) {
     case Op::Get: return "get";
     case Op::Wait: return "wait";
     case Op::Add: return "add";
+    case Op::MultiGet: return "multiget";
   }
   return "?";
 }
 
 Op parseOp(const std::string& name) {
-  for (Op op : {Op::Set, Op::Get, Op::Wait, Op::Add})
+  for (Op op : {Op::Set, Op::Get, Op::Wait, Op::Add, Op::MultiGet})
     if (name == opName(op)) return op;
   throw std::invalid_argument("unknown op '" + name + "'");
 }
@@ -46,8 +47,11 @@ std::vector<uint8_t> encode(const Request& r) {
 }
 
 std::vector<uint8_t> encode(const Response& r) {
-  json j = {{"ok", r.ok},         {"found", r.found},     {"value", json::binary(r.value)},
-            {"counter", r.counter}, {"missing", r.missing}, {"error", r.error}};
+  json values = json::array();
+  for (const auto& v : r.values) values.push_back(v ? json(json::binary(*v)) : json(nullptr));
+  json j = {{"ok", r.ok},           {"found", r.found},     {"value", json::binary(r.value)},
+            {"values", values},     {"counter", r.counter}, {"missing", r.missing},
+            {"error", r.error}};
   return json::to_msgpack(j);
 }
 
@@ -59,7 +63,8 @@ Request decodeRequest(const std::vector<uint8_t>& bytes, const std::string& peer
     r.value = j.at("value").get_binary();
     r.delta = j.at("delta").get<int64_t>();
     r.timeoutMs = j.at("timeout_ms").get<int64_t>();
-    if (r.keys.empty() || (r.op != Op::Wait && r.keys.size() != 1))
+    bool manyKeys = r.op == Op::Wait || r.op == Op::MultiGet;
+    if (r.keys.empty() || (!manyKeys && r.keys.size() != 1))
       throw std::invalid_argument("wrong number of keys for " + std::string(opName(r.op)));
     return r;
   });
@@ -71,6 +76,10 @@ Response decodeResponse(const std::vector<uint8_t>& bytes, const std::string& pe
     r.ok = j.at("ok").get<bool>();
     r.found = j.at("found").get<bool>();
     r.value = j.at("value").get_binary();
+    for (const auto& v : j.at("values")) {
+      if (v.is_null()) r.values.emplace_back();
+      else r.values.emplace_back(Bytes(v.get_binary()));
+    }
     r.counter = j.at("counter").get<int64_t>();
     r.missing = j.at("missing").get<std::vector<std::string>>();
     r.error = j.at("error").get<std::string>();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,11 +14,11 @@ namespace hvd::rendezvous::protocol {
 
 inline const std::string kAuthContext = "hvd-rendezvous";
 
-enum class Op { Set, Get, Wait, Add };
+enum class Op { Set, Get, Wait, Add, MultiGet };
 
 struct Request {
   Op op = Op::Get;
-  std::vector<std::string> keys;  // one key except for Wait
+  std::vector<std::string> keys;  // one key except for Wait and MultiGet
   Bytes value;                    // Set
   int64_t delta = 0;              // Add
   int64_t timeoutMs = 0;          // Wait
@@ -27,6 +28,7 @@ struct Response {
   bool ok = true;
   bool found = false;                // Get
   Bytes value;                       // Get
+  std::vector<std::optional<Bytes>> values;  // MultiGet: one per key, nullopt for an absent one
   int64_t counter = 0;               // Add
   std::vector<std::string> missing;  // Wait that timed out
   std::string error;                 // !ok

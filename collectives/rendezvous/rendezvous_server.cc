@@ -126,6 +126,9 @@ struct Session : std::enable_shared_from_this<Session> {
             response.value = std::move(*v);
           }
           break;
+        case proto::Op::MultiGet:
+          response.values = state.table.multiGet(request.keys);
+          break;
         case proto::Op::Add:
           response.counter = state.table.add(request.keys[0], request.delta);
           state.wakeWaiters();

@@ -9,6 +9,13 @@ Bytes Store::waitGet(const std::string& key, std::chrono::milliseconds timeout) 
   return *value;
 }
 
+std::vector<std::optional<Bytes>> Store::multiGet(const std::vector<std::string>& keys) {
+  std::vector<std::optional<Bytes>> values;
+  values.reserve(keys.size());
+  for (const auto& k : keys) values.push_back(get(k));
+  return values;
+}
+
 std::string describeTimeout(std::chrono::milliseconds timeout,
                             const std::vector<std::string>& missing) {
   std::string out = detail::concat("rendezvous: timed out after ", timeout.count(),

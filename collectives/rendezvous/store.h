@@ -33,6 +33,10 @@ class Store {
   virtual void set(const std::string& key, const Bytes& value) = 0;
   // The value, or nullopt when the key is absent. Never blocks on other ranks.
   virtual std::optional<Bytes> get(const std::string& key) = 0;
+  // get() of every key, in order, as one request where the store has a network between it and
+  // the data (TcpStoreClient): reading N ranks' keys costs one round trip, not N. This
+  // default calls get() per key.
+  virtual std::vector<std::optional<Bytes>> multiGet(const std::vector<std::string>& keys);
   // Blocks until every key is present; throws StoreTimeout listing the absent ones.
   virtual void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) = 0;
   // Atomically adds delta to the counter at key (absent counts as 0) and returns the new value.

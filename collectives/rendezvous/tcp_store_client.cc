@@ -58,6 +58,17 @@ std::optional<Bytes> TcpStoreClient::get(const std::string& key) {
   return response.value;
 }
 
+std::vector<std::optional<Bytes>> TcpStoreClient::multiGet(const std::vector<std::string>& keys) {
+  if (keys.empty()) return {};
+  protocol::Request r;
+  r.op = protocol::Op::MultiGet;
+  r.keys = keys;
+  auto response = call(r, requestTimeout_);
+  HVD_ENFORCE_EQ(response.values.size(), keys.size(), "rendezvous server ", server_,
+                 ": values in the answer to a multi-get");
+  return std::move(response.values);
+}
+
 void TcpStoreClient::wait(const std::vector<std::string>& keys,
                           std::chrono::milliseconds timeout) {
   protocol::Request r;

@@ -1,5 +1,9 @@
 #include "launcher/ssh/ssh_preflight.h"
 
+#include <pthread.h>
+
+#include <algorithm>
+#include <atomic>
 #include <thread>
 
 #include "launcher/ssh/remote_command.h"
@@ -70,6 +74,10 @@ std::string awaitReady(SshSession& session, LIBSSH2_CHANNEL* channel) {
   return session.where() + why;
 }
 
+std::string interrupted(const PreflightHost& host) {
+  return host.target.describe() + ": the check was interrupted (hvdrun is stopping)";
+}
+
 Outcome check(const PreflightHost& host) {
   Outcome out;
   ReadyHost& ready = out.host;
@@ -89,7 +97,7 @@ Outcome check(const PreflightHost& host) {
     out.failure = e.what();
   }
   if (!out.failure.empty() && host.interrupt && host.interrupt->interrupted())
-    out.failure = host.target.describe() + ": the check was interrupted (hvdrun is stopping)";
+    out.failure = interrupted(host);
   if (!out.failure.empty()) out.host = {};
   for (auto& session : out.host.sessions) session->stopWatching();
   return out;
@@ -97,11 +105,29 @@ Outcome check(const PreflightHost& host) {
 
 }  // namespace
 
-PreflightReport preflight(const std::vector<PreflightHost>& hosts) {
+PreflightReport preflight(const std::vector<PreflightHost>& hosts, ConnectSlots& slots) {
   std::vector<Outcome> outcomes(hosts.size());
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t i; (i = next++) < hosts.size();) {
+      auto slot = slots.acquire(hosts[i].interrupt.get());
+      if (!slot) {
+        outcomes[i].failure = interrupted(hosts[i]);
+        continue;
+      }
+      outcomes[i] = check(hosts[i]);
+    }
+  };
+  // A worker per slot, not per host: the slots bound the handshakes, and the workers the
+  // threads. The caller is one of them, so one host (an elastic job's late host) costs none.
+  std::size_t workers = std::min(slots.limit(), hosts.size());
   std::vector<std::thread> threads;
-  for (std::size_t i = 0; i < hosts.size(); ++i)
-    threads.emplace_back([&, i] { outcomes[i] = check(hosts[i]); });
+  for (std::size_t w = 1; w < workers; ++w)
+    threads.emplace_back([&] {
+      pthread_setname_np(pthread_self(), "hvd-ssh-check");
+      work();
+    });
+  work();
   for (auto& t : threads) t.join();
   PreflightReport report;
   for (std::size_t i = 0; i < hosts.size(); ++i) {

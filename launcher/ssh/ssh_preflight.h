@@ -1,9 +1,10 @@
-// Before any rank starts: connect to every remote host at once, verify and authenticate, and
-// open one channel per rank there, each running the check script (remote_command.h: working
-// directory, program, script, interface) and then waiting for its run script. All failures are
-// collected into one report, so a 16-host job with two bad hosts says so in one go; when there
-// is any, dropping the report closes every channel and nothing has started anywhere. The
-// channels of a clean report are handed to RemoteRanks, so starting a rank costs one message.
+// Before any rank starts: connect to every remote host, as many at once as the ConnectSlots
+// allow (connect_slots.h), verify and authenticate, and open one channel per rank there, each
+// running the check script (remote_command.h: working directory, program, script, interface)
+// and then waiting for its run script. All failures are collected into one report, so a
+// 16-host job with two bad hosts says so in one go; when there is any, dropping the report
+// closes every channel and nothing has started anywhere. The channels of a clean report are
+// handed to RemoteRanks, so starting a rank costs one message.
 #pragma once
 
 #include <map>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/ssh/connect_slots.h"
 #include "launcher/ssh/ssh_session.h"
 
 namespace hvd::launcher::ssh {
@@ -44,8 +46,10 @@ struct PreflightReport {
   std::map<std::string, ReadyHost> ready;
 };
 
-// Runs every host's check on its own thread; each step is bounded by its target's connect
-// timeout. Never throws for a host's failure.
-PreflightReport preflight(const std::vector<PreflightHost>& hosts);
+// Runs the hosts' checks on min(slots.limit(), hosts) threads (the calling thread is one), each
+// taking the next host in order and holding a slot for its check; each step is bounded by its
+// target's connect timeout. A host whose interrupt fires while it waits for a slot fails as
+// interrupted. Never throws for a host's failure.
+PreflightReport preflight(const std::vector<PreflightHost>& hosts, ConnectSlots& slots);
 
 }  // namespace hvd::launcher::ssh

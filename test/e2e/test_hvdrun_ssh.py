@@ -441,6 +441,33 @@ def test_one_connection_per_host_carries_its_ranks(hosts):
     assert accepted() - before == 2, "10 ranks on one host: two connections"
 
 
+
+def test_more_hosts_than_ssh_concurrency_still_start_one_connection_each(hosts, tmp_path):
+    """Four host names (two per real host, through ~/.ssh/config) checked two at a time: every
+    host is still checked, keeps its one connection for its rank, and the ranks reduce."""
+    a, b = hosts.addresses
+    home = tmp_path / "home"
+    shutil.copytree(hosts.home, home)
+    aliases = {"h0": a, "h1": b, "h2": a, "h3": b}
+    (home / ".ssh" / "config").write_text("".join(
+        f"Host {name}\n    HostName {address}\n    Port {SSH_PORT}\n"
+        for name, address in aliases.items()))
+
+    def accepted():
+        return sum((hosts.dir / f"sshd{i}.log").read_text().count("Accepted publickey")
+                   for i in range(2))
+    before = accepted()
+    r = subprocess.run([str(HVDRUN), "--ssh-concurrency", "2", "--log-level", "info", "-np", "4",
+                        "-H", ",".join(f"{n}:1" for n in aliases), sys.executable, "-c",
+                        TOPOLOGY_WORKER], capture_output=True, text=True, timeout=90,
+                       env=hosts.env(HOME=str(home)), cwd=REPO)
+    assert r.returncode == 0, r.stderr
+    assert "checking 4 remote hosts, at most 2 at once" in r.stderr, r.stderr
+    rows = topology_lines(r.stdout)
+    assert sorted(rows) == [0, 1, 2, 3], r.stdout
+    assert all(int(row[7]) == 10 for row in rows.values()), rows
+    assert accepted() - before == 4, "one connection per host name"
+
 def _descendants(pid):
     children = {}
     for entry in pathlib.Path("/proc").iterdir():

@@ -32,6 +32,7 @@ struct RankOptions {
   std::chrono::milliseconds opTimeout = kTestTimeout;
   Transport transport = Transport::Tcp;
   std::size_t shmRingBytes = 64 * 1024;  // small, so tests wrap rings and fill them
+  rendezvous::Store* store = nullptr;    // the ranks' rendezvous; null: a fresh InMemoryStore
 };
 
 inline RankOptions over(Transport transport) {
@@ -50,7 +51,8 @@ struct RankErrors {
 // tests where ranks fail or leave on purpose.
 inline RankErrors runEachRank(int n, const std::function<void(collectives::Comm&)>& fn,
                               const RankOptions& options = {}) {
-  rendezvous::InMemoryStore store;
+  rendezvous::InMemoryStore ownStore;
+  rendezvous::Store& store = options.store ? *options.store : ownStore;
   RankErrors errors{std::vector<std::exception_ptr>(n), nullptr};
   std::mutex mutex;
   std::vector<std::thread> threads;

@@ -44,6 +44,20 @@ TEST_CASE("the rendezvous server serves set, get, add and wait") {
   CHECK(b.waitGet("late", 1s) == bytes("x"));
 }
 
+TEST_CASE("the rendezvous server answers a multi-get in one request, through a prefix") {
+  rendezvous::RendezvousServer server("127.0.0.1", "secret");
+  TcpStoreClient client(server.address(), server.port(), "secret", 2s);
+  PrefixStore scoped("job/1", client);
+  scoped.set("a", bytes("1"));
+  scoped.set("c", bytes(""));
+  auto values = scoped.multiGet({"a", "b", "c"});
+  REQUIRE(values.size() == 3);
+  CHECK(values[0] == bytes("1"));
+  CHECK_FALSE(values[1].has_value());
+  CHECK(values[2] == bytes(""));
+  CHECK(client.multiGet({}).empty());
+}
+
 TEST_CASE("a rendezvous wait that times out lists the missing keys") {
   rendezvous::RendezvousServer server("127.0.0.1", "secret");
   TcpStoreClient client(server.address(), server.port(), "secret", 2s);

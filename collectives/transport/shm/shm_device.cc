@@ -10,9 +10,9 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
-#include <set>
 #include <thread>
 
+#include "collectives/rendezvous/rank_table.h"
 #include "collectives/transport/shm/shm_connection.h"
 #include "common/format.h"
 #include "common/logging.h"
@@ -45,27 +45,25 @@ void futexWait(std::atomic<uint32_t>& word, uint32_t expected, std::chrono::nano
 rendezvous::Bytes bytesOf(const std::string& s) { return rendezvous::Bytes(s.begin(), s.end()); }
 std::string textOf(const rendezvous::Bytes& b) { return std::string(b.begin(), b.end()); }
 
-// Publishes this rank's `value` under prefix/<rank> and returns every rank's, waiting for them
-// all (`awaited` says for what, in a timeout's message). A value starting with '!' is a rank's
-// reason for not using shm.
+// Publishes this rank's `value` under prefix<rank> and returns every rank's, from the one table
+// rank 0 gathers (rendezvous/rank_table.h: O(N) store requests in all); `awaited` says for what,
+// in a timeout's message. A value starting with '!' is a rank's reason for not using shm.
 std::vector<std::string> exchange(rendezvous::Store& store, const std::string& prefix, int rank,
                                   int size, const std::string& value,
                                   std::chrono::milliseconds timeout, const std::string& self,
                                   const std::string& awaited) {
-  store.set(detail::concat(prefix, rank), bytesOf(value));
-  std::vector<std::string> keys;
-  for (int r = 0; r < size; ++r) keys.push_back(detail::concat(prefix, r));
+  std::vector<rendezvous::Bytes> table;
   try {
-    store.wait(keys, timeout);
-  } catch (const rendezvous::StoreTimeout& e) {
-    std::set<int> missing;
-    for (const auto& k : e.missingKeys()) missing.insert(std::stoi(k.substr(prefix.size())));
+    table = rendezvous::gatherRankTable(store, prefix, rank, size, bytesOf(value), timeout);
+  } catch (const rendezvous::RankTableTimeout& e) {
     throw TimeoutError(detail::concat(self, ": timed out after ", timeout.count() / 1000.0,
-                                      " s waiting for ranks ", rankSet(missing), " to ", awaited,
+                                      " s waiting for ranks ", rankSet(e.missingRanks()), " to ",
+                                      awaited,
                                       " (did they start? HVD_START_TIMEOUT sets the limit)"));
   }
   std::vector<std::string> values;
-  for (const auto& k : keys) values.push_back(textOf(*store.get(k)));
+  values.reserve(table.size());
+  for (const auto& v : table) values.push_back(textOf(v));
   return values;
 }
 

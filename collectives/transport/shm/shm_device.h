@@ -1,6 +1,7 @@
 // The shared-memory transport's Device, for ranks on one host. connectAll creates this rank's
-// segment (shm_segment.h), publishes its name as "shm/<rank>" in the store, maps every peer's,
-// and unlinks its own once all have mapped it. Any rank that cannot (no /dev/shm, too little
+// segment (shm_segment.h), publishes its name as "shm/<rank>" in the store, reads every
+// rank's from the one table rank 0 gathers (rendezvous/rank_table.h), maps every peer's, and
+// unlinks its own once all have mapped it (reported the same way, "shm-mapped/<rank>"). Any rank that cannot (no /dev/shm, too little
 // space, a peer's segment not visible from here: another host or container) makes every rank
 // throw ShmUnavailable, so all fall back to another transport together.
 //

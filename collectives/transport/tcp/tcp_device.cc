@@ -1,5 +1,6 @@
 #include "collectives/transport/tcp/tcp_device.h"
 
+#include <pthread.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -8,7 +9,9 @@
 #include <climits>
 #include <cstring>
 #include <set>
+#include <thread>
 
+#include "collectives/rendezvous/rank_table.h"
 #include "collectives/transport/tcp/tcp_connection.h"
 #include "common/asio_io.h"
 #include "common/format.h"
@@ -26,8 +29,11 @@ namespace {
 
 const std::string kAuthContext = "hvd-tcp";
 constexpr std::chrono::microseconds kNoSpin{0};
-// Unauthenticated connections a rank's listener holds at once (a new one evicts the oldest).
-constexpr std::size_t kMaxPendingHandshakes = 16;
+// Unauthenticated connections a rank's listener holds at once (a new one evicts the oldest),
+// beyond one per peer it expects: at 64 ranks, rank 0's 63 peers connect within a millisecond,
+// and with 16 in all the 17th evicted a peer before that peer's thread had run to answer
+// (connectAll failed with "authentication failed" now and then).
+constexpr std::size_t kStrangerHandshakes = 16;
 
 std::pair<std::string, uint16_t> splitAddress(const std::string& address) {
   auto colon = address.rfind(':');
@@ -195,8 +201,8 @@ std::unique_ptr<Comm> TcpDevice::connectAll(int rank, int size, rendezvous::Stor
   std::vector<bool> seen(size, false);
   io::HandshakeListener listener(
       acceptor_,
-      {self, "tcp", secret_, kAuthContext, kClaimBytes, handshakeTimeout_, kMaxPendingHandshakes,
-       logs_},
+      {self, "tcp", secret_, kAuthContext, kClaimBytes, handshakeTimeout_,
+       kStrangerHandshakes + static_cast<std::size_t>(size - 1 - rank), logs_},
       [&](tcp::socket socket, std::vector<uint8_t> claim) {
         uint32_t from = claimed(claim, 0), to = claimed(claim, 4);
         if (to != static_cast<uint32_t>(rank) || from <= static_cast<uint32_t>(rank) ||
@@ -214,51 +220,26 @@ std::unique_ptr<Comm> TcpDevice::connectAll(int rank, int size, rendezvous::Stor
             waits_.mode == WaitMode::Blocking));
       });
   listener.start();
-  store.set("tcp/" + std::to_string(rank), [&] {
-    std::string a = listenAddress();
-    return rendezvous::Bytes(a.begin(), a.end());
-  }());
   log->info("{}: listening on {}", self, listenAddress());
-
-  std::vector<std::string> lowerKeys;
-  for (int r = 0; r < rank; ++r) lowerKeys.push_back("tcp/" + std::to_string(r));
-  try {
-    if (!lowerKeys.empty()) store.wait(lowerKeys, connectTimeout);
-  } catch (const rendezvous::StoreTimeout& e) {
-    std::set<int> missing;
-    for (const auto& k : e.missingKeys()) missing.insert(std::stoi(k.substr(4)));
-    throw TimeoutError(detail::concat(self, ": timed out after ", connectTimeout.count() / 1000.0,
-                                      " s waiting for ranks ", rankSet(missing),
-                                      " to publish their addresses (did they start?)"));
-  }
+  auto addresses = gatherAddresses(rank, size, store, connectTimeout, self);
   // Lower ranks accept and higher ranks connect; rank k's connects depend only on ranks below
   // k reaching their accept loop, so this order cannot deadlock.
-  for (int r = 0; r < rank; ++r) {
-    auto value = store.get("tcp/" + std::to_string(r));
-    connections[r] =
-        connectTo(rank, size, r, std::string(value->begin(), value->end()), deadline, store);
-  }
+  for (int r = 0; r < rank; ++r)
+    connections[r] = connectTo(rank, size, r, std::string(addresses[r].begin(), addresses[r].end()),
+                               deadline, store);
   auto nextCheck = Clock::now() + std::chrono::seconds(1);
   while (static_cast<int>(accepted.size()) < size - 1 - rank) {
     auto now = Clock::now();
     if (now >= deadline) {
-      std::set<int> absent, silent;  // never joined the rendezvous / joined but did not connect
-      for (int r = rank + 1; r < size; ++r) absent.insert(r);
-      for (auto& c : accepted) absent.erase(c->peerRank());
-      for (int r : std::set<int>(absent))
-        if (store.get("tcp/" + std::to_string(r))) {
-          absent.erase(r);
-          silent.insert(r);
-        }
-      std::string why;
-      if (!absent.empty()) why += " ranks " + rankSet(absent) + " never joined the rendezvous";
-      if (!silent.empty())
-        why += std::string(absent.empty() ? "" : ";") + " ranks " + rankSet(silent) +
-               " joined but did not connect";
-      throw TimeoutError(detail::concat(self, ": timed out after ",
-                                        connectTimeout.count() / 1000.0,
-                                        " s waiting for peers to connect:", why,
-                                        " (did they start? HVD_START_TIMEOUT sets the limit)"));
+      // Every rank published its address (the table holds them all), so a missing peer joined
+      // the rendezvous and then did not connect.
+      std::set<int> silent;
+      for (int r = rank + 1; r < size; ++r) silent.insert(r);
+      for (auto& c : accepted) silent.erase(c->peerRank());
+      throw TimeoutError(detail::concat(
+          self, ": timed out after ", connectTimeout.count() / 1000.0,
+          " s waiting for peers to connect: ranks ", rankSet(silent),
+          " joined but did not connect (did they start? HVD_START_TIMEOUT sets the limit)"));
     }
     if (now >= nextCheck) {
       // A job that gave up on this rendezvous (an elastic job's superseded round) is noticed
@@ -274,6 +255,45 @@ std::unique_ptr<Comm> TcpDevice::connectAll(int rank, int size, rendezvous::Stor
   log->debug("{}: connected to {} peers", self, size - 1);
   return std::make_unique<Comm>(rank, size, std::move(connections), opTimeout,
                                 shared_from_this());
+}
+
+std::vector<rendezvous::Bytes> TcpDevice::gatherAddresses(int rank, int size,
+                                                          rendezvous::Store& store,
+                                                          std::chrono::milliseconds timeout,
+                                                          const std::string& self) {
+  std::string mine = listenAddress();
+  std::vector<rendezvous::Bytes> table;
+  std::exception_ptr error;
+  std::atomic<bool> done{false};
+  // This thread is the only one to touch the store until the helper is done (TcpStoreClient
+  // holds one request at a time, and the helper's wait is long); it serves the listener.
+  std::thread helper([&] {
+    pthread_setname_np(pthread_self(), "hvd-rdzv-tcp");
+    try {
+      table = rendezvous::gatherRankTable(store, "tcp/", rank, size,
+                                          rendezvous::Bytes(mine.begin(), mine.end()), timeout);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    done = true;
+    wake();  // after `done`: the wait below sees it, or the eventfd ends its sleep
+  });
+  try {
+    while (!done) progressWithSpin(Clock::now() + std::chrono::seconds(1), kNoSpin);
+  } catch (...) {
+    helper.join();
+    throw;
+  }
+  helper.join();
+  try {
+    if (error) std::rethrow_exception(error);
+  } catch (const rendezvous::RankTableTimeout& e) {
+    throw TimeoutError(detail::concat(self, ": timed out after ", timeout.count() / 1000.0,
+                                      " s waiting for ranks ", rankSet(e.missingRanks()),
+                                      " to publish their addresses (did they start? "
+                                      "HVD_START_TIMEOUT sets the limit)"));
+  }
+  return table;
 }
 
 std::shared_ptr<Connection> TcpDevice::connectTo(int rank, int size, int peer,

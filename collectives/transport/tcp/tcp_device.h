@@ -1,9 +1,11 @@
 // The TCP transport's Device: owns one io_context and a listening socket. connectAll publishes
-// "tcp/<rank>" = "ip:port" in the store, connects to every lower rank and accepts every higher
-// rank, each link authenticated with the job secret and the two ranks bound into the proof
-// (common/handshake_listener.h: handshakes run concurrently under a deadline, so a stranger
-// cannot hold up the job); a connection that fails the handshake is logged and dropped, and
-// the listening socket closes once every peer is connected.
+// "tcp/<rank>" = "ip:port" in the store, reads every rank's from the one table rank 0 gathers
+// (collectives/rendezvous/rank_table.h: O(N) store requests for the job, not N²), connects to
+// every lower rank and accepts every higher rank, each link authenticated with the job secret
+// and the two ranks bound into the proof (common/handshake_listener.h: handshakes run
+// concurrently under a deadline, so a stranger cannot hold up the job); a connection that
+// fails the handshake is logged and dropped, and the listening socket closes once every peer
+// is connected.
 // Thread model: there is no I/O thread. The thread that waits on a Request runs the io_context
 // (progressUntil), so a waiting rank sleeps in the kernel (after the bounded spin its
 // WaitPolicy gives), and a small message costs no thread hand-off.
@@ -92,6 +94,14 @@ class TcpDevice : public Device,
   void handDirectReadsToAsio();
   void armWake();
   void drainWake();
+  // Publishes this rank's address and returns every rank's (rendezvous/rank_table.h), serving
+  // the listener meanwhile: the table is gathered on a helper thread while this one runs io_,
+  // so a connection that arrives first (a stranger, a peer that read the table sooner) is
+  // answered at once, as before the table existed. Throws TimeoutError naming the ranks that
+  // did not publish within `timeout`.
+  std::vector<rendezvous::Bytes> gatherAddresses(int rank, int size, rendezvous::Store& store,
+                                                 std::chrono::milliseconds timeout,
+                                                 const std::string& self);
   // Refused connections are retried until `deadline`, checking once a second that the job has
   // not given this rendezvous up (the peer may have died after publishing its address).
   std::shared_ptr<Connection> connectTo(int rank, int size, int peer, const std::string& address,
