@@ -9,9 +9,9 @@
 
 #include "collectives/operations.h"
 #include "collectives/rendezvous/prefix_store.h"
-#include "collectives/transport/shm/shm_device.h"
 #include "common/format.h"
 #include "common/logging.h"
+#include "runtime/transport_table.h"
 
 namespace hvd::runtime {
 namespace {
@@ -115,34 +115,31 @@ Exchanged exchange(const Config& config, Comm& data) {
   return out;
 }
 
-// The ranks of this host over shared memory, or over their links in `data` when that is not
-// possible. Shared memory's fallback is decided among this host's ranks alone.
-std::unique_ptr<Comm> connectLocal(const Config& config, Comm& data, rendezvous::Store& store,
-                                   const std::string& scope, const std::vector<int>& ranks,
-                                   collectives::tcp::WaitPolicy waits, const std::string& what,
-                                   const std::shared_ptr<log::Logs>& logs) {
+// The ranks of this host, through the transport table: over shared memory, or over their
+// links in `data` when that is not possible. Shared memory's fallback is decided among this
+// host's ranks alone.
+Linked connectLocal(const Config& config, Comm& data, rendezvous::Store& store,
+                    const std::string& scope, const std::vector<int>& ranks,
+                    collectives::WaitPolicy waits, const std::string& what,
+                    const std::shared_ptr<log::Logs>& logs) {
   auto log = logs->get("runtime");
-  if (config.transport != Transport::Tcp && ranks.size() > 1) {
-    rendezvous::PrefixStore scoped(scope, store);
-    int localRank = static_cast<int>(std::find(ranks.begin(), ranks.end(), data.rank()) -
-                                     ranks.begin());
-    try {
-      auto device = collectives::shm::ShmDevice::create(
-          {config.shmBufferBytes, waits.spins, collectives::shm::jobSegmentPrefix(config.jobId),
-           logs});
-      return device->connectAll(localRank, static_cast<int>(ranks.size()), scoped,
-                                config.startTimeout, config.opTimeout);
-    } catch (const collectives::shm::ShmUnavailable& e) {
-      log->warn("hierarchical {}: {} (the ranks of this host use TCP)", what, e.what());
-    }
-  }
-  return data.subset(ranks);
+  rendezvous::PrefixStore scoped(scope, store);
+  int localRank =
+      static_cast<int>(std::find(ranks.begin(), ranks.end(), data.rank()) - ranks.begin());
+  LinkSet set{.rank = localRank, .size = static_cast<int>(ranks.size()), .sameHost = true};
+  LinkSetup setup{.store = &scoped, .waits = waits, .existing = &data, .ranks = ranks,
+                  .logs = logs};
+  return TransportChooser().connect(
+      config, set, setup, [&](const std::string& reason, const TransportEntry& next) {
+        log->warn("hierarchical {}: {} (the ranks of this host use {})", what, reason,
+                  next.label);
+      });
 }
 
 }  // namespace
 
 void attachHostHierarchy(const Config& config, Comm& data, rendezvous::Store& store,
-                         const std::string& scopePrefix, collectives::tcp::WaitPolicy waits,
+                         const std::string& scopePrefix, collectives::WaitPolicy waits,
                          const std::shared_ptr<log::Logs>& logs) {
   Exchanged x = exchange(config, data);
   bool everywhere[kSettingCount];
@@ -170,16 +167,16 @@ void attachHostHierarchy(const Config& config, Comm& data, rendezvous::Store& st
   }
   const std::vector<int>& mine = layout.localRanks(data.rank());
   int host = static_cast<int>(&mine - layout.ranksOf.data());
-  auto local = connectLocal(config, data, store,
-                            detail::concat(scopePrefix, "/hierarchy/host/", host), mine, waits,
-                            what, logs);
-  bool sharedMemory = local->progress() != data.progress();
+  Linked local = connectLocal(config, data, store,
+                              detail::concat(scopePrefix, "/hierarchy/host/", host), mine,
+                              waits, what, logs);
+  bool sharedMemory = local.transport == Transport::Shm;
   auto crossComm = data.subset(layout.crossRanks(data.rank()));
   if (data.rank() == 0)
     log->info("hierarchical {}: {} hosts of {} ranks; within a host over {}, across hosts over "
               "TCP", what, layout.hosts.size(), mine.size(),
               sharedMemory ? "shared memory" : "TCP");
-  data.setHierarchy({std::move(local), std::move(crossComm), layout.ranksOf, everywhere[0],
+  data.setHierarchy({std::move(local.comm), std::move(crossComm), layout.ranksOf, everywhere[0],
                      everywhere[1]});
 }
 

@@ -10,7 +10,7 @@
 
 #include "collectives/rendezvous/store.h"
 #include "collectives/transport/comm.h"
-#include "collectives/transport/tcp/tcp_device.h"
+#include "collectives/transport/wait_policy.h"
 #include "runtime/config.h"
 #include "runtime/engine/host_layout.h"
 
@@ -24,12 +24,13 @@ namespace hvd::runtime {
 // the settings: the ranks exchange their host names and settings, so that a rank whose
 // HVD_HIERARCHICAL_ALLREDUCE or HVD_HIERARCHICAL_ALLGATHER differs from the others fails
 // everywhere with InvalidArgument naming the ranks, instead of running a different algorithm.
-// With a setting on and as many ranks on every host, connects the ranks of this host (shared
-// memory unless HVD_TRANSPORT=tcp or it is unavailable there; else this host's links of `data`)
+// With a setting on and as many ranks on every host, connects the ranks of this host through the
+// transport table (runtime/transport_table.h: shared memory unless HVD_TRANSPORT=tcp or it is
+// unavailable there; else this host's links of `data`)
 // and attaches them with the cross-host subset of `data`. Uneven hosts keep the flat
 // collectives, with a warning from rank 0. Logs through `logs` (the Runtime's).
 void attachHostHierarchy(const Config& config, collectives::Comm& data, rendezvous::Store& store,
-                         const std::string& scopePrefix, collectives::tcp::WaitPolicy waits,
+                         const std::string& scopePrefix, collectives::WaitPolicy waits,
                          const std::shared_ptr<log::Logs>& logs);
 
 }  // namespace hvd::runtime

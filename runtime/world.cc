@@ -5,13 +5,13 @@
 #include "collectives/rendezvous/prefix_store.h"
 #include "collectives/rendezvous/rendezvous_server.h"
 #include "collectives/rendezvous/tcp_store_client.h"
-#include "collectives/transport/shm/shm_device.h"
-#include "collectives/transport/tcp/tcp_device.h"
+#include "collectives/transport/wait_policy.h"
 #include "common/logging.h"
 #include "common/network.h"
 #include "runtime/cpu_binding.h"
 #include "runtime/host_hierarchy.h"
 #include "runtime/malloc_retention.h"
+#include "runtime/transport_table.h"
 
 namespace hvd::runtime {
 namespace {
@@ -23,53 +23,24 @@ std::unique_ptr<Comm> singleRank(const Config& config) {
                                 config.opTimeout, nullptr);
 }
 
-// Shared memory when every rank is on this host and the config allows it. A rank that cannot
-// map the segments makes every rank throw ShmUnavailable (it is decided collectively), and with
-// HVD_TRANSPORT=auto all of them then connect over TCP instead.
-bool useShm(const Config& config) {
-  if (config.transport == Transport::Tcp) return false;
-  const Topology& t = config.topology;
-  if (t.localSize == t.size) return true;
-  if (config.transport == Transport::Shm)
-    throw InvalidArgument(detail::concat(
-        "HVD_TRANSPORT=shm, but the job's ", t.size, " ranks are not all on one host (",
-        t.localSize, " on ", t.hostname, "): shared memory links only ranks of one host"));
-  return false;
-}
-
-// Tries shared memory while `shm` is true, and clears it when every rank fell back to TCP, so
-// the next scope of this init does not try again (the fallback is collective, so every rank
-// agrees on it).
+// One of this rank's communicators over the whole job, through the transport table: shared
+// memory when every rank is on this host and HVD_TRANSPORT allows it, else TCP. `transports`
+// remembers a fallback to TCP, so the next scope of this init does not try shared memory again.
 std::unique_ptr<Comm> connectScope(const Config& config, rendezvous::Store& store,
-                                   const std::string& bindAddress, int64_t epoch,
-                                   const std::string& scope, collectives::tcp::WaitPolicy waits,
-                                   std::size_t shmRingBytes, bool& shm,
-                                   const std::shared_ptr<log::Logs>& logs) {
+                                   LinkSetup setup, int64_t epoch, const std::string& scope,
+                                   TransportChooser& transports) {
   rendezvous::PrefixStore scoped(
       detail::concat("job/", config.jobId, "/epoch/", epoch, "/", scope), store);
+  setup.store = &scoped;
   const Topology& t = config.topology;
-  auto log = logs->get("runtime");
-  if (shm) {
-    try {
-      auto device = collectives::shm::ShmDevice::create(
-          {shmRingBytes, waits.spins, collectives::shm::jobSegmentPrefix(config.jobId), logs});
-      auto comm = device->connectAll(t.rank, t.size, scoped, config.startTimeout,
-                                     config.opTimeout);
-      log->info("{}: shared memory with {} local peers, rings of {} KiB", scope, t.size - 1,
-                shmRingBytes >> 10);
-      return comm;
-    } catch (const collectives::shm::ShmUnavailable& e) {
-      if (config.transport == Transport::Shm) throw;
-      log->warn("{} (HVD_TRANSPORT=auto: using TCP)", e.what());
-      shm = false;
-    }
-  }
-  auto device = collectives::tcp::TcpDevice::create(bindAddress, config.secret,
-                                                    config.socketBufferBytes, waits,
-                                                    config.handshakeTimeout, logs);
-  auto comm = device->connectAll(t.rank, t.size, scoped, config.startTimeout, config.opTimeout);
-  log->info("{}: tcp on {}", scope, device->listenAddress());
-  return comm;
+  auto log = setup.logs->get("runtime");
+  Linked linked = transports.connect(
+      config, {.rank = t.rank, .size = t.size, .sameHost = t.localSize == t.size}, setup,
+      [&](const std::string& reason, const TransportEntry& next) {
+        log->warn("{} (HVD_TRANSPORT=auto: using {})", reason, next.label);
+      });
+  log->info("{}: {}", scope, linked.description);
+  return std::move(linked.comm);
 }
 
 // Rank 0 of a job that srun or mpirun started serves the rendezvous; its World owns the server.
@@ -200,7 +171,7 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
   // 30-170 us on another. The engine's data links poll for small messages, and for large ones
   // only while a caller is blocked on a result: polling through a large transfer while the
   // training step runs would take CPU from it (the step shares the engine's core).
-  collectives::tcp::WaitPolicy data{.mode = collectives::tcp::WaitMode::Blocking};
+  collectives::WaitPolicy data{.mode = collectives::WaitMode::Blocking};
   if (withControl) {
     world.blockedCallers = std::make_shared<std::atomic<int>>(0);
     data.spins = {.smallSpin = config.spinTime, .blockedCallers = world.blockedCallers};
@@ -213,19 +184,19 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
   } else {
     data.spins = {.smallSpin = config.directSpinTime, .largeSpin = config.directSpinTime};
   }
-  bool shm = useShm(config);
-  world.data = connectScope(config, *store, bindAddress, epoch, "global", data,
-                            config.shmBufferBytes, shm, world.logs);
+  TransportChooser transports;
+  LinkSetup setup{.waits = data, .bindAddress = bindAddress, .logs = world.logs};
+  world.data = connectScope(config, *store, setup, epoch, "global", transports);
   if (t.localSize < t.size)
     attachHostHierarchy(config, *world.data, *store,
                         detail::concat("job/", config.jobId, "/epoch/", epoch), data,
                         world.logs);
   // The engine loop does its own polling of the control links (Engine::loop).
-  if (withControl)
-    world.control = connectScope(config, *store, bindAddress, epoch, "control",
-                                 {.mode = collectives::tcp::WaitMode::Interruptible},
-                                 collectives::shm::controlRingBytes(config.shmBufferBytes), shm,
-                                 world.logs);
+  if (withControl) {
+    setup.waits = {.mode = collectives::WaitMode::Interruptible};
+    setup.traffic = Traffic::Control;
+    world.control = connectScope(config, *store, setup, epoch, "control", transports);
+  }
   return world;
 }
 

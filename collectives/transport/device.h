@@ -7,8 +7,17 @@
 
 #include "collectives/rendezvous/store.h"
 #include "collectives/transport/comm.h"
+#include "common/error.h"
 
 namespace hvd::collectives {
+
+// This transport cannot link the ranks asked of it (shared memory: no /dev/shm, too little
+// space, a peer on another host). A transport that throws it decides collectively, so every
+// rank throws it and all of them can try the next transport of the runtime's table together.
+class TransportUnavailable : public IoError {
+ public:
+  using IoError::IoError;
+};
 
 class Device {
  public:

@@ -83,13 +83,6 @@ void Request::wait(Deadline deadline) {
   if (state_->error) std::rethrow_exception(state_->error);
 }
 
-std::chrono::microseconds SpinPolicy::spinFor(bool latencyBound) const {
-  if (latencyBound) return smallSpin;
-  if (blockedCallers && blockedCallers->load(std::memory_order_relaxed) > 0)
-    return std::max(smallSpin, largeSpin);
-  return largeSpin;
-}
-
 bool Request::test() const {
   if (!state_) return true;
   if (state_->done && state_->error) std::rethrow_exception(state_->error);

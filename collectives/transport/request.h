@@ -13,52 +13,12 @@
 #include <memory>
 #include <string>
 
-namespace hvd::log {
-class Logs;  // common/logging.h
-}  // namespace hvd::log
+#include "collectives/transport/wait_policy.h"
 
 namespace hvd::collectives {
 
 using Clock = std::chrono::steady_clock;
 using Deadline = Clock::time_point;
-
-// A message up to this size is latency-bound: a wait for one may spin (see progressUntil).
-inline constexpr std::size_t kLatencyBoundBytes = 64 * 1024;
-
-// A count of callers blocked until an operation's result comes (the runtime's handle waits).
-// While it is above zero, a data link's waits on large transfers poll as its waits on small
-// messages do: the blocked callers' cores have nothing else to run, so polling takes nothing
-// from them, and each sleep on a large transfer costs a wake-up.
-using BlockedCallers = std::shared_ptr<const std::atomic<int>>;
-
-// How long a wait on one send or receive may go without the transfer moving on. After
-// `warnAfter` it is logged once, naming the peer, the bytes moved and (where the transport can
-// tell) the state of the peer's process; after `failAfter` it fails with TimeoutError. Zero:
-// no limit (the wait's deadline still applies).
-struct StallWatch {
-  std::chrono::milliseconds warnAfter{0};
-  std::chrono::milliseconds failAfter{0};
-  std::shared_ptr<log::Logs> logs = nullptr;  // the warning's (the Runtime's); null: the process's
-};
-
-// How a transport's wait passes the time until its message arrives: polling (yielding the core
-// to any other runnable thread between polls) for up to a spin time, then sleeping in the
-// kernel. Both transports take one.
-struct SpinPolicy {
-  // For a wait on a message of at most kLatencyBoundBytes.
-  std::chrono::microseconds smallSpin{0};
-  // For a wait on a larger transfer. A waiter with nothing else to do gains by polling (on a
-  // VM whose idle vCPUs halt, each sleep costs a slow wake-up, and a large transfer wakes its
-  // waiter many times); one whose core has other work to run loses by it.
-  std::chrono::microseconds largeSpin{0};
-  // While it counts a caller, waits on larger transfers poll for smallSpin too, if longer.
-  BlockedCallers blockedCallers = nullptr;
-  // How long a transfer that stopped moving is waited for (Request::wait).
-  StallWatch stall{};
-
-  // How long a wait on a message (latency-bound or not) polls before it sleeps.
-  std::chrono::microseconds spinFor(bool latencyBound) const;
-};
 
 // Implemented by a transport: run completion handlers until at least one has run or the
 // deadline passes.

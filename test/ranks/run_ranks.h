@@ -15,6 +15,7 @@
 #include "collectives/rendezvous/in_memory_store.h"
 #include "collectives/transport/shm/shm_device.h"
 #include "collectives/transport/tcp/tcp_device.h"
+#include "collectives/transport/wait_policy.h"
 #include "test/ranks/test_time.h"
 
 namespace hvd::test {
@@ -28,7 +29,7 @@ inline const char* nameOf(Transport t) { return t == Transport::Tcp ? "tcp" : "s
 
 struct RankOptions {
   std::string secret = "test-secret";
-  collectives::tcp::WaitPolicy waits;  // spins apply to shm too
+  collectives::WaitPolicy waits;  // spins apply to shm too
   std::chrono::milliseconds opTimeout = kTestTimeout;
   Transport transport = Transport::Tcp;
   std::size_t shmRingBytes = 64 * 1024;  // small, so tests wrap rings and fill them

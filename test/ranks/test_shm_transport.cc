@@ -31,7 +31,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-RankOptions shmOptions(std::size_t ringBytes = 64 * 1024, tcp::WaitPolicy waits = {},
+RankOptions shmOptions(std::size_t ringBytes = 64 * 1024, WaitPolicy waits = {},
                        std::chrono::milliseconds opTimeout = test::kTestTimeout) {
   RankOptions o = test::over(Transport::Shm);
   o.shmRingBytes = ringBytes;
@@ -41,7 +41,7 @@ RankOptions shmOptions(std::size_t ringBytes = 64 * 1024, tcp::WaitPolicy waits 
 }
 
 // Sleeping at once, and the polling a directly called collective does.
-const std::vector<tcp::WaitPolicy> kPolicies = {
+const std::vector<WaitPolicy> kPolicies = {
     {}, {.spins = {.smallSpin = 30us, .largeSpin = 2000us}}};
 
 // The /dev/shm names this process created.
@@ -296,7 +296,7 @@ TEST_CASE("shm and tcp: a wait on a large transfer polls while a caller is block
       auto blocked = std::make_shared<std::atomic<int>>(blockedNow);
       RankOptions options = test::over(transport);
       options.waits = {.spins = {.smallSpin = 5s, .largeSpin = 0us, .blockedCallers = blocked},
-                       .mode = tcp::WaitMode::Blocking};
+                       .mode = WaitMode::Blocking};
       std::atomic<long> sleeps{-1};
       test::runRanks(2, [&](Comm& comm) {
         std::vector<uint8_t> message(1 << 20);

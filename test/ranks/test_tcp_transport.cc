@@ -21,10 +21,10 @@ using namespace std::chrono_literals;
 
 // Sleeping waits of both kinds, and the polling a data link's waits do (for small messages, and
 // for large ones when collectives are called directly).
-const std::vector<tcp::WaitPolicy> kPolicies = {
-    {.mode = tcp::WaitMode::Interruptible},
-    {.mode = tcp::WaitMode::Blocking},
-    {.spins = {.smallSpin = 30us, .largeSpin = 2000us}, .mode = tcp::WaitMode::Blocking},
+const std::vector<WaitPolicy> kPolicies = {
+    {.mode = WaitMode::Interruptible},
+    {.mode = WaitMode::Blocking},
+    {.spins = {.smallSpin = 30us, .largeSpin = 2000us}, .mode = WaitMode::Blocking},
 };
 
 }  // namespace

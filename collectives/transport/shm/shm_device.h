@@ -32,9 +32,9 @@ namespace hvd::collectives::shm {
 class ShmConnection;
 
 // Some rank could not set up the shm transport; the message gives each such rank's reason.
-class ShmUnavailable : public IoError {
+class ShmUnavailable : public TransportUnavailable {
  public:
-  using IoError::IoError;
+  using TransportUnavailable::TransportUnavailable;
 };
 
 // The message size this transport's communicators ask pipelined collectives for: a message is

@@ -25,29 +25,12 @@
 #include <vector>
 
 #include "collectives/transport/device.h"
+#include "collectives/transport/wait_policy.h"
 #include "common/handshake_listener.h"
 
 namespace hvd::collectives::tcp {
 
 class TcpConnection;
-
-// How a wait with a single small receive pending sleeps once any spin is over.
-enum class WaitMode {
-  // In poll() on the socket and the wake-up eventfd: wake() ends the wait at once.
-  Interruptible,
-  // In a blocking recvmsg on the socket (the kernel then copies the message as it wakes the
-  // thread: one system call instead of poll plus recvmsg, about 1 us less per message on a
-  // VM). wake() is then seen only when the receive's 50 ms slice ends, so this is for devices
-  // no other thread wakes (data links); waits on several sockets still use poll().
-  Blocking,
-};
-
-// How a wait on the device's requests passes the time until its operation completes: the
-// polling all transports share, then the kind of sleep.
-struct WaitPolicy {
-  SpinPolicy spins{};
-  WaitMode mode = WaitMode::Interruptible;
-};
 
 class TcpDevice : public Device,
                   public ProgressEngine,
