@@ -82,8 +82,7 @@ const char* transportName(Transport t) {
 
 namespace {
 
-std::shared_ptr<const collectives::NetworkModel> loadNetworkModel(const std::string& path,
-                                                                  const Topology& t) {
+std::shared_ptr<const collectives::NetworkModel> loadNetworkModel(const std::string& path) {
   collectives::NetworkModel model;
   if (!path.empty()) {
     std::ifstream in(path);
@@ -92,10 +91,7 @@ std::shared_ptr<const collectives::NetworkModel> loadNetworkModel(const std::str
     text << in.rdbuf();
     model = collectives::NetworkModel::fromJson(text.str(), "HVD_NETWORK_MODEL=" + path);
   }
-  // The job's layout wins over the file's: hosts of localSize ranks when they are all alike
-  // (hvdrun places consecutive ranks on a host); otherwise the model treats every rank as a host.
-  // localSize * crossSize == size holds on every rank or on none, so all ranks agree.
-  model.ranksPerHost = t.localSize * t.crossSize == t.size ? t.localSize : 1;
+  // Ranks per host are the job's, set once every rank agreed on the layout (connectWorld).
   return std::make_shared<const collectives::NetworkModel>(model);
 }
 
@@ -139,7 +135,7 @@ Config Config::fromParams(const params::ParamValues& v) {
   // The registry has already checked the name against its choices; the parse maps it.
   c.allreduceAlgorithm =
       collectives::parseAllreduceAlgorithm(v.getString("HVD_ALLREDUCE_ALGORITHM"));
-  c.networkModel = loadNetworkModel(v.getString("HVD_NETWORK_MODEL"), t);
+  c.networkModel = loadNetworkModel(v.getString("HVD_NETWORK_MODEL"));
   c.segmentBytes = static_cast<std::size_t>(v.getInt("HVD_SEGMENT_BYTES"));
   if (c.segmentBytes != 0 && c.segmentBytes < 1024)
     throw InvalidArgument(detail::concat("HVD_SEGMENT_BYTES=", c.segmentBytes,

@@ -40,8 +40,8 @@ struct Config {
   std::size_t ringThresholdBytes = 0;
   // HVD_ALLREDUCE_ALGORITHM: forces host allreduce's algorithm; Auto goes by the threshold.
   collectives::AllreduceAlgorithm allreduceAlgorithm = collectives::AllreduceAlgorithm::Auto;
-  // HVD_NETWORK_MODEL (or the built-in one), with this job's ranks per host: what Auto's cost
-  // model reasons with across hosts. Never null after fromParams.
+  // HVD_NETWORK_MODEL (or the built-in one) as the file says; the job's ranks per host are
+  // set on the World's copy (World::networkModel). Never null after fromParams.
   std::shared_ptr<const collectives::NetworkModel> networkModel;
   std::size_t segmentBytes = 0;  // HVD_SEGMENT_BYTES; 0: each communicator's pipelineSegmentBytes()
   std::size_t socketBufferBytes = 0;

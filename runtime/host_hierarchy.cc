@@ -47,7 +47,10 @@ const Choice kChoices[] = {
      [](const Config& c) { return static_cast<uint64_t>(c.ringThresholdBytes); }},
     {"HVD_NETWORK_MODEL (the model's contents)",
      [](const Config& c) {
-       return static_cast<uint64_t>(std::hash<std::string>{}(c.networkModel->toJson()));
+       // The file's contents: ranks per host is the job's, agreed in this exchange.
+       collectives::NetworkModel m = *c.networkModel;
+       m.ranksPerHost = 1;
+       return static_cast<uint64_t>(std::hash<std::string>{}(m.toJson()));
      }}};
 constexpr std::size_t kChoiceCount = std::size(kChoices);
 
@@ -138,10 +141,12 @@ Linked connectLocal(const Config& config, Comm& data, rendezvous::Store& store,
 
 }  // namespace
 
-void attachHostHierarchy(const Config& config, Comm& data, rendezvous::Store& store,
+int attachHostHierarchy(const Config& config, Comm& data, rendezvous::Store& store,
                          const std::string& scopePrefix, collectives::WaitPolicy waits,
                          const std::shared_ptr<log::Logs>& logs) {
   Exchanged x = exchange(config, data);
+  const int ranksPerHost =
+      x.layout.even() ? static_cast<int>(x.layout.ranksOf.front().size()) : 1;
   bool everywhere[kSettingCount];
   std::string what, variables;
   for (std::size_t k = 0; k < kSettingCount; ++k) {
@@ -155,15 +160,15 @@ void attachHostHierarchy(const Config& config, Comm& data, rendezvous::Store& st
     what += (what.empty() ? "" : " and ") + std::string(kSettings[k].collective);
     variables += (variables.empty() ? "" : " and ") + std::string(kSettings[k].variable);
   }
-  if (what.empty()) return;
+  if (what.empty()) return ranksPerHost;
   const HostLayout& layout = x.layout;
   auto log = logs->get("runtime");
-  if (layout.hosts.size() == 1) return;  // one host: the flat collectives are already local
+  if (layout.hosts.size() == 1) return ranksPerHost;  // one host: the flat ones are already local
   if (!layout.even()) {
     if (data.rank() == 0)
       log->warn("hierarchical {} ({}) needs as many ranks on every host (ranks per host: {}); "
                 "it runs flat", what, variables, layout.text());
-    return;
+    return ranksPerHost;
   }
   const std::vector<int>& mine = layout.localRanks(data.rank());
   int host = static_cast<int>(&mine - layout.ranksOf.data());
@@ -178,6 +183,7 @@ void attachHostHierarchy(const Config& config, Comm& data, rendezvous::Store& st
               sharedMemory ? "shared memory" : "TCP");
   data.setHierarchy({std::move(local.comm), std::move(crossComm), layout.ranksOf, everywhere[0],
                      everywhere[1]});
+  return ranksPerHost;
 }
 
 }  // namespace hvd::runtime

@@ -20,7 +20,6 @@ EngineOptions engineOptions(const Config& c) {
   o.executor.segmentBytes = c.segmentBytes;
   o.executor.ringThresholdBytes = c.ringThresholdBytes;
   o.executor.allreduceAlgorithm = c.allreduceAlgorithm;
-  o.executor.networkModel = c.networkModel;
   o.executor.fuseInPieces = c.topology.localSize == c.topology.size;
   o.executor.opTimeout = c.opTimeout;
   o.executor.gpuUseNccl = c.gpuUseNccl;
@@ -53,6 +52,7 @@ Runtime::Runtime(Config config, World world)
   options.blockedCallers = world_.blockedCallers;
   options.logs = world_.logs;
   options.executor.logs = world_.logs;
+  options.executor.networkModel = world_.networkModel;
   engine_ = std::make_unique<Engine>(std::move(options), std::move(world_.data),
                                      std::move(world_.control));
 }

@@ -187,10 +187,16 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
   TransportChooser transports;
   LinkSetup setup{.waits = data, .bindAddress = bindAddress, .logs = world.logs};
   world.data = connectScope(config, *store, setup, epoch, "global", transports);
+  // The cost model's ranks per host come from the layout every rank agreed on (the local
+  // counts the launcher gave may differ between ranks, e.g. after an elastic job resized).
+  int ranksPerHost = t.size;
   if (t.localSize < t.size)
-    attachHostHierarchy(config, *world.data, *store,
-                        detail::concat("job/", config.jobId, "/epoch/", epoch), data,
-                        world.logs);
+    ranksPerHost = attachHostHierarchy(config, *world.data, *store,
+                                       detail::concat("job/", config.jobId, "/epoch/", epoch),
+                                       data, world.logs);
+  auto model = std::make_shared<collectives::NetworkModel>(*config.networkModel);
+  model->ranksPerHost = ranksPerHost;
+  world.networkModel = std::move(model);
   // The engine loop does its own polling of the control links (Engine::loop).
   if (withControl) {
     setup.waits = {.mode = collectives::WaitMode::Interruptible};

@@ -43,6 +43,9 @@ struct World {
   // WorldUse::Engine: the count of callers blocked on an operation's result, which the data
   // links read (collectives/transport/request.h, BlockedCallers) and the engine's handles keep.
   std::shared_ptr<std::atomic<int>> blockedCallers;
+  // HVD_NETWORK_MODEL with the job's ranks per host, as every rank agreed at init: what
+  // HVD_ALLREDUCE_ALGORITHM=auto reasons with across hosts.
+  std::shared_ptr<const collectives::NetworkModel> networkModel;
 };
 
 enum class WorldUse {
