@@ -64,14 +64,9 @@ void recursiveDoubling(Comm& comm, const std::byte* input, std::byte* data, std:
   if (r < extra) comm.peer(r + p).isend({data, bytes}, tag).wait(deadline);
 }
 
-// About four segments per block keep the pipeline full without paying a message per few
-// kilobytes; measured on loopback TCP, 128 KiB segments win at 256 KiB-1 MiB and 512 KiB ones
-// from 4 MiB up.
 std::size_t segmentBytesFor(std::size_t bytes, const Comm& comm,
                             const AllreduceOptions& options) {
-  constexpr std::size_t kMinSegment = 128 * 1024;
-  return std::min(segmentLimit(comm, options.maxSegmentBytes),
-                  std::max(kMinSegment, bytes / comm.size() / 4));
+  return ringSegmentBytes(bytes, comm.size(), segmentLimit(comm, options.maxSegmentBytes));
 }
 
 void hierarchical(const Comm::Hierarchy& hierarchy, const std::byte* source, std::byte* data,

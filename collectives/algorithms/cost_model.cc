@@ -3,14 +3,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include "collectives/algorithms/ring_allreduce.h"
 #include "common/error.h"
 
 namespace hvd::collectives {
 namespace {
 
-// The segment rule of allreduce.cc's ring (segmentBytesFor) with the default limit.
-constexpr double kMinSegment = 128 * 1024;
-constexpr double kSegmentLimit = 512 * 1024;
+// The ring's largest segment when the transport does not say (Comm::pipelineSegmentBytes).
+constexpr std::size_t kSegmentLimit = 512 * 1024;
 
 // One round of messages: every rank sends `bytes` at once. `cross`: to another host, where
 // `sharing` ranks of a host use its NIC together; within a host all of its ranks copy at once
@@ -73,7 +73,8 @@ double rabenseifner(double s, int n, const Rounds& r) {
 // chain of 2(n-1) hops bounds it from below when the blocks are small.
 double ring(double s, int n, const Rounds& r) {
   double block = s / n;
-  double segment = std::min(block, std::min(kSegmentLimit, std::max(kMinSegment, block / 4)));
+  double segment = std::min(block, static_cast<double>(ringSegmentBytes(
+                                       static_cast<std::size_t>(s), n, kSegmentLimit)));
   double segments = std::ceil(block / segment);
   // Within a host, all but one of its ranks copy a block each step.
   double latency = r.m.intraHost.latencySeconds;

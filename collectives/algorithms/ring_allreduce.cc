@@ -127,6 +127,11 @@ class PipelinedRing {
 
 }  // namespace
 
+std::size_t ringSegmentBytes(std::size_t bytes, int ranks, std::size_t limit) {
+  constexpr std::size_t kMinSegment = 128 * 1024;
+  return std::min(limit, std::max(kMinSegment, bytes / ranks / 4));
+}
+
 void ringAllreduce(Comm& comm, const std::byte* input, std::byte* data, const Blocks& blocks,
                    DType dtype, ReduceOp op, std::size_t segmentBytes, Tag tag,
                    double postscale) {

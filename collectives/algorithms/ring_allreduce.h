@@ -18,4 +18,10 @@ void ringAllreduce(Comm& comm, const std::byte* input, std::byte* data, const Bl
                    DType dtype, ReduceOp op, std::size_t segmentBytes, Tag tag,
                    double postscale = 1.0);
 
+// The segment of a ring allreduce of `bytes` over `ranks`: about four per block keep the
+// pipeline full without paying a message per few kilobytes (measured on loopback TCP, 128 KiB
+// segments win at 256 KiB-1 MiB and 512 KiB ones from 4 MiB up), at most `limit`. One rule for
+// the ring and the cost model that predicts it.
+std::size_t ringSegmentBytes(std::size_t bytes, int ranks, std::size_t limit);
+
 }  // namespace hvd::collectives
