@@ -4,9 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "common/error.h"
 #include "runtime/external_launch.h"
@@ -84,13 +82,7 @@ namespace {
 
 std::shared_ptr<const collectives::NetworkModel> loadNetworkModel(const std::string& path) {
   collectives::NetworkModel model;
-  if (!path.empty()) {
-    std::ifstream in(path);
-    if (!in) throw InvalidArgument("HVD_NETWORK_MODEL=" + path + ": cannot read the file");
-    std::stringstream text;
-    text << in.rdbuf();
-    model = collectives::NetworkModel::fromJson(text.str(), "HVD_NETWORK_MODEL=" + path);
-  }
+  if (!path.empty()) model = collectives::NetworkModel::fromFile(path, "HVD_NETWORK_MODEL=" + path);
   // Ranks per host are the job's, set once every rank agreed on the layout (connectWorld).
   return std::make_shared<const collectives::NetworkModel>(model);
 }

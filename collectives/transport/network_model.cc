@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <functional>
 #include <map>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -101,6 +103,14 @@ NetworkModel NetworkModel::fromJson(const std::string& text, const std::string& 
   }
   m.validate(origin);
   return m;
+}
+
+NetworkModel NetworkModel::fromFile(const std::string& path, const std::string& origin) {
+  std::ifstream in(path);
+  if (!in) throw InvalidArgument(origin + ": cannot read the file");
+  std::stringstream text;
+  text << in.rdbuf();
+  return fromJson(text.str(), origin);
 }
 
 void NetworkModel::validate(const std::string& origin) const {

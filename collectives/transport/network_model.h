@@ -45,6 +45,8 @@ struct NetworkModel {
   // subset over the defaults and throws InvalidArgument naming a bad or unknown field.
   std::string toJson() const;
   static NetworkModel fromJson(const std::string& text, const std::string& origin);
+  // The same from a file; `origin` names it in errors (e.g. "HVD_NETWORK_MODEL=/path").
+  static NetworkModel fromFile(const std::string& path, const std::string& origin);
   // Throws InvalidArgument naming the first field out of range.
   void validate(const std::string& origin) const;
 };
