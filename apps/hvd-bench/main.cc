@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -120,12 +121,8 @@ int main(int argc, char** argv) {
     o.check = check != 0;
     if (simulate > 0) {
       if (!modelFile.empty()) {
-        std::ifstream in(modelFile);
-        if (!in) throw hvd::InvalidArgument("--model: cannot read " + modelFile);
-        std::stringstream text;
-        text << in.rdbuf();
         int perHost = so.model.ranksPerHost, perSwitch = so.model.hostsPerSwitch;
-        so.model = hvd::collectives::NetworkModel::fromJson(text.str(), "--model " + modelFile);
+        so.model = hvd::collectives::NetworkModel::fromFile(modelFile, "--model " + modelFile);
         if (app.count("--ranks-per-host")) so.model.ranksPerHost = perHost;
         if (app.count("--hosts-per-switch")) so.model.hostsPerSwitch = perSwitch;
       }
@@ -136,14 +133,8 @@ int main(int argc, char** argv) {
       if (app.count("--minbytes")) so.minBytes = o.minBytes;
       if (app.count("--maxbytes")) so.maxBytes = o.maxBytes;
       if (app.count("--stepfactor")) so.stepFactor = o.stepFactor;
-      if (!algorithms.empty()) {
-        so.algorithms.clear();
-        std::stringstream list(algorithms);
-        for (std::string name; std::getline(list, name, ',');) so.algorithms.push_back(name);
-      } else if (!(so.model.ranksPerHost > 1 && simulate > so.model.ranksPerHost &&
-                   simulate % so.model.ranksPerHost == 0)) {
-        so.algorithms.pop_back();  // hierarchical needs whole hosts of several ranks
-      }
+      std::stringstream list(algorithms);
+      for (std::string name; std::getline(list, name, ',');) so.algorithms.push_back(name);
       auto result = hvd::bench::runSimBench(so);
       hvd::bench::printSimReport(std::cout, result);
       if (!json.empty()) hvd::bench::writeSimJson(json, result);
@@ -152,11 +143,9 @@ int main(int argc, char** argv) {
     auto config = hvd::runtime::Config::fromEnvironment();
     if (calibrateMode) {
       hvd::collectives::NetworkModel base;
-      if (std::ifstream in(save); !save.empty() && in) {
-        std::stringstream text;
-        text << in.rdbuf();
-        base = hvd::collectives::NetworkModel::fromJson(text.str(), "--save " + save);
-      }
+      // Merged into the file when it exists: calibrating one link keeps the other's figures.
+      if (!save.empty() && std::filesystem::exists(save))
+        base = hvd::collectives::NetworkModel::fromFile(save, "--save " + save);
       config.allreduceAlgorithm = hvd::collectives::AllreduceAlgorithm::RecursiveDoubling;
       auto rt = hvd::runtime::DirectCollectives::create(config);
       auto c = hvd::bench::calibrate(*rt, base);

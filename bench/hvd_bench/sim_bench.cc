@@ -48,9 +48,15 @@ std::string us(double seconds) {
 SimBenchResult runSimBench(const SimBenchOptions& o) {
   auto wallStart = std::chrono::steady_clock::now();
   HVD_ENFORCE(o.ranks >= 1, "--simulate: ranks must be >= 1");
+  SimBenchResult result{o, {}, 0};
+  std::vector<std::string>& names = result.options.algorithms;
+  if (names.empty()) {
+    names = {"recursive_doubling", "ring", "rabenseifner"};
+    if (hierarchyFits(o)) names.push_back(kHierarchical);
+  }
   std::vector<AllreduceAlgorithm> flat;
   bool hierarchical = false;
-  for (const auto& name : o.algorithms) {
+  for (const auto& name : names) {
     if (name == kHierarchical) {
       if (!hierarchyFits(o))
         throw InvalidArgument(detail::concat(
@@ -75,7 +81,6 @@ SimBenchResult runSimBench(const SimBenchOptions& o) {
   }
   auto buffer = std::make_unique_for_overwrite<std::byte[]>(o.maxBytes + 4);
   CommShape shape{o.ranks, o.model.ranksPerHost};
-  SimBenchResult result{o, {}, 0};
   for (std::size_t bytes = o.minBytes; bytes <= o.maxBytes;) {
     SimRow row;
     row.bytes = bytes;

@@ -20,9 +20,9 @@ struct SimBenchOptions {
   std::size_t minBytes = 4;
   std::size_t maxBytes = 1 << 30;
   double stepFactor = 4;
-  // Which to simulate: ring, recursive_doubling, rabenseifner, hierarchical.
-  std::vector<std::string> algorithms = {"recursive_doubling", "ring", "rabenseifner",
-                                         "hierarchical"};
+  // Which to simulate: ring, recursive_doubling, rabenseifner, hierarchical. Empty: all that
+  // fit the topology (hierarchical needs whole hosts of several ranks).
+  std::vector<std::string> algorithms;
 };
 
 struct SimRow {
@@ -35,7 +35,7 @@ struct SimRow {
 };
 
 struct SimBenchResult {
-  SimBenchOptions options;
+  SimBenchOptions options;  // with the algorithms it simulated
   std::vector<SimRow> rows;
   double wallSeconds = 0;
 };
