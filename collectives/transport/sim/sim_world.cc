@@ -296,7 +296,6 @@ Request SimWorld::Impl::post(int from, int to, ConstBytes data, Tag tag) {
     inbox.receives.pop_front();
     if (options.moveData && receive.data.size() == data.size() && !data.empty())
       std::memcpy(receive.data.data(), data.data(), data.size());
-    message.payload.clear();
     deliver(to, from, message, receive);
   } else {
     if (options.moveData) message.payload.assign(data.begin(), data.end());
