@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "collectives/gpu/cuda_api.h"
 #include "common/error.h"
@@ -42,23 +43,26 @@ __global__ void batchedCopyKernel(CopyBatch batch) {
   for (i += threadIdx.x; i < end; i += blockDim.x) dst[i] = src[i];
 }
 
-template <typename T>
-__global__ void scaleKernel(T* data, std::size_t n, double factor) {
+// The same arithmetic as the host's collectives::scale, so a tensor scaled on either side has
+// the same bits: floating types in their own precision with the factor rounded to it (as
+// Horovod and a framework's `tensor * factor`), integers in double, halves in float.
+template <typename T, typename Factor>
+__global__ void scaleKernel(T* data, std::size_t n, Factor factor) {
   for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
     data[i] = static_cast<T>(data[i] * factor);
 }
 
-__global__ void scaleHalfKernel(__half* data, std::size_t n, double factor) {
+__global__ void scaleHalfKernel(__half* data, std::size_t n, float factor) {
   for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
-    data[i] = __float2half(static_cast<float>(__half2float(data[i]) * factor));
+    data[i] = __float2half(__half2float(data[i]) * factor);
 }
 
-__global__ void scaleBf16Kernel(__nv_bfloat16* data, std::size_t n, double factor) {
+__global__ void scaleBf16Kernel(__nv_bfloat16* data, std::size_t n, float factor) {
   for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
-    data[i] = __float2bfloat16(static_cast<float>(__bfloat162float(data[i]) * factor));
+    data[i] = __float2bfloat16(__bfloat162float(data[i]) * factor);
 }
 
 template <typename T>
@@ -98,13 +102,18 @@ void batchedCopy(const std::vector<CopyJob>& jobs, cudaStream_t stream) {
 void scaleOnDevice(void* data, std::size_t n, DType dtype, double factor, cudaStream_t stream) {
   if (n == 0) return;
   if (withNativeType(data, dtype, [&](auto* p) {
-        scaleKernel<<<blocksFor(n), kThreads, 0, stream>>>(p, n, factor);
+        using T = std::remove_pointer_t<decltype(p)>;
+        if constexpr (std::is_floating_point_v<T>)
+          scaleKernel<<<blocksFor(n), kThreads, 0, stream>>>(p, n, static_cast<T>(factor));
+        else
+          scaleKernel<<<blocksFor(n), kThreads, 0, stream>>>(p, n, factor);
       })) {
   } else if (dtype == DType::Float16) {
-    scaleHalfKernel<<<blocksFor(n), kThreads, 0, stream>>>(static_cast<__half*>(data), n, factor);
+    scaleHalfKernel<<<blocksFor(n), kThreads, 0, stream>>>(static_cast<__half*>(data), n,
+                                                           static_cast<float>(factor));
   } else if (dtype == DType::BFloat16) {
     scaleBf16Kernel<<<blocksFor(n), kThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(data), n,
-                                                           factor);
+                                                           static_cast<float>(factor));
   } else {
     throw InvalidArgument("cannot scale a bool tensor");
   }
