@@ -37,11 +37,15 @@ def sh(*args, check=True):
 class SshHosts:
     """`count` hosts at 10.N.0.2, 10.N.0.3, ...; the bridge (hvdrun's side) is 10.N.0.1."""
 
-    def __init__(self, count, subnet, login_home=None, host_keys=None):
+    def __init__(self, count, subnet, login_home=None, host_keys=None, own_hostnames=False):
         """login_home: the HOME sshd gives sessions (its shell reads that .bashrc); default: the
         user's own, so remote shells run this machine's login scripts. host_keys: per host, the
-        key types its sshd offers (ssh-keygen -t names); default: ed25519 only."""
+        key types its sshd offers (ssh-keygen -t names); default: ed25519 only. own_hostnames:
+        each sshd (and so every process started through it) runs in a UTS namespace of its own
+        whose host name is the host's address with dashes, as on separate machines; OpenMPI's
+        daemons need that to route among themselves."""
         self.count = count
+        self.own_hostnames = own_hostnames
         self.login_home = login_home
         self.host_keys = host_keys or [("ed25519",)] * count
         self.tag = f"{os.getpid() % 10000}x{subnet}"
@@ -105,7 +109,11 @@ MaxStartups 100:30:200
 MaxSessions 100
 """ + (f"SetEnv HOME={self.login_home}\n" if self.login_home else ""))
         log = open(self.dir / f"sshd{i}.log", "w")
-        return subprocess.Popen(["ip", "netns", "exec", ns, SSHD, "-D", "-e", "-f", str(config)],
+        sshd = [SSHD, "-D", "-e", "-f", str(config)]
+        if self.own_hostnames:
+            name = "fake-" + self.addresses[i].replace(".", "-")
+            sshd = ["unshare", "--uts", "sh", "-c", f'hostname {name} && exec "$@"', "sh"] + sshd
+        return subprocess.Popen(["ip", "netns", "exec", ns] + sshd,
                                 stdout=log, stderr=subprocess.STDOUT)
 
     def _wait_listening(self, address, timeout=10):

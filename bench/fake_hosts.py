@@ -1,0 +1,351 @@
+"""hvd against OpenMPI over many SSH hosts, in one run: fake hosts are network namespaces joined
+by a bridge, each running a real sshd (test/e2e/ssh_hosts.py), reached with a plain login. For each
+topology (hosts x ranks per host) both launchers start the same kind of light C++ worker:
+
+- launch: from starting the launcher to every rank initialised (connected, past a barrier):
+  `hvd-bench --startup` under hvdrun, an MPI_Init + MPI_Barrier program under mpirun;
+- allreduce: float32 sum, out of place, 4 B to 16 MiB by factors of 4 (4 B, 64 KiB, 1 MiB and
+  16 MiB are the sizes the tables show): hvd-bench's sweep under hvdrun, MPI_Allreduce under
+  mpirun (bench/peers/mpi_allreduce.cc, the same timing loop).
+
+- training (`--training`, default 1x2 and 4x4): the MNIST example's CNN as bench/torch_scaling.py
+  trains it (batch 128 per rank, one thread per rank), hvd's DistributedOptimizer under hvdrun
+  against torch DDP over gloo started by torchrun on each host over SSH (as a user of torchrun
+  starts a multi-host job); samples/s of the whole job.
+
+Each launcher gets the same hosts and slots. OpenMPI runs with its TCP and shared-memory BTLs
+(vader between the ranks of one fake host, as hvd uses its shared-memory transport there) and
+the bridge's subnet for both its data and its daemons. The tools alternate, rounds interleave,
+medians are reported. Needs root (it makes and removes its namespaces; nothing is left behind,
+also when interrupted).
+
+    sudo python bench/fake_hosts.py --json bench/results/fake_hosts.json
+"""
+import argparse
+import json
+import os
+import pathlib
+import platform
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+BUILD = pathlib.Path(os.environ.get("HVD_BUILD_DIR", REPO / "build"))
+HVDRUN = BUILD / "apps" / "hvdrun"
+WORKER = BUILD / "apps" / "hvd-bench"
+sys.path.insert(0, str(REPO / "test" / "e2e"))
+from ssh_hosts import SSH_PORT, SshHosts, unavailable_reason  # noqa: E402
+
+SHOWN_SIZES = [4, 64 << 10, 1 << 20, 16 << 20]
+DEFAULT_TOPOLOGIES = "4x1,8x1,16x1,32x1,64x1,4x4,8x8"
+
+
+def parse_topologies(text):
+    out = []
+    for item in text.split(","):
+        m = re.fullmatch(r"(\d+)x(\d+)", item.strip())
+        if not m or int(m[1]) < 1 or int(m[2]) < 1 or int(m[1]) > 250:
+            raise SystemExit(f"--topologies: '{item}' is not HOSTSxRANKS_PER_HOST "
+                             "(1 to 250 hosts), e.g. 8x1 or 4x4")
+        out.append((int(m[1]), int(m[2])))
+    return out
+
+
+def run(cmd, env, timeout):
+    """stdout of cmd; raises with the tail of its output when it fails or times out."""
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
+                           cwd=REPO, start_new_session=True)
+    except subprocess.TimeoutExpired as e:
+        raise RuntimeError(f"{cmd[0]} did not finish within {timeout} s: "
+                           f"{(e.stdout or b'')[-1500:]!r}") from None
+    if r.returncode != 0:
+        raise RuntimeError(f"{cmd[0]} exited with {r.returncode}:\n{r.stdout[-1500:]}\n"
+                           f"{r.stderr[-1500:]}")
+    return r.stdout
+
+
+class Launchers:
+    """The command lines of both launchers for one set of hosts."""
+
+    def __init__(self, hosts, per_host, mpi_dir):
+        self.hosts, self.per_host, self.np = hosts, per_host, hosts.count * per_host
+        self.mpi_dir = mpi_dir
+        cidr = hosts.prefix + ".0/24"
+        # ssh reads the passwd entry's home, not $HOME: name the key and known_hosts.
+        agent = (f"ssh -p {SSH_PORT} -i {hosts.key} -o BatchMode=yes "
+                 "-o StrictHostKeyChecking=accept-new "
+                 f"-o UserKnownHostsFile={hosts.home}/.ssh/known_hosts")
+        self.mpirun = ["mpirun", "-np", str(self.np), "-H", hosts.hosts(per_host),
+                       "--mca", "plm_rsh_agent", agent, "--mca", "pml", "ob1",
+                       "--mca", "btl", "tcp,vader,self", "--mca", "btl_tcp_if_include", cidr,
+                       "--mca", "oob_tcp_if_include", cidr]
+        self.hvdrun = [str(HVDRUN), "--ssh-port", str(SSH_PORT), "-np", str(self.np), "-H",
+                       hosts.hosts(per_host)]
+        self.env = hosts.env(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+
+    def launch(self, tool, timeout):
+        """Seconds from starting the launcher to the last rank's HVD_INITIALISED line."""
+        cmd = (self.hvdrun + [str(WORKER), "--startup"] if tool == "hvd"
+               else self.mpirun + [str(self.mpi_dir / "mpi_startup")])
+        start = time.time_ns()
+        out = run(cmd, self.env, timeout)
+        stamps = [int(x) for x in re.findall(r"HVD_INITIALISED (\d+)", out)]
+        if len(stamps) != self.np:
+            raise RuntimeError(f"{tool}: {len(stamps)} of {self.np} ranks initialised:\n{out[-1500:]}")
+        return (max(stamps) - start) / 1e9
+
+    def sweep(self, tool, max_bytes, iters, timeout):
+        """{size: microseconds} of one sweep, 4 B to max_bytes by factors of 4."""
+        args = ["-b", "4", "-e", str(max_bytes), "-f", "4", "-w", "3", "-n", str(iters)]
+        if tool == "hvd":
+            with tempfile.NamedTemporaryFile(suffix=".json") as f:
+                run(self.hvdrun + [str(WORKER)] + args + ["-c", "0", "--json", f.name],
+                    self.env, timeout)
+                report = json.load(open(f.name))
+            return {row["size"]: row["out_of_place"]["time_us"] for row in report["rows"]}
+        out = run(self.mpirun + [str(self.mpi_dir / "mpi_allreduce")] + args, self.env, timeout)
+        rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+        wrong = [r["size"] for r in rows if r["wrong"]]
+        if wrong:
+            raise RuntimeError(f"mpirun: wrong allreduce results at sizes {wrong}")
+        return {r["size"]: r["time_us"] for r in rows}
+
+
+PYTHON = pathlib.Path(os.environ.get("HVD_VENV", pathlib.Path.home() / ".cache/hvd/venv")) \
+    / "bin" / "python"
+TRAINING_SCRIPT = REPO / "bench" / "torch_scaling.py"
+
+
+def training_run(tool, hosts, per_host, args, timeout):
+    """samples/s of one training job (rank 0's record of bench/torch_scaling.py's worker)."""
+    worker = [str(TRAINING_SCRIPT), "--worker", tool, "--steps", str(args.training_steps),
+              "--warmup", "3", "--batch", "128", "--model", "mnist"]
+    env = hosts.env()
+    if tool == "hvd":
+        out = run([str(HVDRUN), "--ssh-port", str(SSH_PORT), "-np", str(hosts.count * per_host),
+                   "-H", hosts.hosts(per_host), str(PYTHON)] + worker, env, timeout)
+    else:
+        # torchrun on every host, as a DDP user starts a multi-host job; rank 0's host is
+        # the store. gloo takes the namespace's one interface.
+        port = 29400 + os.getpid() % 500
+        procs = []
+        for i, address in enumerate(hosts.addresses):
+            remote = (f"cd {REPO} && PYTHONPATH={BUILD / 'python'} GLOO_SOCKET_IFNAME=eth0 "
+                      f"OMP_NUM_THREADS=1 {PYTHON} -m "
+                      f"torch.distributed.run --nnodes {hosts.count} --node-rank {i} "
+                      f"--nproc-per-node {per_host} --master-addr {hosts.addresses[0]} "
+                      f"--master-port {port} " + " ".join(worker))
+            procs.append(subprocess.Popen(
+                ["ssh", "-p", str(SSH_PORT), "-i", str(hosts.key), "-o", "BatchMode=yes",
+                 "-o", "StrictHostKeyChecking=accept-new",
+                 "-o", f"UserKnownHostsFile={hosts.home}/.ssh/known_hosts", address, remote],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                start_new_session=True))
+        out, failed = "", []
+        for i, p in enumerate(procs):
+            try:
+                o, e = p.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                o, e = "", "timed out"
+            out += o
+            if p.returncode != 0:
+                failed.append(f"host {hosts.addresses[i]}: {e[-3000:]}")
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        if failed:
+            raise RuntimeError("torchrun failed on " + "; ".join(failed))
+    records = [json.loads(line.split(":", 1)[1] if line.startswith("[") else line)
+               for line in out.splitlines() if "samples_per_s" in line]
+    if len(records) != 1:
+        raise RuntimeError(f"{tool}: expected one result line:\n{out[-1500:]}")
+    return records[0]["samples_per_s"]
+
+
+def measure_training(topology, subnet, args, plain_home):
+    n_hosts, per_host = topology
+    hosts = SshHosts(n_hosts, subnet, login_home=plain_home, own_hostnames=True)
+    result = {"hosts": n_hosts, "ranks_per_host": per_host, "ranks": n_hosts * per_host,
+              "steps": args.training_steps, "batch_per_rank": 128}
+    try:
+        hosts.start()
+        timeout = 120 + 20 * n_hosts * per_host
+        tools = ["hvd", "ddp"]
+        samples = {t: [] for t in tools}
+        for r in range(args.training_rounds):
+            for tool in tools if r % 2 == 0 else tools[::-1]:
+                samples[tool].append(training_run(tool, hosts, per_host, args, timeout))
+        result["samples_per_s"] = {t: {"median": round(statistics.median(s), 1),
+                                       "samples": [round(x, 1) for x in s]}
+                                   for t, s in samples.items()}
+    finally:
+        hosts.close()
+    return result
+
+
+def build_mpi_peers():
+    missing = [t for t in ("mpicc", "mpicxx", "mpirun") if not shutil.which(t)]
+    if missing:
+        raise SystemExit(f"fake_hosts: {', '.join(missing)} not found "
+                         "(Debian: apt-get install openmpi-bin libopenmpi-dev)")
+    where = pathlib.Path(tempfile.mkdtemp(prefix="hvd-mpi-peers-"))
+    subprocess.run(["mpicc", "-O2", str(REPO / "bench/peers/mpi_startup.c"), "-o",
+                    str(where / "mpi_startup")], check=True)
+    subprocess.run(["mpicxx", "-O3", "-std=c++17", str(REPO / "bench/peers/mpi_allreduce.cc"),
+                    "-o", str(where / "mpi_allreduce")], check=True)
+    return where
+
+
+def measure(topology, subnet, args, mpi_dir, plain_home):
+    n_hosts, per_host = topology
+    np_ = n_hosts * per_host
+    hosts = SshHosts(n_hosts, subnet, login_home=plain_home, own_hostnames=True)
+    result = {"hosts": n_hosts, "ranks_per_host": per_host, "ranks": np_}
+    try:
+        t0 = time.time()
+        hosts.start()
+        result["hosts_setup_s"] = round(time.time() - t0, 1)
+        launchers = Launchers(hosts, per_host, mpi_dir)
+        timeout = 60 + 2 * np_
+        tools = ["hvd", "mpi"]
+        for tool in tools:  # first contact: host keys learnt, caches warm
+            launchers.launch(tool, timeout)
+        launch = {t: [] for t in tools}
+        for r in range(args.launch_rounds):
+            for tool in tools if r % 2 == 0 else tools[::-1]:
+                launch[tool].append(launchers.launch(tool, timeout))
+        result["launch_s"] = {t: {"median": round(statistics.median(s), 4),
+                                  "samples": [round(x, 4) for x in s]} for t, s in launch.items()}
+        iters = args.iters if np_ <= 16 else max(3, args.iters // 2)
+        sweeps = {t: [] for t in tools}
+        for r in range(args.sweep_rounds):
+            for tool in tools if r % 2 == 0 else tools[::-1]:
+                sweeps[tool].append(launchers.sweep(tool, args.max_bytes, iters, 120 + 6 * np_))
+        result["allreduce_us"] = {}
+        for tool, runs in sweeps.items():
+            sizes = sorted(set.intersection(*(set(s) for s in runs)))
+            result["allreduce_us"][tool] = {
+                str(size): {"median": round(statistics.median(s[size] for s in runs), 2),
+                            "samples": [round(s[size], 2) for s in runs]} for size in sizes}
+        result["iters"] = iters
+    finally:
+        hosts.close()
+    return result
+
+
+def print_tables(results):
+    print(f"\n{'topology':>10} {'ranks':>5} | {'launch hvd':>10} {'mpirun':>8} {'ratio':>6} |"
+          + "".join(f" {human(s):>16}" for s in SHOWN_SIZES))
+    for r in results:
+        if "error" in r:
+            print(f"{r['hosts']:>5}x{r['ranks_per_host']:<4} {r['ranks']:>5} | failed: {r['error'][:200]}")
+            continue
+        lh, lm = r["launch_s"]["hvd"]["median"], r["launch_s"]["mpi"]["median"]
+        cells = ""
+        for s in SHOWN_SIZES:
+            h = r["allreduce_us"]["hvd"].get(str(s), {}).get("median")
+            m = r["allreduce_us"]["mpi"].get(str(s), {}).get("median")
+            cells += f" {f'{h:.0f}/{m:.0f}':>16}" if h and m else f" {'-':>16}"
+        print(f"{r['hosts']:>5}x{r['ranks_per_host']:<4} {r['ranks']:>5} | {lh * 1000:8.0f}ms "
+              f"{lm * 1000:6.0f}ms {lm / lh:5.2f}x |{cells}")
+    print("allreduce cells: hvd/mpirun median microseconds; ratios > 1: hvd faster")
+
+
+def print_training(training):
+    if not training:
+        return
+    print(f"\n{'training':>10} {'ranks':>5} | {'hvd samples/s':>14} {'DDP':>8} {'hvd/DDP':>8}")
+    for r in training:
+        if "error" in r:
+            print(f"{r['hosts']:>5}x{r['ranks_per_host']:<4} {r['ranks']:>5} | failed: {r['error'][:300]}")
+            continue
+        h, d = r["samples_per_s"]["hvd"]["median"], r["samples_per_s"]["ddp"]["median"]
+        print(f"{r['hosts']:>5}x{r['ranks_per_host']:<4} {r['ranks']:>5} | {h:14.1f} {d:8.1f} "
+              f"{h / d:7.2f}x")
+
+
+def human(size):
+    for unit, shift in (("MiB", 20), ("KiB", 10)):
+        if size >= 1 << shift:
+            return f"{size >> shift} {unit}"
+    return f"{size} B"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--topologies", default=DEFAULT_TOPOLOGIES,
+                    help=f"HOSTSxRANKS_PER_HOST, comma-separated (default {DEFAULT_TOPOLOGIES})")
+    ap.add_argument("--launch-rounds", type=int, default=3)
+    ap.add_argument("--sweep-rounds", type=int, default=2)
+    ap.add_argument("--iters", type=int, default=10,
+                    help="timed allreduces per size (halved above 16 ranks, at least 3)")
+    ap.add_argument("--max-bytes", type=int, default=16 << 20)
+    ap.add_argument("--training", default="1x2,4x4",
+                    help="topologies for the training comparison ('' for none)")
+    ap.add_argument("--training-rounds", type=int, default=2)
+    ap.add_argument("--training-steps", type=int, default=10)
+    ap.add_argument("--json", help="write the results here")
+    args = ap.parse_args()
+    reason = unavailable_reason()
+    if reason:
+        raise SystemExit(f"fake_hosts: {reason}")
+    for tool in (HVDRUN, WORKER):
+        if not tool.exists():
+            raise SystemExit(f"fake_hosts: {tool} not found; build first (scripts/build.sh)")
+    # SIGTERM/SIGHUP unwind through the finally blocks that remove the namespaces.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda *_: sys.exit(128 + sig))
+    mpi_dir = build_mpi_peers()
+    plain_home = pathlib.Path(tempfile.mkdtemp(prefix="hvd-plain-home-"))
+    started = time.time()
+    results, training = [], []
+    try:
+        for i, topology in enumerate(parse_topologies(args.topologies) if args.topologies else []):
+            t0 = time.time()
+            try:
+                results.append(measure(topology, 150 + i, args, mpi_dir, plain_home))
+            except RuntimeError as e:
+                results.append({"hosts": topology[0], "ranks_per_host": topology[1],
+                                "ranks": topology[0] * topology[1], "error": str(e)})
+            results[-1]["wall_s"] = round(time.time() - t0, 1)
+            print(f"fake_hosts: {topology[0]}x{topology[1]} done in {results[-1]['wall_s']} s",
+                  file=sys.stderr, flush=True)
+        for i, topology in enumerate(parse_topologies(args.training) if args.training else []):
+            t0 = time.time()
+            try:
+                training.append(measure_training(topology, 200 + i, args, plain_home))
+            except RuntimeError as e:
+                training.append({"hosts": topology[0], "ranks_per_host": topology[1],
+                                 "ranks": topology[0] * topology[1], "error": str(e)})
+            training[-1]["wall_s"] = round(time.time() - t0, 1)
+            print(f"fake_hosts: training {topology[0]}x{topology[1]} done in "
+                  f"{training[-1]['wall_s']} s", file=sys.stderr, flush=True)
+    finally:
+        shutil.rmtree(mpi_dir, ignore_errors=True)
+        shutil.rmtree(plain_home, ignore_errors=True)
+    print_tables(results)
+    print_training(training)
+    if args.json:
+        pathlib.Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        pathlib.Path(args.json).write_text(json.dumps({
+            "date": time.strftime("%Y-%m-%d"), "wall_s": round(time.time() - started, 1),
+            "machine": {"cpus": os.cpu_count(), "processor": platform.processor() or
+                        platform.machine()},
+            "openmpi": subprocess.run(["mpirun", "--version"], capture_output=True,
+                                      text=True).stdout.splitlines()[0],
+            "launch_rounds": args.launch_rounds, "sweep_rounds": args.sweep_rounds,
+            "results": results, "training": training}, indent=1) + "\n")
+    if any("error" in r for r in results + training):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
