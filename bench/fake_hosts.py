@@ -14,8 +14,10 @@ topology (hosts x ranks per host) both launchers start the same kind of light C+
   starts a multi-host job); samples/s of the whole job.
 
 Each launcher gets the same hosts and slots. OpenMPI runs with its TCP and shared-memory BTLs
-(vader between the ranks of one fake host, as hvd uses its shared-memory transport there) and
-the bridge's subnet for both its data and its daemons. The tools alternate, rounds interleave,
+(vader between the ranks of one fake host, as hvd uses its shared-memory transport there), the
+bridge's subnet for both its data and its daemons, and mpi_yield_when_idle: every fake host
+shares this machine's cores, which OpenMPI cannot see from a host list of one slot each, and
+its default busy polling then starves the other ranks (hvd adapts its own waiting by itself). The tools alternate, rounds interleave,
 medians are reported. Needs root (it makes and removes its namespaces; nothing is left behind,
 also when interrupted).
 
@@ -85,7 +87,7 @@ class Launchers:
         self.mpirun = ["mpirun", "-np", str(self.np), "-H", hosts.hosts(per_host),
                        "--mca", "plm_rsh_agent", agent, "--mca", "pml", "ob1",
                        "--mca", "btl", "tcp,vader,self", "--mca", "btl_tcp_if_include", cidr,
-                       "--mca", "oob_tcp_if_include", cidr]
+                       "--mca", "oob_tcp_if_include", cidr, "--mca", "mpi_yield_when_idle", "1"]
         self.hvdrun = [str(HVDRUN), "--ssh-port", str(SSH_PORT), "-np", str(self.np), "-H",
                        hosts.hosts(per_host)]
         self.env = hosts.env(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
@@ -272,6 +274,64 @@ def print_training(training):
               f"{h / d:7.2f}x")
 
 
+def markdown(results, training):
+    """The tables docs/performance.md shows."""
+    lines = ["| hosts x ranks | launch hvd | launch mpirun | "
+             + " | ".join(f"{human(s)} hvd / mpirun (us)" for s in SHOWN_SIZES) + " |",
+             "|---|---|---|" + "---|" * len(SHOWN_SIZES)]
+    for r in results:
+        if "error" in r:
+            lines.append(f"| {r['hosts']} x {r['ranks_per_host']} | failed | | "
+                         + " | ".join("" for _ in SHOWN_SIZES) + " |")
+            continue
+        cells = []
+        for s in SHOWN_SIZES:
+            h = r["allreduce_us"]["hvd"].get(str(s), {}).get("median")
+            m = r["allreduce_us"]["mpi"].get(str(s), {}).get("median")
+            cells.append(f"{h:.0f} / {m:.0f} ({m / h:.2f}x)" if h and m else "-")
+        lines.append(f"| {r['hosts']} x {r['ranks_per_host']} | "
+                     f"{r['launch_s']['hvd']['median'] * 1000:.0f} ms | "
+                     f"{r['launch_s']['mpi']['median'] * 1000:.0f} ms | " + " | ".join(cells) + " |")
+    if training:
+        lines += ["", "| hosts x ranks | hvd samples/s | DDP samples/s | hvd / DDP |",
+                  "|---|---|---|---|"]
+        for r in training:
+            if "error" in r:
+                lines.append(f"| {r['hosts']} x {r['ranks_per_host']} | failed | | |")
+                continue
+            h, d = r["samples_per_s"]["hvd"]["median"], r["samples_per_s"]["ddp"]["median"]
+            lines.append(f"| {r['hosts']} x {r['ranks_per_host']} | {h:.0f} | {d:.0f} | "
+                         f"{h / d:.2f}x |")
+    return "\n".join(lines)
+
+
+def plot(results, path):
+    """Allreduce time against hosts (one rank each) per size: hvd solid, mpirun dashed."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = [r for r in results if "error" not in r and r["ranks_per_host"] == 1]
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for i, size in enumerate(SHOWN_SIZES):
+        color = f"C{i}"
+        for tool, style, label in (("hvd", "-", "hvd"), ("mpi", "--", "mpirun")):
+            points = [(r["hosts"], r["allreduce_us"][tool][str(size)]["median"]) for r in runs
+                      if str(size) in r["allreduce_us"][tool]]
+            if points:
+                ax.plot(*zip(*points), style, marker="o", color=color,
+                        label=f"{human(size)} {label}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("fake hosts (one rank each, all on this machine's cores)")
+    ax.set_ylabel("allreduce time (us), median")
+    ax.set_title("hvd (solid) and OpenMPI (dashed) over SSH fake hosts")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+
+
 def human(size):
     for unit, shift in (("MiB", 20), ("KiB", 10)):
         if size >= 1 << shift:
@@ -293,7 +353,15 @@ def main():
     ap.add_argument("--training-rounds", type=int, default=2)
     ap.add_argument("--training-steps", type=int, default=10)
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--plot", help="write the PNG (time against hosts per size) here")
+    ap.add_argument("--from-json", help="only print the tables and redraw the plot from this file")
     args = ap.parse_args()
+    if args.from_json:
+        saved = json.loads(pathlib.Path(args.from_json).read_text())
+        print(markdown(saved["results"], saved.get("training", [])))
+        if args.plot:
+            plot(saved["results"], args.plot)
+        return
     reason = unavailable_reason()
     if reason:
         raise SystemExit(f"fake_hosts: {reason}")
@@ -333,6 +401,9 @@ def main():
         shutil.rmtree(plain_home, ignore_errors=True)
     print_tables(results)
     print_training(training)
+    print("\n" + markdown(results, training))
+    if args.plot:
+        plot(results, args.plot)
     if args.json:
         pathlib.Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         pathlib.Path(args.json).write_text(json.dumps({

@@ -160,8 +160,13 @@ int attachHostHierarchy(const Config& config, Comm& data, rendezvous::Store& sto
     what += (what.empty() ? "" : " and ") + std::string(kSettings[k].collective);
     variables += (variables.empty() ? "" : " and ") + std::string(kSettings[k].variable);
   }
-  if (what.empty()) return ranksPerHost;
   const HostLayout& layout = x.layout;
+  // Left to Auto, the cost model chooses the staged allreduce size by size, where a job has
+  // several hosts of several ranks each; a named algorithm is a flat one.
+  const bool byModel = !everywhere[0] &&
+                       config.allreduceAlgorithm == collectives::AllreduceAlgorithm::Auto &&
+                       layout.hosts.size() > 1 && layout.even() && ranksPerHost > 1;
+  if (what.empty() && !byModel) return ranksPerHost;
   auto log = logs->get("runtime");
   if (layout.hosts.size() == 1) return ranksPerHost;  // one host: the flat ones are already local
   if (!layout.even()) {
@@ -170,6 +175,7 @@ int attachHostHierarchy(const Config& config, Comm& data, rendezvous::Store& sto
                 "it runs flat", what, variables, layout.text());
     return ranksPerHost;
   }
+  if (what.empty()) what = "allreduce (chosen by the cost model)";
   const std::vector<int>& mine = layout.localRanks(data.rank());
   int host = static_cast<int>(&mine - layout.ranksOf.data());
   Linked local = connectLocal(config, data, store,
@@ -177,12 +183,18 @@ int attachHostHierarchy(const Config& config, Comm& data, rendezvous::Store& sto
                               waits, what, logs);
   bool sharedMemory = local.transport == Transport::Shm;
   auto crossComm = data.subset(layout.crossRanks(data.rank()));
-  if (data.rank() == 0)
+  if (data.rank() == 0) {
     log->info("hierarchical {}: {} hosts of {} ranks; within a host over {}, across hosts over "
               "TCP", what, layout.hosts.size(), mine.size(),
               sharedMemory ? "shared memory" : "TCP");
+    if (byModel)
+      log->info("allreduce across hosts: the cost model chooses, size by size, between the flat "
+                "algorithms and the hierarchical form (HVD_ALLREDUCE_ALGORITHM=<name> or "
+                "--allreduce-algorithm forces a flat one; --hierarchical-allreduce the staged "
+                "one)");
+  }
   data.setHierarchy({std::move(local.comm), std::move(crossComm), layout.ranksOf, everywhere[0],
-                     everywhere[1]});
+                     everywhere[1], byModel});
   return ranksPerHost;
 }
 

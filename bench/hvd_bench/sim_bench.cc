@@ -98,8 +98,13 @@ SimBenchResult runSimBench(const SimBenchOptions& o) {
       if (predicted < bestPredicted) bestPredicted = predicted, row.chosen = name;
     }
     if (staged) {
-      row.simulatedSeconds[kHierarchical] = simulate(*staged, buffer.get(), bytes, {});
-      row.predictedSeconds[kHierarchical] = predictHierarchicalAllreduce(bytes, shape, o.model);
+      double t = simulate(*staged, buffer.get(), bytes, {});
+      double predicted = predictHierarchicalAllreduce(bytes, shape, o.model);
+      row.simulatedSeconds[kHierarchical] = t;
+      row.predictedSeconds[kHierarchical] = predicted;
+      if (t < best) best = t, row.fastest = kHierarchical;
+      // Auto's choice includes the staged form, as runsHierarchicalAllreduce decides it.
+      if (predicted < bestPredicted) bestPredicted = predicted, row.chosen = kHierarchical;
     }
     result.rows.push_back(std::move(row));
     std::size_t next = static_cast<std::size_t>(static_cast<double>(bytes) * o.stepFactor);

@@ -158,6 +158,19 @@ AllreduceAlgorithm chooseAllreduceAlgorithm(const Comm& comm, std::size_t bytes,
   return AllreduceAlgorithm::RecursiveDoubling;
 }
 
+bool runsHierarchicalAllreduce(const Comm& comm, std::size_t bytes,
+                               const AllreduceOptions& options) {
+  const Comm::Hierarchy* h = comm.hierarchy();
+  if (!h) return false;
+  if (h->allreduce) return true;
+  if (!h->allreduceByModel || options.algorithm != AllreduceAlgorithm::Auto || !options.model)
+    return false;
+  CommShape shape{comm.size(), h->local->size(), options.nicSharing};
+  double staged = predictHierarchicalAllreduce(bytes, shape, *options.model);
+  return staged < predictAllreduce(fastestAllreduce(bytes, shape, *options.model), bytes, shape,
+                                   *options.model);
+}
+
 void allreduce(Comm& comm, const void* input, void* output, std::size_t count, DType dtype,
                ReduceOp op, const AllreduceOptions& options) {
   if (op == ReduceOp::Adasum)
@@ -175,8 +188,8 @@ void allreduce(Comm& comm, const void* input, void* output, std::size_t count, D
     if (options.prescale != 1.0) scale(output, count, dtype, options.prescale);
     source = data;
   }
-  if (const Comm::Hierarchy* h = comm.hierarchy(); h && h->allreduce) {
-    hierarchical(*h, source, data, count, dtype, op, options, comm.size());
+  if (runsHierarchicalAllreduce(comm, bytes, options)) {
+    hierarchical(*comm.hierarchy(), source, data, count, dtype, op, options, comm.size());
     return;
   }
   if (comm.size() == 1) return finishAllreduce(output, count, dtype, op, 1, options.postscale);

@@ -51,6 +51,13 @@ struct AllreduceOptions {
 AllreduceAlgorithm chooseAllreduceAlgorithm(const Comm& comm, std::size_t bytes,
                                             const AllreduceOptions& options);
 
+// Whether an allreduce of `bytes` over `comm` runs in stages across hosts: always where the
+// communicator's hierarchy says so (--hierarchical-allreduce), and, where it leaves the choice to
+// the model, when the algorithm is Auto and the cost model predicts the staged form faster than
+// the best flat algorithm. The same on every rank, as the hierarchy, options and model are.
+bool runsHierarchicalAllreduce(const Comm& comm, std::size_t bytes,
+                               const AllreduceOptions& options);
+
 // `input` may equal `output` (in place). Blocks until done; throws IoError/TimeoutError naming
 // the peer, InvalidArgument for an op or scale the dtype does not support.
 void allreduce(Comm& comm, const void* input, void* output, std::size_t count, DType dtype,

@@ -26,9 +26,11 @@ struct Rounds {
            std::max(bytes / m.intraHost.bytesPerSecond,
                     ranksPerHost * bytes / m.hostMemoryBytesPerSecond);
   }
-  // Whether partners `distance` apart are on different hosts (consecutive ranks share one).
+  // Whether a round whose partners are r and r XOR `distance` (a power of two) has a pair on
+  // different hosts, consecutive ranks sharing one: none does only when host boundaries fall
+  // on multiples of 2 * distance (hosts of 3 ranks cross hosts already at distance 1).
   bool crosses(int distance, int size) const {
-    return size > ranksPerHost && distance >= ranksPerHost;
+    return size > ranksPerHost && ranksPerHost % (2 * distance) != 0;
   }
   double reduce(double bytes) const { return m.reduceSeconds(bytes); }
 };

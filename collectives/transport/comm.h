@@ -65,6 +65,9 @@ class Comm {
     std::vector<std::vector<int>> hosts;
     bool allreduce = false;  // which collectives run in stages
     bool allgather = false;
+    // Allreduce runs in stages where Auto's cost model predicts them faster than the best flat
+    // algorithm, size by size (allreduce.h: runsHierarchicalAllreduce).
+    bool allreduceByModel = false;
   };
   void setHierarchy(Hierarchy hierarchy);
   const Hierarchy* hierarchy() const { return hierarchy_.get(); }

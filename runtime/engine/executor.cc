@@ -101,11 +101,15 @@ void Executor::allreduceChunk(const std::vector<AllreduceSlot>& slots,
                         s.meta.bytes()});
     }
   };
-  // The timeline names the algorithm when the communicator allreduces in stages across hosts.
-  const char* phase = chunk.size() > 1 ? "ALLREDUCE (fused)" : "ALLREDUCE";
-  if (comm.hierarchy() && comm.hierarchy()->allreduce)
-    phase = chunk.size() > 1 ? "HIERARCHICAL_ALLREDUCE (fused)" : "HIERARCHICAL_ALLREDUCE";
+  // The timeline names the algorithm when the communicator allreduces `bytes` in stages across
+  // hosts.
+  auto phaseOf = [&](std::size_t bytes, bool fused) {
+    if (collectives::runsHierarchicalAllreduce(comm, bytes, options))
+      return fused ? "HIERARCHICAL_ALLREDUCE (fused)" : "HIERARCHICAL_ALLREDUCE";
+    return fused ? "ALLREDUCE (fused)" : "ALLREDUCE";
+  };
   if (chunk.size() == 1) {
+    const char* phase = phaseOf(slots[chunk[0]].meta.bytes(), false);
     auto t0 = Clock::now();
     ++counters_.collectives;
     const AllreduceSlot& s = slots[chunk[0]];
@@ -157,7 +161,7 @@ void Executor::allreduceChunk(const std::vector<AllreduceSlot>& slots,
                   bytes);
     });
     mark("MEMCPY_IN_FUSION_BUFFER", first, last, t0, t1);
-    mark(phase, first, last, t1, t2);
+    mark(phaseOf(end - begin, true), first, last, t1, t2);
     mark("MEMCPY_OUT_FUSION_BUFFER", first, last, t2, Clock::now());
   }
   counters_.fusedTensors += chunk.size();

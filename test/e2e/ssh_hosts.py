@@ -60,8 +60,28 @@ class SshHosts:
         self.sshd = []
 
     # --- setup -----------------------------------------------------------------------------
+    NEIGH = "/proc/sys/net/ipv4/neigh/default/gc_thresh"
+
+    def _make_room_for_neighbours(self):
+        """The kernel's ARP table is one for all namespaces, and its limits (gc_thresh1..3, 128 /
+        512 / 1,024 by default) are the root namespace's: hosts that all talk to each other fill
+        it with count x count entries, and past the limit new peers' packets are dropped
+        ("neighbor table overflow"), which real hosts, each with a table of its own, never see.
+        Raised for the hosts' life and restored by close()."""
+        need = self.count * (self.count + 1) + 1024
+        self._neigh_saved = {}
+        for k in (1, 2, 3):
+            path = f"{self.NEIGH}{k}"
+            old = int(pathlib.Path(path).read_text())
+            if old < need:
+                self._neigh_saved[path] = old
+        for path in sorted(self._neigh_saved, reverse=True):  # thresh3 first: 1 <= 2 <= 3
+            pathlib.Path(path).write_text(str(need))
+
     def start(self):
         os.makedirs("/run/sshd", exist_ok=True)
+        if self.count > 16:
+            self._make_room_for_neighbours()
         (self.home / ".ssh").mkdir(parents=True, mode=0o700)
         sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(self.key))
         (self.dir / "authorized_keys").write_text((self.key.with_suffix(".pub")).read_text())
@@ -155,3 +175,5 @@ MaxSessions 100
             sh("ip", "netns", "del", ns, check=False)
         sh("ip", "link", "del", self.bridge, check=False)
         shutil.rmtree(self.dir, ignore_errors=True)
+        for path, old in sorted(getattr(self, "_neigh_saved", {}).items()):  # thresh1 first
+            pathlib.Path(path).write_text(str(old))

@@ -172,7 +172,8 @@ TEST_CASE("a ring or Rabenseifner average equals the sum divided by the ranks, b
 
 namespace {
 
-enum class Staged { Allreduce, Allgather };
+// ByModel: allreduce left to Auto's cost model, flat or staged size by size.
+enum class Staged { Allreduce, Allgather, ByModel };
 
 // A job seen as hosts of `perHost` ranks each: contiguous (ranks 0..L-1 on the first host) or
 // interleaved (rank r on host r mod H), as a launcher's placement may give them.
@@ -197,7 +198,8 @@ void attachHosts(Comm& comm, const Hosts& hosts, Staged staged) {
   auto layout = runtime::HostLayout::of(hostOfRank);
   comm.setHierarchy({comm.subset(layout.localRanks(comm.rank())),
                      comm.subset(layout.crossRanks(comm.rank())), layout.ranksOf,
-                     staged == Staged::Allreduce, staged == Staged::Allgather});
+                     staged == Staged::Allreduce, staged == Staged::Allgather,
+                     staged == Staged::ByModel});
 }
 
 }  // namespace
@@ -228,6 +230,24 @@ TEST_CASE("hierarchical allreduce matrix: hosts of several ranks, every dtype, o
                     " is ", buf[i], ", want ", (i % 5) * 3.0f);
     }
   }, over(hosts.transport)));
+  if (hosts.perHost == 1) return;  // the runtime leaves hosts of one rank flat
+  // Left to the model (the runtime's default across hosts): a model whose NIC is slow next to
+  // memory stages the middle sizes, so the matrix runs both forms on the same communicator.
+  NetworkModel model;
+  model.interHost = {100e-6, 1e8};
+  model.ranksPerHost = hosts.perHost;
+  std::atomic<int> stagedSizes = 0;
+  REQUIRE_NOTHROW(runRanks(hosts.ranks, [&](Comm& comm) {
+    attachHosts(comm, hosts, Staged::ByModel);
+    AllreduceOptions o{kSegmentBytes};
+    o.model = &model;
+    if (comm.rank() == 0)
+      for (std::size_t bytes : {std::size_t{4}, std::size_t{4096}, std::size_t{1} << 20})
+        stagedSizes += runsHierarchicalAllreduce(comm, bytes, o);
+    allreduceMatrix(comm, o, "hierarchical by the cost model");
+  }, over(hosts.transport)));
+  // The model takes consecutive ranks to share a host; interleaved, it may keep all sizes flat.
+  if (!hosts.interleaved) CHECK(stagedSizes > 0);
 }
 
 TEST_CASE("broadcast from every root, tree and pipelined chain", "[broadcast]") {

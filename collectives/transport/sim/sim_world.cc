@@ -219,7 +219,8 @@ void SimWorld::Impl::buildComms() {
                                            progress.back());
   }
   int perHost = options.model.ranksPerHost;
-  if ((options.hierarchicalAllreduce || options.hierarchicalAllgather) && perHost > 1 &&
+  if ((options.hierarchicalAllreduce || options.hierarchicalAllgather ||
+       options.hierarchicalAllreduceByModel) && perHost > 1 &&
       size % perHost == 0 && size > perHost) {
     int hostCount = size / perHost;
     std::vector<std::vector<int>> layout(hostCount);
@@ -233,6 +234,7 @@ void SimWorld::Impl::buildComms() {
       h.hosts = layout;
       h.allreduce = options.hierarchicalAllreduce;
       h.allgather = options.hierarchicalAllgather;
+      h.allreduceByModel = options.hierarchicalAllreduceByModel;
       ranks[r].comm->setHierarchy(std::move(h));
     }
   }

@@ -40,6 +40,9 @@ struct SimOptions {
   // number of hosts of more than one rank), with these stages on.
   bool hierarchicalAllreduce = false;
   bool hierarchicalAllgather = false;
+  // Or let Auto's cost model choose the staged allreduce size by size, as the runtime does by
+  // default for jobs of several hosts of several ranks.
+  bool hierarchicalAllreduceByModel = false;
   std::size_t stackBytes = 256 * 1024;  // per rank fiber
 };
 
