@@ -13,7 +13,9 @@ import warnings
 def _real_horovod():
     # the folder holding the compatibility package (what --horovod-compat put on the path),
     # found from the package being imported
-    compat = sys.modules["horovod"].__file__
+    compat = getattr(sys.modules.get("horovod"), "__file__", None)
+    if compat is None:  # not imported by the compatibility package: nothing to tell
+        return None
     here = os.path.dirname(os.path.dirname(os.path.abspath(compat)))
     others = [p for p in sys.path if os.path.abspath(p or ".") != here]
     spec = importlib.machinery.PathFinder.find_spec("horovod", others)

@@ -52,8 +52,8 @@ def is_version_greater_equal_than(ver, target):
 
 # The variables of horovodrun (and hvdrun, which sets the HOROVOD_ ones too), Open MPI and
 # MPICH/PMI, in the order Horovod reads them.
-_RANK_AND_SIZE = [("HOROVOD_RANK", "HOROVOD_SIZE"), ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
-                  ("PMI_RANK", "PMI_SIZE")]
+_RANK_AND_SIZE = [("HOROVOD_RANK", "HOROVOD_SIZE"),
+                  ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ("PMI_RANK", "PMI_SIZE")]
 
 
 def get_env_rank_and_size():

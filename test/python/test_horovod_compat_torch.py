@@ -27,7 +27,8 @@ def test_horovods_conventions_are_hvds_horovod_semantics_module():
         assert getattr(hvd.torch, name) is not getattr(horovod_semantics, name), name
     assert horovod.mpi_ops.allgather is horovod_semantics.allgather
     assert horovod.mpi_ops.broadcast_optimizer_state is hvd.torch.broadcast_optimizer_state
-    assert horovod.functions.broadcast_optimizer_state is horovod_semantics.broadcast_optimizer_state
+    assert (horovod.functions.broadcast_optimizer_state
+            is horovod_semantics.broadcast_optimizer_state)
 
 
 def test_the_same_allgather_differentiates_as_horovod_in_horovod_torch_and_exactly_in_hvd_torch():
