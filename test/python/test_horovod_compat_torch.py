@@ -1,6 +1,7 @@
 """The horovod.torch compatibility package scales the gradients of allgather, broadcast and
-reducescatter as Horovod 0.28 does (test/e2e/test_horovod_conformance.py compares against
-Horovod itself where it is installed); hvd.torch's own stay exact (test_torch_ops.py)."""
+reducescatter as Horovod 0.28 does, through hvd/torch/horovod_semantics.py
+(test/e2e/test_horovod_conformance.py compares against Horovod itself where it is installed);
+hvd.torch's own stay exact (test_torch_ops.py)."""
 import sys
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import torch
 
 import hvd
 import hvd.torch
+from hvd.torch import horovod_semantics
 
 sys.path.insert(0, str(Path(hvd.__file__).parent / "compat"))  # what --horovod-compat does
 import horovod.torch as horovod  # noqa: E402
@@ -17,6 +19,29 @@ import horovod.torch as horovod  # noqa: E402
 def test_the_compat_package_is_hvd():
     assert horovod.rank() == hvd.torch.rank() and horovod.allreduce is hvd.torch.allreduce
     assert getattr(sys.modules["horovod"], "IS_HVD_COMPAT", False)
+
+
+def test_horovods_conventions_are_hvds_horovod_semantics_module():
+    for name in horovod_semantics.__all__:
+        assert getattr(horovod, name) is getattr(horovod_semantics, name), name
+        assert getattr(hvd.torch, name) is not getattr(horovod_semantics, name), name
+    assert horovod.mpi_ops.allgather is horovod_semantics.allgather
+    assert horovod.mpi_ops.broadcast_optimizer_state is hvd.torch.broadcast_optimizer_state
+    assert (horovod.functions.broadcast_optimizer_state
+            is horovod_semantics.broadcast_optimizer_state)
+
+
+def test_the_same_allgather_differentiates_as_horovod_in_horovod_torch_and_exactly_in_hvd_torch():
+    r, n = horovod.rank(), horovod.size()
+    grads = {}
+    for library, allgather in (("horovod", horovod.allgather), ("hvd", hvd.torch.allgather)):
+        x = torch.ones(2, dtype=torch.float64, requires_grad=True)
+        (allgather(x, name=f"compat.same.{library}").sum() * (r + 1)).backward()
+        grads[library] = x.grad.tolist()
+    # every rank's loss weighs each gathered row by (rank + 1): hvd's gradient is the sum of
+    # those weights over the ranks, Horovod's their mean
+    assert grads["hvd"] == [n * (n + 1) / 2] * 2
+    assert grads["horovod"] == [(n + 1) / 2] * 2
 
 
 def test_allgather_gradient_is_averaged_over_the_ranks():

@@ -1,5 +1,6 @@
 """Gradients through hvd.tensorflow's collectives (exact for the sum of every rank's loss), and
-through the horovod.tensorflow compatibility package (scaled as Horovod 0.28 scales them)."""
+through the horovod.tensorflow compatibility package (scaled as Horovod 0.28 scales them, by
+hvd/tensorflow/horovod_semantics.py)."""
 import sys
 from pathlib import Path
 
@@ -115,6 +116,14 @@ def test_the_compat_package_scales_gradients_as_horovod(graph):
     np.testing.assert_allclose(g_rs, [n * n, n * n])
     np.testing.assert_allclose(g_grs, [n, n])  # Average: exact 1 each, times n
     np.testing.assert_allclose(g_ar, [n, n])
+
+
+def test_horovods_conventions_are_hvds_horovod_semantics_module():
+    from hvd.tensorflow import horovod_semantics
+    for name in horovod_semantics.__all__:
+        assert getattr(horovod_tf, name) is getattr(horovod_semantics, name), name
+        assert getattr(horovod_tf.mpi_ops, name) is getattr(horovod_semantics, name), name
+        assert getattr(htf, name) is not getattr(horovod_semantics, name), name
 
 
 def test_the_compat_packages_internal_queries_scripts_use():
