@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "bench/hvd_bench/calibrate.h"
+#include "bench/hvd_bench/negotiation_bench.h"
 #include "bench/hvd_bench/collective_bench.h"
 #include "bench/hvd_bench/engine_bench.h"
 #ifdef HVD_BENCH_GPU
@@ -102,6 +103,13 @@ int main(int argc, char** argv) {
   app.add_option("--algorithms", algorithms,
                  "--simulate: comma-separated, of recursive_doubling, ring, rabenseifner, "
                  "hierarchical (default: all that fit the topology)");
+  bool negotiation = false;
+  hvd::bench::NegotiationBenchOptions no;
+  app.add_flag("--negotiation", negotiation,
+               "Instead of a sweep, time rank 0's coordinator per cycle (decode every rank's "
+               "requests, check, fuse, encode the responses) at 16 to 4,096 ranks; no hvdrun");
+  app.add_option("--negotiation-tensors", no.tensors, "--negotiation: allreduces per cycle")
+      ->check(CLI::Range(1, 100000));
   bool calibrateMode = false;
   std::string save;
   app.add_flag("--calibrate", calibrateMode,
@@ -138,6 +146,12 @@ int main(int argc, char** argv) {
       auto result = hvd::bench::runSimBench(so);
       hvd::bench::printSimReport(std::cout, result);
       if (!json.empty()) hvd::bench::writeSimJson(json, result);
+      return 0;
+    }
+    if (negotiation) {
+      auto result = hvd::bench::runNegotiationBench(no);
+      hvd::bench::printNegotiationReport(std::cout, result);
+      if (!json.empty()) hvd::bench::writeNegotiationJson(json, result);
       return 0;
     }
     auto config = hvd::runtime::Config::fromEnvironment();

@@ -57,12 +57,9 @@ const std::vector<int32_t>& Coordinator::processSet(int32_t id) const {
 }
 
 void Coordinator::submitList(int rank, const RequestList& list, SteadyTime now) {
+  // What every rank has seen is taken once per dispatch (forgetting evictions later is safe):
+  // here, per list, it would cost O(N) per rank and O(N^2) per cycle.
   seenByRank_[rank] = list.responseListsSeen;
-  if (static_cast<int>(seenByRank_.size()) == options_.size) {
-    uint64_t everyone = UINT64_MAX;
-    for (const auto& [r, seen] : seenByRank_) everyone = std::min(everyone, seen);
-    cache_.allRanksHaveSeen(everyone);
-  }
   for (const auto& s : list.submissions)
     submit(rank, s.cacheId ? cache_.resolve(s.cacheId) : s.request, s.cacheId, now,
            s.inlineData);
@@ -86,8 +83,14 @@ void Coordinator::submit(int rank, const OpRequest& request, uint64_t cacheId, S
   p.arrivedAt[rank] = now;
   p.cacheIdByRank[rank] = cacheId;
   if (!inlineData.empty()) p.inlineByRank[rank] = std::move(inlineData);
-  for (int32_t r : processSet(involvesEveryRank(request.type) ? 0 : request.processSet))
-    p.expected.insert(r);
+  // The ranks it waits for: those of each process set a submission names, added once per set
+  // (a set other than the first is a mismatch, reported when all have arrived), not per
+  // submission, which made a cycle O(N^2) in the ranks.
+  int32_t set = involvesEveryRank(request.type) ? 0 : request.processSet;
+  if (std::find(p.setsExpected.begin(), p.setsExpected.end(), set) == p.setsExpected.end()) {
+    p.setsExpected.push_back(set);
+    for (int32_t r : processSet(set)) p.expected.insert(r);
+  }
   p.expected.insert(rank);
   markIfReady(it->first, p, now);
 }
@@ -194,9 +197,12 @@ void Coordinator::markIfReady(const std::string& name, Pending& p, SteadyTime no
   // still submitting: their unnamed operations may carry other names (the ranks submitted
   // different numbers of them before the join), and would never meet.
   bool needsJoined = false;
-  if (p.byRank.begin()->second.type != OpType::Allreduce)
+  if (!joined_.empty() && p.byRank.begin()->second.type != OpType::Allreduce)
     for (int r : p.expected) needsJoined |= joined_.count(r) && !p.byRank.count(r);
-  if (!needsJoined && !missing(p).empty()) return;
+  // Every submitter is expected, so without joined ranks the counts decide (O(1) per
+  // submission instead of a scan of the expected ranks).
+  bool complete = joined_.empty() ? p.byRank.size() == p.expected.size() : missing(p).empty();
+  if (!needsJoined && !complete) return;
   p.ready = true;
   readyOrder_.push_back(name);
   if (!firstReadyAt_) firstReadyAt_ = now;
@@ -312,6 +318,11 @@ void Coordinator::fuseInto(std::vector<Response>& out, std::vector<std::size_t>&
 }
 
 ResponseList Coordinator::dispatch(SteadyTime now) {
+  if (static_cast<int>(seenByRank_.size()) == options_.size) {
+    uint64_t everyone = UINT64_MAX;
+    for (const auto& [r, seen] : seenByRank_) everyone = std::min(everyone, seen);
+    cache_.allRanksHaveSeen(everyone);
+  }
   ResponseList list;
   list.seq = nextSeq_;
   std::vector<Response>& out = list.responses;

@@ -78,6 +78,7 @@ class Coordinator {
     std::map<int, uint64_t> cacheIdByRank;
     std::map<int, std::string> inlineByRank;  // ranks that sent their input bytes
     std::set<int> expected;
+    std::vector<int32_t> setsExpected;  // the process sets whose ranks are in `expected`
     SteadyTime firstSeen;
     SteadyTime warnedAt{};
     bool ready = false;
