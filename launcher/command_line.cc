@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/logging.h"
 #include "common/params.h"
+#include "launcher/param_flags.h"
 #include "launcher/ssh/host_key_policy.h"
 
 namespace hvd::launcher {
@@ -50,15 +51,27 @@ std::vector<std::string> normaliseArgs(int argc, char** argv, const CLI::App& ap
   return args;
 }
 
+// The parameter flags hvdrun acts on itself (FlagTarget::Launcher) as launch options.
+void applyLauncherFlags(const std::map<params::ParamId, FlagValue>& given, LaunchOptions& o) {
+  auto number = [&](params::ParamId id) {
+    auto it = given.find(id);
+    return it != given.end() ? std::get<long long>(it->second)
+                             : std::stoll(params::spec(id).defaultValue);
+  };
+  o.startTimeout = std::chrono::seconds(number(params::ParamId::StartTimeout));
+  o.elastic.timeout = std::chrono::seconds(number(params::ParamId::ElasticTimeout));
+  o.elastic.timeoutGiven = given.count(params::ParamId::ElasticTimeout) > 0;
+  // 0: not given; sshConcurrency() then reads the variable from hvdrun's environment.
+  if (given.count(params::ParamId::SshConcurrency))
+    o.ssh.concurrency = static_cast<int>(number(params::ParamId::SshConcurrency));
+}
+
 }  // namespace
 
 int parseCommandLine(int argc, char** argv, const std::string& version, CommandLine& out) {
   LaunchOptions& o = out.launch;
   CLI::App app{"hvdrun: start a data-parallel job of N ranks and forward their output", "hvdrun"};
   app.set_version_flag("--version", "hvdrun " + version);
-  int startTimeout = static_cast<int>(
-      hvd::params::parseInt(hvd::params::spec("HVD_START_TIMEOUT").defaultValue, 1, 86400,
-                            "HVD_START_TIMEOUT"));
   int grace = 10;
   app.add_option("-n,--num-proc", o.np,
                  "Number of ranks to start (default inside Slurm: the allocation's task count)")
@@ -83,9 +96,6 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
           },
           "HOSTS"));
   app.add_option("--hostfile", o.hostfile, "Hosts from a file of 'host slots=N' lines");
-  app.add_option("--start-timeout", startTimeout,
-                 "Seconds workers wait for all peers to join (HVD_START_TIMEOUT)")
-      ->check(CLI::Range(1, 86400));
   app.add_option("--grace-seconds", grace,
                  "Seconds between SIGTERM and SIGKILL when the job is stopped")
       ->check(CLI::Range(0, 3600));
@@ -93,27 +103,9 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
                  "Also write each rank's output to DIR/rank.NN/{stdout,stderr}");
   app.add_option("-x", o.exports, "Export VAR (from hvdrun's environment) or VAR=VALUE to workers")
       ->allow_extra_args(false);
-  app.add_option("--log-level", o.logLevel,
-                 "Log level of hvdrun and its workers: trace, debug, info, warn, error, "
-                 "critical, off (or Horovod's WARNING, FATAL, any case)")
-      ->transform(CLI::Validator(
-          [](std::string& level) {
-            try {
-              level = hvd::log::canonicalLevel(level);
-              return std::string();
-            } catch (const hvd::InvalidArgument& e) {
-              return std::string(e.what());
-            }
-          },
-          "LEVEL"));
-  app.add_flag("--log-hide-timestamp", out.logHideTime,
-               "Leave the date and time out of hvd's log lines (HVD_LOG_HIDE_TIME=1)");
   app.add_flag("--prefix-timestamp", o.prefixTimestamp,
                "Start each forwarded output line with the local date and time hvdrun received "
                "it");
-  app.add_flag("--horovod-compat", o.horovodCompat,
-               "Let 'import horovod.torch as hvd' run on hvd: put hvd's horovod compatibility "
-               "package on the workers' PYTHONPATH (HVD_HOROVOD_COMPAT=1)");
   app.add_flag("--verbose", o.verbose,
                "Print what hvdrun does, incl. the address chosen per host (never the job secret)");
   int connectTimeout = static_cast<int>(o.ssh.connectTimeout.count());
@@ -128,11 +120,6 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
                        "Seconds to reach and authenticate with each host before the job is "
                        "refused")
       ->check(CLI::Range(1, 3600));
-  sshGroup->add_option("--ssh-concurrency", o.ssh.concurrency,
-                       "Remote hosts to connect to and check at once; the others wait their "
-                       "turn (HVD_SSH_CONCURRENCY, default " +
-                           hvd::params::spec("HVD_SSH_CONCURRENCY").defaultValue + ")")
-      ->check(CLI::Range(1, 4096));
   std::string strictHostKeys;
   bool noHostKeyCheck = false;
   sshGroup->add_option("--ssh-strict-host-key-checking", strictHostKeys,
@@ -147,9 +134,6 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
   app.add_option("--network-interface", o.networkInterface,
                  "Interface for the rendezvous and data plane: IFACE, or host=IFACE,... per "
                  "host (default: the address that reaches hvdrun)");
-  int elasticTimeout = static_cast<int>(
-      hvd::params::parseInt(hvd::params::spec("HVD_ELASTIC_TIMEOUT").defaultValue, 1, 86400,
-                            "HVD_ELASTIC_TIMEOUT"));
   auto* elastic = app.add_option_group(
       "Elastic", "Workers may fail or join while the job runs (hvd.elastic.run); any of "
                  "--min-np, --max-np or --host-discovery-script makes the job elastic");
@@ -166,10 +150,6 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
   elastic->add_option("--slots-per-host", o.elastic.slotsPerHost,
                       "Slots of a discovered host whose line gives none (default 1)")
       ->check(CLI::Range(1, 1 << 16));
-  elastic->add_option("--elastic-timeout", elasticTimeout,
-                      "Seconds to wait for --min-np usable slots, and workers' wait for a new "
-                      "round (HVD_ELASTIC_TIMEOUT)")
-      ->check(CLI::Range(1, 86400));
   elastic->add_option("--reset-limit", o.elastic.resetLimit,
                       "Fail the job instead of forming more than this many new rounds")
       ->check(CLI::Range(0, 1 << 30));
@@ -178,89 +158,13 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
                       "each further failure, at most MAX (default: never)")
       ->expected(2)
       ->check(CLI::Range(1, 86400));
-  RuntimeFlags& rf = out.runtime;
   auto* tuning = app.add_option_group("Runtime", "Engine knobs, exported to workers as HVD_*");
-  tuning->add_option("--fusion-threshold-mb", rf.fusionThresholdMb,
-                     "Fusion buffer size in MB; 0 turns fusion off (HVD_FUSION_THRESHOLD)");
-  tuning->add_option("--cycle-time-ms", rf.cycleTimeMs,
-                     "Hold ready work this long to fuse more; 0 runs it at once (HVD_CYCLE_TIME)");
-  tuning->add_option("--cache-capacity", rf.cacheCapacity,
-                     "Response cache entries; 0 turns it off (HVD_CACHE_CAPACITY)");
-  tuning->add_option("--timeline-filename", rf.timelineFilename,
-                     "Rank 0 writes a Chrome-trace timeline here (HVD_TIMELINE)");
-  tuning->add_flag("--timeline-mark-cycles", rf.timelineMarkCycles,
-                   "Mark each list of work rank 0 dispatches in the timeline "
-                   "(HVD_TIMELINE_MARK_CYCLES=1)");
-  tuning->add_option("--stall-check-warning-time-seconds", rf.stallWarningSeconds,
-                     "Report operations some ranks have not submitted after this long "
-                     "(HVD_STALL_CHECK_TIME_SECONDS)");
-  tuning->add_option("--stall-check-shutdown-time-seconds", rf.stallShutdownSeconds,
-                     "Fail the job when an operation stalls this long; 0 never "
-                     "(HVD_STALL_SHUTDOWN_TIME_SECONDS)");
-  tuning->add_flag("--no-stall-check", rf.noStallCheck,
-                   "Turn the stall inspector off (HVD_STALL_CHECK_DISABLE=1)");
-  tuning->add_option("--bind-to", rf.bindTo,
-                     "core: bind each worker to its local rank's share of the host's CPUs when "
-                     "there are at least as many CPUs as local ranks (default); none: do not "
-                     "bind (HVD_BIND_TO)")
-      ->check(CLI::IsMember({"core", "none"}));
-  auto* transport = tuning->add_option(
-      "--transport", rf.transport,
-      "auto: shared memory between ranks when all are on one host, else TCP (default); tcp: "
-      "always TCP; shm: shared memory or fail (HVD_TRANSPORT)")
-      ->check(CLI::IsMember({"auto", "tcp", "shm"}));
-  // The choices come from the parameter's declaration, so the flag cannot drift from it.
-  tuning->add_option("--allreduce-algorithm", rf.allreduceAlgorithm,
-                     "Host allreduce's algorithm: auto: across hosts the cost model's pick "
-                     "(HVD_NETWORK_MODEL), within a host recursive doubling below "
-                     "HVD_ALLREDUCE_RING_THRESHOLD and the ring from there (default); or force "
-                     "ring, recursive_doubling or rabenseifner (HVD_ALLREDUCE_ALGORITHM)")
-      ->check(CLI::IsMember(params::spec("HVD_ALLREDUCE_ALGORITHM").choices));
-  tuning->add_option("--malloc-retain-mb", rf.mallocRetainMb,
-                     "Workers' malloc serves blocks up to this size from its heap and keeps up "
-                     "to this much freed memory for reuse, so CPU training stops re-faulting its "
-                     "activations every step; 0: glibc's defaults (HVD_MALLOC_RETAIN_MB)");
-  tuning->add_option("--gradient-overlap", rf.gradientOverlap,
-                     "When DistributedOptimizer starts each gradient's allreduce: on: from its "
-                     "backward hook; off: at step(); auto: off for host-memory gradients when "
-                     "all ranks are on one host and compute fills their CPUs, else on "
-                     "(default) (HVD_GRADIENT_OVERLAP)")
-      ->check(CLI::IsMember({"auto", "on", "off"}));
-  tuning->add_option("--check-replicas", rf.checkReplicas,
-                     "Check that every rank holds the same trainable weights: first: once, at "
-                     "the start of training (default); every:N: also every N updates; off: "
-                     "never (HVD_CHECK_REPLICAS)");
-  bool tcpOnly = false;
-  tuning->add_flag("--tcp", tcpOnly, "Same as --transport tcp (horovodrun's flag)")
-      ->excludes(transport);
-  bool hierarchicalAllreduce = false, hierarchicalAllgather = false;
-  auto* hierAllreduce = tuning->add_flag(
-                   "--hierarchical-allreduce,!--no-hierarchical-allreduce", hierarchicalAllreduce,
-                   "Allreduce within each host (shared memory, or NCCL for GPU tensors), across "
-                   "hosts over TCP, then within each host again; needs as many ranks on every "
-                   "host (HVD_HIERARCHICAL_ALLREDUCE=1; the no- form overrides a config file)");
-  auto* hierAllgather = tuning->add_flag(
-                   "--hierarchical-allgather,!--no-hierarchical-allgather", hierarchicalAllgather,
-                   "Allgather host memory across hosts over TCP, then within each host over "
-                   "shared memory; needs as many ranks on every host "
-                   "(HVD_HIERARCHICAL_ALLGATHER=1; the no- form overrides a config file)");
-  tuning->add_flag("--autotune", rf.autotune,
-                   "Rank 0 tunes the fusion threshold and cycle time while the job trains, then "
-                   "keeps the best; a knob given explicitly stays fixed (HVD_AUTOTUNE=1)");
-  tuning->add_option("--autotune-log-file", rf.autotuneLogFile,
-                     "CSV file rank 0 appends each autotune sample and the choice to "
-                     "(HVD_AUTOTUNE_LOG)");
-  tuning->add_option("--autotune-warmup-samples", rf.autotuneWarmupSamples,
-                     "Samples discarded at the start (HVD_AUTOTUNE_WARMUP_SAMPLES, default 3)");
-  tuning->add_option("--autotune-steps-per-sample", rf.autotuneStepsPerSample,
-                     "Training steps per sample (HVD_AUTOTUNE_STEPS_PER_SAMPLE, default 10)");
-  tuning->add_option("--autotune-bayes-opt-max-samples", rf.autotuneMaxSamples,
-                     "Samples measured before the best setting is kept "
-                     "(HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES, default 20)");
-  tuning->add_option("--autotune-gaussian-process-noise", rf.autotuneNoise,
-                     "Noise assumed in one sample's score, relative to the scores' variance "
-                     "(HVD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE, default 0.8)");
-  tuning->add_option("--config-file", rf.configFile,
+  ParamFlags paramFlags;
+  paramFlags.addTo({{params::FlagGroup::Main, &app},
+                    {params::FlagGroup::Ssh, sshGroup},
+                    {params::FlagGroup::Elastic, elastic},
+                    {params::FlagGroup::Runtime, tuning}});
+  tuning->add_option("--config-file", out.runtime.configFile,
                      "JSON file with Horovod's config sections (params, autotune, timeline, "
                      "stall_check, logging); flags override it");
   // horovodrun's controller choice and its cache of host checks: hvdrun always runs its own
@@ -271,6 +175,8 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
   compat->add_flag("--disable-cache")->description("hvdrun caches no host checks");
   app.add_flag("--print-config", out.printConfig,
                "List every HVD_* parameter with its default, range and current value, then exit");
+  app.add_flag("--print-env-doc", out.printEnvDoc,
+               "Print the table of parameters in docs/environment.md (Markdown), then exit");
   app.add_flag("--check-build", out.checkBuild,
                "Show what this build supports (CUDA, NCCL), what this machine offers it (driver, "
                "devices, NCCL library) and what the workers' python3 finds (hvd, PyTorch, "
@@ -302,12 +208,8 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
   // `hvdrun -np 2 -- python train.py`: the separator ends hvdrun's options, as in mpirun; a later
   // one belongs to the command.
   if (!o.command.empty() && o.command.front() == "--") o.command.erase(o.command.begin());
-  if (tcpOnly) rf.transport = "tcp";
-  if (hierAllreduce->count()) rf.hierarchicalAllreduce = hierarchicalAllreduce;
-  if (hierAllgather->count()) rf.hierarchicalAllgather = hierarchicalAllgather;
-  o.startTimeout = std::chrono::seconds(startTimeout);
-  o.elastic.timeout = std::chrono::seconds(elasticTimeout);
-  o.elastic.timeoutGiven = app.count("--elastic-timeout") > 0;
+  out.runtime.given = paramFlags.given();
+  applyLauncherFlags(out.runtime.given, o);
   o.grace = std::chrono::seconds(grace);
   o.ssh.connectTimeout = std::chrono::seconds(connectTimeout);
   if (!strictHostKeys.empty()) o.ssh.hostKeyPolicy = ssh::parseHostKeyPolicy(strictHostKeys);
@@ -321,7 +223,6 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
     }
     o.ssh.hostKeyPolicy = ssh::HostKeyPolicy::Off;
   }
-  out.logLevelGiven = app.count("--log-level") > 0;
   return -1;
 }
 
