@@ -132,7 +132,7 @@ TEST_CASE("horovodrun's spellings and no- forms, and the flags hvdrun acts on it
   CHECK_FALSE(defaults.launch.elastic.timeoutGiven);
 }
 
-TEST_CASE("--print-env-doc has a row per parameter and --print-config shows what sets it") {
+TEST_CASE("the doc table has a row per parameter, and --print-config shows what sets each") {
   auto rows = envDocTable();
   CHECK(rows.size() == allParams().size() + 2);
   CHECK(rows[2].rfind("| `HVD_RANK` | `HOROVOD_RANK` |", 0) == 0);
