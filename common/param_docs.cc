@@ -75,7 +75,8 @@ std::string describeAll(const ParamValues& current) {
     out += typeLine(p, current) + "    " + plainText(p.description) + "\n";
     auto by = setters(p, "");
     if (!by.empty()) out += "    set by hvdrun's " + joined(by, ", ") + "\n";
-    if (!p.configMember.empty()) out += "    read into Config::" + std::string(p.configMember) + "\n";
+    if (!p.configMember.empty())
+      out += "    read into Config::" + std::string(p.configMember) + "\n";
   }
   return out;
 }

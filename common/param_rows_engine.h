@@ -5,9 +5,8 @@
 HVD_PARAM(FusionThreshold, fusionThresholdBytes, asIs,
     .name = "HVD_FUSION_THRESHOLD", .horovodAlias = "HOROVOD_FUSION_THRESHOLD",
     .type = ParamType::Int, .defaultValue = "134217728", .min = 0, .max = int64_t{1} << 40,
-    .flag = {.names = "--fusion-threshold-mb", .kind = ValueKind::Megabytes, .target = FlagTarget::Workers,
-              .group = FlagGroup::Runtime,
-              .help = "Fusion buffer size in MB; 0 turns fusion off"},
+    .flag = {.names = "--fusion-threshold-mb", .kind = ValueKind::Megabytes,
+             .help = "Fusion buffer size in MB; 0 turns fusion off"},
     .configKey = {.key = "params.fusion_threshold_mb", .kind = ValueKind::Megabytes},
     .description = "Bytes of ready allreduce tensors packed into one fusion buffer and reduced as "
                    "one; 0 turns fusion off. Tensors of 256 KiB or more always run alone (the copy"
@@ -31,9 +30,8 @@ HVD_PARAM(InlineAllreduceBytes, inlineAllreduceBytes, asIs,
 HVD_PARAM(CycleTime, cycleTime, milliseconds,
     .name = "HVD_CYCLE_TIME", .horovodAlias = "HOROVOD_CYCLE_TIME",
     .type = ParamType::Double, .defaultValue = "0", .min = 0, .max = 10000,
-    .flag = {.names = "--cycle-time-ms", .kind = ValueKind::Number, .target = FlagTarget::Workers,
-              .group = FlagGroup::Runtime,
-              .help = "Hold ready work this long to fuse more; 0 runs it at once"},
+    .flag = {.names = "--cycle-time-ms", .kind = ValueKind::Number,
+             .help = "Hold ready work this long to fuse more; 0 runs it at once"},
     .configKey = {.key = "params.cycle_time_ms", .kind = ValueKind::Number},
     .description = "Milliseconds (fractions allowed) the coordinator holds ready work to fuse "
                    "more; 0 runs work as soon as every rank has submitted it.")
@@ -41,10 +39,9 @@ HVD_PARAM(CycleTime, cycleTime, milliseconds,
 HVD_PARAM(Autotune, autotune, asIs,
     .name = "HVD_AUTOTUNE", .horovodAlias = "HOROVOD_AUTOTUNE",
     .type = ParamType::Int, .defaultValue = "0", .min = 0, .max = 1,
-    .flag = {.names = "--autotune", .kind = ValueKind::Switch, .target = FlagTarget::Workers,
-              .group = FlagGroup::Runtime,
-              .help = "Rank 0 tunes the fusion threshold and cycle time while the job trains, then"
-                      " keeps the best; a knob given explicitly stays fixed"},
+    .flag = {.names = "--autotune", .kind = ValueKind::Switch,
+             .help = "Rank 0 tunes the fusion threshold and cycle time while the job trains, then"
+                     " keeps the best; a knob given explicitly stays fixed"},
     .configKey = {.key = "autotune.enabled", .kind = ValueKind::Switch},
     .description = "1: rank 0 tunes `HVD_FUSION_THRESHOLD` and `HVD_CYCLE_TIME` while the job "
                    "trains, then keeps the best setting ([Autotune](#autotune) below). A knob set "
@@ -54,9 +51,8 @@ HVD_PARAM(Autotune, autotune, asIs,
 HVD_PARAM(AutotuneLog, autotuneLog, asIs,
     .name = "HVD_AUTOTUNE_LOG", .horovodAlias = "HOROVOD_AUTOTUNE_LOG",
     .type = ParamType::String, .defaultValue = "",
-    .flag = {.names = "--autotune-log-file", .kind = ValueKind::Text, .target = FlagTarget::Workers,
-              .group = FlagGroup::Runtime,
-              .help = "CSV file rank 0 appends each autotune sample and the choice to"},
+    .flag = {.names = "--autotune-log-file", .kind = ValueKind::Text,
+             .help = "CSV file rank 0 appends each autotune sample and the choice to"},
     .configKey = {.key = "autotune.log_file", .kind = ValueKind::Text},
     .description = "CSV file rank 0 appends a row per autotune sample to, and last the chosen "
                    "setting. Needs `HVD_AUTOTUNE=1` (an error otherwise).")
@@ -64,37 +60,35 @@ HVD_PARAM(AutotuneLog, autotuneLog, asIs,
 HVD_PARAM(AutotuneWarmupSamples, autotuneWarmupSamples, asIs,
     .name = "HVD_AUTOTUNE_WARMUP_SAMPLES", .horovodAlias = "HOROVOD_AUTOTUNE_WARMUP_SAMPLES",
     .type = ParamType::Int, .defaultValue = "3", .min = 0, .max = 100000,
-    .flag = {.names = "--autotune-warmup-samples", .kind = ValueKind::Integer, .target = FlagTarget::Workers,
-              .group = FlagGroup::Runtime,
-              .help = "Samples discarded at the start"},
+    .flag = {.names = "--autotune-warmup-samples", .kind = ValueKind::Integer,
+             .help = "Samples discarded at the start"},
     .configKey = {.key = "autotune.warmup_samples", .kind = ValueKind::Integer},
     .description = "Samples at the start, with the configured setting, that are discarded.")
 
 HVD_PARAM(AutotuneStepsPerSample, autotuneStepsPerSample, asIs,
     .name = "HVD_AUTOTUNE_STEPS_PER_SAMPLE", .horovodAlias = "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE",
     .type = ParamType::Int, .defaultValue = "10", .min = 1, .max = 1000000,
-    .flag = {.names = "--autotune-steps-per-sample", .kind = ValueKind::Integer, .target = FlagTarget::Workers,
-              .group = FlagGroup::Runtime,
-              .help = "Training steps per sample"},
+    .flag = {.names = "--autotune-steps-per-sample", .kind = ValueKind::Integer,
+             .help = "Training steps per sample"},
     .configKey = {.key = "autotune.steps_per_sample", .kind = ValueKind::Integer},
     .description = "Training steps per sample.")
 
 HVD_PARAM(AutotuneBayesOptMaxSamples, autotuneMaxSamples, asIs,
-    .name = "HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", .horovodAlias = "HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES",
+    .name = "HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES",
+    .horovodAlias = "HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES",
     .type = ParamType::Int, .defaultValue = "20", .min = 1, .max = 200,
-    .flag = {.names = "--autotune-bayes-opt-max-samples", .kind = ValueKind::Integer, .target = FlagTarget::Workers,
-              .group = FlagGroup::Runtime,
-              .help = "Samples measured before the best setting is kept"},
+    .flag = {.names = "--autotune-bayes-opt-max-samples", .kind = ValueKind::Integer,
+             .help = "Samples measured before the best setting is kept"},
     .configKey = {.key = "autotune.bayes_opt_max_samples", .kind = ValueKind::Integer},
     .description = "Samples measured after the warm-up before the best setting is kept (at most "
                    "200).")
 
 HVD_PARAM(AutotuneGaussianProcessNoise, autotuneNoise, asIs,
-    .name = "HVD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", .horovodAlias = "HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE",
+    .name = "HVD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE",
+    .horovodAlias = "HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE",
     .type = ParamType::Double, .defaultValue = "0.8", .min = 0, .max = 1,
-    .flag = {.names = "--autotune-gaussian-process-noise", .kind = ValueKind::Number, .target = FlagTarget::Workers,
-              .group = FlagGroup::Runtime,
-              .help = "Noise assumed in one sample's score, relative to the scores' variance"},
+    .flag = {.names = "--autotune-gaussian-process-noise", .kind = ValueKind::Number,
+             .help = "Noise assumed in one sample's score, relative to the scores' variance"},
     .configKey = {.key = "autotune.gaussian_process_noise", .kind = ValueKind::Number},
     .description = "Noise the search assumes in one sample's score, as a share of the scores' "
                    "variance; higher trusts single samples less.")
@@ -102,9 +96,8 @@ HVD_PARAM(AutotuneGaussianProcessNoise, autotuneNoise, asIs,
 HVD_PARAM(CacheCapacity, cacheCapacity, asIs,
     .name = "HVD_CACHE_CAPACITY", .horovodAlias = "HOROVOD_CACHE_CAPACITY",
     .type = ParamType::Int, .defaultValue = "1024", .min = 0, .max = 1 << 20,
-    .flag = {.names = "--cache-capacity", .kind = ValueKind::Integer, .target = FlagTarget::Workers,
-              .group = FlagGroup::Runtime,
-              .help = "Response cache entries; 0 turns it off"},
+    .flag = {.names = "--cache-capacity", .kind = ValueKind::Integer,
+             .help = "Response cache entries; 0 turns it off"},
     .configKey = {.key = "params.cache_capacity", .kind = ValueKind::Integer},
     .description = "Operations the response cache remembers; repeated steps then send an id "
                    "instead of the description. 0 turns it off.")
@@ -112,9 +105,8 @@ HVD_PARAM(CacheCapacity, cacheCapacity, asIs,
 HVD_PARAM(Timeline, timelinePath, asIs,
     .name = "HVD_TIMELINE", .horovodAlias = "HOROVOD_TIMELINE",
     .type = ParamType::String, .defaultValue = "",
-    .flag = {.names = "--timeline-filename", .kind = ValueKind::Text, .target = FlagTarget::Workers,
-              .group = FlagGroup::Runtime,
-              .help = "Rank 0 writes a Chrome-trace timeline here"},
+    .flag = {.names = "--timeline-filename", .kind = ValueKind::Text,
+             .help = "Rank 0 writes a Chrome-trace timeline here"},
     .configKey = {.key = "timeline.filename", .kind = ValueKind::Text},
     .description = "Rank 0 writes a Chrome-trace/Perfetto timeline here; valid JSON even after "
                    "Ctrl-C. One row per tensor, named as Horovod names it (`allreduce.grad0`; "
@@ -125,9 +117,8 @@ HVD_PARAM(Timeline, timelinePath, asIs,
 HVD_PARAM(TimelineMarkCycles, timelineMarkCycles, asIs,
     .name = "HVD_TIMELINE_MARK_CYCLES", .horovodAlias = "HOROVOD_TIMELINE_MARK_CYCLES",
     .type = ParamType::Int, .defaultValue = "0", .min = 0, .max = 1,
-    .flag = {.names = "--timeline-mark-cycles", .kind = ValueKind::Switch, .target = FlagTarget::Workers,
-              .group = FlagGroup::Runtime,
-              .help = "Mark each list of work rank 0 dispatches in the timeline"},
+    .flag = {.names = "--timeline-mark-cycles", .kind = ValueKind::Switch,
+             .help = "Mark each list of work rank 0 dispatches in the timeline"},
     .configKey = {.key = "timeline.mark_cycles", .kind = ValueKind::Switch},
     .description = "1: the timeline also has a `CYCLE_START` instant event for each list of work "
                    "rank 0 dispatches. hvd has no fixed cycle (work starts when ready), so the "
@@ -139,28 +130,26 @@ HVD_PARAM(TimelineMarkCycles, timelineMarkCycles, asIs,
 HVD_LAUNCHER_PARAM(HorovodCompat,
     .name = "HVD_HOROVOD_COMPAT",
     .type = ParamType::Int, .defaultValue = "0", .min = 0, .max = 1,
-    .flag = {.names = "--horovod-compat", .kind = ValueKind::Switch, .target = FlagTarget::Workers,
-              .group = FlagGroup::Main,
-              .help = "Let 'import horovod.torch as hvd' run on hvd: put hvd's horovod "
-                      "compatibility package on the workers' PYTHONPATH"},
+    .flag = {.names = "--horovod-compat", .kind = ValueKind::Switch,
+             .group = FlagGroup::Main,
+             .help = "Let 'import horovod.torch as hvd' run on hvd: put hvd's horovod "
+                     "compatibility package on the workers' PYTHONPATH"},
     .description = "1 makes hvdrun put hvd's `horovod` compatibility package on the workers' "
                    "`PYTHONPATH` (same as `--horovod-compat`); see [python.md](python.md).")
 
 HVD_PARAM(StallCheckDisable, stallCheck, negated,
     .name = "HVD_STALL_CHECK_DISABLE", .horovodAlias = "HOROVOD_STALL_CHECK_DISABLE",
     .type = ParamType::Int, .defaultValue = "0", .min = 0, .max = 1,
-    .flag = {.names = "--no-stall-check", .kind = ValueKind::Switch, .target = FlagTarget::Workers,
-              .group = FlagGroup::Runtime,
-              .help = "Turn the stall inspector off"},
+    .flag = {.names = "--no-stall-check", .kind = ValueKind::Switch,
+             .help = "Turn the stall inspector off"},
     .configKey = {.key = "stall_check.enabled", .kind = ValueKind::NegatedSwitch},
     .description = "1 turns the stall inspector off.")
 
 HVD_PARAM(StallCheckTimeSeconds, stallWarning, seconds,
     .name = "HVD_STALL_CHECK_TIME_SECONDS", .horovodAlias = "HOROVOD_STALL_CHECK_TIME_SECONDS",
     .type = ParamType::Int, .defaultValue = "60", .min = 1, .max = 86400,
-    .flag = {.names = "--stall-check-warning-time-seconds", .kind = ValueKind::Integer, .target = FlagTarget::Workers,
-              .group = FlagGroup::Runtime,
-              .help = "Report operations some ranks have not submitted after this long"},
+    .flag = {.names = "--stall-check-warning-time-seconds", .kind = ValueKind::Integer,
+             .help = "Report operations some ranks have not submitted after this long"},
     .configKey = {.key = "stall_check.warning_time_seconds", .kind = ValueKind::Integer},
     .description = "Rank 0 logs operations some ranks have not submitted after this long, with the"
                    " missing ranks. Inside a collective, a send or receive whose transfer has not "
@@ -170,11 +159,11 @@ HVD_PARAM(StallCheckTimeSeconds, stallWarning, seconds,
                    " zombie).")
 
 HVD_PARAM(StallShutdownTimeSeconds, stallShutdown, seconds,
-    .name = "HVD_STALL_SHUTDOWN_TIME_SECONDS", .horovodAlias = "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS",
+    .name = "HVD_STALL_SHUTDOWN_TIME_SECONDS",
+    .horovodAlias = "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS",
     .type = ParamType::Int, .defaultValue = "300", .min = 0, .max = 86400,
-    .flag = {.names = "--stall-check-shutdown-time-seconds", .kind = ValueKind::Integer, .target = FlagTarget::Workers,
-              .group = FlagGroup::Runtime,
-              .help = "Fail the job when an operation stalls this long; 0 never"},
+    .flag = {.names = "--stall-check-shutdown-time-seconds", .kind = ValueKind::Integer,
+             .help = "Fail the job when an operation stalls this long; 0 never"},
     .configKey = {.key = "stall_check.shutdown_time_seconds", .kind = ValueKind::Integer},
     .description = "After this long the job fails with the stall report (0: wait forever); so does"
                    " a transfer inside a collective that has not moved for this long. Horovod's "
@@ -206,10 +195,10 @@ HVD_PARAM(ProcessSets, processSets, processSets,
 HVD_PARAM(LogLevel, logLevel, asIs,
     .name = "HVD_LOG_LEVEL", .horovodAlias = "HOROVOD_LOG_LEVEL",
     .type = ParamType::String, .defaultValue = "warn",
-    .flag = {.names = "--log-level", .kind = ValueKind::LogLevel, .target = FlagTarget::Workers,
-              .group = FlagGroup::Main,
-              .help = "Log level of hvdrun and its workers: trace, debug, info, warn, error, "
-                      "critical, off (or Horovod's WARNING, FATAL, any case)"},
+    .flag = {.names = "--log-level", .kind = ValueKind::LogLevel,
+             .group = FlagGroup::Main,
+             .help = "Log level of hvdrun and its workers: trace, debug, info, warn, error, "
+                     "critical, off (or Horovod's WARNING, FATAL, any case)"},
     .configKey = {.key = "logging.level", .kind = ValueKind::LogLevel},
     .description = "trace, debug, info, warn, error, critical, off; Horovod's `warning` and "
                    "`fatal` too, in any case (`HOROVOD_LOG_LEVEL=WARNING`). Set in hvdrun's "
@@ -219,9 +208,9 @@ HVD_PARAM(LogLevel, logLevel, asIs,
 HVD_PARAM(LogHideTime, logHideTime, asIs,
     .name = "HVD_LOG_HIDE_TIME", .horovodAlias = "HOROVOD_LOG_HIDE_TIME",
     .type = ParamType::Int, .defaultValue = "0", .min = 0, .max = 1,
-    .flag = {.names = "--log-hide-timestamp", .kind = ValueKind::Switch, .target = FlagTarget::Workers,
-              .group = FlagGroup::Main,
-              .help = "Leave the date and time out of hvd's log lines"},
+    .flag = {.names = "--log-hide-timestamp", .kind = ValueKind::Switch,
+             .group = FlagGroup::Main,
+             .help = "Leave the date and time out of hvd's log lines"},
     .configKey = {.key = "logging.with_timestamp", .kind = ValueKind::NegatedSwitch},
     .description = "1 leaves the local date and time (`2026-11-23 10:15:02.123`) out of the start "
                    "of hvd's log lines (same as `--log-hide-timestamp`).")

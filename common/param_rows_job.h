@@ -70,13 +70,14 @@ HVD_PARAM(StartTimeout, startTimeout, seconds,
     .name = "HVD_START_TIMEOUT", .horovodAlias = "HOROVOD_START_TIMEOUT",
     .type = ParamType::Int, .defaultValue = "30", .min = 1, .max = 86400,
     .flag = {.names = "--start-timeout", .kind = ValueKind::Integer, .target = FlagTarget::Launcher,
-              .group = FlagGroup::Main,
-              .help = "Seconds workers wait for all peers to join"},
+             .group = FlagGroup::Main,
+             .help = "Seconds workers wait for all peers to join"},
     .description = "Seconds to wait for every peer to join and connect.")
 
 HVD_PARAM(HandshakeTimeout, handshakeTimeout, seconds,
     .name = "HVD_HANDSHAKE_TIMEOUT_SECONDS",
-    .type = ParamType::Int, .defaultValue = std::to_string(io::kDefaultHandshakeTimeout.count()), .min = 1, .max = 600,
+    .type = ParamType::Int, .defaultValue = std::to_string(io::kDefaultHandshakeTimeout.count()),
+    .min = 1, .max = 600,
     .description = "Seconds a connection to the rendezvous or to a worker's port may take to prove"
                    " it knows the job secret before it is dropped (logged with its address). "
                    "Handshakes run side by side, so a silent stranger delays nobody; this bounds "
@@ -97,19 +98,21 @@ HVD_PARAM(WorkerId, workerId, asIs,
 HVD_PARAM(ElasticTimeout, elasticTimeout, seconds,
     .name = "HVD_ELASTIC_TIMEOUT", .horovodAlias = "HOROVOD_ELASTIC_TIMEOUT",
     .type = ParamType::Int, .defaultValue = "600", .min = 1, .max = 86400,
-    .flag = {.names = "--elastic-timeout", .kind = ValueKind::Integer, .target = FlagTarget::Launcher,
-              .group = FlagGroup::Elastic,
-              .help = "Seconds to wait for --min-np usable slots, and workers' wait for a new "
-                      "round"},
+    .flag = {.names = "--elastic-timeout", .kind = ValueKind::Integer,
+             .target = FlagTarget::Launcher,
+             .group = FlagGroup::Elastic,
+             .help = "Seconds to wait for --min-np usable slots, and workers' wait for a new "
+                     "round"},
     .description = "Seconds an elastic worker's `init` waits for a round that includes it; "
                    "hvdrun's `--elastic-timeout`.")
 
 HVD_LAUNCHER_PARAM(SshConcurrency,
     .name = "HVD_SSH_CONCURRENCY",
     .type = ParamType::Int, .defaultValue = "32", .min = 1, .max = 4096,
-    .flag = {.names = "--ssh-concurrency", .kind = ValueKind::Integer, .target = FlagTarget::Launcher,
-              .group = FlagGroup::Ssh,
-              .help = "Remote hosts to connect to and check at once; the others wait their turn"},
+    .flag = {.names = "--ssh-concurrency", .kind = ValueKind::Integer,
+             .target = FlagTarget::Launcher,
+             .group = FlagGroup::Ssh,
+             .help = "Remote hosts to connect to and check at once; the others wait their turn"},
     .description = "Remote hosts hvdrun connects to and checks over SSH at once "
                    "(`--ssh-concurrency`; read by hvdrun, 1 to 4096). The other hosts wait for a "
                    "free slot; each host keeps the connection it was checked on for its ranks, so "

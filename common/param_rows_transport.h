@@ -26,12 +26,11 @@ HVD_PARAM(AllreduceAlgorithm, allreduceAlgorithm, asIs,
     .name = "HVD_ALLREDUCE_ALGORITHM",
     .type = ParamType::String, .defaultValue = "auto",
     .choices = {"auto", "ring", "recursive_doubling", "rabenseifner"},
-    .flag = {.names = "--allreduce-algorithm", .kind = ValueKind::Text, .target = FlagTarget::Workers,
-              .group = FlagGroup::Runtime,
-              .help = "Host allreduce's algorithm: auto: across hosts the cost model's pick "
-                      "(HVD_NETWORK_MODEL), within a host recursive doubling below "
-                      "HVD_ALLREDUCE_RING_THRESHOLD and the ring from there (default); or force "
-                      "ring, recursive_doubling or rabenseifner"},
+    .flag = {.names = "--allreduce-algorithm", .kind = ValueKind::Text,
+             .help = "Host allreduce's algorithm: auto: across hosts the cost model's pick "
+                     "(HVD_NETWORK_MODEL), within a host recursive doubling below "
+                     "HVD_ALLREDUCE_RING_THRESHOLD and the ring from there (default); or force "
+                     "ring, recursive_doubling or rabenseifner"},
     .description = "Algorithm of host-memory allreduce "
                    "([architecture.md](architecture.md#collectives) has each one's rounds and "
                    "bytes). `auto`: across hosts, the algorithm the cost model "
@@ -67,11 +66,11 @@ HVD_PARAM(Transport, transport, asIs,
     .name = "HVD_TRANSPORT",
     .type = ParamType::String, .defaultValue = "auto",
     .choices = {"auto", "tcp", "shm"},
-    .flag = {.names = "--transport", .kind = ValueKind::Text, .target = FlagTarget::Workers,
-              .group = FlagGroup::Runtime,
-              .help = "auto: shared memory between ranks when all are on one host, else TCP "
-                      "(default); tcp: always TCP; shm: shared memory or fail"},
-    .shortcut = {.name = "--tcp", .value = "tcp", .help = "Same as --transport tcp (horovodrun's flag)"},
+    .flag = {.names = "--transport", .kind = ValueKind::Text,
+             .help = "auto: shared memory between ranks when all are on one host, else TCP "
+                     "(default); tcp: always TCP; shm: shared memory or fail"},
+    .shortcut = {.name = "--tcp", .value = "tcp",
+    .help = "Same as --transport tcp (horovodrun's flag)"},
     .description = "How ranks' host-memory links travel. `auto`: shared memory when every rank of "
                    "the job is on one host (falling back to TCP, with a warning naming the rank "
                    "and the reason, when any rank cannot use it), else TCP; `tcp`: always TCP; "
@@ -113,10 +112,9 @@ HVD_PARAM(BindTo, cpuBinding, asIs,
     .name = "HVD_BIND_TO",
     .type = ParamType::String, .defaultValue = "core",
     .choices = {"core", "none"},
-    .flag = {.names = "--bind-to", .kind = ValueKind::Text, .target = FlagTarget::Workers,
-              .group = FlagGroup::Runtime,
-              .help = "core: bind each worker to its local rank's share of the host's CPUs when "
-                      "there are at least as many CPUs as local ranks (default); none: do not bind"},
+    .flag = {.names = "--bind-to", .kind = ValueKind::Text,
+             .help = "core: bind each worker to its local rank's share of the host's CPUs when "
+                     "there are at least as many CPUs as local ranks (default); none: do not bind"},
     .description = "`core`: a worker started by hvdrun binds all its threads (also ones started "
                    "before `hvd.init()`) to its local rank's share of the CPUs it may use, as "
                    "`mpirun --bind-to core` does: with L local ranks and C allowed CPUs, local "
@@ -129,11 +127,10 @@ HVD_PARAM(BindTo, cpuBinding, asIs,
 HVD_PARAM(MallocRetainMb, mallocRetainBytes, mebibytes,
     .name = "HVD_MALLOC_RETAIN_MB",
     .type = ParamType::Int, .defaultValue = "0", .min = 0, .max = 2047,
-    .flag = {.names = "--malloc-retain-mb", .kind = ValueKind::Integer, .target = FlagTarget::Workers,
-              .group = FlagGroup::Runtime,
-              .help = "Workers' malloc serves blocks up to this size from its heap and keeps up to"
-                      " this much freed memory for reuse, so CPU training stops re-faulting its "
-                      "activations every step; 0: glibc's defaults"},
+    .flag = {.names = "--malloc-retain-mb", .kind = ValueKind::Integer,
+             .help = "Workers' malloc serves blocks up to this size from its heap and keeps up to"
+                     " this much freed memory for reuse, so CPU training stops re-faulting its "
+                     "activations every step; 0: glibc's defaults"},
     .configKey = {.key = "params.malloc_retain_mb", .kind = ValueKind::Integer},
     .description = "At init, the worker's malloc (glibc's) is set to serve blocks of up to this "
                    "many MB from its heap and to keep up to this many MB of freed memory there, "
@@ -152,11 +149,10 @@ HVD_PARAM(GradientOverlap, gradientOverlap, asIs,
     .name = "HVD_GRADIENT_OVERLAP",
     .type = ParamType::String, .defaultValue = "auto",
     .choices = {"auto", "on", "off"},
-    .flag = {.names = "--gradient-overlap", .kind = ValueKind::Text, .target = FlagTarget::Workers,
-              .group = FlagGroup::Runtime,
-              .help = "When DistributedOptimizer starts each gradient's allreduce: on: from its "
-                      "backward hook; off: at step(); auto: off for host-memory gradients when all"
-                      " ranks are on one host and compute fills their CPUs, else on (default)"},
+    .flag = {.names = "--gradient-overlap", .kind = ValueKind::Text,
+             .help = "When DistributedOptimizer starts each gradient's allreduce: on: from its "
+                     "backward hook; off: at step(); auto: off for host-memory gradients when all"
+                     " ranks are on one host and compute fills their CPUs, else on (default)"},
     .configKey = {.key = "params.gradient_overlap", .kind = ValueKind::Text},
     .description = "When `hvd.torch.DistributedOptimizer` starts each gradient's allreduce. `on`: "
                    "from the gradient's backward hook, as soon as backward has accumulated it, so "
@@ -179,13 +175,13 @@ HVD_PARAM(GradientOverlap, gradientOverlap, asIs,
 HVD_PARAM(CheckReplicas, checkReplicasEvery, checkReplicas,
     .name = "HVD_CHECK_REPLICAS",
     .type = ParamType::String, .defaultValue = "first",
-    .flag = {.names = "--check-replicas", .kind = ValueKind::Text, .target = FlagTarget::Workers,
-              .group = FlagGroup::Runtime,
-              .help = "Check that every rank holds the same trainable weights: first: once, at the"
-                      " start of training (default); every:N: also every N updates; off: never"},
+    .flag = {.names = "--check-replicas", .kind = ValueKind::Text,
+             .help = "Check that every rank holds the same trainable weights: first: once, at the"
+                     " start of training (default); every:N: also every N updates; off: never"},
     .configKey = {.key = "params.check_replicas", .kind = ValueKind::Text},
     .description = "The replica check "
-                   "([python.md](python.md#the-replica-check-every-rank-must-hold-the-same-weights)):"
+                   "([python.md](python.md#the-replica-check-every-rank-must-hold-the-same-"
+                   "weights)):"
                    " whether the frontends' optimizers check that every rank holds the same "
                    "trainable weights. `first`: once, at the start of training, after the "
                    "broadcast of the framework's Horovod recipe (`hvd.torch`: after the first "
@@ -212,11 +208,11 @@ HVD_PARAM(GpuBackend, gpuUseNccl, isNccl,
 HVD_PARAM(HierarchicalAllreduce, hierarchicalAllreduce, asIs,
     .name = "HVD_HIERARCHICAL_ALLREDUCE", .horovodAlias = "HOROVOD_HIERARCHICAL_ALLREDUCE",
     .type = ParamType::Int, .defaultValue = "0", .min = 0, .max = 1,
-    .flag = {.names = "--hierarchical-allreduce,!--no-hierarchical-allreduce", .kind = ValueKind::Switch, .target = FlagTarget::Workers,
-              .group = FlagGroup::Runtime,
-              .help = "Allreduce within each host (shared memory, or NCCL for GPU tensors), across"
-                      " hosts over TCP, then within each host again; needs as many ranks on every "
-                      "host (the no- form overrides a config file)"},
+    .flag = {.names = "--hierarchical-allreduce,!--no-hierarchical-allreduce",
+             .kind = ValueKind::Switch,
+             .help = "Allreduce within each host (shared memory, or NCCL for GPU tensors), across"
+                     " hosts over TCP, then within each host again; needs as many ranks on every "
+                     "host (the no- form overrides a config file)"},
     .configKey = {.key = "params.hierarchical_allreduce", .kind = ValueKind::Switch},
     .description = "`1`: on a job over several hosts with as many ranks each (hosts as "
                    "`HVD_HOSTNAME` names them), allreduce runs in three stages. Host memory, every"
@@ -241,11 +237,11 @@ HVD_PARAM(HierarchicalAllreduce, hierarchicalAllreduce, asIs,
 HVD_PARAM(HierarchicalAllgather, hierarchicalAllgather, asIs,
     .name = "HVD_HIERARCHICAL_ALLGATHER", .horovodAlias = "HOROVOD_HIERARCHICAL_ALLGATHER",
     .type = ParamType::Int, .defaultValue = "0", .min = 0, .max = 1,
-    .flag = {.names = "--hierarchical-allgather,!--no-hierarchical-allgather", .kind = ValueKind::Switch, .target = FlagTarget::Workers,
-              .group = FlagGroup::Runtime,
-              .help = "Allgather host memory across hosts over TCP, then within each host over "
-                      "shared memory; needs as many ranks on every host (the no- form overrides a "
-                      "config file)"},
+    .flag = {.names = "--hierarchical-allgather,!--no-hierarchical-allgather",
+             .kind = ValueKind::Switch,
+             .help = "Allgather host memory across hosts over TCP, then within each host over "
+                     "shared memory; needs as many ranks on every host (the no- form overrides a "
+                     "config file)"},
     .configKey = {.key = "params.hierarchical_allgather", .kind = ValueKind::Switch},
     .description = "`1`: on a job over several hosts with as many ranks each (hosts as "
                    "`HVD_HOSTNAME` names them), allgathers of host memory run in two stages: the "

@@ -66,13 +66,16 @@ void applyLauncherFlags(const std::map<params::ParamId, FlagValue>& given, Launc
     o.ssh.concurrency = static_cast<int>(number(params::ParamId::SshConcurrency));
 }
 
-}  // namespace
-
-int parseCommandLine(int argc, char** argv, const std::string& version, CommandLine& out) {
-  LaunchOptions& o = out.launch;
-  CLI::App app{"hvdrun: start a data-parallel job of N ranks and forward their output", "hvdrun"};
-  app.set_version_flag("--version", "hvdrun " + version);
+// Flags whose values become launch options once parsing is done.
+struct RawFlags {
   int grace = 10;
+  int connectTimeout = 0;
+  std::string strictHostKeys;
+  bool noHostKeyCheck = false;
+};
+
+// Ranks, hosts, output and the network: the options every job may need.
+void addJobOptions(CLI::App& app, LaunchOptions& o, RawFlags& raw) {
   app.add_option("-n,--num-proc", o.np,
                  "Number of ranks to start (default inside Slurm: the allocation's task count)")
       ->check(CLI::Validator(
@@ -96,7 +99,7 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
           },
           "HOSTS"));
   app.add_option("--hostfile", o.hostfile, "Hosts from a file of 'host slots=N' lines");
-  app.add_option("--grace-seconds", grace,
+  app.add_option("--grace-seconds", raw.grace,
                  "Seconds between SIGTERM and SIGKILL when the job is stopped")
       ->check(CLI::Range(0, 3600));
   app.add_option("--output-filename", o.outputDir,
@@ -108,65 +111,66 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
                "it");
   app.add_flag("--verbose", o.verbose,
                "Print what hvdrun does, incl. the address chosen per host (never the job secret)");
-  int connectTimeout = static_cast<int>(o.ssh.connectTimeout.count());
-  auto* sshGroup = app.add_option_group("SSH", "How hvdrun reaches remote hosts (libssh2)");
-  sshGroup->add_option("-p,--ssh-port", o.ssh.port,
+  app.add_option("--network-interface", o.networkInterface,
+                 "Interface for the rendezvous and data plane: IFACE, or host=IFACE,... per "
+                 "host (default: the address that reaches hvdrun)");
+}
+
+CLI::App* addSshOptions(CLI::App& app, LaunchOptions& o, RawFlags& raw) {
+  raw.connectTimeout = static_cast<int>(o.ssh.connectTimeout.count());
+  auto* group = app.add_option_group("SSH", "How hvdrun reaches remote hosts (libssh2)");
+  group->add_option("-p,--ssh-port", o.ssh.port,
                        "SSH port of every remote host (default: ~/.ssh/config's Port, else 22)")
       ->check(CLI::Range(1, 65535));
-  sshGroup->add_option("-i,--ssh-identity-file", o.ssh.identityFile,
+  group->add_option("-i,--ssh-identity-file", o.ssh.identityFile,
                        "Private key tried first (then ssh-agent, ~/.ssh/config's IdentityFile, "
                        "~/.ssh/id_ed25519, id_ecdsa, id_rsa)");
-  sshGroup->add_option("--ssh-connect-timeout", connectTimeout,
+  group->add_option("--ssh-connect-timeout", raw.connectTimeout,
                        "Seconds to reach and authenticate with each host before the job is "
                        "refused")
       ->check(CLI::Range(1, 3600));
-  std::string strictHostKeys;
-  bool noHostKeyCheck = false;
-  sshGroup->add_option("--ssh-strict-host-key-checking", strictHostKeys,
+  group->add_option("--ssh-strict-host-key-checking", raw.strictHostKeys,
                        "yes: refuse hosts known_hosts does not list; accept-new: record their "
                        "keys; no: check nothing (default: ~/.ssh/config's StrictHostKeyChecking, "
                        "else accept-new). Changed keys and keys of other types are refused "
                        "unless no")
       ->check(CLI::IsMember({"yes", "accept-new", "no"}));
-  sshGroup->add_flag("--ssh-no-host-key-check", noHostKeyCheck,
+  group->add_flag("--ssh-no-host-key-check", raw.noHostKeyCheck,
                      "Same as --ssh-strict-host-key-checking no (unsafe outside trusted "
                      "networks)");
-  app.add_option("--network-interface", o.networkInterface,
-                 "Interface for the rendezvous and data plane: IFACE, or host=IFACE,... per "
-                 "host (default: the address that reaches hvdrun)");
-  auto* elastic = app.add_option_group(
+  return group;
+}
+
+CLI::App* addElasticOptions(CLI::App& app, LaunchOptions& o) {
+  auto* group = app.add_option_group(
       "Elastic", "Workers may fail or join while the job runs (hvd.elastic.run); any of "
                  "--min-np, --max-np or --host-discovery-script makes the job elastic");
-  elastic->add_option("--min-np", o.elastic.minNp,
+  group->add_option("--min-np", o.elastic.minNp,
                       "Fewest workers the job runs with; below that it waits for hosts "
                       "(default: -np)")
       ->check(CLI::Range(1, 1 << 20));
-  elastic->add_option("--max-np", o.elastic.maxNp,
+  group->add_option("--max-np", o.elastic.maxNp,
                       "Most workers the job runs with (default: every offered slot)")
       ->check(CLI::Range(1, 1 << 20));
-  elastic->add_option("--host-discovery-script", o.elastic.discoveryScript,
+  group->add_option("--host-discovery-script", o.elastic.discoveryScript,
                       "Executable printing the usable hosts, one 'host[:slots]' per line; hvdrun "
                       "runs it every second");
-  elastic->add_option("--slots-per-host", o.elastic.slotsPerHost,
+  group->add_option("--slots-per-host", o.elastic.slotsPerHost,
                       "Slots of a discovered host whose line gives none (default 1)")
       ->check(CLI::Range(1, 1 << 16));
-  elastic->add_option("--reset-limit", o.elastic.resetLimit,
+  group->add_option("--reset-limit", o.elastic.resetLimit,
                       "Fail the job instead of forming more than this many new rounds")
       ->check(CLI::Range(0, 1 << 30));
-  elastic->add_option("--blacklist-cooldown-range", o.elastic.cooldownRange,
+  group->add_option("--blacklist-cooldown-range", o.elastic.cooldownRange,
                       "MIN MAX: a failed host comes back after MIN seconds, twice as long after "
                       "each further failure, at most MAX (default: never)")
       ->expected(2)
       ->check(CLI::Range(1, 86400));
-  auto* tuning = app.add_option_group("Runtime", "Engine knobs, exported to workers as HVD_*");
-  ParamFlags paramFlags;
-  paramFlags.addTo({{params::FlagGroup::Main, &app},
-                    {params::FlagGroup::Ssh, sshGroup},
-                    {params::FlagGroup::Elastic, elastic},
-                    {params::FlagGroup::Runtime, tuning}});
-  tuning->add_option("--config-file", out.runtime.configFile,
-                     "JSON file with Horovod's config sections (params, autotune, timeline, "
-                     "stall_check, logging); flags override it");
+  return group;
+}
+
+// Options that print something and exit, and horovodrun's that change nothing.
+void addInfoOptions(CLI::App& app, CommandLine& out) {
   // horovodrun's controller choice and its cache of host checks: hvdrun always runs its own
   // TCP controller (what --gloo picks) and caches nothing, so both are accepted and change nothing.
   auto* compat = app.add_option_group("horovodrun", "Accepted from horovodrun, no effect in hvd");
@@ -181,6 +185,67 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
                "Show what this build supports (CUDA, NCCL), what this machine offers it (driver, "
                "devices, NCCL library) and what the workers' python3 finds (hvd, PyTorch, "
                "NumPy), then exit; status 1 when python3 cannot import hvd");
+}
+
+// The command after hvdrun's options. False when it starts with an option hvdrun lacks (printed).
+bool takeCommand(CLI::App& app, LaunchOptions& o) {
+  o.command = app.remaining();
+  // An option hvdrun lacks (horovodrun's --mpi, a typo) would otherwise be taken
+  // for the command and fail as "command not found".
+  if (!o.command.empty() && o.command.front().size() > 1 && o.command.front()[0] == '-' &&
+      o.command.front() != "--") {
+    std::fprintf(stderr,
+                 "hvdrun: error: unknown option '%s' (hvdrun --help lists them; a command "
+                 "that starts with '-' goes after --)\n",
+                 o.command.front().c_str());
+    return false;
+  }
+  // `hvdrun -np 2 -- python train.py`: the separator ends hvdrun's options, as in mpirun; a later
+  // one belongs to the command.
+  if (!o.command.empty() && o.command.front() == "--") o.command.erase(o.command.begin());
+  return true;
+}
+
+// The raw flags as launch options; false (printed) when the two host key flags contradict each
+// other.
+bool applyRawFlags(const RawFlags& raw, LaunchOptions& o) {
+  o.grace = std::chrono::seconds(raw.grace);
+  o.ssh.connectTimeout = std::chrono::seconds(raw.connectTimeout);
+  if (!raw.strictHostKeys.empty())
+    o.ssh.hostKeyPolicy = ssh::parseHostKeyPolicy(raw.strictHostKeys);
+  if (raw.noHostKeyCheck) {
+    if (o.ssh.hostKeyPolicy && *o.ssh.hostKeyPolicy != ssh::HostKeyPolicy::Off) {
+      std::fprintf(stderr,
+                   "hvdrun: error: --ssh-no-host-key-check means --ssh-strict-host-key-checking "
+                   "no, but --ssh-strict-host-key-checking %s was given too\n",
+                   raw.strictHostKeys.c_str());
+      return false;
+    }
+    o.ssh.hostKeyPolicy = ssh::HostKeyPolicy::Off;
+  }
+  return true;
+}
+
+}  // namespace
+
+int parseCommandLine(int argc, char** argv, const std::string& version, CommandLine& out) {
+  LaunchOptions& o = out.launch;
+  CLI::App app{"hvdrun: start a data-parallel job of N ranks and forward their output", "hvdrun"};
+  app.set_version_flag("--version", "hvdrun " + version);
+  RawFlags raw;
+  addJobOptions(app, o, raw);
+  CLI::App* sshGroup = addSshOptions(app, o, raw);
+  CLI::App* elastic = addElasticOptions(app, o);
+  auto* tuning = app.add_option_group("Runtime", "Engine knobs, exported to workers as HVD_*");
+  ParamFlags paramFlags;
+  paramFlags.addTo({{params::FlagGroup::Main, &app},
+                    {params::FlagGroup::Ssh, sshGroup},
+                    {params::FlagGroup::Elastic, elastic},
+                    {params::FlagGroup::Runtime, tuning}});
+  tuning->add_option("--config-file", out.runtime.configFile,
+                     "JSON file with Horovod's config sections (params, autotune, timeline, "
+                     "stall_check, logging); flags override it");
+  addInfoOptions(app, out);
   app.prefix_command();  // everything from the command on belongs to the command
   app.footer("Usage: hvdrun -np N [-H host:slots,...] [options] command [args...]");
 
@@ -194,36 +259,10 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
     // one: 2, a bad command line (docs/cli.md). --help and --version exit 0.
     return app.exit(e) == 0 ? 0 : 2;
   }
-  o.command = app.remaining();
-  // An option hvdrun lacks (horovodrun's --mpi, a typo) would otherwise be taken
-  // for the command and fail as "command not found".
-  if (!o.command.empty() && o.command.front().size() > 1 && o.command.front()[0] == '-' &&
-      o.command.front() != "--") {
-    std::fprintf(stderr,
-                 "hvdrun: error: unknown option '%s' (hvdrun --help lists them; a command "
-                 "that starts with '-' goes after --)\n",
-                 o.command.front().c_str());
-    return 2;
-  }
-  // `hvdrun -np 2 -- python train.py`: the separator ends hvdrun's options, as in mpirun; a later
-  // one belongs to the command.
-  if (!o.command.empty() && o.command.front() == "--") o.command.erase(o.command.begin());
+  if (!takeCommand(app, o)) return 2;
   out.runtime.given = paramFlags.given();
   applyLauncherFlags(out.runtime.given, o);
-  o.grace = std::chrono::seconds(grace);
-  o.ssh.connectTimeout = std::chrono::seconds(connectTimeout);
-  if (!strictHostKeys.empty()) o.ssh.hostKeyPolicy = ssh::parseHostKeyPolicy(strictHostKeys);
-  if (noHostKeyCheck) {
-    if (o.ssh.hostKeyPolicy && *o.ssh.hostKeyPolicy != ssh::HostKeyPolicy::Off) {
-      std::fprintf(stderr,
-                   "hvdrun: error: --ssh-no-host-key-check means --ssh-strict-host-key-checking "
-                   "no, but --ssh-strict-host-key-checking %s was given too\n",
-                   strictHostKeys.c_str());
-      return 2;
-    }
-    o.ssh.hostKeyPolicy = ssh::HostKeyPolicy::Off;
-  }
-  return -1;
+  return applyRawFlags(raw, o) ? -1 : 2;
 }
 
 }  // namespace hvd::launcher

@@ -76,7 +76,7 @@ void ParamFlags::addTo(const std::map<params::FlagGroup, CLI::App*>& groups) {
     if (p.flag.names.empty()) continue;
     auto group = groups.find(p.flag.group);
     HVD_ENFORCE(group != groups.end(), p.name, "'s flag names a help group hvdrun lacks");
-    slots_.push_back(Slot{.spec = &p});
+    slots_.emplace_back().spec = &p;
     addOption(*group->second, slots_.back());
   }
 }
