@@ -1,6 +1,6 @@
-// The one registry of hvd's configuration parameters: every HVD_* variable is declared here once,
-// with its type, default, range and description. The runtime and the launcher read values only
-// through ParamValues, and this file's .cc is the only place that reads the environment.
+// Values of hvd's configuration parameters (the table in common/param_table.h declares them):
+// the runtime and the launcher read values only through ParamValues, and this file's .cc is the
+// only place that reads the environment.
 // Thread-safety: everything here is immutable after construction.
 #pragma once
 
@@ -11,31 +11,9 @@
 #include <utility>
 #include <vector>
 
+#include "common/param_table.h"
+
 namespace hvd::params {
-
-enum class ParamType { Int, Double, String };
-
-struct ParamSpec {
-  ParamSpec(std::string name, std::string horovodAlias, ParamType type, std::string defaultValue,
-            int64_t min, int64_t max, bool secret, std::string description,
-            std::vector<std::string> choices = {})
-      : name(std::move(name)), horovodAlias(std::move(horovodAlias)), type(type),
-        defaultValue(std::move(defaultValue)), min(min), max(max), secret(secret),
-        description(std::move(description)), choices(std::move(choices)) {}
-
-  std::string name;           // HVD_...
-  std::string horovodAlias;   // HOROVOD_... accepted as well, or empty
-  ParamType type;
-  std::string defaultValue;   // as text; empty means "unset"
-  int64_t min = 0;            // for Int and Double
-  int64_t max = INT64_MAX;    // for Int and Double
-  bool secret = false;        // never printed
-  std::string description;
-  std::vector<std::string> choices;  // for String: the accepted values; empty: any text
-};
-
-const std::vector<ParamSpec>& allParams();
-const ParamSpec& spec(const std::string& name);  // throws InternalError for an unknown name
 
 enum class Source { Default, Environment };
 
@@ -46,11 +24,17 @@ class ParamValues {
   static ParamValues fromEnvironment();
   static ParamValues fromMap(const std::map<std::string, std::string>& env);
 
-  int64_t getInt(const std::string& name) const;
-  double getDouble(const std::string& name) const;
-  std::string getString(const std::string& name) const;
-  bool isSet(const std::string& name) const;  // set explicitly (not from the default)
-  Source source(const std::string& name) const;
+  int64_t getInt(ParamId id) const;
+  double getDouble(ParamId id) const;
+  const std::string& getString(ParamId id) const;
+  bool isSet(ParamId id) const;  // set explicitly (not from the default)
+  Source source(ParamId id) const;
+  // By variable name (tests, messages); throws InternalError for a name not in the table.
+  int64_t getInt(const std::string& name) const { return getInt(spec(name).id); }
+  double getDouble(const std::string& name) const { return getDouble(spec(name).id); }
+  std::string getString(const std::string& name) const { return getString(spec(name).id); }
+  bool isSet(const std::string& name) const { return isSet(spec(name).id); }
+  Source source(const std::string& name) const { return source(spec(name).id); }
 
  private:
   struct Value {
@@ -59,7 +43,7 @@ class ParamValues {
     double real = 0.0;
     Source source = Source::Default;
   };
-  std::map<std::string, Value> values_;
+  std::vector<Value> values_;  // by ParamId
 };
 
 // The whole process environment as NAME -> value. This is the only function in hvd that reads
@@ -70,10 +54,6 @@ std::map<std::string, std::string> environmentSnapshot();
 // for autotune without autotune, ...). Throws InvalidArgument naming the variables and hvdrun's
 // flags for them. hvdrun calls it before any worker starts; every worker's Config again.
 void checkCombinations(const ParamValues& values);
-
-// One line per parameter: name, Horovod alias, type, default, range, description, and the
-// value the environment gives it now (secret values are shown as "(set)", never printed).
-std::string describeAll(const ParamValues& current);
 
 // Parses a decimal integer strictly (the whole text, no trailing junk) and checks the range;
 // `what` names the variable or flag in the error.

@@ -129,7 +129,7 @@ std::string lastLine(const std::string& text) {
 // reported, not failed.
 void describeShm(std::ostringstream& out, const Environment& env) {
   auto ringBytes = static_cast<std::size_t>(
-      params::ParamValues::fromMap(env).getInt("HVD_SHM_BUFFER_BYTES"));
+      params::ParamValues::fromMap(env).getInt(params::ParamId::ShmBufferBytes));
   struct statvfs fs {};
   if (::statvfs("/dev/shm", &fs) != 0) {
     out << mark(false) << "/dev/shm: " << std::strerror(errno)

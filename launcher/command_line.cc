@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/logging.h"
 #include "common/params.h"
+#include "launcher/param_flags.h"
 #include "launcher/ssh/host_key_policy.h"
 
 namespace hvd::launcher {
@@ -50,16 +51,31 @@ std::vector<std::string> normaliseArgs(int argc, char** argv, const CLI::App& ap
   return args;
 }
 
-}  // namespace
+// The parameter flags hvdrun acts on itself (FlagTarget::Launcher) as launch options.
+void applyLauncherFlags(const std::map<params::ParamId, FlagValue>& given, LaunchOptions& o) {
+  auto number = [&](params::ParamId id) {
+    auto it = given.find(id);
+    return it != given.end() ? std::get<long long>(it->second)
+                             : std::stoll(params::spec(id).defaultValue);
+  };
+  o.startTimeout = std::chrono::seconds(number(params::ParamId::StartTimeout));
+  o.elastic.timeout = std::chrono::seconds(number(params::ParamId::ElasticTimeout));
+  o.elastic.timeoutGiven = given.count(params::ParamId::ElasticTimeout) > 0;
+  // 0: not given; sshConcurrency() then reads the variable from hvdrun's environment.
+  if (given.count(params::ParamId::SshConcurrency))
+    o.ssh.concurrency = static_cast<int>(number(params::ParamId::SshConcurrency));
+}
 
-int parseCommandLine(int argc, char** argv, const std::string& version, CommandLine& out) {
-  LaunchOptions& o = out.launch;
-  CLI::App app{"hvdrun: start a data-parallel job of N ranks and forward their output", "hvdrun"};
-  app.set_version_flag("--version", "hvdrun " + version);
-  int startTimeout = static_cast<int>(
-      hvd::params::parseInt(hvd::params::spec("HVD_START_TIMEOUT").defaultValue, 1, 86400,
-                            "HVD_START_TIMEOUT"));
+// Flags whose values become launch options once parsing is done.
+struct RawFlags {
   int grace = 10;
+  int connectTimeout = 0;
+  std::string strictHostKeys;
+  bool noHostKeyCheck = false;
+};
+
+// Ranks, hosts, output and the network: the options every job may need.
+void addJobOptions(CLI::App& app, LaunchOptions& o, RawFlags& raw) {
   app.add_option("-n,--num-proc", o.np,
                  "Number of ranks to start (default inside Slurm: the allocation's task count)")
       ->check(CLI::Validator(
@@ -83,186 +99,78 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
           },
           "HOSTS"));
   app.add_option("--hostfile", o.hostfile, "Hosts from a file of 'host slots=N' lines");
-  app.add_option("--start-timeout", startTimeout,
-                 "Seconds workers wait for all peers to join (HVD_START_TIMEOUT)")
-      ->check(CLI::Range(1, 86400));
-  app.add_option("--grace-seconds", grace,
+  app.add_option("--grace-seconds", raw.grace,
                  "Seconds between SIGTERM and SIGKILL when the job is stopped")
       ->check(CLI::Range(0, 3600));
   app.add_option("--output-filename", o.outputDir,
                  "Also write each rank's output to DIR/rank.NN/{stdout,stderr}");
   app.add_option("-x", o.exports, "Export VAR (from hvdrun's environment) or VAR=VALUE to workers")
       ->allow_extra_args(false);
-  app.add_option("--log-level", o.logLevel,
-                 "Log level of hvdrun and its workers: trace, debug, info, warn, error, "
-                 "critical, off (or Horovod's WARNING, FATAL, any case)")
-      ->transform(CLI::Validator(
-          [](std::string& level) {
-            try {
-              level = hvd::log::canonicalLevel(level);
-              return std::string();
-            } catch (const hvd::InvalidArgument& e) {
-              return std::string(e.what());
-            }
-          },
-          "LEVEL"));
-  app.add_flag("--log-hide-timestamp", out.logHideTime,
-               "Leave the date and time out of hvd's log lines (HVD_LOG_HIDE_TIME=1)");
   app.add_flag("--prefix-timestamp", o.prefixTimestamp,
                "Start each forwarded output line with the local date and time hvdrun received "
                "it");
-  app.add_flag("--horovod-compat", o.horovodCompat,
-               "Let 'import horovod.torch as hvd' run on hvd: put hvd's horovod compatibility "
-               "package on the workers' PYTHONPATH (HVD_HOROVOD_COMPAT=1)");
   app.add_flag("--verbose", o.verbose,
                "Print what hvdrun does, incl. the address chosen per host (never the job secret)");
-  int connectTimeout = static_cast<int>(o.ssh.connectTimeout.count());
-  auto* sshGroup = app.add_option_group("SSH", "How hvdrun reaches remote hosts (libssh2)");
-  sshGroup->add_option("-p,--ssh-port", o.ssh.port,
+  app.add_option("--network-interface", o.networkInterface,
+                 "Interface for the rendezvous and data plane: IFACE, or host=IFACE,... per "
+                 "host (default: the address that reaches hvdrun)");
+}
+
+CLI::App* addSshOptions(CLI::App& app, LaunchOptions& o, RawFlags& raw) {
+  raw.connectTimeout = static_cast<int>(o.ssh.connectTimeout.count());
+  auto* group = app.add_option_group("SSH", "How hvdrun reaches remote hosts (libssh2)");
+  group->add_option("-p,--ssh-port", o.ssh.port,
                        "SSH port of every remote host (default: ~/.ssh/config's Port, else 22)")
       ->check(CLI::Range(1, 65535));
-  sshGroup->add_option("-i,--ssh-identity-file", o.ssh.identityFile,
+  group->add_option("-i,--ssh-identity-file", o.ssh.identityFile,
                        "Private key tried first (then ssh-agent, ~/.ssh/config's IdentityFile, "
                        "~/.ssh/id_ed25519, id_ecdsa, id_rsa)");
-  sshGroup->add_option("--ssh-connect-timeout", connectTimeout,
+  group->add_option("--ssh-connect-timeout", raw.connectTimeout,
                        "Seconds to reach and authenticate with each host before the job is "
                        "refused")
       ->check(CLI::Range(1, 3600));
-  sshGroup->add_option("--ssh-concurrency", o.ssh.concurrency,
-                       "Remote hosts to connect to and check at once; the others wait their "
-                       "turn (HVD_SSH_CONCURRENCY, default " +
-                           hvd::params::spec("HVD_SSH_CONCURRENCY").defaultValue + ")")
-      ->check(CLI::Range(1, 4096));
-  std::string strictHostKeys;
-  bool noHostKeyCheck = false;
-  sshGroup->add_option("--ssh-strict-host-key-checking", strictHostKeys,
+  group->add_option("--ssh-strict-host-key-checking", raw.strictHostKeys,
                        "yes: refuse hosts known_hosts does not list; accept-new: record their "
                        "keys; no: check nothing (default: ~/.ssh/config's StrictHostKeyChecking, "
                        "else accept-new). Changed keys and keys of other types are refused "
                        "unless no")
       ->check(CLI::IsMember({"yes", "accept-new", "no"}));
-  sshGroup->add_flag("--ssh-no-host-key-check", noHostKeyCheck,
+  group->add_flag("--ssh-no-host-key-check", raw.noHostKeyCheck,
                      "Same as --ssh-strict-host-key-checking no (unsafe outside trusted "
                      "networks)");
-  app.add_option("--network-interface", o.networkInterface,
-                 "Interface for the rendezvous and data plane: IFACE, or host=IFACE,... per "
-                 "host (default: the address that reaches hvdrun)");
-  int elasticTimeout = static_cast<int>(
-      hvd::params::parseInt(hvd::params::spec("HVD_ELASTIC_TIMEOUT").defaultValue, 1, 86400,
-                            "HVD_ELASTIC_TIMEOUT"));
-  auto* elastic = app.add_option_group(
+  return group;
+}
+
+CLI::App* addElasticOptions(CLI::App& app, LaunchOptions& o) {
+  auto* group = app.add_option_group(
       "Elastic", "Workers may fail or join while the job runs (hvd.elastic.run); any of "
                  "--min-np, --max-np or --host-discovery-script makes the job elastic");
-  elastic->add_option("--min-np", o.elastic.minNp,
+  group->add_option("--min-np", o.elastic.minNp,
                       "Fewest workers the job runs with; below that it waits for hosts "
                       "(default: -np)")
       ->check(CLI::Range(1, 1 << 20));
-  elastic->add_option("--max-np", o.elastic.maxNp,
+  group->add_option("--max-np", o.elastic.maxNp,
                       "Most workers the job runs with (default: every offered slot)")
       ->check(CLI::Range(1, 1 << 20));
-  elastic->add_option("--host-discovery-script", o.elastic.discoveryScript,
+  group->add_option("--host-discovery-script", o.elastic.discoveryScript,
                       "Executable printing the usable hosts, one 'host[:slots]' per line; hvdrun "
                       "runs it every second");
-  elastic->add_option("--slots-per-host", o.elastic.slotsPerHost,
+  group->add_option("--slots-per-host", o.elastic.slotsPerHost,
                       "Slots of a discovered host whose line gives none (default 1)")
       ->check(CLI::Range(1, 1 << 16));
-  elastic->add_option("--elastic-timeout", elasticTimeout,
-                      "Seconds to wait for --min-np usable slots, and workers' wait for a new "
-                      "round (HVD_ELASTIC_TIMEOUT)")
-      ->check(CLI::Range(1, 86400));
-  elastic->add_option("--reset-limit", o.elastic.resetLimit,
+  group->add_option("--reset-limit", o.elastic.resetLimit,
                       "Fail the job instead of forming more than this many new rounds")
       ->check(CLI::Range(0, 1 << 30));
-  elastic->add_option("--blacklist-cooldown-range", o.elastic.cooldownRange,
+  group->add_option("--blacklist-cooldown-range", o.elastic.cooldownRange,
                       "MIN MAX: a failed host comes back after MIN seconds, twice as long after "
                       "each further failure, at most MAX (default: never)")
       ->expected(2)
       ->check(CLI::Range(1, 86400));
-  RuntimeFlags& rf = out.runtime;
-  auto* tuning = app.add_option_group("Runtime", "Engine knobs, exported to workers as HVD_*");
-  tuning->add_option("--fusion-threshold-mb", rf.fusionThresholdMb,
-                     "Fusion buffer size in MB; 0 turns fusion off (HVD_FUSION_THRESHOLD)");
-  tuning->add_option("--cycle-time-ms", rf.cycleTimeMs,
-                     "Hold ready work this long to fuse more; 0 runs it at once (HVD_CYCLE_TIME)");
-  tuning->add_option("--cache-capacity", rf.cacheCapacity,
-                     "Response cache entries; 0 turns it off (HVD_CACHE_CAPACITY)");
-  tuning->add_option("--timeline-filename", rf.timelineFilename,
-                     "Rank 0 writes a Chrome-trace timeline here (HVD_TIMELINE)");
-  tuning->add_flag("--timeline-mark-cycles", rf.timelineMarkCycles,
-                   "Mark each list of work rank 0 dispatches in the timeline "
-                   "(HVD_TIMELINE_MARK_CYCLES=1)");
-  tuning->add_option("--stall-check-warning-time-seconds", rf.stallWarningSeconds,
-                     "Report operations some ranks have not submitted after this long "
-                     "(HVD_STALL_CHECK_TIME_SECONDS)");
-  tuning->add_option("--stall-check-shutdown-time-seconds", rf.stallShutdownSeconds,
-                     "Fail the job when an operation stalls this long; 0 never "
-                     "(HVD_STALL_SHUTDOWN_TIME_SECONDS)");
-  tuning->add_flag("--no-stall-check", rf.noStallCheck,
-                   "Turn the stall inspector off (HVD_STALL_CHECK_DISABLE=1)");
-  tuning->add_option("--bind-to", rf.bindTo,
-                     "core: bind each worker to its local rank's share of the host's CPUs when "
-                     "there are at least as many CPUs as local ranks (default); none: do not "
-                     "bind (HVD_BIND_TO)")
-      ->check(CLI::IsMember({"core", "none"}));
-  auto* transport = tuning->add_option(
-      "--transport", rf.transport,
-      "auto: shared memory between ranks when all are on one host, else TCP (default); tcp: "
-      "always TCP; shm: shared memory or fail (HVD_TRANSPORT)")
-      ->check(CLI::IsMember({"auto", "tcp", "shm"}));
-  // The choices come from the parameter's declaration, so the flag cannot drift from it.
-  tuning->add_option("--allreduce-algorithm", rf.allreduceAlgorithm,
-                     "Host allreduce's algorithm: auto: across hosts the cost model's pick "
-                     "(HVD_NETWORK_MODEL), within a host recursive doubling below "
-                     "HVD_ALLREDUCE_RING_THRESHOLD and the ring from there (default); or force "
-                     "ring, recursive_doubling or rabenseifner (HVD_ALLREDUCE_ALGORITHM)")
-      ->check(CLI::IsMember(params::spec("HVD_ALLREDUCE_ALGORITHM").choices));
-  tuning->add_option("--malloc-retain-mb", rf.mallocRetainMb,
-                     "Workers' malloc serves blocks up to this size from its heap and keeps up "
-                     "to this much freed memory for reuse, so CPU training stops re-faulting its "
-                     "activations every step; 0: glibc's defaults (HVD_MALLOC_RETAIN_MB)");
-  tuning->add_option("--gradient-overlap", rf.gradientOverlap,
-                     "When DistributedOptimizer starts each gradient's allreduce: on: from its "
-                     "backward hook; off: at step(); auto: off for host-memory gradients when "
-                     "all ranks are on one host and compute fills their CPUs, else on "
-                     "(default) (HVD_GRADIENT_OVERLAP)")
-      ->check(CLI::IsMember({"auto", "on", "off"}));
-  tuning->add_option("--check-replicas", rf.checkReplicas,
-                     "Check that every rank holds the same trainable weights: first: once, at "
-                     "the start of training (default); every:N: also every N updates; off: "
-                     "never (HVD_CHECK_REPLICAS)");
-  bool tcpOnly = false;
-  tuning->add_flag("--tcp", tcpOnly, "Same as --transport tcp (horovodrun's flag)")
-      ->excludes(transport);
-  bool hierarchicalAllreduce = false, hierarchicalAllgather = false;
-  auto* hierAllreduce = tuning->add_flag(
-                   "--hierarchical-allreduce,!--no-hierarchical-allreduce", hierarchicalAllreduce,
-                   "Allreduce within each host (shared memory, or NCCL for GPU tensors), across "
-                   "hosts over TCP, then within each host again; needs as many ranks on every "
-                   "host (HVD_HIERARCHICAL_ALLREDUCE=1; the no- form overrides a config file)");
-  auto* hierAllgather = tuning->add_flag(
-                   "--hierarchical-allgather,!--no-hierarchical-allgather", hierarchicalAllgather,
-                   "Allgather host memory across hosts over TCP, then within each host over "
-                   "shared memory; needs as many ranks on every host "
-                   "(HVD_HIERARCHICAL_ALLGATHER=1; the no- form overrides a config file)");
-  tuning->add_flag("--autotune", rf.autotune,
-                   "Rank 0 tunes the fusion threshold and cycle time while the job trains, then "
-                   "keeps the best; a knob given explicitly stays fixed (HVD_AUTOTUNE=1)");
-  tuning->add_option("--autotune-log-file", rf.autotuneLogFile,
-                     "CSV file rank 0 appends each autotune sample and the choice to "
-                     "(HVD_AUTOTUNE_LOG)");
-  tuning->add_option("--autotune-warmup-samples", rf.autotuneWarmupSamples,
-                     "Samples discarded at the start (HVD_AUTOTUNE_WARMUP_SAMPLES, default 3)");
-  tuning->add_option("--autotune-steps-per-sample", rf.autotuneStepsPerSample,
-                     "Training steps per sample (HVD_AUTOTUNE_STEPS_PER_SAMPLE, default 10)");
-  tuning->add_option("--autotune-bayes-opt-max-samples", rf.autotuneMaxSamples,
-                     "Samples measured before the best setting is kept "
-                     "(HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES, default 20)");
-  tuning->add_option("--autotune-gaussian-process-noise", rf.autotuneNoise,
-                     "Noise assumed in one sample's score, relative to the scores' variance "
-                     "(HVD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE, default 0.8)");
-  tuning->add_option("--config-file", rf.configFile,
-                     "JSON file with Horovod's config sections (params, autotune, timeline, "
-                     "stall_check, logging); flags override it");
+  return group;
+}
+
+// Options that print something and exit, and horovodrun's that change nothing.
+void addInfoOptions(CLI::App& app, CommandLine& out) {
   // horovodrun's controller choice and its cache of host checks: hvdrun always runs its own
   // TCP controller (what --gloo picks) and caches nothing, so both are accepted and change nothing.
   auto* compat = app.add_option_group("horovodrun", "Accepted from horovodrun, no effect in hvd");
@@ -271,10 +179,73 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
   compat->add_flag("--disable-cache")->description("hvdrun caches no host checks");
   app.add_flag("--print-config", out.printConfig,
                "List every HVD_* parameter with its default, range and current value, then exit");
+  app.add_flag("--print-env-doc", out.printEnvDoc,
+               "Print the table of parameters in docs/environment.md (Markdown), then exit");
   app.add_flag("--check-build", out.checkBuild,
                "Show what this build supports (CUDA, NCCL), what this machine offers it (driver, "
                "devices, NCCL library) and what the workers' python3 finds (hvd, PyTorch, "
                "NumPy), then exit; status 1 when python3 cannot import hvd");
+}
+
+// The command after hvdrun's options. False when it starts with an option hvdrun lacks (printed).
+bool takeCommand(CLI::App& app, LaunchOptions& o) {
+  o.command = app.remaining();
+  // An option hvdrun lacks (horovodrun's --mpi, a typo) would otherwise be taken
+  // for the command and fail as "command not found".
+  if (!o.command.empty() && o.command.front().size() > 1 && o.command.front()[0] == '-' &&
+      o.command.front() != "--") {
+    std::fprintf(stderr,
+                 "hvdrun: error: unknown option '%s' (hvdrun --help lists them; a command "
+                 "that starts with '-' goes after --)\n",
+                 o.command.front().c_str());
+    return false;
+  }
+  // `hvdrun -np 2 -- python train.py`: the separator ends hvdrun's options, as in mpirun; a later
+  // one belongs to the command.
+  if (!o.command.empty() && o.command.front() == "--") o.command.erase(o.command.begin());
+  return true;
+}
+
+// The raw flags as launch options; false (printed) when the two host key flags contradict each
+// other.
+bool applyRawFlags(const RawFlags& raw, LaunchOptions& o) {
+  o.grace = std::chrono::seconds(raw.grace);
+  o.ssh.connectTimeout = std::chrono::seconds(raw.connectTimeout);
+  if (!raw.strictHostKeys.empty())
+    o.ssh.hostKeyPolicy = ssh::parseHostKeyPolicy(raw.strictHostKeys);
+  if (raw.noHostKeyCheck) {
+    if (o.ssh.hostKeyPolicy && *o.ssh.hostKeyPolicy != ssh::HostKeyPolicy::Off) {
+      std::fprintf(stderr,
+                   "hvdrun: error: --ssh-no-host-key-check means --ssh-strict-host-key-checking "
+                   "no, but --ssh-strict-host-key-checking %s was given too\n",
+                   raw.strictHostKeys.c_str());
+      return false;
+    }
+    o.ssh.hostKeyPolicy = ssh::HostKeyPolicy::Off;
+  }
+  return true;
+}
+
+}  // namespace
+
+int parseCommandLine(int argc, char** argv, const std::string& version, CommandLine& out) {
+  LaunchOptions& o = out.launch;
+  CLI::App app{"hvdrun: start a data-parallel job of N ranks and forward their output", "hvdrun"};
+  app.set_version_flag("--version", "hvdrun " + version);
+  RawFlags raw;
+  addJobOptions(app, o, raw);
+  CLI::App* sshGroup = addSshOptions(app, o, raw);
+  CLI::App* elastic = addElasticOptions(app, o);
+  auto* tuning = app.add_option_group("Runtime", "Engine knobs, exported to workers as HVD_*");
+  ParamFlags paramFlags;
+  paramFlags.addTo({{params::FlagGroup::Main, &app},
+                    {params::FlagGroup::Ssh, sshGroup},
+                    {params::FlagGroup::Elastic, elastic},
+                    {params::FlagGroup::Runtime, tuning}});
+  tuning->add_option("--config-file", out.runtime.configFile,
+                     "JSON file with Horovod's config sections (params, autotune, timeline, "
+                     "stall_check, logging); flags override it");
+  addInfoOptions(app, out);
   app.prefix_command();  // everything from the command on belongs to the command
   app.footer("Usage: hvdrun -np N [-H host:slots,...] [options] command [args...]");
 
@@ -288,41 +259,10 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
     // one: 2, a bad command line (docs/cli.md). --help and --version exit 0.
     return app.exit(e) == 0 ? 0 : 2;
   }
-  o.command = app.remaining();
-  // An option hvdrun lacks (horovodrun's --mpi, a typo) would otherwise be taken
-  // for the command and fail as "command not found".
-  if (!o.command.empty() && o.command.front().size() > 1 && o.command.front()[0] == '-' &&
-      o.command.front() != "--") {
-    std::fprintf(stderr,
-                 "hvdrun: error: unknown option '%s' (hvdrun --help lists them; a command "
-                 "that starts with '-' goes after --)\n",
-                 o.command.front().c_str());
-    return 2;
-  }
-  // `hvdrun -np 2 -- python train.py`: the separator ends hvdrun's options, as in mpirun; a later
-  // one belongs to the command.
-  if (!o.command.empty() && o.command.front() == "--") o.command.erase(o.command.begin());
-  if (tcpOnly) rf.transport = "tcp";
-  if (hierAllreduce->count()) rf.hierarchicalAllreduce = hierarchicalAllreduce;
-  if (hierAllgather->count()) rf.hierarchicalAllgather = hierarchicalAllgather;
-  o.startTimeout = std::chrono::seconds(startTimeout);
-  o.elastic.timeout = std::chrono::seconds(elasticTimeout);
-  o.elastic.timeoutGiven = app.count("--elastic-timeout") > 0;
-  o.grace = std::chrono::seconds(grace);
-  o.ssh.connectTimeout = std::chrono::seconds(connectTimeout);
-  if (!strictHostKeys.empty()) o.ssh.hostKeyPolicy = ssh::parseHostKeyPolicy(strictHostKeys);
-  if (noHostKeyCheck) {
-    if (o.ssh.hostKeyPolicy && *o.ssh.hostKeyPolicy != ssh::HostKeyPolicy::Off) {
-      std::fprintf(stderr,
-                   "hvdrun: error: --ssh-no-host-key-check means --ssh-strict-host-key-checking "
-                   "no, but --ssh-strict-host-key-checking %s was given too\n",
-                   strictHostKeys.c_str());
-      return 2;
-    }
-    o.ssh.hostKeyPolicy = ssh::HostKeyPolicy::Off;
-  }
-  out.logLevelGiven = app.count("--log-level") > 0;
-  return -1;
+  if (!takeCommand(app, o)) return 2;
+  out.runtime.given = paramFlags.given();
+  applyLauncherFlags(out.runtime.given, o);
+  return applyRawFlags(raw, o) ? -1 : 2;
 }
 
 }  // namespace hvd::launcher

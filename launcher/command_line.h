@@ -11,10 +11,10 @@ namespace hvd::launcher {
 
 struct CommandLine {
   LaunchOptions launch;   // with the command, and every flag that is not a runtime knob
-  RuntimeFlags runtime;   // the knobs, not yet merged with --config-file (runtime_flags.h)
-  bool logLevelGiven = false;  // --log-level (the environment's level applies otherwise)
-  bool logHideTime = false;    // --log-hide-timestamp
+  RuntimeFlags runtime;   // parameter flags, not yet merged with --config-file (runtime_flags.h)
+  bool logHideTime = false;  // HVD_LOG_HIDE_TIME=1 from --log-hide-timestamp, the file or the env
   bool printConfig = false;
+  bool printEnvDoc = false;
   bool checkBuild = false;
 };
 

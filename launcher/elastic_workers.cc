@@ -4,6 +4,7 @@
 #include "common/error.h"
 #include "common/logging.h"
 #include "common/network.h"
+#include "common/param_table.h"
 #include "launcher/job.h"
 #include "launcher/remote_hosts.h"
 #include "launcher/ssh/remote_command.h"
@@ -16,9 +17,9 @@ Environment environmentOf(const ElasticLaunch& launch, int id, const RankPlaceme
   JobIdentity job = launch.job;
   job.rendezvousAddr = rendezvousAddr;
   Environment env = workerEnvironment(launch.base, placement, job, launch.exports, launch.extra);
-  env["HVD_WORKER_ID"] = std::to_string(id);
+  env[params::envName(params::ParamId::WorkerId)] = std::to_string(id);
   std::string iface = interfaceFor(launch.interfaces, placement.hostname);
-  if (!iface.empty()) env["HVD_NETWORK_INTERFACE"] = iface;
+  if (!iface.empty()) env[params::envName(params::ParamId::NetworkInterface)] = iface;
   return env;
 }
 

@@ -185,8 +185,8 @@ void removeLeftSegments(const JobIdentity& job) {
 // Environment every worker gets beyond its placement: the runtime knobs and timeouts.
 Environment commonWorkerParams(const LaunchOptions& o) {
   Environment extra(o.runtimeParams.begin(), o.runtimeParams.end());
-  extra["HVD_START_TIMEOUT"] = std::to_string(o.startTimeout.count());
-  if (!extra.count("HVD_LOG_LEVEL")) extra["HVD_LOG_LEVEL"] = o.logLevel;
+  extra[params::envName(params::ParamId::StartTimeout)] = std::to_string(o.startTimeout.count());
+  extra.insert({params::envName(params::ParamId::LogLevel), o.logLevel});  // unless set already
   return extra;
 }
 
@@ -195,7 +195,7 @@ std::chrono::milliseconds handshakeTimeout(const LaunchOptions& o, const Environ
   Environment env = base;
   for (const auto& [name, value] : o.runtimeParams) env[name] = value;
   return std::chrono::seconds(
-      params::ParamValues::fromMap(env).getInt("HVD_HANDSHAKE_TIMEOUT_SECONDS"));
+      params::ParamValues::fromMap(env).getInt(params::ParamId::HandshakeTimeout));
 }
 
 // torch.distributed's env:// rendezvous, which torchrun gives a script (RANK, WORLD_SIZE and
@@ -319,9 +319,10 @@ int launchElastic(const LaunchOptions& o, const Environment& base) {
                                                        });
   if (localPossible) launch.executable = resolveExecutable(o.command[0], base);
   launch.extra = commonWorkerParams(o);
-  launch.extra["HVD_ELASTIC"] = "1";
+  launch.extra[params::envName(params::ParamId::Elastic)] = "1";
   if (flags.timeoutGiven)
-    launch.extra["HVD_ELASTIC_TIMEOUT"] = std::to_string(flags.timeout.count());
+    launch.extra[params::envName(params::ParamId::ElasticTimeout)] =
+        std::to_string(flags.timeout.count());
   launch.job = newJobIdentity();
   workerEnvironment(base, RankPlacement{}, launch.job, o.exports, launch.extra);  // checks -x
   // Before any thread (the discovery's, the rendezvous server's): the guardian forks.
@@ -411,7 +412,7 @@ int launch(const LaunchOptions& options) {
   for (const auto& p : placements) {
     Environment env = workerEnvironment(base, p, job, options.exports, extra);
     std::string iface = interfaceFor(interfaces, p.hostname);
-    if (!iface.empty()) env["HVD_NETWORK_INTERFACE"] = iface;
+    if (!iface.empty()) env[params::envName(params::ParamId::NetworkInterface)] = iface;
     std::string gloo = glooInterface(iface, plan.local.count(p.hostname) > 0, targets.empty(),
                                      bindAddress);
     if (!gloo.empty() && !userSet("GLOO_SOCKET_IFNAME", base, options.exports))

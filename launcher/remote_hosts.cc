@@ -72,7 +72,7 @@ ssh::SshTarget sshTargetFor(const HostSlots& host, const SshOptions& options,
 std::size_t sshConcurrency(const SshOptions& options, const Environment& env) {
   if (options.concurrency > 0) return static_cast<std::size_t>(options.concurrency);
   return static_cast<std::size_t>(
-      params::ParamValues::fromMap(env).getInt("HVD_SSH_CONCURRENCY"));
+      params::ParamValues::fromMap(env).getInt(params::ParamId::SshConcurrency));
 }
 
 std::map<std::string, std::string> parseNetworkInterfaces(const std::string& spec,

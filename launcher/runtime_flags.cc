@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/param_docs.h"
 #include "common/params.h"
 
 namespace hvd::launcher {
@@ -25,66 +26,50 @@ std::string number(double x) {
   return out.str();
 }
 
-// How a config-file value becomes its variable's text.
-enum class Kind { Megabytes, Number, Integer, Flag, NegatedFlag, Text, LogLevel };
-
-struct ConfigKey {
-  const char* key;       // section.key, as in Horovod's YAML config file
-  const char* variable;  // the HVD_* variable it sets
-  Kind kind;
-};
-
-constexpr ConfigKey kConfigKeys[] = {
-    {"params.fusion_threshold_mb", "HVD_FUSION_THRESHOLD", Kind::Megabytes},
-    {"params.cycle_time_ms", "HVD_CYCLE_TIME", Kind::Number},
-    {"params.cache_capacity", "HVD_CACHE_CAPACITY", Kind::Integer},
-    {"params.malloc_retain_mb", "HVD_MALLOC_RETAIN_MB", Kind::Integer},
-    {"params.gradient_overlap", "HVD_GRADIENT_OVERLAP", Kind::Text},
-    {"params.check_replicas", "HVD_CHECK_REPLICAS", Kind::Text},
-    {"params.hierarchical_allreduce", "HVD_HIERARCHICAL_ALLREDUCE", Kind::Flag},
-    {"params.hierarchical_allgather", "HVD_HIERARCHICAL_ALLGATHER", Kind::Flag},
-    {"timeline.filename", "HVD_TIMELINE", Kind::Text},
-    {"timeline.mark_cycles", "HVD_TIMELINE_MARK_CYCLES", Kind::Flag},
-    {"autotune.enabled", "HVD_AUTOTUNE", Kind::Flag},
-    {"autotune.log_file", "HVD_AUTOTUNE_LOG", Kind::Text},
-    {"autotune.warmup_samples", "HVD_AUTOTUNE_WARMUP_SAMPLES", Kind::Integer},
-    {"autotune.steps_per_sample", "HVD_AUTOTUNE_STEPS_PER_SAMPLE", Kind::Integer},
-    {"autotune.bayes_opt_max_samples", "HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", Kind::Integer},
-    {"autotune.gaussian_process_noise", "HVD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", Kind::Number},
-    {"stall_check.enabled", "HVD_STALL_CHECK_DISABLE", Kind::NegatedFlag},
-    {"stall_check.warning_time_seconds", "HVD_STALL_CHECK_TIME_SECONDS", Kind::Integer},
-    {"stall_check.shutdown_time_seconds", "HVD_STALL_SHUTDOWN_TIME_SECONDS", Kind::Integer},
-    {"stall_check.liveness_timeout_seconds", "HVD_LIVENESS_TIMEOUT_SECONDS", Kind::Integer},
-    {"logging.level", "HVD_LOG_LEVEL", Kind::LogLevel},
-    {"logging.with_timestamp", "HVD_LOG_HIDE_TIME", Kind::NegatedFlag},
-};
+using params::ValueKind;
 
 // The variable's text for a file value; throws naming the file and key for a wrong type.
-std::string convert(const ConfigKey& k, const json& v, const std::string& path) {
-  std::string where = path + ": " + k.key;
+std::string convert(const params::ConfigKeySpec& k, const json& v, const std::string& path) {
+  std::string where = path + ": " + std::string(k.key);
   auto wrongType = [&](const char* expected) {
     return InvalidArgument(where + ": expected " + expected + ", got " + v.dump());
   };
   switch (k.kind) {
-    case Kind::Megabytes:
-    case Kind::Number:
+    case ValueKind::Megabytes:
+    case ValueKind::Number:
       if (!v.is_number()) throw wrongType("a number");
-      return k.kind == Kind::Megabytes ? megabytes(v.get<double>(), where) : number(v.get<double>());
-    case Kind::Integer:
+      return k.kind == ValueKind::Megabytes ? megabytes(v.get<double>(), where)
+                                            : number(v.get<double>());
+    case ValueKind::Integer:
       if (!v.is_number_integer()) throw wrongType("a number");
       return std::to_string(v.get<long long>());
-    case Kind::Flag:
-    case Kind::NegatedFlag:
+    case ValueKind::Switch:
+    case ValueKind::NegatedSwitch:
       if (!v.is_boolean()) throw wrongType("true or false");
-      return v.get<bool>() == (k.kind == Kind::Flag) ? "1" : "0";
-    case Kind::Text:
-    case Kind::LogLevel: {
+      return v.get<bool>() == (k.kind == ValueKind::Switch) ? "1" : "0";
+    case ValueKind::Text:
+    case ValueKind::LogLevel: {
       if (!v.is_string()) throw wrongType("a string");
       std::string text = v.get<std::string>();
-      return k.kind == Kind::LogLevel && text == "warning" ? "warn" : text;
+      return k.kind == ValueKind::LogLevel && text == "warning" ? "warn" : text;
     }
+    case ValueKind::None: break;
   }
   throw InternalError("config key " + std::string(k.key) + " has no conversion");
+}
+
+// The row whose config key is `where` ("section.key"), or null.
+const params::ParamSpec* configKeyRow(const std::string& where) {
+  for (const auto& p : params::allParams())
+    if (!p.configKey.key.empty() && p.configKey.key == where) return &p;
+  return nullptr;
+}
+
+std::string supportedConfigKeys() {
+  std::string out;
+  for (const auto& p : params::allParams())
+    if (!p.configKey.key.empty()) out += (out.empty() ? "" : ", ") + std::string(p.configKey.key);
+  return out;
 }
 
 // Horovod's config file sections and the keys hvd understands; keys Horovod has and hvd does not
@@ -104,17 +89,11 @@ void readConfigFile(const std::string& path, std::map<std::string, std::string>&
       throw InvalidArgument(path + ": section " + section + " must be an object");
     for (const auto& [key, v] : body.items()) {
       std::string where = section + "." + key;
-      const ConfigKey* known = nullptr;
-      for (const auto& k : kConfigKeys)
-        if (where == k.key) known = &k;
-      if (!known) {
-        std::string supported;
-        for (const auto& k : kConfigKeys)
-          supported += (supported.empty() ? "" : ", ") + std::string(k.key);
+      const params::ParamSpec* row = configKeyRow(where);
+      if (!row)
         throw InvalidArgument(path + ": " + where + " is not supported by hvd (supported: " +
-                              supported + ")");
-      }
-      out[known->variable] = convert(*known, v, path);
+                              supportedConfigKeys() + ")");
+      out[row->name] = convert(row->configKey, v, path);
     }
   }
 }
@@ -130,42 +109,28 @@ params::ParamValues workerValues(const std::map<std::string, std::string>& fromF
   return params::ParamValues::fromMap(env);
 }
 
+// A flag's value as its variable's text.
+std::string flagText(const params::ParamSpec& p, const FlagValue& value) {
+  switch (p.flag.kind) {
+    case ValueKind::Megabytes:
+      return megabytes(std::get<double>(value), params::flagSpellings(p.flag).front());
+    case ValueKind::Number: return number(std::get<double>(value));
+    case ValueKind::Integer: return std::to_string(std::get<long long>(value));
+    case ValueKind::Switch: return std::get<bool>(value) ? "1" : "0";
+    default: return std::get<std::string>(value);
+  }
+}
+
 }  // namespace
 
 std::map<std::string, std::string> runtimeParams(const RuntimeFlags& flags) {
   std::map<std::string, std::string> out;
   if (!flags.configFile.empty()) readConfigFile(flags.configFile, out);
-  if (flags.fusionThresholdMb)
-    out["HVD_FUSION_THRESHOLD"] = megabytes(*flags.fusionThresholdMb, "--fusion-threshold-mb");
-  if (flags.cycleTimeMs) out["HVD_CYCLE_TIME"] = number(*flags.cycleTimeMs);
-  if (flags.cacheCapacity) out["HVD_CACHE_CAPACITY"] = std::to_string(*flags.cacheCapacity);
-  if (flags.timelineFilename) out["HVD_TIMELINE"] = *flags.timelineFilename;
-  if (flags.timelineMarkCycles) out["HVD_TIMELINE_MARK_CYCLES"] = "1";
-  if (flags.stallWarningSeconds)
-    out["HVD_STALL_CHECK_TIME_SECONDS"] = std::to_string(*flags.stallWarningSeconds);
-  if (flags.stallShutdownSeconds)
-    out["HVD_STALL_SHUTDOWN_TIME_SECONDS"] = std::to_string(*flags.stallShutdownSeconds);
-  if (flags.noStallCheck) out["HVD_STALL_CHECK_DISABLE"] = "1";
-  if (flags.bindTo) out["HVD_BIND_TO"] = *flags.bindTo;
-  if (flags.transport) out["HVD_TRANSPORT"] = *flags.transport;
-  if (flags.allreduceAlgorithm) out["HVD_ALLREDUCE_ALGORITHM"] = *flags.allreduceAlgorithm;
-  if (flags.mallocRetainMb) out["HVD_MALLOC_RETAIN_MB"] = std::to_string(*flags.mallocRetainMb);
-  if (flags.gradientOverlap) out["HVD_GRADIENT_OVERLAP"] = *flags.gradientOverlap;
-  if (flags.checkReplicas) out["HVD_CHECK_REPLICAS"] = *flags.checkReplicas;
-  if (flags.hierarchicalAllreduce)
-    out["HVD_HIERARCHICAL_ALLREDUCE"] = *flags.hierarchicalAllreduce ? "1" : "0";
-  if (flags.hierarchicalAllgather)
-    out["HVD_HIERARCHICAL_ALLGATHER"] = *flags.hierarchicalAllgather ? "1" : "0";
-  if (flags.autotune) out["HVD_AUTOTUNE"] = "1";
-  if (flags.autotuneLogFile) out["HVD_AUTOTUNE_LOG"] = *flags.autotuneLogFile;
-  if (flags.autotuneWarmupSamples)
-    out["HVD_AUTOTUNE_WARMUP_SAMPLES"] = std::to_string(*flags.autotuneWarmupSamples);
-  if (flags.autotuneStepsPerSample)
-    out["HVD_AUTOTUNE_STEPS_PER_SAMPLE"] = std::to_string(*flags.autotuneStepsPerSample);
-  if (flags.autotuneMaxSamples)
-    out["HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES"] = std::to_string(*flags.autotuneMaxSamples);
-  if (flags.autotuneNoise)
-    out["HVD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE"] = number(*flags.autotuneNoise);
+  for (const auto& [id, value] : flags.given) {
+    const params::ParamSpec& p = params::spec(id);
+    // hvdrun acts on the others itself, and exports them where workers need them.
+    if (p.flag.target == params::FlagTarget::Workers) out[p.name] = flagText(p, value);
+  }
   // Range and format checks, with the variable named, before any worker starts.
   for (const auto& [name, value] : out) {
     const auto& spec = params::spec(name);

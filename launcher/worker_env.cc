@@ -3,6 +3,7 @@
 #include <regex>
 
 #include "common/error.h"
+#include "common/param_table.h"
 
 namespace hvd::launcher {
 
@@ -10,31 +11,32 @@ Environment workerEnvironment(const Environment& base, const RankPlacement& p,
                               const JobIdentity& job, const std::vector<std::string>& exports,
                               const Environment& extra) {
   // What hvdrun sets for each rank: the placement under the HVD_*, HOROVOD_* and torchrun
-  // names, the rendezvous, the job's identity and secret.
+  // names, the rendezvous, the job's identity and secret (each under its Horovod name too, where
+  // the parameter table gives one).
   std::vector<std::pair<std::string, std::string>> owned;
-  const std::pair<const char*, std::string> placement[] = {
-      {"RANK", std::to_string(p.rank)},
-      {"SIZE", std::to_string(p.size)},
-      {"LOCAL_RANK", std::to_string(p.localRank)},
-      {"LOCAL_SIZE", std::to_string(p.localSize)},
-      {"CROSS_RANK", std::to_string(p.crossRank)},
-      {"CROSS_SIZE", std::to_string(p.crossSize)},
-      {"HOSTNAME", p.hostname},
+  using params::ParamId;
+  const std::pair<ParamId, std::string> settings[] = {
+      {ParamId::Rank, std::to_string(p.rank)},
+      {ParamId::Size, std::to_string(p.size)},
+      {ParamId::LocalRank, std::to_string(p.localRank)},
+      {ParamId::LocalSize, std::to_string(p.localSize)},
+      {ParamId::CrossRank, std::to_string(p.crossRank)},
+      {ParamId::CrossSize, std::to_string(p.crossSize)},
+      {ParamId::Hostname, p.hostname},
+      {ParamId::RendezvousAddr, job.rendezvousAddr},
+      {ParamId::RendezvousPort, std::to_string(job.rendezvousPort)},
+      {ParamId::JobId, job.jobId},
+      {ParamId::Secret, job.secret},
   };
-  for (const auto& [name, value] : placement) {
-    owned.emplace_back(std::string("HVD_") + name, value);
-    owned.emplace_back(std::string("HOROVOD_") + name, value);
+  for (const auto& [id, value] : settings) {
+    const params::ParamSpec& spec = params::spec(id);
+    owned.emplace_back(spec.name, value);
+    if (!spec.horovodAlias.empty()) owned.emplace_back(spec.horovodAlias, value);
   }
   owned.emplace_back("RANK", std::to_string(p.rank));
   owned.emplace_back("WORLD_SIZE", std::to_string(p.size));
   owned.emplace_back("LOCAL_RANK", std::to_string(p.localRank));
   owned.emplace_back("LOCAL_WORLD_SIZE", std::to_string(p.localSize));
-  owned.emplace_back("HVD_RENDEZVOUS_ADDR", job.rendezvousAddr);
-  owned.emplace_back("HVD_RENDEZVOUS_PORT", std::to_string(job.rendezvousPort));
-  owned.emplace_back("HOROVOD_GLOO_RENDEZVOUS_ADDR", job.rendezvousAddr);
-  owned.emplace_back("HOROVOD_GLOO_RENDEZVOUS_PORT", std::to_string(job.rendezvousPort));
-  owned.emplace_back("HVD_JOB_ID", job.jobId);
-  owned.emplace_back("HVD_SECRET", job.secret);
 
   static const std::regex kName("^[A-Za-z_][A-Za-z0-9_]*$");
   Environment env = base;

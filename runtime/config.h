@@ -1,5 +1,7 @@
-// The runtime's immutable configuration, parsed once from the HVD_* parameters
-// (common/params.h) in Runtime::create and passed by reference from there.
+// The runtime's immutable configuration, parsed once from the HVD_* parameters in
+// Runtime::create and passed by reference from there. The parameter table
+// (common/param_table.h) names the member each parameter fills; runtime/config_fields.cc fills
+// them, and fromParams checks the combinations.
 #pragma once
 
 #include <chrono>

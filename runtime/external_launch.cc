@@ -8,6 +8,8 @@ namespace hvd::runtime {
 namespace {
 
 using Env = std::map<std::string, std::string>;
+using params::ParamId;
+const std::string& variable(ParamId id) { return params::envName(id); }
 
 const std::string* find(const Env& env, const std::string& name) {
   auto it = env.find(name);
@@ -29,12 +31,12 @@ ExternalLaunch blockPlaced(const std::string& launcher, int rank, int size, int 
                                          "=", size));
   int nodes = (size + localSize - 1) / localSize;
   return {launcher,
-          {{"HVD_RANK", std::to_string(rank)},
-           {"HVD_SIZE", std::to_string(size)},
-           {"HVD_LOCAL_RANK", std::to_string(localRank)},
-           {"HVD_LOCAL_SIZE", std::to_string(localSize)},
-           {"HVD_CROSS_RANK", std::to_string(rank / localSize)},
-           {"HVD_CROSS_SIZE", std::to_string(nodes)}}};
+          {{variable(ParamId::Rank), std::to_string(rank)},
+           {variable(ParamId::Size), std::to_string(size)},
+           {variable(ParamId::LocalRank), std::to_string(localRank)},
+           {variable(ParamId::LocalSize), std::to_string(localSize)},
+           {variable(ParamId::CrossRank), std::to_string(rank / localSize)},
+           {variable(ParamId::CrossSize), std::to_string(nodes)}}};
 }
 
 ExternalLaunch fromSlurm(const Env& env) {
@@ -61,31 +63,33 @@ ExternalLaunch fromSlurm(const Env& env) {
       ++crossSize;
     }
   ExternalLaunch out{"Slurm",
-                     {{"HVD_RANK", std::to_string(rank)},
-                      {"HVD_SIZE", std::to_string(size)},
-                      {"HVD_LOCAL_RANK", std::to_string(localRank)},
-                      {"HVD_LOCAL_SIZE", std::to_string(counts[node])},
-                      {"HVD_CROSS_RANK", std::to_string(crossRank)},
-                      {"HVD_CROSS_SIZE", std::to_string(crossSize)}}};
+                     {{variable(ParamId::Rank), std::to_string(rank)},
+                      {variable(ParamId::Size), std::to_string(size)},
+                      {variable(ParamId::LocalRank), std::to_string(localRank)},
+                      {variable(ParamId::LocalSize), std::to_string(counts[node])},
+                      {variable(ParamId::CrossRank), std::to_string(crossRank)},
+                      {variable(ParamId::CrossSize), std::to_string(crossSize)}}};
   if (const std::string* job = find(env, "SLURM_JOB_ID")) {
     const std::string* step = find(env, "SLURM_STEP_ID");
-    out.params["HVD_JOB_ID"] = "slurm-" + *job + "." + (step ? *step : "0");
+    out.params[variable(ParamId::JobId)] = "slurm-" + *job + "." + (step ? *step : "0");
   }
-  if (const std::string* name = find(env, "SLURMD_NODENAME")) out.params["HVD_HOSTNAME"] = *name;
+  if (const std::string* name = find(env, "SLURMD_NODENAME"))
+    out.params[variable(ParamId::Hostname)] = *name;
   return out;
 }
 
 }  // namespace
 
 std::optional<ExternalLaunch> detectExternalLaunch(const Env& env) {
-  if (find(env, "HVD_RANK") || find(env, "HOROVOD_RANK")) return std::nullopt;
+  if (find(env, variable(ParamId::Rank)) || find(env, params::spec(ParamId::Rank).horovodAlias))
+    return std::nullopt;
   if (find(env, "OMPI_COMM_WORLD_RANK")) {
     auto out = blockPlaced("Open MPI", intOf(env, "OMPI_COMM_WORLD_RANK"),
                            intOf(env, "OMPI_COMM_WORLD_SIZE", 1),
                            intOf(env, "OMPI_COMM_WORLD_LOCAL_RANK"),
                            intOf(env, "OMPI_COMM_WORLD_LOCAL_SIZE", 1), "OMPI_COMM_WORLD_SIZE");
     if (const std::string* job = find(env, "OMPI_MCA_ess_base_jobid"))
-      out.params["HVD_JOB_ID"] = "ompi-" + *job;
+      out.params[variable(ParamId::JobId)] = "ompi-" + *job;
     return out;
   }
   if (find(env, "PMI_RANK")) {

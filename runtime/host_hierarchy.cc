@@ -11,6 +11,7 @@
 #include "collectives/rendezvous/prefix_store.h"
 #include "common/format.h"
 #include "common/logging.h"
+#include "common/param_docs.h"
 #include "runtime/transport_table.h"
 
 namespace hvd::runtime {
@@ -21,15 +22,14 @@ using collectives::Comm;
 // The settings that attach a hierarchy, in the order of their flags in a rank's record.
 struct Setting {
   const char* collective;
-  const char* variable;
-  const char* flag;
+  params::ParamId param;
   bool Config::*value;
+  const std::string& variable() const { return params::envName(param); }
+  std::string flag() const { return params::flagSpellings(params::spec(param).flag).front(); }
 };
 constexpr Setting kSettings[] = {
-    {"allreduce", "HVD_HIERARCHICAL_ALLREDUCE", "--hierarchical-allreduce",
-     &Config::hierarchicalAllreduce},
-    {"allgather", "HVD_HIERARCHICAL_ALLGATHER", "--hierarchical-allgather",
-     &Config::hierarchicalAllgather}};
+    {"allreduce", params::ParamId::HierarchicalAllreduce, &Config::hierarchicalAllreduce},
+    {"allgather", params::ParamId::HierarchicalAllgather, &Config::hierarchicalAllgather}};
 constexpr std::size_t kSettingCount = std::size(kSettings);
 
 // What picks the algorithm of an allreduce across hosts, which must be the same on every rank:
@@ -37,15 +37,17 @@ constexpr std::size_t kSettingCount = std::size(kSettings);
 // in a rank's record (the model as a hash of its JSON, which a file that differs between hosts
 // changes).
 struct Choice {
-  const char* variable;
+  params::ParamId param;
+  const char* what;  // of the variable's value, when not the value itself
   uint64_t (*of)(const Config&);
+  std::string variable() const { return params::envName(param) + what; }
 };
 const Choice kChoices[] = {
-    {"HVD_ALLREDUCE_ALGORITHM",
+    {params::ParamId::AllreduceAlgorithm, "",
      [](const Config& c) { return static_cast<uint64_t>(c.allreduceAlgorithm); }},
-    {"HVD_ALLREDUCE_RING_THRESHOLD",
+    {params::ParamId::AllreduceRingThreshold, "",
      [](const Config& c) { return static_cast<uint64_t>(c.ringThresholdBytes); }},
-    {"HVD_NETWORK_MODEL (the model's contents)",
+    {params::ParamId::NetworkModel, " (the model's contents)",
      [](const Config& c) {
        // The file's contents: ranks per host is the job's, agreed in this exchange.
        collectives::NetworkModel m = *c.networkModel;
@@ -77,7 +79,7 @@ void checkChoicesAgree(const std::vector<std::byte>& all, int size) {
     for (int r = 0; r < size; ++r) (valueOf(r) == valueOf(0) ? same : other).push_back(r);
     if (!other.empty())
       throw InvalidArgument(detail::concat(
-          kChoices[k].variable, " differs between ranks: ranks ", rankSet(same),
+          kChoices[k].variable(), " differs between ranks: ranks ", rankSet(same),
           " have rank 0's, ranks ", rankSet(other), " another (every rank must choose the same "
           "allreduce algorithm; set it for the whole job, e.g. hvdrun -x, and give every host "
           "the same model file)"));
@@ -152,13 +154,13 @@ int attachHostHierarchy(const Config& config, Comm& data, rendezvous::Store& sto
   for (std::size_t k = 0; k < kSettingCount; ++k) {
     if (!x.on[k].empty() && !x.off[k].empty())
       throw InvalidArgument(detail::concat(
-          kSettings[k].variable, " differs between ranks: on for ranks ", rankSet(x.on[k]),
+          kSettings[k].variable(), " differs between ranks: on for ranks ", rankSet(x.on[k]),
           ", off for ranks ", rankSet(x.off[k]), " (every rank must run the same algorithm; set "
-          "it for the whole job, e.g. hvdrun ", kSettings[k].flag, ")"));
+          "it for the whole job, e.g. hvdrun ", kSettings[k].flag(), ")"));
     everywhere[k] = x.off[k].empty();
     if (!everywhere[k]) continue;
     what += (what.empty() ? "" : " and ") + std::string(kSettings[k].collective);
-    variables += (variables.empty() ? "" : " and ") + std::string(kSettings[k].variable);
+    variables += (variables.empty() ? "" : " and ") + kSettings[k].variable();
   }
   const HostLayout& layout = x.layout;
   // Left to Auto, the cost model chooses the staged allreduce size by size, where a job has

@@ -115,8 +115,8 @@ int main(int argc, char** argv) {
   app.add_flag("--calibrate", calibrateMode,
                "Instead of a sweep, measure the link between 2 ranks (within a host, or between "
                "two) and the reduction speed, and print the network model; with --save, write it "
-               "(merged into that file when it exists) for --simulate --model and "
-               "HVD_NETWORK_MODEL");
+               "(merged into that file when it exists) for --simulate --model and the "
+               "HVD_NETWORK_MODEL variable");
   app.add_option("--save", save, "--calibrate: the model file to write");
   CLI11_PARSE(app, argc, argv);
   try {

@@ -3,6 +3,7 @@
 
 #include "common/error.h"
 #include "common/logging.h"
+#include "common/param_docs.h"
 #include "common/params.h"
 #include "launcher/check_build.h"
 #include "launcher/command_line.h"
@@ -18,25 +19,28 @@ int main(int argc, char** argv) {
   hvd::launcher::CommandLine cl;
   if (int status = hvd::launcher::parseCommandLine(argc, argv, HVD_VERSION, cl); status >= 0)
     return status;
+  if (cl.printEnvDoc) {
+    for (const auto& row : hvd::params::envDocTable()) std::printf("%s\n", row.c_str());
+    return 0;
+  }
+  using hvd::params::ParamId;
   hvd::launcher::LaunchOptions& o = cl.launch;
   try {
     o.runtimeParams = hvd::launcher::runtimeParams(cl.runtime);
-    if (cl.logLevelGiven) o.runtimeParams["HVD_LOG_LEVEL"] = o.logLevel;
-    if (cl.logHideTime) o.runtimeParams["HVD_LOG_HIDE_TIME"] = "1";
     // What the workers will see: hvdrun's environment with the flags and file applied. A bad
     // value is reported here, before any worker starts.
     auto env = hvd::params::environmentSnapshot();
     for (const auto& [k, v] : o.runtimeParams) env[k] = v;
     auto values = hvd::params::ParamValues::fromMap(env);
-    o.horovodCompat = o.horovodCompat || values.getInt("HVD_HOROVOD_COMPAT") == 1;
+    o.horovodCompat = values.getInt(ParamId::HorovodCompat) == 1;
     // HVD_LOG_LEVEL (or HOROVOD_LOG_LEVEL, or the config file's logging.level) in hvdrun's
     // environment sets hvdrun's level and its workers' as the flag does; the flag wins.
     try {
-      o.logLevel = hvd::log::canonicalLevel(values.getString("HVD_LOG_LEVEL"));
+      o.logLevel = hvd::log::canonicalLevel(values.getString(ParamId::LogLevel));
     } catch (const hvd::InvalidArgument& e) {
-      throw hvd::InvalidArgument(std::string("HVD_LOG_LEVEL: ") + e.what());
+      throw hvd::InvalidArgument(hvd::params::envName(ParamId::LogLevel) + ": " + e.what());
     }
-    cl.logHideTime = values.getInt("HVD_LOG_HIDE_TIME") == 1;
+    cl.logHideTime = values.getInt(ParamId::LogHideTime) == 1;
     if (cl.printConfig) {
       std::fputs(hvd::params::describeAll(values).c_str(), stdout);
       return 0;

@@ -1,5 +1,5 @@
-// Gloo peer for bench/compare_peers.sh, started by hvdrun (rank and size from HVD_RANK and
-// HVD_SIZE) with a FileStore directory as the first argument:
+// Gloo peer for bench/compare_peers.sh, started by hvdrun (rank and size from RANK and
+// WORLD_SIZE, the torchrun names hvdrun sets beside HVD_RANK and HVD_SIZE) with a FileStore directory as the first argument:
 //   hvdrun -np 2 ./gloo_allreduce /tmp/store -b 4 -e 256M ...
 // Uses gloo::allreduce, the algorithm torch.distributed's gloo backend calls.
 #include <gloo/allreduce.h>
@@ -13,7 +13,7 @@
 #include "sweep.h"
 
 int main(int argc, char** argv) {
-  int rank = std::atoi(std::getenv("HVD_RANK")), size = std::atoi(std::getenv("HVD_SIZE"));
+  int rank = std::atoi(std::getenv("RANK")), size = std::atoi(std::getenv("WORLD_SIZE"));
   gloo::transport::tcp::attr attr;
   attr.hostname = "127.0.0.1";
   auto device = gloo::transport::tcp::CreateDevice(attr);

@@ -1,5 +1,5 @@
 """The example config files in configs/ load through hvdrun, and defaults.json states the
-defaults (checked against --print-config, so the file cannot drift from common/params.cc)."""
+defaults (checked against --print-config, so the file cannot drift from the parameter table)."""
 import json
 import re
 

@@ -1,0 +1,15 @@
+// Config's members filled from the parameter table (common/param_table.h): each row names the
+// member it fills and how its value becomes the member's type.
+#pragma once
+
+#include "common/params.h"
+#include "runtime/config.h"
+
+namespace hvd::runtime {
+
+// Fills every member a row names, in the table's order; throws InvalidArgument naming the
+// variable for a value the member cannot take (a process set naming a rank past HVD_SIZE, ...).
+// Checks across parameters are Config::fromParams's.
+void fillFromTable(Config& c, const params::ParamValues& v);
+
+}  // namespace hvd::runtime
