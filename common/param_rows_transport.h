@@ -28,21 +28,24 @@ HVD_PARAM(AllreduceAlgorithm, allreduceAlgorithm, asIs,
     .choices = {"auto", "ring", "recursive_doubling", "rabenseifner"},
     .flag = {.names = "--allreduce-algorithm", .kind = ValueKind::Text,
              .help = "Host allreduce's algorithm: auto: across hosts the cost model's pick "
-                     "(HVD_NETWORK_MODEL), within a host recursive doubling below "
+                     "(HVD_NETWORK_MODEL), flat or hierarchical, within a host recursive doubling below "
                      "HVD_ALLREDUCE_RING_THRESHOLD and the ring from there (default); or force "
                      "ring, recursive_doubling or rabenseifner"},
     .description = "Algorithm of host-memory allreduce "
                    "([architecture.md](architecture.md#collectives) has each one's rounds and "
                    "bytes). `auto`: across hosts, the algorithm the cost model "
-                   "(`HVD_NETWORK_MODEL`) predicts fastest; within one host by payload size, "
+                   "(`HVD_NETWORK_MODEL`) predicts fastest, including, on hosts of several "
+                   "ranks each, the hierarchical form, size by size; within one host by payload "
+                   "size, "
                    "recursive doubling below `HVD_ALLREDUCE_RING_THRESHOLD` and the ring from "
                    "there; `ring`: the pipelined ring, 2(n-1) rounds, bandwidth-optimal; "
                    "`recursive_doubling`: log2 n rounds of whole-buffer exchanges, "
                    "latency-optimal; `rabenseifner`: reduce-scatter by recursive halving and "
                    "allgather by recursive doubling, 2 log2 n rounds moving as many bytes as the "
                    "ring (any n; non-powers of two fold neighbouring ranks in pairs). With "
-                   "`HVD_HIERARCHICAL_ALLREDUCE=1` the hierarchical form stays and this picks its "
-                   "stage across hosts; GPU tensors through NCCL are not affected. Must be the "
+                   "`HVD_HIERARCHICAL_ALLREDUCE=1` every size runs in stages and this picks their "
+                   "stage across hosts; a named algorithm keeps allreduce flat; GPU tensors through "
+                   "NCCL are not affected. Must be the "
                    "same on every rank. Anything else fails init naming the variable and the valid"
                    " values. Set by `hvdrun --allreduce-algorithm`.")
 
