@@ -226,7 +226,7 @@ def measure(topology, subnet, args, mpi_dir, plain_home):
                 launch[tool].append(launchers.launch(tool, timeout))
         result["launch_s"] = {t: {"median": round(statistics.median(s), 4),
                                   "samples": [round(x, 4) for x in s]} for t, s in launch.items()}
-        iters = args.iters if np_ <= 16 else max(3, args.iters // 2)
+        iters = args.iters if np_ <= 16 else 3
         sweeps = {t: [] for t in tools}
         for r in range(args.sweep_rounds):
             for tool in tools if r % 2 == 0 else tools[::-1]:
@@ -346,12 +346,12 @@ def main():
     ap.add_argument("--launch-rounds", type=int, default=3)
     ap.add_argument("--sweep-rounds", type=int, default=2)
     ap.add_argument("--iters", type=int, default=10,
-                    help="timed allreduces per size (halved above 16 ranks, at least 3)")
+                    help="timed allreduces per size (3 above 16 ranks)")
     ap.add_argument("--max-bytes", type=int, default=16 << 20)
     ap.add_argument("--training", default="1x2,4x4",
                     help="topologies for the training comparison ('' for none)")
     ap.add_argument("--training-rounds", type=int, default=2)
-    ap.add_argument("--training-steps", type=int, default=10)
+    ap.add_argument("--training-steps", type=int, default=8)
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--plot", help="write the PNG (time against hosts per size) here")
     ap.add_argument("--from-json", help="only print the tables and redraw the plot from this file")
