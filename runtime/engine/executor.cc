@@ -103,7 +103,9 @@ void Executor::allreduceChunk(const std::vector<AllreduceSlot>& slots,
   };
   // The timeline names the algorithm when the communicator allreduces `bytes` in stages across
   // hosts.
-  auto phaseOf = [&](std::size_t bytes, bool fused) {
+  // Asked only while the timeline records: the choice costs a few cost-model predictions.
+  auto phaseOf = [&](std::size_t bytes, bool fused) -> const char* {
+    if (!timeline) return nullptr;
     if (collectives::runsHierarchicalAllreduce(comm, bytes, options))
       return fused ? "HIERARCHICAL_ALLREDUCE (fused)" : "HIERARCHICAL_ALLREDUCE";
     return fused ? "ALLREDUCE (fused)" : "ALLREDUCE";
