@@ -63,9 +63,14 @@ class Guard:
         self.updates = 0
         self._round = _core.elastic_round()
         # A script may update once before it broadcasts (Horovod's own tests do: a step, then
-        # broadcast_parameters). A first check after an update that finds the ranks apart is
-        # repeated after the next update, and fails only if they are still apart then.
+        # broadcast_parameters; or a gradient of deliberately different weights, reduced once).
+        # A first check that finds the ranks apart is repeated after the next update, and fails
+        # only if they are still apart then: every frontend fails by its second check. The
+        # repeat waits for an update that changed some rank's weights (a graph may re-run its
+        # gradient reductions without applying them): only then did the ranks train apart.
         self._confirm_at: Optional[int] = None
+        self._found_at = 0  # the update count of the first check that found them apart
+        self._found: Optional[np.ndarray] = None  # this rank's statistics then
 
     @property
     def enabled(self) -> bool:
@@ -74,8 +79,13 @@ class Guard:
     def tick(self) -> bool:
         current = _core.elastic_round()
         if current != self._round:  # a new elastic round: every rank counts from zero
-            self._round, self.updates, self._confirm_at = current, 0, None
+            self._round, self.updates, self._confirm_at, self._found = current, 0, None, None
         self.updates += 1
+        return self.due_now()
+
+    def due_now(self) -> bool:
+        """Whether the check runs at the current count of updates (due(), or the repeat of a
+        first check that found the ranks apart)."""
         return due(self.updates_done, self.every, self.first) or \
             self.updates_done == self._confirm_at
 
@@ -100,16 +110,22 @@ class Guard:
         if not len(names):
             return
         flat = np.ascontiguousarray(stats, dtype=np.float64).reshape(-1)
-        both = _allreduce_max(np.concatenate([flat, -flat]), f"{self._key}.weights",
+        repeat = self._confirm_at is not None and self.updates_done == self._confirm_at
+        changed = float(not repeat or self._found is None or not np.array_equal(flat, self._found))
+        both = _allreduce_max(np.concatenate([flat, -flat, [changed]]), f"{self._key}.weights",
                               self.process_set)
-        high, low = both[:flat.size].reshape(-1, 3), -both[flat.size:].reshape(-1, 3)
+        high, low = both[:flat.size].reshape(-1, 3), -both[flat.size:-1].reshape(-1, 3)
         tolerance = _tolerance(high, np.asarray(counts, dtype=np.float64))
+        # Every rank decides alike below: each decision follows from the same Max.
         if not np.any(high - low > tolerance):
-            self._confirm_at = None
+            self._confirm_at, self._found = None, None
             return
-        if self._confirm_at is None and self.updates_done >= 1 and \
-                self.updates_done == self.first:
-            self._confirm_at = self.updates_done + 1  # every rank decides alike: same Max
+        if self._confirm_at is None and self.updates_done == self.first:
+            self._confirm_at, self._found_at = self.updates_done + 1, self.updates_done
+            self._found = flat.copy()
+            return
+        if repeat and both[-1] == 0:  # no rank's weights changed since: nothing trained apart
+            self._confirm_at += 1
             return
         from hvd import numpy as hvd_numpy
         every_rank = hvd_numpy.allgather(flat.reshape(1, -1), name=f"{self._key}.detail",
@@ -136,7 +152,9 @@ class Guard:
         done = self.updates_done
         when = "before the first update" if done == 0 else f"after update {done}"
         if self._confirm_at is not None and done == self._confirm_at:
-            when += f" (and after update {done - 1}: no broadcast made them equal since)"
+            found = self._found_at
+            before = "before the first update" if found == 0 else f"after update {found}"
+            when += f" (and {before}: no broadcast made them equal since)"
         return f"replica check of {self.what} {when}"
 
     def _check_structure(self, meta, ranks, names) -> bool:

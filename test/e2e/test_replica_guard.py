@@ -44,7 +44,8 @@ def assert_mismatch(r, ranks, variable, update=1, what="DistributedOptimizer", c
     assert "ReplicaMismatchError" in text
     when = "before the first update" if update == 0 else f"after update {update}"
     if confirmed:
-        when += f" (and after update {update - 1}: no broadcast made them equal since)"
+        before = "before the first update" if update == 1 else f"after update {update - 1}"
+        when += f" (and {before}: no broadcast made them equal since)"
     who = f"rank {ranks[0]} differs" if len(ranks) == 1 else \
         f"ranks {', '.join(map(str, ranks))} differ"
     assert f"replica check of {what} {when}: the ranks hold different trainable weights: " \
@@ -115,14 +116,15 @@ def test_keras_callback_broadcasts_models_built_by_their_first_batch(flavour, np
 @pytest.mark.parametrize("python", TF_PYTHONS)
 @pytest.mark.parametrize("flavour", ["keras-seq", "keras-sub"])
 def test_keras_without_the_broadcast_fails_naming_the_variable(flavour, python):
-    # No callback: the starting weights are compared, before the first update.
+    # No callback: the starting weights are compared before the first update, and the job
+    # fails when they are still apart before the second.
     r, _ = job(2, flavour, "--differ", python=python)
     keras2 = python != sys.executable  # tf.keras 2 names variables dense/kernel:0
     variable = {("keras-seq", False): "sequential/dense/kernel",
                 ("keras-sub", False): "net/dense/kernel",
                 ("keras-seq", True): "dense/kernel:0",
                 ("keras-sub", True): "net/dense/kernel:0"}[flavour, keras2]
-    assert_mismatch(r, [1], variable, update=0)
+    assert_mismatch(r, [1], variable, update=1, confirmed=True)
 
 
 @pytest.mark.parametrize("python", TF_PYTHONS)

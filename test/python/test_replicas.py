@@ -17,10 +17,11 @@ NAMES = ["fc.weight", "fc.bias", "head.weight"]
 
 
 def check(arrays, names=NAMES, every=1, then=None):
-    """Two updates' checks: after update 1 with `arrays`, after update 2 with `then` (the same
-    arrays by default). A first mismatch after an update is confirmed after the next one."""
+    """Two updates' checks: after update 1 with `arrays`, after update 2 with `then` (by
+    default `arrays` halved: an update that changed them). A first mismatch after an update is
+    confirmed after the next one."""
     guard = _replicas.Guard("test", hvd.global_process_set, "broadcast them", every=every)
-    for weights in (arrays, arrays if then is None else then):
+    for weights in (arrays, [a * a.dtype.type(0.5) for a in arrays] if then is None else then):
         if guard.tick():
             guard.check(_replicas.summarise(weights), [a.size for a in weights], names,
                         [a.shape for a in weights], [str(a.dtype) for a in weights])
@@ -85,6 +86,45 @@ def test_weights_apart_after_the_first_update_pass_when_a_broadcast_follows_it()
     if hvd.size() > 1:  # still apart after update 2: with the default schedule, an error then
         with pytest.raises(_replicas.ReplicaMismatchError, match="after update 2 "):
             check(mine, every=0)
+
+
+def test_starting_weights_apart_fail_only_when_still_apart_before_the_second_update():
+    # Where the recipe broadcasts before training (Keras, TF1) the starting weights are checked;
+    # a gradient of deliberately different weights reduced once (Horovod's tests of partial
+    # optimizers do this) is no error, a second update on them is.
+    mine = [w + hvd.rank() for w in WEIGHTS]
+    guard = _replicas.Guard("start", hvd.global_process_set, "broadcast them", every=0,
+                            before_update=True, first=0)
+    stats = _replicas.summarise(mine)
+    args = ([a.size for a in mine], NAMES, [a.shape for a in mine], [str(a.dtype) for a in mine])
+    assert guard.tick()
+    guard.check(stats, *args)
+    if hvd.size() == 1:
+        assert not guard.tick()
+        return
+    assert guard.tick()  # the repeat, after an update that changed the weights
+    with pytest.raises(_replicas.ReplicaMismatchError,
+                       match=r"start after update 1 \(and before the first update: no "
+                             r"broadcast made them equal since\)"):
+        guard.check(_replicas.summarise([w * np.float32(0.5) for w in mine]), *args)
+
+
+def test_the_repeat_waits_for_an_update_that_changed_the_weights():
+    # A graph that re-runs its gradient reductions without applying them (Horovod's TF1 tests
+    # of partial tapes) counts updates that changed nothing: the ranks did not train apart.
+    mine = [w + hvd.rank() for w in WEIGHTS]
+    guard = _replicas.Guard("graph", hvd.global_process_set, "broadcast them", every=0)
+    args = ([a.size for a in mine], NAMES, [a.shape for a in mine], [str(a.dtype) for a in mine])
+    for weights in (mine, mine, mine):  # updates 1, 2, 3: checked, repeated, repeated
+        assert guard.tick() == (hvd.size() > 1 or guard.updates_done == 1)
+        guard.check(_replicas.summarise(weights), *args)
+    if hvd.size() == 1:
+        return
+    changed = [w * np.float32(0.5) for w in mine]
+    assert guard.tick()
+    with pytest.raises(_replicas.ReplicaMismatchError,
+                       match=r"after update 4 \(and after update 1: no broadcast"):
+        guard.check(_replicas.summarise(changed), *args)
 
 
 def test_different_models_are_named_with_each_ranks_variable_count():

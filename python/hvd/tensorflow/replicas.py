@@ -13,6 +13,7 @@ both are ordered among the graph's collectives, as every collective is (mpi_ops.
 """
 from __future__ import annotations
 
+import weakref
 from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
@@ -66,16 +67,20 @@ def check_before_reduction(guard: Optional[_replicas.Guard], variables: Sequence
             run = guard.tick()
         else:
             guard.at(int(updates_done))
-            run = _replicas.due(guard.updates_done, guard.every, guard.first)
+            run = guard.due_now()
         if run:
             _compare(guard, names, shapes, dtypes, [tf.convert_to_tensor(v) for v in variables])
         return
 
     def compare(done, *values):
-        if done >= 0:
+        # One return: autograph converts this body when the graph is a tf.function.
+        counted = int(done) >= 0
+        if counted:
             guard.at(int(done))
-        _compare(guard, names, shapes, dtypes, values)
-        return tf.constant(True)
+        run = not counted or guard.due_now()  # False: the repeat's slot, no repeat pending
+        if run:
+            _compare(guard, names, shapes, dtypes, values)
+        return tf.constant(run)
 
     def build():
         if updates_done is None:
@@ -84,7 +89,9 @@ def check_before_reduction(guard: Optional[_replicas.Guard], variables: Sequence
             done = tf.constant(-1, tf.int64)
         else:
             done = tf.cast(tf.convert_to_tensor(updates_done), tf.int64)
-            due = tf.equal(done, guard.first)
+            # The first check's repeat (Guard._confirm_at) is Python state the ranks set alike:
+            # its slot, one update later, is entered and compare() decides.
+            due = tf.logical_or(tf.equal(done, guard.first), tf.equal(done, guard.first + 1))
             if guard.every > 0:
                 due = tf.logical_or(due, tf.logical_and(tf.greater(done, 0),
                                                         tf.equal(done % guard.every, 0)))
@@ -99,20 +106,33 @@ def check_before_reduction(guard: Optional[_replicas.Guard], variables: Sequence
 
 class TapeGuards:
     """DistributedGradientTape is made anew every step: the guard of a set of sources outlives
-    the tape, keyed by the sources' identities."""
+    the tape, keyed by the sources' identities. An id is reused once its object is freed, so
+    each guard also holds weak references to its sources: a key whose sources are gone (a new
+    model built where the last one was freed) gets a new guard, not the old one's count."""
 
     def __init__(self, limit: int = 64):
-        self._guards: Dict[Tuple[int, ...], Optional[_replicas.Guard]] = {}
+        self._guards: Dict[Tuple[int, ...], Tuple[list, Optional[_replicas.Guard]]] = {}
         self._limit = limit
 
     def get(self, sources: Sequence, process_set) -> Optional[_replicas.Guard]:
         key = (process_set.process_set_id,) + tuple(id(s) for s in sources)
-        if key not in self._guards:
-            if len(self._guards) >= self._limit:  # sources that come and go: start over
-                self._guards.clear()
-            # Horovod's TF2 recipe broadcasts after the first step: check after it.
-            self._guards[key] = make_guard("DistributedGradientTape", process_set, first=1)
-        return self._guards[key]
+        held = self._guards.get(key)
+        if held is not None and all(ref() is s for ref, s in zip(held[0], sources)):
+            return held[1]
+        if len(self._guards) >= self._limit:  # sources that come and go: start over
+            self._guards.clear()
+        # Horovod's TF2 recipe broadcasts after the first step: check after it.
+        guard = make_guard("DistributedGradientTape", process_set, first=1)
+        self._guards[key] = ([_reference(s) for s in sources], guard)
+        return guard
+
+
+def _reference(source):
+    """A weak reference where the object allows one, else a strong one (kept as a callable)."""
+    try:
+        return weakref.ref(source)
+    except TypeError:
+        return lambda: source
 
 
 tape_guards = TapeGuards()

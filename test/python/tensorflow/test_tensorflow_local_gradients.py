@@ -117,3 +117,74 @@ def test_partial_keras_optimizer_in_fit_keeps_shared_layers_equal_and_local_ones
     for v, every_rank in zip(model.trainable_variables, gathered):
         same = all(np.allclose(every_rank[0], w) for w in every_rank[1:])
         assert same == (id(v) not in local_ids) or hvd.size() == 1, v.name
+
+
+def rank_initialised_model():
+    """A model whose weights are the rank (Horovod's partial-optimizer tests build these to
+    see the shared gradients change when reduced)."""
+    init = keras.initializers.Constant(hvd.rank())
+    return keras.Sequential([keras.Input((4,)),
+                             keras.layers.Dense(3, kernel_initializer=init, bias_initializer=init),
+                             keras.layers.Dense(2, kernel_initializer=init, bias_initializer=init)])
+
+
+def test_models_apart_whose_gradients_are_reduced_once_or_twice_pass_the_replica_check():
+    # Each model's gradient is reduced twice by a new tape (the check of "after update 1" comes
+    # at the second reduction and, finding the ranks apart, waits for one more), then freed.
+    # A new model may reuse the freed variables' ids: it must get a new check, not the old
+    # model's count (which would be due for its repeat, and fail).
+    for _ in range(4):
+        model = rank_initialised_model()
+        for _ in range(2):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(model(batch()) ** 2)
+            htf.DistributedGradientTape(tape).gradient(loss, model.trainable_variables)
+        del model, tape
+
+
+def test_a_keras_optimizer_reducing_once_for_models_apart_passes_the_replica_check():
+    for _ in range(2):
+        model = rank_initialised_model()
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(model(batch()) ** 2)
+        opt = hk.PartialDistributedOptimizer(keras.optimizers.SGD(0.1),
+                                             local_layers=model.layers[:1])
+        opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables),
+                                model.trainable_variables))
+
+
+def test_a_keras_optimizer_stepping_twice_on_models_apart_fails_the_replica_check():
+    model = rank_initialised_model()
+    opt = hk.DistributedOptimizer(keras.optimizers.SGD(0.1))
+
+    def step():
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(model(batch()) ** 2)
+        opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables),
+                                model.trainable_variables))
+    step()
+    if hvd.size() == 1:
+        step()
+        return
+    with pytest.raises(RuntimeError, match=r"after update 1 \(and before the first update"):
+        step()
+
+
+def test_a_tape_guard_is_not_inherited_by_sources_that_reuse_freed_ids():
+    from hvd.tensorflow import replicas
+
+    class Source:  # CPython gives a freed object's id to the next one of its size
+        pass
+
+    guards = replicas.TapeGuards()
+    first = Source()
+    old = guards.get([first], htf.global_process_set)
+    reused = id(first)
+    if old is not None:
+        old.tick()
+    del first
+    second = Source()
+    assert id(second) == reused  # the case this test is about
+    new = guards.get([second], htf.global_process_set)
+    assert new is not old or old is None
+    assert guards.get([second], htf.global_process_set) is new  # kept while it lives

@@ -168,8 +168,10 @@ def test_replica_check_fails_a_session_that_never_broadcast():
                 sess.run(train)
                 return
             # The starting weights are compared before the first reduction (the hook
-            # broadcasts before the first step).
-            with pytest.raises(tf.errors.OpError, match="before the first update: .*(rank 1 "
+            # broadcasts before the first step); still apart before the second, they fail.
+            sess.run(train)
+            with pytest.raises(tf.errors.OpError, match=r"after update 1 \(and before the "
+                                                        "first update: .*(rank 1 "
                                                         "differs|ranks 1, 2 differ).*"
                                                         "'unsynced:0'"):
                 sess.run(train)
