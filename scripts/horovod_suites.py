@@ -9,6 +9,9 @@ as Horovod's test/ (test/parallel/<file>, test/utils/common.py) in a temporary d
 
     HOROVOD_SRC=~/src/horovod scripts/horovod_suites.py --np 2 test_torch.py
 
+With --horovodrun (and --python of Horovod's virtualenv) the same files run on Horovod itself,
+which tells the tests that fail there with these library versions from hvd's own failures.
+
 Horovod's test utilities need `mock` and `parameterized` from PyPI in the interpreter that runs
 them (`pip install mock parameterized`).
 """
@@ -79,14 +82,22 @@ def counts(xml_path: pathlib.Path):
     return out
 
 
-def run_file(hvdrun, python, parallel_dir, name, np_, timeout, extra, hvdrun_args):
+def launch_command(hvdrun, horovodrun, np_, hvdrun_args):
+    """hvdrun --horovod-compat, or (to see which tests fail on Horovod itself) Horovod's own
+    horovodrun with its Gloo controller."""
+    hosts = ["-np", str(np_), "-H", f"localhost:{np_}"]
+    if horovodrun:
+        return [str(horovodrun), *hosts, "--gloo"]
+    return [str(hvdrun), *hosts, "--horovod-compat", *hvdrun_args]
+
+
+def run_file(launcher, python, parallel_dir, name, timeout, extra):
     with tempfile.TemporaryDirectory() as out:
         script = (f'exec "{python}" -m pytest -q -p no:cacheprovider {" ".join(extra)} '
-                  f'--junitxml="{out}/rank$HVD_RANK.xml" "{name}"')
+                  f'--junitxml="{out}/rank${{HVD_RANK:-$HOROVOD_RANK}}.xml" "{name}"')
         started = time.monotonic()
         try:
-            r = subprocess.run([str(hvdrun), "-np", str(np_), "-H", f"localhost:{np_}",
-                                "--horovod-compat", *hvdrun_args, "sh", "-c", script],
+            r = subprocess.run([*launcher, "sh", "-c", script],
                                cwd=parallel_dir,
                                capture_output=True, text=True, timeout=timeout)
             code = r.returncode
@@ -96,7 +107,7 @@ def run_file(hvdrun, python, parallel_dir, name, np_, timeout, extra, hvdrun_arg
         result = counts(pathlib.Path(out) / "rank0.xml") or {"passed": 0, "failed": 0,
                                                              "skipped": 0, "errors": 0,
                                                              "failures": []}
-        result.update(file=name, np=np_, exit=code, seconds=round(time.monotonic() - started, 1))
+        result.update(file=name, np=int(launcher[launcher.index("-np") + 1]), exit=code, seconds=round(time.monotonic() - started, 1))
         if result["passed"] + result["failed"] + result["errors"] == 0:
             result["tail"] = tail
         return result
@@ -118,6 +129,9 @@ def main():
                         help="an extra hvdrun argument, e.g. --hvdrun-arg=--check-replicas "
                              "--hvdrun-arg=off (some of Horovod's tests train ranks that never "
                              "broadcast, which hvd's replica check stops)")
+    parser.add_argument("--horovodrun", help="run the files under this horovodrun (Horovod "
+                        "itself, e.g. bench/install_horovod.sh's) instead of hvdrun; give "
+                        "--python that virtualenv's interpreter")
     args = parser.parse_args()
     if not args.horovod_src:
         parser.error("give a Horovod source tree with HOROVOD_SRC or --horovod-src")
@@ -127,8 +141,8 @@ def main():
         parallel = lay_out(pathlib.Path(args.horovod_src).expanduser(), pathlib.Path(tmp))
         for np_ in args.np or [2]:
             for name in args.files:
-                r = run_file(args.hvdrun, args.python, parallel, name, np_, args.timeout, extra,
-                             args.hvdrun_arg)
+                launcher = launch_command(args.hvdrun, args.horovodrun, np_, args.hvdrun_arg)
+                r = run_file(launcher, args.python, parallel, name, args.timeout, extra)
                 results.append(r)
                 ran = r["passed"] + r["failed"] + r["errors"]
                 rate = f"{100 * r['passed'] / ran:.0f}%" if ran else "-"
