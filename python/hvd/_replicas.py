@@ -76,10 +76,15 @@ class Guard:
     def enabled(self) -> bool:
         return self.every >= 0
 
-    def tick(self) -> bool:
+    def _new_round(self) -> None:
+        """A new elastic round: every rank counts from zero, and a repeat pending from the last
+        round is dropped (a worker that joined has none, and every rank must decide alike)."""
         current = _core.elastic_round()
-        if current != self._round:  # a new elastic round: every rank counts from zero
+        if current != self._round:
             self._round, self.updates, self._confirm_at, self._found = current, 0, None, None
+
+    def tick(self) -> bool:
+        self._new_round()
         self.updates += 1
         return self.due_now()
 
@@ -92,6 +97,7 @@ class Guard:
     def at(self, updates_done: int) -> None:
         """Takes the count of updates from the caller (a Keras optimizer's iterations, which
         the ranks' broadcasts and elastic state keep equal) instead of counting ticks."""
+        self._new_round()
         self.updates = updates_done + (1 if self.before_update else 0)
 
     @property
