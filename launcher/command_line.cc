@@ -17,30 +17,61 @@
 namespace hvd::launcher {
 namespace {
 
-// How many values each of the app's options (its option groups' too) takes after its name: 0
-// for a flag. Read from the app itself, so that a new option cannot be forgotten.
-std::map<std::string, int> valueCounts(const CLI::App& app) {
-  std::map<std::string, int> out;
+// The app's options, its option groups' too. Read from the app itself, so that a new option
+// cannot be forgotten.
+std::vector<const CLI::Option*> allOptions(const CLI::App& app) {
   std::vector<const CLI::App*> apps{&app};
   for (const CLI::App* group : app.get_subcommands([](const CLI::App* a) {
          return a->get_name().empty();
        }))
     apps.push_back(group);
+  std::vector<const CLI::Option*> out;
   for (const CLI::App* a : apps)
-    for (const CLI::Option* opt : a->get_options()) {
-      int count = std::max(0, opt->get_items_expected_min());
-      for (const auto& name : opt->get_snames()) out["-" + name] = count;
-      for (const auto& name : opt->get_lnames()) out["--" + name] = count;
-    }
+    for (const CLI::Option* opt : a->get_options()) out.push_back(opt);
   return out;
+}
+
+// An option's names as typed: "-n", "--num-proc" (a negated flag's "--no-x" too).
+std::vector<std::string> optionNames(const CLI::Option& opt) {
+  std::vector<std::string> out;
+  for (const auto& name : opt.get_snames()) out.push_back("-" + name);
+  for (const auto& name : opt.get_lnames()) out.push_back("--" + name);
+  return out;
+}
+
+// How many values each option takes after its name: 0 for a flag.
+std::map<std::string, int> valueCounts(const CLI::App& app) {
+  std::map<std::string, int> out;
+  for (const CLI::Option* opt : allOptions(app))
+    for (const auto& name : optionNames(*opt))
+      out[name] = std::max(0, opt->get_items_expected_min());
+  return out;
+}
+
+// mpirun's and horovodrun's single-dash spellings of hvdrun's long options.
+const std::map<std::string, std::string> kLongForms = {
+    {"-np", "--num-proc"}, {"-hostfile", "--hostfile"}, {"-cb", "--check-build"}};
+
+// --print-flags: per option, every name it is accepted as (the single-dash spellings above
+// included), a tab and its help text. scripts/check_cli_doc.py checks docs/cli.md against it.
+void printFlags(const CLI::App& app) {
+  std::set<std::string> printed;  // each option group has a copy of -h,--help
+  for (const CLI::Option* opt : allOptions(app)) {
+    std::string line;
+    for (const auto& name : optionNames(*opt)) {
+      line += (line.empty() ? "" : " ") + name;
+      for (const auto& [alias, longForm] : kLongForms)
+        if (longForm == name) line += " " + alias;
+    }
+    line += "\t" + opt->get_description();
+    if (printed.insert(line).second) std::printf("%s\n", line.c_str());
+  }
 }
 
 // CLI11 accepts only one-letter names after a single dash, but mpirun and horovodrun users type
 // -np, -hostfile and -cb (CLI11 would read -hostfile as -h and print the help). Rewrite them in
 // hvdrun's own options, stopping at the command so the command's arguments stay untouched.
 std::vector<std::string> normaliseArgs(int argc, char** argv, const CLI::App& app) {
-  static const std::map<std::string, std::string> kLongForms = {
-      {"-np", "--num-proc"}, {"-hostfile", "--hostfile"}, {"-cb", "--check-build"}};
   const std::map<std::string, int> values = valueCounts(app);
   std::vector<std::string> args(argv, argv + argc);
   for (std::size_t i = 1; i < args.size(); ++i) {
@@ -170,7 +201,7 @@ CLI::App* addElasticOptions(CLI::App& app, LaunchOptions& o) {
 }
 
 // Options that print something and exit, and horovodrun's that change nothing.
-void addInfoOptions(CLI::App& app, CommandLine& out) {
+void addInfoOptions(CLI::App& app, CommandLine& out, bool& printFlagsGiven) {
   // horovodrun's controller choice and its cache of host checks: hvdrun always runs its own
   // TCP controller (what --gloo picks) and caches nothing, so both are accepted and change nothing.
   auto* compat = app.add_option_group("horovodrun", "Accepted from horovodrun, no effect in hvd");
@@ -185,6 +216,10 @@ void addInfoOptions(CLI::App& app, CommandLine& out) {
                "Show what this build supports (CUDA, NCCL), what this machine offers it (driver, "
                "devices, NCCL library) and what the workers' python3 finds (hvd, PyTorch, "
                "NumPy), then exit; status 1 when python3 cannot import hvd");
+  app.add_flag("--print-flags", printFlagsGiven,
+               "List every option's names and help, one option a line, then exit (for "
+               "scripts/check_cli_doc.py)")
+      ->group("");  // not in --help
 }
 
 // The command after hvdrun's options. False when it starts with an option hvdrun lacks (printed).
@@ -245,7 +280,8 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
   tuning->add_option("--config-file", out.runtime.configFile,
                      "JSON file with Horovod's config sections (params, autotune, timeline, "
                      "stall_check, logging); flags override it");
-  addInfoOptions(app, out);
+  bool printFlagsGiven = false;
+  addInfoOptions(app, out, printFlagsGiven);
   app.prefix_command();  // everything from the command on belongs to the command
   app.footer("Usage: hvdrun -np N [-H host:slots,...] [options] command [args...]");
 
@@ -258,6 +294,10 @@ int parseCommandLine(int argc, char** argv, const std::string& version, CommandL
     // CLI11 has a code per kind of error (105 for a value out of range); hvdrun's users get
     // one: 2, a bad command line (docs/cli.md). --help and --version exit 0.
     return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (printFlagsGiven) {
+    printFlags(app);
+    return 0;
   }
   if (!takeCommand(app, o)) return 2;
   out.runtime.given = paramFlags.given();

@@ -18,8 +18,9 @@ struct CommandLine {
   bool checkBuild = false;
 };
 
-// Parses argv into `out`. Returns -1 to go on, or the exit status once the help, the version or
-// a usage error (naming the flag or the unknown option) has been printed.
+// Parses argv into `out`. Returns -1 to go on, or the exit status once the help, the version,
+// the list of flags (--print-flags) or a usage error (naming the flag or the unknown option) has
+// been printed.
 int parseCommandLine(int argc, char** argv, const std::string& version, CommandLine& out);
 
 }  // namespace hvd::launcher
