@@ -127,71 +127,70 @@ void RemoteHostState::nextRank() {
   step_ = Step::Begin;
 }
 
+// Starts the current rank's turn: skips an ended rank, gives up on an unconfirmed kill.
+void RemoteHostState::beginTurn(HostTime now) {
+  Rank& r = ranks_[cursor_];
+  if (r.phase == Phase::Done) return nextRank();
+  // Counting a rank killed as soon as `kill` was queued let hvdrun exit and close the
+  // connection before the command had reached the watcher; the closed lifeline then only sent
+  // SIGTERM, and ranks that ignore it outlived hvdrun by the grace period. So a killed rank ends
+  // when its script exits, or, from a host that does not confirm in time, now (its closed
+  // lifeline still stops the group: SIGTERM, grace, SIGKILL).
+  if (r.killWanted && !r.reported && now >= r.killConfirmBy) {
+    finish(cursor_, {true, SIGKILL},
+           detail::concat("no exit from the remote host within ", kKillConfirmTime.count(),
+                          " s of the kill; counted as killed"));
+    if (r.phase == Phase::Running) r.phase = Phase::Closing;
+  }
+  step_ = r.phase == Phase::Running ? Step::ReadOut : Step::Close;
+}
+
+ChannelOp RemoteHostState::op(ChannelOp::Kind kind, RankStream stream,
+                              std::string_view data) const {
+  ChannelOp o;
+  o.kind = kind;
+  o.rank = cursor_;
+  o.stream = stream;
+  o.data = data;
+  return o;
+}
+
+std::nullopt_t RemoteHostState::skipTo(Step step) {
+  step_ = step;
+  return std::nullopt;
+}
+
 // The current rank's operation at its current step, or nothing when the step has none and the
-// turn moved on.
+// turn moved on. Reads come before the EOF check, so output sent before the EOF is forwarded
+// before the channel is closed.
 std::optional<ChannelOp> RemoteHostState::stepOp(HostTime now) {
   using Kind = ChannelOp::Kind;
   Rank& r = ranks_[cursor_];
-  ChannelOp op;
-  op.rank = cursor_;
   switch (step_) {
     case Step::Begin:
-      if (r.phase == Phase::Done) {
-        nextRank();
-        return std::nullopt;
-      }
-      // Counting a rank killed as soon as `kill` was queued let hvdrun exit and close the
-      // connection before the command had reached the watcher; the closed lifeline then only
-      // sent SIGTERM, and ranks that ignore it outlived hvdrun by the grace period. So a killed
-      // rank ends when its script exits, or, from a host that does not confirm in time, now
-      // (its closed lifeline still stops the group: SIGTERM, grace, SIGKILL).
-      if (r.killWanted && !r.reported && now >= r.killConfirmBy) {
-        finish(cursor_, {true, SIGKILL},
-               detail::concat("no exit from the remote host within ", kKillConfirmTime.count(),
-                              " s of the kill; counted as killed"));
-        if (r.phase == Phase::Running) r.phase = Phase::Closing;
-      }
-      step_ = r.phase == Phase::Running ? Step::ReadOut : Step::Close;
+      beginTurn(now);
       return std::nullopt;
     case Step::ReadOut:
+      return op(Kind::Read, RankStream::Stdout);
     case Step::ReadErr:
-      op.kind = Kind::Read;
-      op.stream = step_ == Step::ReadOut ? RankStream::Stdout : RankStream::Stderr;
-      return op;
+      return op(Kind::Read, RankStream::Stderr);
     case Step::Write:
-      if (r.lifeline.empty()) {
-        step_ = Step::Eof;
-        return std::nullopt;
-      }
-      op.kind = Kind::WriteLifeline;
-      op.data = r.lifeline;
-      return op;
+      if (r.lifeline.empty()) return skipTo(Step::Eof);
+      return op(Kind::WriteLifeline, RankStream::Stdout, r.lifeline);
     case Step::Eof:
-      op.kind = Kind::CheckEof;
-      return op;
+      return op(Kind::CheckEof);
     case Step::Close:
-      if (r.phase != Phase::Closing) {
-        step_ = Step::Wait;
-        return std::nullopt;
-      }
-      op.kind = Kind::Close;
-      return op;
+      if (r.phase != Phase::Closing) return skipTo(Step::Wait);
+      return op(Kind::Close);
     case Step::Wait:
-      if (r.phase != Phase::WaitClosed) {
-        step_ = Step::Queued;
-        return std::nullopt;
-      }
-      op.kind = Kind::WaitClosed;
-      return op;
+      if (r.phase != Phase::WaitClosed) return skipTo(Step::Queued);
+      return op(Kind::WaitClosed);
     case Step::Queued:
       // Data that another channel's read pulled off the socket waits in libssh2's queue, where
       // poll() cannot see it.
-      if (r.phase != Phase::Running) {
-        nextRank();
-        return std::nullopt;
-      }
-      op.kind = Kind::CheckQueued;
-      return op;
+      if (r.phase == Phase::Running) return op(Kind::CheckQueued);
+      nextRank();
+      return std::nullopt;
   }
   return std::nullopt;
 }

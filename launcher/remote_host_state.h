@@ -147,7 +147,11 @@ class RemoteHostState {
   void loseConnection(std::size_t connection, const std::string& why);
   void expect(std::size_t rank, Step step) const;  // the outcome answers the pending op
   void nextRank();
+  void beginTurn(HostTime now);
   std::optional<ChannelOp> stepOp(HostTime now);
+  ChannelOp op(ChannelOp::Kind kind, RankStream stream = RankStream::Stdout,
+               std::string_view data = {}) const;
+  std::nullopt_t skipTo(Step step);
 
   std::vector<Rank> ranks_;
   std::size_t perConnection_;
