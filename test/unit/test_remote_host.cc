@@ -360,6 +360,11 @@ TEST_CASE("remote host: a kill the host confirms in time reports the remote stat
   s.onSignal(0, SIGKILL, t0);
   CHECK(round(s, ch, job, t0) == Kind::Again);
   CHECK(ch[0].lifeline == "kill\n");
+  // A repeated kill neither writes `kill` again nor moves the deadline.
+  s.onSignal(0, SIGKILL, t0 + milliseconds(1500));
+  CHECK(s.pollTimeoutMs(t0 + milliseconds(1500), {}) == 500);
+  CHECK(round(s, ch, job, t0 + milliseconds(1500)) == Kind::Again);
+  CHECK(ch[0].lifeline.find("kill\n", 1) == std::string::npos);
   ch[0].eof = true;
   ch[0].status = 128 + SIGKILL;
   CHECK(round(s, ch, job, t0 + milliseconds(300)) == Kind::HostDone);
