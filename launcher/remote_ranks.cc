@@ -4,35 +4,30 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
-#include <set>
 #include <cstring>
+#include <set>
 #include <functional>
 #include <optional>
 #include <thread>
 
 #include "common/error.h"
 #include "common/logging.h"
+#include "launcher/remote_host_state.h"
 #include "launcher/ssh/remote_command.h"
 
 namespace hvd::launcher {
 namespace {
 
 // A host that vanishes without closing the connection fails its ranks within ~30 s rather than
-// whenever TCP gives up; keepalives make a silent peer count as vanished.
+// whenever TCP gives up; keepalives (every kKeepaliveSeconds) make a silent peer count as
+// vanished.
 constexpr unsigned kUserTimeoutMs = 30000;
-constexpr int kKeepaliveSeconds = 10;
-// How long a host has to confirm a kill (the rank's remote script exits once the watcher has
-// killed the group) before hvdrun counts the rank killed anyway.
-constexpr auto kKillConfirmTime = std::chrono::seconds(2);
 using Clock = std::chrono::steady_clock;
-
-enum class Phase { Running, Closing, WaitClosed, Done };
 
 void closeFd(int& fd) {
   if (fd >= 0) ::close(fd);
@@ -51,29 +46,20 @@ void sendAll(int& fd, const char* data, std::size_t size) {
   }
 }
 
-ExitStatus fromRemoteStatus(int status) {
-  // The remote shell reports a command killed by signal N as 128+N.
-  if (status > 128 && status < 128 + NSIG) return {true, status - 128};
-  return {false, status};
-}
-
 struct RankChannel {
   RemoteRankSpec spec;
-  std::size_t connection = 0;  // index into Host::sessions
   LIBSSH2_CHANNEL* channel = nullptr;
   int outFd = -1, errFd = -1;  // write ends
-  Phase phase = Phase::Running;
-  std::string lifeline;  // commands for the remote watcher not yet written (remote_command.h)
-  bool termQueued = false, killWanted = false, reported = false;
-  Clock::time_point killConfirmBy{};  // killWanted: when to stop waiting for the remote exit
 };
 
 }  // namespace
 
 // One host's connections and ranks. Everything but the request queue belongs to its thread.
+// The decisions are RemoteHostState's; this performs the I/O it asks for.
 struct RemoteRanks::Host {
   std::vector<std::unique_ptr<ssh::SshSession>> sessions;
   std::vector<RankChannel> ranks;
+  std::optional<RemoteHostState> state;  // made once `ranks` is complete
   std::thread thread;
   int controlRead = -1, controlWrite = -1;  // wakes the host thread for requests
   std::mutex mutex;
@@ -92,18 +78,20 @@ struct RemoteRanks::Host {
   void run();
 
  private:
-  struct Round {
-    bool progressed = false;  // something moved: go round again before sleeping
-    bool pending = false;     // libssh2 holds unread data poll() cannot see
-  };
   bool quitting();
   bool checkLateHost();
   void applyRequests();
-  void pump(RankChannel& r, Round& round, char* buf, std::size_t size);
-  void collectExit(RankChannel& r);
+  void startRanks();
+  void configureSessions();
+  ChannelOp pumpRound(std::vector<char>& buf);
+  bool perform(const ChannelOp& op, std::vector<char>& buf);
+  void read(const ChannelOp& op, std::vector<char>& buf);
+  void writeLifeline(const ChannelOp& op);
+  void collectExit(std::size_t rank);
   void waitForActivity();
-  void finish(RankChannel& r, ExitStatus status, const std::string& why);
-  void loseConnection(std::size_t connection, const std::string& why);
+  void performActions();
+  void finish(RankChannel& r, const HostAction& a);
+  void dropConnection(std::size_t connection);
 };
 
 RemoteRanks::RemoteRanks(std::size_t sshConcurrency) : slots_(sshConcurrency) {
@@ -145,10 +133,10 @@ void RemoteRanks::addHost(ssh::ReadyHost ready, std::vector<RemoteRankSpec> rank
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     RankChannel r;
     r.spec = std::move(ranks[i]);
-    r.connection = i / ssh::kRanksPerConnection;
     r.channel = ready.channels[i];
     host->ranks.push_back(std::move(r));
   }
+  host->state.emplace(host->ranks.size(), ssh::kRanksPerConnection);
   hosts_.push_back(std::move(host));
 }
 
@@ -198,6 +186,7 @@ std::vector<RemoteRankStreams> RemoteRanks::launch(LateHost late) {
     r.spec = spec;
     host->ranks.push_back(std::move(r));
   }
+  host->state.emplace(host->ranks.size(), ssh::kRanksPerConnection);
   host->late = std::move(late);
   host->late->check.interrupt = std::make_shared<ssh::CheckInterrupt>();
   host->slots = &slots_;
@@ -246,27 +235,40 @@ void RemoteRanks::report(int id, ExitStatus status) {
   (void)!::write(wakeWrite_, "e", 1);
 }
 
-void RemoteRanks::Host::finish(RankChannel& r, ExitStatus status, const std::string& why) {
-  if (!why.empty()) {
-    std::string line = "hvdrun: " + why + "\n";
+void RemoteRanks::Host::finish(RankChannel& r, const HostAction& a) {
+  if (!a.why.empty()) {
+    std::string line = "hvdrun: " + a.why + "\n";
     sendAll(r.errFd, line.data(), line.size());
   }
   closeFd(r.outFd);
   closeFd(r.errFd);
-  if (!r.reported) report(r.spec.id, status);
-  r.reported = true;
+  report(r.spec.id, a.status);
 }
 
-// Every rank still on a broken connection fails with the reason; the connection is dropped.
-void RemoteRanks::Host::loseConnection(std::size_t c, const std::string& why) {
-  for (auto& r : ranks)
-    if (r.connection == c && r.phase != Phase::Done) {
-      finish(r, {false, 255}, why);
-      r.channel = nullptr;  // freed with the session
-      r.phase = Phase::Done;
-    }
-  if (sessions[c]) libssh2_session_set_blocking(sessions[c]->raw(), 1);
+void RemoteRanks::Host::dropConnection(std::size_t c) {
+  for (std::size_t i = 0; i < ranks.size(); ++i)
+    if (state->connectionOf(i) == c) ranks[i].channel = nullptr;  // freed with the session
+  if (c >= sessions.size() || !sessions[c]) return;
+  libssh2_session_set_blocking(sessions[c]->raw(), 1);
   sessions[c].reset();
+}
+
+void RemoteRanks::Host::performActions() {
+  for (const HostAction& a : state->takeActions()) {
+    switch (a.kind) {
+      case HostAction::Kind::Forward: {
+        RankChannel& r = ranks[a.rank];
+        sendAll(a.stream == RankStream::Stdout ? r.outFd : r.errFd, a.data.data(), a.data.size());
+        break;
+      }
+      case HostAction::Kind::Finish:
+        finish(ranks[a.rank], a);
+        break;
+      case HostAction::Kind::DropConnection:
+        dropConnection(a.connection);
+        break;
+    }
+  }
 }
 
 bool RemoteRanks::Host::quitting() {
@@ -287,107 +289,102 @@ void RemoteRanks::Host::applyRequests() {
     fresh.swap(requests);
   }
   for (auto [id, sig] : fresh)
-    for (auto& r : ranks)
-      if (r.spec.id == id) {
-        if (sig == SIGKILL && !r.killWanted) {
-          r.killWanted = true;
-          r.killConfirmBy = Clock::now() + kKillConfirmTime;
-          r.lifeline += ssh::kLifelineKill;
-        } else if (!r.termQueued) {
-          r.termQueued = true;
-          r.lifeline += ssh::kLifelineTerm;
-        }
-      }
+    for (std::size_t i = 0; i < ranks.size(); ++i)
+      if (ranks[i].spec.id == id) state->onSignal(i, sig, Clock::now());
 }
 
-// Moves one rank on as far as it can go without blocking.
-void RemoteRanks::Host::pump(RankChannel& r, Round& round, char* buf, std::size_t size) {
-  // A killed rank ends when its remote script exits, which it does once the watcher has read
-  // `kill` and killed the group. Counting it ended as soon as `kill` was queued let hvdrun exit
-  // and close the connection before the command had reached the watcher; the closed lifeline
-  // then only sent SIGTERM, and ranks that ignore it outlived hvdrun by the grace period. A
-  // host that does not confirm in time is given up on (its closed lifeline still stops the
-  // group, with SIGTERM, grace, SIGKILL).
-  if (r.killWanted && !r.reported && Clock::now() >= r.killConfirmBy) {
-    finish(r, {true, SIGKILL},
-           detail::concat("no exit from the remote host within ", kKillConfirmTime.count(),
-                          " s of the kill; counted as killed"));
-    if (r.phase == Phase::Running) r.phase = Phase::Closing;
-  }
-  if (r.phase == Phase::Running) {
-    for (int stream : {0, SSH_EXTENDED_DATA_STDERR}) {
-      ssize_t n;
-      while ((n = libssh2_channel_read_ex(r.channel, stream, buf, size)) > 0) {
-        sendAll(stream == 0 ? r.outFd : r.errFd, buf, static_cast<std::size_t>(n));
-        round.progressed = true;
-      }
-      if (n < 0 && n != LIBSSH2_ERROR_EAGAIN)
-        return loseConnection(r.connection,
-                              sessions[r.connection]->where() +
-                                  "ssh connection lost while rank was running (" +
-                                  std::to_string(n) + ")");
-    }
-    if (!r.lifeline.empty()) {
-      ssize_t n = libssh2_channel_write(r.channel, r.lifeline.data(), r.lifeline.size());
-      if (n > 0) {
-        r.lifeline.erase(0, static_cast<std::size_t>(n));
-        round.progressed = true;
-      } else if (n != LIBSSH2_ERROR_EAGAIN) {
-        r.lifeline.clear();  // the remote side has closed: the rank is ending anyway
-      }
-    }
-    if (libssh2_channel_eof(r.channel)) r.phase = Phase::Closing;
-  }
-  if (r.phase == Phase::Closing && libssh2_channel_close(r.channel) != LIBSSH2_ERROR_EAGAIN)
-    r.phase = Phase::WaitClosed;
-  if (r.phase == Phase::WaitClosed) {
-    if (libssh2_channel_wait_closed(r.channel) == LIBSSH2_ERROR_EAGAIN) return;
-    collectExit(r);
-    round.progressed = true;
-    return;
-  }
-  // Data that another channel's read pulled off the socket waits in libssh2's queue, where
-  // poll() cannot see it.
-  if (r.phase == Phase::Running) {
-    unsigned long avail = 0;
-    libssh2_channel_window_read_ex(r.channel, &avail, nullptr);
-    round.pending |= avail > 0 || libssh2_channel_eof(r.channel);
-  }
+void RemoteRanks::Host::read(const ChannelOp& op, std::vector<char>& buf) {
+  int stream = op.stream == RankStream::Stdout ? 0 : SSH_EXTENDED_DATA_STDERR;
+  ssize_t n = libssh2_channel_read_ex(ranks[op.rank].channel, stream, buf.data(), buf.size());
+  if (n > 0)
+    state->onOutput(op.rank, op.stream, {buf.data(), static_cast<std::size_t>(n)});
+  else if (n < 0 && n != LIBSSH2_ERROR_EAGAIN)
+    state->onReadFailed(op.rank, static_cast<long>(n));
+  else
+    state->onDrained(op.rank, op.stream);
 }
 
-void RemoteRanks::Host::collectExit(RankChannel& r) {
+void RemoteRanks::Host::writeLifeline(const ChannelOp& op) {
+  ssize_t n = libssh2_channel_write(ranks[op.rank].channel, op.data.data(), op.data.size());
+  if (n > 0)
+    state->onLifelineWritten(op.rank, static_cast<std::size_t>(n));
+  else if (n == LIBSSH2_ERROR_EAGAIN)
+    state->onLifelineWouldBlock(op.rank);
+  else
+    state->onLifelineRefused(op.rank);
+}
+
+void RemoteRanks::Host::collectExit(std::size_t rank) {
+  RankChannel& r = ranks[rank];
   char* exitSignal = nullptr;
   libssh2_channel_get_exit_signal(r.channel, &exitSignal, nullptr, nullptr, nullptr, nullptr,
                                   nullptr);
   int status = libssh2_channel_get_exit_status(r.channel);
   std::string signalName = exitSignal ? exitSignal : "";
-  if (exitSignal) libssh2_free(sessions[r.connection]->raw(), exitSignal);
+  if (exitSignal) libssh2_free(sessions[state->connectionOf(rank)]->raw(), exitSignal);
   libssh2_channel_free(r.channel);
   r.channel = nullptr;
-  r.phase = Phase::Done;
-  if (!signalName.empty())
-    finish(r, {false, 255}, "the remote shell was ended by SIG" + signalName);
-  else
-    finish(r, fromRemoteStatus(status), "");
+  state->onExit(rank, status, signalName);
+}
+
+// Performs one channel operation and reports its outcome; false when the op ends the round.
+bool RemoteRanks::Host::perform(const ChannelOp& op, std::vector<char>& buf) {
+  if (op.kind == ChannelOp::Kind::Again || op.kind == ChannelOp::Kind::Sleep ||
+      op.kind == ChannelOp::Kind::HostDone)
+    return false;
+  LIBSSH2_CHANNEL* channel = ranks[op.rank].channel;
+  switch (op.kind) {
+    case ChannelOp::Kind::Read:
+      read(op, buf);
+      return true;
+    case ChannelOp::Kind::WriteLifeline:
+      writeLifeline(op);
+      return true;
+    case ChannelOp::Kind::CheckEof:
+      state->onEof(op.rank, libssh2_channel_eof(channel) != 0);
+      return true;
+    case ChannelOp::Kind::Close:
+      state->onCloseSent(op.rank, libssh2_channel_close(channel) == LIBSSH2_ERROR_EAGAIN);
+      return true;
+    case ChannelOp::Kind::WaitClosed:
+      if (libssh2_channel_wait_closed(channel) == LIBSSH2_ERROR_EAGAIN)
+        state->onStillClosing(op.rank);
+      else
+        collectExit(op.rank);
+      return true;
+    case ChannelOp::Kind::CheckQueued: {
+      unsigned long avail = 0;
+      libssh2_channel_window_read_ex(channel, &avail, nullptr);
+      state->onQueued(op.rank, avail > 0 || libssh2_channel_eof(channel));
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+// Moves every rank on as far as it can go without blocking; returns how the round ended.
+ChannelOp RemoteRanks::Host::pumpRound(std::vector<char>& buf) {
+  for (;;) {
+    ChannelOp op = state->next(Clock::now());
+    performActions();
+    if (!perform(op, buf)) return op;
+    performActions();  // before the next read reuses `buf`, which forwarded output points into
+  }
 }
 
 // Sleeps until a connection or the job has something, sending keepalives on the way.
 void RemoteRanks::Host::waitForActivity() {
   std::vector<pollfd> fds{{controlRead, POLLIN, 0}};
   std::vector<std::size_t> owner{0};
-  int timeoutMs = kKeepaliveSeconds * 1000;
+  std::vector<int> keepaliveNext;
   auto now = Clock::now();
-  for (const auto& r : ranks)
-    if (r.killWanted && !r.reported) {
-      auto left = std::chrono::ceil<std::chrono::milliseconds>(r.killConfirmBy - now).count();
-      timeoutMs = std::min<int>(timeoutMs, static_cast<int>(std::max<int64_t>(left, 0)));
-    }
   for (std::size_t c = 0; c < sessions.size(); ++c) {
     if (!sessions[c]) continue;
     LIBSSH2_SESSION* s = sessions[c]->raw();
     int next = kKeepaliveSeconds;
     libssh2_keepalive_send(s, &next);
-    timeoutMs = std::min(timeoutMs, std::max(1, next) * 1000);
+    keepaliveNext.push_back(next);
     int dirs = libssh2_session_block_directions(s);
     short events = 0;
     if (dirs & LIBSSH2_SESSION_BLOCK_INBOUND) events |= POLLIN;
@@ -395,17 +392,15 @@ void RemoteRanks::Host::waitForActivity() {
     fds.push_back({sessions[c]->socket(), static_cast<short>(events ? events : POLLIN), 0});
     owner.push_back(c);
   }
-  int n = ::poll(fds.data(), fds.size(), timeoutMs);
+  int n = ::poll(fds.data(), fds.size(), state->pollTimeoutMs(now, keepaliveNext));
   if (n < 0 && errno != EINTR) {
     log::logger("launcher")->error("remote ranks: poll failed: {}", std::strerror(errno));
-    for (std::size_t c = 0; c < sessions.size(); ++c)
-      loseConnection(c, "hvdrun cannot watch its ssh connections: poll failed");
-    return;
+    state->onPollFailed();
   }
   for (std::size_t i = 1; n > 0 && i < fds.size(); ++i)
-    if ((fds[i].revents & (POLLERR | POLLHUP)) && !(fds[i].revents & POLLIN))
-      loseConnection(owner[i],
-                     sessions[owner[i]]->where() + "ssh connection lost while rank was running");
+    state->onSocketEvents(owner[i], fds[i].revents & POLLIN,
+                          fds[i].revents & (POLLERR | POLLHUP));
+  performActions();
 }
 
 // A late host's check, on its own thread: false when it failed (every rank has ended).
@@ -420,7 +415,6 @@ bool RemoteRanks::Host::checkLateHost() {
       sessions = std::move(ready->second.sessions);
       for (std::size_t i = 0; i < ranks.size(); ++i) {
         RankChannel& r = ranks[i];
-        r.connection = i / ssh::kRanksPerConnection;
         r.channel = ready->second.channels[i];
         r.spec.script = late->scriptFor(r.spec, ready->second.localAddress);
       }
@@ -429,41 +423,31 @@ bool RemoteRanks::Host::checkLateHost() {
   } catch (const Error& e) {
     why = e.what();
   }
-  // Stopped while being checked: the ranks end as the signal asked, not as a failed host.
   bool stopped = late->check.interrupt->interrupted();
   if (stopped) applyRequests();
-  for (auto& r : ranks) {
-    ExitStatus status{false, 255};
-    status.unstarted = true;
-    if (stopped) status = {true, r.killWanted ? SIGKILL : SIGTERM};
-    finish(r, status, stopped ? "" : why);
-    r.channel = nullptr;  // freed with the sessions
-    r.phase = Phase::Done;
-  }
+  state->onCheckFailed(why, stopped);
+  performActions();
   sessions.clear();
   return false;
 }
 
-void RemoteRanks::Host::run() {
-  if (late && !checkLateHost()) return;
-  // A rank the job stopped while its host was being checked never starts: its check shell
-  // exits when the channel closes.
-  applyRequests();
-  for (auto& r : ranks) {
+void RemoteRanks::Host::startRanks() {
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
     if (quitting()) break;
-    if (r.phase == Phase::Done) continue;  // its connection was lost
-    if (r.termQueued || r.killWanted) {
-      finish(r, {true, r.killWanted ? SIGKILL : SIGTERM}, "");
-      r.lifeline.clear();
-      r.phase = Phase::Closing;
-      continue;
+    if (state->startRank(i)) {
+      try {
+        sessions[state->connectionOf(i)]->writeAll(ranks[i].channel,
+                                                   ssh::framed(ranks[i].spec.script), "the rank");
+      } catch (const Error& e) {
+        state->onScriptFailed(i, e.what());
+      }
     }
-    try {
-      sessions[r.connection]->writeAll(r.channel, ssh::framed(r.spec.script), "the rank");
-    } catch (const Error& e) {
-      loseConnection(r.connection, e.what());
-    }
+    performActions();
   }
+}
+
+// From here on every session is non-blocking, watched by keepalives and TCP's user timeout.
+void RemoteRanks::Host::configureSessions() {
   for (auto& s : sessions)
     if (s) {
       ::setsockopt(s->socket(), IPPROTO_TCP, TCP_USER_TIMEOUT, &kUserTimeoutMs,
@@ -471,18 +455,21 @@ void RemoteRanks::Host::run() {
       libssh2_keepalive_config(s->raw(), 1, kKeepaliveSeconds);
       libssh2_session_set_blocking(s->raw(), 0);
     }
+}
+
+void RemoteRanks::Host::run() {
+  if (late && !checkLateHost()) return;
+  if (!sessions.empty() && sessions[0]) state->setWhere(sessions[0]->where());
+  // A rank the job stopped while its host was being checked never starts.
+  applyRequests();
+  startRanks();
+  configureSessions();
   std::vector<char> buf(65536);
   while (!quitting()) {
     applyRequests();
-    Round round;
-    bool anyLeft = false;
-    for (auto& r : ranks)
-      if (r.phase != Phase::Done) {
-        anyLeft = true;
-        pump(r, round, buf.data(), buf.size());
-      }
-    if (!anyLeft) break;
-    if (!round.progressed && !round.pending) waitForActivity();
+    ChannelOp end = pumpRound(buf);
+    if (end.kind == ChannelOp::Kind::HostDone) break;
+    if (end.kind == ChannelOp::Kind::Sleep) waitForActivity();
   }
   // Closing the connections ends the lifeline of every rank still running there.
   for (auto& s : sessions)

@@ -13,6 +13,8 @@
 // Signalling a rank writes a command on its lifeline: `term` makes the remote script send SIGTERM
 // to the rank's process group, `kill` SIGKILL at once. If hvdrun dies, the kernel closes the
 // connections, the lifelines end, and the script stops the group (SIGTERM, grace, SIGKILL).
+// The decisions of a host's lifecycle (what to do next on which channel, how each rank ends)
+// are RemoteHostState's (remote_host_state.h); the host thread performs the I/O it asks for.
 // Thread model: the public members are called from the job's thread; each libssh2 session
 // belongs to its host's thread alone.
 #pragma once

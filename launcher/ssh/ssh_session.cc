@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "common/logging.h"
+#include "launcher/ssh/connect_attempts.h"
 #include "launcher/ssh/host_key_check.h"
 #include "launcher/ssh/known_hosts.h"
 
@@ -33,19 +34,12 @@ void initLibssh2Once() {
   });
 }
 
-int remainingMs(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  return static_cast<int>(std::max<long>(0, left.count()));
-}
-
 SshError interrupted(const std::string& where) {
   return SshError(SshFailure::Interrupted, where + "the check was interrupted (hvdrun is stopping)");
 }
 
-// Non-blocking connect to each resolved address in turn until one answers or time runs out.
-// With an interrupt, waits in slices so that a stop is seen within one; the socket is watched
-// from its creation.
-int connectWithTimeout(const SshTarget& t, const std::string& where, CheckInterrupt* interrupt) {
+std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> resolve(const SshTarget& t,
+                                                             const std::string& where) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -55,70 +49,58 @@ int connectWithTimeout(const SshTarget& t, const std::string& where, CheckInterr
   if (rc != 0)
     throw SshError(SshFailure::Resolve,
                    where + "cannot resolve '" + t.address + "': " + ::gai_strerror(rc));
-  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> guard(found, ::freeaddrinfo);
-  auto deadline = Clock::now() + t.connectTimeout;
-  int lastErrno = 0;
-  for (addrinfo* a = found; a; a = a->ai_next) {
+  return {found, ::freeaddrinfo};
+}
+
+void discard(int fd, CheckInterrupt* interrupt) {
+  if (interrupt) interrupt->unwatch(fd);
+  ::close(fd);
+}
+
+// Waits for a non-blocking connect: 0 or the errno it failed with (ETIMEDOUT when time ran
+// out). Throws when interrupted, the socket discarded.
+int awaitConnect(int fd, const ConnectAttempts& attempts, CheckInterrupt* interrupt,
+                 const std::string& where) {
+  pollfd p{fd, POLLOUT, 0};
+  for (;;) {
+    if (::poll(&p, 1, attempts.pollMs(Clock::now())) != 0) break;
+    if (attempts.expired(Clock::now())) return ETIMEDOUT;
+    if (interrupt && interrupt->interrupted()) {
+      discard(fd, interrupt);
+      throw interrupted(where);
+    }
+  }
+  int err = 0;
+  socklen_t len = sizeof err;
+  ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+  return err;
+}
+
+// Non-blocking connect to each resolved address in turn until one answers or time runs out
+// (connect_attempts.h decides). With an interrupt, the socket is watched from its creation.
+int connectWithTimeout(const SshTarget& t, const std::string& where, CheckInterrupt* interrupt) {
+  auto found = resolve(t, where);
+  ConnectAttempts attempts(t.connectTimeout, interrupt != nullptr, Clock::now());
+  for (addrinfo* a = found.get(); a; a = a->ai_next) {
     int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
-      lastErrno = errno;
+      attempts.socketFailed(errno);
       continue;
     }
     if (interrupt) interrupt->watch(fd);
-    auto discard = [&] {
-      if (interrupt) interrupt->unwatch(fd);
-      ::close(fd);
-    };
-    int err = 0;
-    if (::connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
-      err = errno;
-      if (err == EINPROGRESS) {
-        pollfd p{fd, POLLOUT, 0};
-        int n = 0;
-        for (;;) {
-          int wait = remainingMs(deadline);
-          if (interrupt) wait = std::min(wait, 100);
-          n = ::poll(&p, 1, wait);
-          if (n != 0 || remainingMs(deadline) == 0) break;
-          if (interrupt && interrupt->interrupted()) {
-            discard();
-            throw interrupted(where);
-          }
-        }
-        if (n == 0) {
-          err = ETIMEDOUT;
-        } else {
-          socklen_t len = sizeof err;
-          ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-        }
-      }
-    }
+    int err = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0 ? 0 : errno;
+    if (err == EINPROGRESS) err = awaitConnect(fd, attempts, interrupt, where);
     if (err == 0) {
       ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
       int one = 1;
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       return fd;
     }
-    discard();
+    discard(fd, interrupt);
     if (interrupt && interrupt->interrupted()) throw interrupted(where);
-    lastErrno = err;
-    if (remainingMs(deadline) == 0) break;
+    if (!attempts.attemptFailed(err, Clock::now())) break;
   }
-  std::string timeout = std::to_string(t.connectTimeout.count()) + " ms";
-  switch (lastErrno) {
-    case ECONNREFUSED:
-      throw SshError(SshFailure::Refused,
-                     where + "connection refused (is sshd running on port " + port + "?)");
-    case ETIMEDOUT:
-      throw SshError(SshFailure::Timeout, where + "connection timed out after " + timeout +
-                                              " (--ssh-connect-timeout)");
-    case EHOSTUNREACH:
-    case ENETUNREACH:
-    case ENETDOWN:
-      throw SshError(SshFailure::Unreachable, where + std::strerror(lastErrno));
-    default:
-      throw SshError(SshFailure::Unreachable, where + "cannot connect: " + std::strerror(lastErrno));
-  }
+  throw attempts.error(t, where);
 }
 
 std::string base64(const char* data, std::size_t size) {
