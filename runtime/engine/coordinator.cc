@@ -66,22 +66,55 @@ void Coordinator::submitList(int rank, const RequestList& list, SteadyTime now) 
   if (list.shutdown) requestShutdown(rank);
 }
 
+std::vector<int> Coordinator::Pending::submitters() const {
+  std::vector<int> out;
+  out.reserve(submittedCount);
+  for (int r = 0; r < static_cast<int>(state.size()); ++r)
+    if (state[r] & kSubmitted) out.push_back(r);
+  return out;
+}
+
+const OpRequest& Coordinator::Pending::requestOf(int rank) const {
+  auto it = differing.find(rank);
+  return it == differing.end() ? request : it->second;
+}
+
+void Coordinator::expect(Pending& p, int rank) {
+  if (!(p.state[rank] & Pending::kExpected)) {
+    p.state[rank] |= Pending::kExpected;
+    ++p.expectedCount;
+  }
+}
+
 void Coordinator::submit(int rank, const OpRequest& request, uint64_t cacheId, SteadyTime now,
                          std::string inlineData) {
+  HVD_ENFORCE(rank >= 0 && rank < options_.size, "rank ", rank, " submitted ",
+              request.describe(), " but the job has ", options_.size, " ranks");
   if (request.type == OpType::Join) {
     joined_.insert(rank);
     lastJoined_ = rank;
     for (auto& [name, p] : pending_) markIfReady(name, p, now);
     return;
   }
-  auto [it, fresh] = pending_.try_emplace(request.key());
+  // A name in the global set is its own key: no key string is built for it.
+  std::string scoped;
+  const std::string& key = request.processSet == 0 ? request.name : (scoped = request.key());
+  auto [it, fresh] = pending_.try_emplace(key);
   Pending& p = it->second;
-  if (fresh) p.firstSeen = now;
-  HVD_ENFORCE(!p.byRank.count(rank), "rank ", rank, " submitted ", request.describe(),
-              " twice before it ran");
-  p.byRank[rank] = request;
-  p.arrivedAt[rank] = now;
-  p.cacheIdByRank[rank] = cacheId;
+  if (fresh) {
+    p.firstSeen = now;
+    p.request = request;
+    p.cacheId = cacheId;
+    p.state.assign(options_.size, 0);
+  } else {
+    HVD_ENFORCE(!p.submitted(rank), "rank ", rank, " submitted ", request.describe(),
+                " twice before it ran");
+    // Ranks that sent the same cache id sent identical requests.
+    bool same = (cacheId != 0 && cacheId == p.cacheId) || request == p.request;
+    if (!same) p.differing.emplace(rank, request);
+  }
+  p.state[rank] |= Pending::kSubmitted;
+  ++p.submittedCount;
   if (!inlineData.empty()) p.inlineByRank[rank] = std::move(inlineData);
   // The ranks it waits for: those of each process set a submission names, added once per set
   // (a set other than the first is a mismatch, reported when all have arrived), not per
@@ -89,9 +122,9 @@ void Coordinator::submit(int rank, const OpRequest& request, uint64_t cacheId, S
   int32_t set = involvesEveryRank(request.type) ? 0 : request.processSet;
   if (std::find(p.setsExpected.begin(), p.setsExpected.end(), set) == p.setsExpected.end()) {
     p.setsExpected.push_back(set);
-    for (int32_t r : processSet(set)) p.expected.insert(r);
+    for (int32_t r : processSet(set)) expect(p, r);
   }
-  p.expected.insert(rank);
+  expect(p, rank);
   markIfReady(it->first, p, now);
 }
 
@@ -109,9 +142,9 @@ void Coordinator::failWhatShutDownRanksWillNeverSubmit(std::vector<Response>& ou
     }
     Response r;
     r.kind = ResponseKind::Error;
-    r.type = it->second.byRank.begin()->second.type;
+    r.type = it->second.request.type;
     r.names = {it->first};
-    r.message = detail::concat(it->second.byRank.begin()->second.describe(), ": ranks ",
+    r.message = detail::concat(it->second.request.describe(), ": ranks ",
                                rankSet(gone), " shut down (their program finished or called "
                                "shutdown) without submitting it, so it can never run");
     out.push_back(std::move(r));
@@ -135,9 +168,9 @@ void Coordinator::failFencesThatCanNeverMatch(std::vector<Response>& out) {
   std::set<int> undecided;
   std::set<std::string> stuck;
   for (const auto& [name, p] : pending_) {
-    if (p.ready || !isFence(p.byRank.begin()->second.type)) continue;
+    if (p.ready || !isFence(p.request.type)) continue;
     stuck.insert(name);
-    for (const auto& [rank, request] : p.byRank)
+    for (int rank : p.submitters())
       if (!fenceOf.emplace(rank, name).second) undecided.insert(rank);
   }
   if (stuck.empty()) return;
@@ -163,10 +196,10 @@ void Coordinator::failFencesThatCanNeverMatch(std::vector<Response>& out) {
   std::string sides;
   for (const auto& name : stuck) {
     const Pending& p = pending_.at(name);
-    std::set<int> ranks;
-    for (const auto& [rank, request] : p.byRank) ranks.insert(rank);
+    auto submitted = p.submitters();
+    std::set<int> ranks(submitted.begin(), submitted.end());
     sides += detail::concat(sides.empty() ? "" : "; ", "ranks ", rankSet(ranks), " wait in ",
-                            p.byRank.begin()->second.describe());
+                            p.request.describe());
   }
   std::string message = detail::concat(
       "the ranks called different synchronous operations at the same point, so none of them "
@@ -175,7 +208,7 @@ void Coordinator::failFencesThatCanNeverMatch(std::vector<Response>& out) {
   for (const auto& name : stuck) {
     Response r;
     r.kind = ResponseKind::Error;
-    r.type = pending_.at(name).byRank.begin()->second.type;
+    r.type = pending_.at(name).request.type;
     r.names = {name};
     r.message = message;
     out.push_back(std::move(r));
@@ -185,8 +218,8 @@ void Coordinator::failFencesThatCanNeverMatch(std::vector<Response>& out) {
 
 std::set<int> Coordinator::missing(const Pending& p) const {
   std::set<int> m;
-  for (int r : p.expected)
-    if (!p.byRank.count(r) && !joined_.count(r)) m.insert(r);
+  for (int r = 0; r < static_cast<int>(p.state.size()); ++r)
+    if (p.state[r] == Pending::kExpected && !joined_.count(r)) m.insert(r);
   return m;
 }
 
@@ -197,11 +230,11 @@ void Coordinator::markIfReady(const std::string& name, Pending& p, SteadyTime no
   // still submitting: their unnamed operations may carry other names (the ranks submitted
   // different numbers of them before the join), and would never meet.
   bool needsJoined = false;
-  if (!joined_.empty() && p.byRank.begin()->second.type != OpType::Allreduce)
-    for (int r : p.expected) needsJoined |= joined_.count(r) && !p.byRank.count(r);
+  if (!joined_.empty() && p.request.type != OpType::Allreduce)
+    for (int r : joined_) needsJoined |= p.state[r] == Pending::kExpected;
   // Every submitter is expected, so without joined ranks the counts decide (O(1) per
   // submission instead of a scan of the expected ranks).
-  bool complete = joined_.empty() ? p.byRank.size() == p.expected.size() : missing(p).empty();
+  bool complete = joined_.empty() ? p.submittedCount == p.expectedCount : missing(p).empty();
   if (!needsJoined && !complete) return;
   p.ready = true;
   readyOrder_.push_back(name);
@@ -209,25 +242,23 @@ void Coordinator::markIfReady(const std::string& name, Pending& p, SteadyTime no
 }
 
 std::optional<std::string> Coordinator::disagreement(const Pending& p) const {
-  // Ranks that sent the same cache id sent identical requests.
-  std::set<uint64_t> ids;
-  for (const auto& [rank, id] : p.cacheIdByRank) ids.insert(id);
-  if (ids.size() == 1 && *ids.begin() != 0) return std::nullopt;
+  if (p.differing.empty()) return std::nullopt;
+  std::vector<int> ranks = p.submitters();
+  const OpRequest& lowest = p.requestOf(ranks.front());
   for (const auto& property : negotiatedProperties()) {
     std::map<int, std::string> values;
-    for (const auto& [rank, request] : p.byRank) values[rank] = property.format(request);
+    for (int rank : ranks) values[rank] = property.format(p.requestOf(rank));
     bool same = std::all_of(values.begin(), values.end(),
                             [&](const auto& v) { return v.second == values.begin()->second; });
     if (!same)
-      return detail::concat(opTypeName(p.byRank.begin()->second.type), " \"",
-                            p.byRank.begin()->second.name, "\": ", property.name,
+      return detail::concat(opTypeName(lowest.type), " \"", lowest.name, "\": ", property.name,
                             " mismatch: ", describeByRank(values));
   }
   return std::nullopt;
 }
 
 Response Coordinator::decide(const std::string& name, Pending& p) {
-  const OpRequest& request = p.byRank.begin()->second;
+  const OpRequest& request = p.request;
   Response r;
   r.type = request.type;
   r.names = {name};
@@ -241,8 +272,8 @@ Response Coordinator::decide(const std::string& name, Pending& p) {
     return fail(detail::concat(request.describe(), ": process set ", request.processSet,
                                " does not exist"));
   std::set<int> absentJoined;
-  for (int rank : p.expected)
-    if (!p.byRank.count(rank) && joined_.count(rank)) absentJoined.insert(rank);
+  for (int rank : joined_)
+    if (p.state[rank] == Pending::kExpected) absentJoined.insert(rank);
   if (!absentJoined.empty()) {
     if (request.type != OpType::Allreduce)
       return fail(detail::concat(request.describe(), ": ranks ", rankSet(absentJoined),
@@ -282,7 +313,7 @@ void Coordinator::applyProcessSetChange(Response& r, const OpRequest& request) {
 void Coordinator::reduceIfInline(Response& r, const Pending& p, const OpRequest& request) const {
   if (r.kind != ResponseKind::Execute || r.type != OpType::Allreduce || !r.forJoined.empty())
     return;
-  if (p.inlineByRank.size() != p.byRank.size()) return;  // some rank will run the collective
+  if (static_cast<int>(p.inlineByRank.size()) != p.submittedCount) return;  // some rank will run the collective
   std::vector<const std::string*> contributions;
   for (const auto& [rank, data] : p.inlineByRank) {
     if (data.size() != request.totalBytes()) return;
@@ -335,7 +366,7 @@ ResponseList Coordinator::dispatch(SteadyTime now) {
     auto it = pending_.find(name);
     Pending& p = it->second;
     Response r = decide(name, p);
-    OpRequest request = std::move(p.byRank.begin()->second);
+    OpRequest request = std::move(p.request);
     applyProcessSetChange(r, request);
     reduceIfInline(r, p, request);
     if (r.kind == ResponseKind::Execute) {
@@ -394,9 +425,9 @@ std::optional<SteadyTime> Coordinator::nextDeadline() const {
 
 std::string Coordinator::stallReport(const Pending& p,
                                      SteadyTime now) const {
-  std::set<int> submitted;
-  for (const auto& [rank, request] : p.byRank) submitted.insert(rank);
-  return detail::concat(p.byRank.begin()->second.describe(), " submitted by ranks ",
+  auto ranks = p.submitters();
+  std::set<int> submitted(ranks.begin(), ranks.end());
+  return detail::concat(p.request.describe(), " submitted by ranks ",
                         rankSet(submitted), ", waiting ",
                         static_cast<int>(secondsBetween(p.firstSeen, now)), " s for ranks ",
                         rankSet(missing(p)));

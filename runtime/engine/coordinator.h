@@ -72,20 +72,34 @@ class Coordinator {
   // at once (naming it) instead of stalling until the stall inspector stops the job.
   void failWhatShutDownRanksWillNeverSubmit(std::vector<Response>& out);
 
+  // One operation waiting for its ranks. Ranks' requests are kept once: the first submitter's,
+  // and a copy only for a rank whose request differs from it (checked by cache id, else by
+  // value), so that a cached cycle costs each rank a few byte writes and no allocation.
   struct Pending {
-    std::map<int, OpRequest> byRank;
-    std::map<int, SteadyTime> arrivedAt;
-    std::map<int, uint64_t> cacheIdByRank;
+    OpRequest request;    // the first submitter's
+    uint64_t cacheId = 0;  // the id it came under (0: in full)
+    std::map<int, OpRequest> differing;  // ranks whose requests differ from `request`
     std::map<int, std::string> inlineByRank;  // ranks that sent their input bytes
-    std::set<int> expected;
-    std::vector<int32_t> setsExpected;  // the process sets whose ranks are in `expected`
+    // Per rank (index): kExpected when the operation waits for it, kSubmitted once it did.
+    std::vector<uint8_t> state;
+    int expectedCount = 0;
+    int submittedCount = 0;
+    std::vector<int32_t> setsExpected;  // the process sets whose ranks are expected
     SteadyTime firstSeen;
     SteadyTime warnedAt{};
     bool ready = false;
+
+    static constexpr uint8_t kExpected = 1;
+    static constexpr uint8_t kSubmitted = 2;
+    bool submitted(int rank) const { return state[rank] & kSubmitted; }
+    std::vector<int> submitters() const;
+    // A rank's request: its own where it differs, else the first submitter's.
+    const OpRequest& requestOf(int rank) const;
   };
 
   void markIfReady(const std::string& name, Pending& p, SteadyTime now);
   std::set<int> missing(const Pending& p) const;
+  void expect(Pending& p, int rank);
   // Fails the synchronous operations (barrier, add/remove_process_set) that wait for ranks
   // which themselves wait in another of them that cannot complete: a cycle no submission can
   // break, reported at once instead of at the stall shutdown.
