@@ -77,7 +77,8 @@ std::vector<std::string> normaliseArgs(int argc, char** argv, const CLI::App& ap
   for (std::size_t i = 1; i < args.size(); ++i) {
     if (args[i].empty() || args[i][0] != '-' || args[i] == "--") break;
     if (auto it = kLongForms.find(args[i]); it != kLongForms.end()) args[i] = it->second;
-    if (auto it = values.find(args[i]); it != values.end()) i += static_cast<std::size_t>(it->second);
+    if (auto it = values.find(args[i]); it != values.end())
+      i += static_cast<std::size_t>(it->second);
   }
   return args;
 }

@@ -183,7 +183,8 @@ class Guard:
         counts = ", ".join(f"rank {r}: {int(every_rank[i][0])}" for i, r in enumerate(ranks))
         raise ReplicaMismatchError(
             f"{self._where()}: the ranks train different models: {_listed(differing)} "
-            f"{'has' if len(differing) == 1 else 'have'} other trainable variables (count or shapes) than rank {ranks[0]} "
+            f"{'has' if len(differing) == 1 else 'have'} other trainable variables (count or "
+            f"shapes) than rank {ranks[0]} "
             f"(variables per rank: {counts}). Every rank must build the same model; ranks "
             "that train different models belong in different process sets.")
 

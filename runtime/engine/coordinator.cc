@@ -313,7 +313,8 @@ void Coordinator::applyProcessSetChange(Response& r, const OpRequest& request) {
 void Coordinator::reduceIfInline(Response& r, const Pending& p, const OpRequest& request) const {
   if (r.kind != ResponseKind::Execute || r.type != OpType::Allreduce || !r.forJoined.empty())
     return;
-  if (static_cast<int>(p.inlineByRank.size()) != p.submittedCount) return;  // some rank will run the collective
+  // Some rank will run the collective.
+  if (static_cast<int>(p.inlineByRank.size()) != p.submittedCount) return;
   std::vector<const std::string*> contributions;
   for (const auto& [rank, data] : p.inlineByRank) {
     if (data.size() != request.totalBytes()) return;
