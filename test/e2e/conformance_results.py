@@ -15,7 +15,10 @@ class Results:
         try:
             value = fn()
         except Exception as e:  # recorded: the test tells "Horovod refuses it too" from a bug
-            self.cases[name] = {"error": type(e).__name__, "message": str(e)[:300]}
+            # `caught_as`: every class an `except` clause could name to catch it (a subclass
+            # of Horovod's type is caught as Horovod's is).
+            self.cases[name] = {"error": type(e).__name__, "message": str(e)[:300],
+                                "caught_as": [c.__name__ for c in type(e).__mro__]}
             return
         self.cases[name] = self.encode(value)
 
