@@ -3,8 +3,8 @@
 // own so that hvdrun's event loop never waits for a login. A host that fails the check ends its
 // new workers as unstarted, and the driver blacklists it.
 //
-// Addresses: hvdrun's store listens where the launch pipeline's bind rule says (launcher.cc,
-// bindAddress): --network-interface's address, else loopback, never every interface. Without
+// Addresses: hvdrun's store listens where the launch pipeline's bind rule says
+// (rendezvous_bind.h): --network-interface's address, else loopback, never every interface. Without
 // an interface, a remote host's workers reach it on the address hvdrun's SSH connection to
 // that host comes from, which listenOn then makes the store serve too; this machine's workers
 // reach it over loopback, so a round that spans hosts tells them the address their peers reach

@@ -27,6 +27,7 @@
 #include "launcher/job.h"
 #include "launcher/launch_options.h"
 #include "launcher/remote_ranks.h"
+#include "launcher/rendezvous_bind.h"
 #include "launcher/worker_env.h"
 
 namespace hvd::launcher {
@@ -37,16 +38,6 @@ struct LaunchContext {
   Environment base;        // hvdrun's environment, with hvd's Python path
   std::string workingDir;  // the workers' (also on remote hosts)
   std::size_t sshSlots;    // --ssh-concurrency / HVD_SSH_CONCURRENCY
-};
-
-// What the rendezvous bind rule (launcher.cc, bindAddress) needs to know of a job's hosts.
-struct HostReach {
-  bool remote = false;    // some worker may run on another host
-  std::string thisHost;   // this machine's name in the host list ("": none), for messages
-  std::string interface;  // --network-interface's for this machine; "": automatic
-  // Remote hosts known before the server starts (a static job's, checked by the preflight), in
-  // host order, each with this machine's address on hvdrun's connection to it.
-  std::vector<std::pair<std::string, std::string>> routes;
 };
 
 // What the strategy hands the Job.
@@ -65,6 +56,8 @@ class LaunchStrategy {
   // connections. Static: the preflight of every remote host (throws one report of all
   // failures, before any rank starts). Elastic: the discovery script's first run and thread.
   virtual void prepare() = 0;
+  // What the rendezvous bind rule (rendezvous_bind.h) needs to know of the job's hosts; after
+  // prepare().
   virtual HostReach reach() = 0;
   // The job as its first log line names it, before "; rendezvous at ...".
   virtual std::string describe(const JobIdentity& job) const = 0;

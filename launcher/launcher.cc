@@ -12,7 +12,6 @@
 #include "common/auth.h"
 #include "common/error.h"
 #include "common/logging.h"
-#include "common/network.h"
 #include "common/params.h"
 #include "launcher/host_spec.h"
 #include "launcher/job.h"
@@ -64,35 +63,6 @@ std::chrono::milliseconds handshakeTimeout(const LaunchOptions& o, const Environ
       params::ParamValues::fromMap(env).getInt(params::ParamId::HandshakeTimeout));
 }
 
-// Where the rendezvous server listens first; one rule for every job. Never on every interface
-// (0.0.0.0): the job secret guards the port, but it is not offered on networks no worker uses.
-//  - Every worker on this machine: loopback.
-//  - --network-interface's address for this machine, when given.
-//  - Remote hosts known before the server starts (a static job's, checked by the preflight):
-//    the address this machine reaches the first of them from; every rank is told this one
-//    address at start, so a host reached from another address gets a warning, and loopback
-//    (the host list names this machine by a remote-looking name) is refused.
-//  - Remote hosts that join later (an elastic job's): loopback first; as each host joins, the
-//    server also listens on the address hvdrun's SSH connection to it comes from
-//    (RendezvousServer::listenAlso, elastic_workers.h), since that interface is not known now.
-std::string bindAddress(const HostReach& r) {
-  if (!r.remote) return "127.0.0.1";
-  if (!r.interface.empty())
-    return net::addressOfInterface(r.interface, r.thisHost.empty() ? "(hvdrun's)" : r.thisHost);
-  if (r.routes.empty()) return "127.0.0.1";
-  const auto& [first, chosen] = r.routes.front();
-  for (const auto& [host, address] : r.routes)
-    if (address != chosen)
-      log::logger("launcher")->warn(
-          "this machine reaches {} from {} but {} from {}; the rendezvous listens on {} only "
-          "(choose with --network-interface)",
-          first, chosen, host, address, chosen);
-  if (net::isLoopback(chosen))
-    throw InvalidArgument("a multi-host job cannot use the loopback address " + chosen +
-                          "; choose an interface with --network-interface");
-  return chosen;
-}
-
 // A local worker stopped during init may not have unlinked its shared-memory segment (a remote
 // host's run script removes its ranks' own).
 void removeLeftSegments(const JobIdentity& job) {
@@ -122,7 +92,7 @@ int launch(const LaunchOptions& options) {
   auto guardian = OrphanGuardian::start(options.grace);
   guardian->removeSegmentsOnDeath(collectives::shm::jobSegmentPrefix(job.jobId));
   strategy->prepare();
-  rendezvous::RendezvousServer server(bindAddress(strategy->reach()), job.secret, 0,
+  rendezvous::RendezvousServer server(rendezvousBindAddress(strategy->reach()), job.secret, 0,
                                       handshakeTimeout(options, base));
   job.rendezvousAddr = server.address();
   job.rendezvousPort = server.port();
