@@ -5,7 +5,7 @@
 
 using namespace hvd::launcher;
 
-TEST_CASE("a job on this machine alone binds loopback, whatever interface was chosen") {
+TEST_CASE("a job on this machine alone binds loopback whatever interface was chosen") {
   CHECK(rendezvousBindAddress({}) == "127.0.0.1");
   CHECK(rendezvousBindAddress({false, "localhost", "no-such-iface0", {}}) == "127.0.0.1");
 }
