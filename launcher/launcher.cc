@@ -99,8 +99,8 @@ int launch(const LaunchOptions& options) {
   log::logger("launcher")->info("{}; rendezvous at {}:{}", strategy->describe(job),
                                 job.rendezvousAddr, job.rendezvousPort);
 
-  // Destroyed in reverse: the Job, then the remote hosts' threads (which may still ask the
-  // server to listenAlso), then the server.
+  // Destroyed in reverse: the Job, its policy (an elastic job's store client), the remote
+  // hosts' threads (which may still ask the server to listenAlso), then the server.
   RemoteRanks remote(context.sshSlots);
   JobStart start = strategy->start(server, job, extra, remote);
   Job running(options, std::move(start.local), remote, *guardian);

@@ -70,7 +70,8 @@ class StaticStrategy : public LaunchStrategy {
   ssh::PreflightReport checked_;
 };
 
-StaticStrategy::StaticStrategy(const LaunchContext& c) : c_(c), plan_(planHosts(c.options, c.base)) {
+StaticStrategy::StaticStrategy(const LaunchContext& c)
+    : c_(c), plan_(planHosts(c.options, c.base)) {
   const LaunchOptions& o = c.options;
   classifyHosts(plan_);
   placements_ = assignRanks(plan_.hosts, rankCount(o, plan_));
@@ -120,7 +121,8 @@ HostReach StaticStrategy::reach() {
   r.remote = !targets_.empty();
   r.thisHost = plan_.local.empty() ? "" : *plan_.local.begin();
   r.interface = interfaceFor(interfaces_, r.thisHost);
-  for (const auto& t : targets_) r.routes.emplace_back(t.alias, checked_.ready.at(t.alias).localAddress);
+  for (const auto& t : targets_)
+    r.routes.emplace_back(t.alias, checked_.ready.at(t.alias).localAddress);
   return r;
 }
 
