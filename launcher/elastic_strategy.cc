@@ -146,6 +146,7 @@ HostReach ElasticStrategy::reach() {
   HostReach r;
   r.remote = !script_.empty();
   for (const auto& h : fixed_) {
+    if (r.remote && !r.thisHost.empty()) break;  // the rest would tell nothing new
     bool local = isLocal(h.host);
     if (!local) r.remote = true;
     if (local && r.thisHost.empty()) r.thisHost = h.host;
