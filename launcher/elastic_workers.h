@@ -3,11 +3,13 @@
 // own so that hvdrun's event loop never waits for a login. A host that fails the check ends its
 // new workers as unstarted, and the driver blacklists it.
 //
-// Addresses: hvdrun's store listens on every interface when remote hosts may take part (the job
-// secret guards it). A remote host's workers reach it on the address hvdrun's SSH connection to
-// that host comes from; this machine's workers reach it over loopback, so a round that spans
-// hosts tells them the address their peers reach them on (the one the kernel routes towards the
-// round's first remote host), unless --network-interface chose one.
+// Addresses: hvdrun's store listens where the launch pipeline's bind rule says
+// (rendezvous_bind.h): --network-interface's address, else loopback, never every interface. Without
+// an interface, a remote host's workers reach it on the address hvdrun's SSH connection to
+// that host comes from, which listenOn then makes the store serve too; this machine's workers
+// reach it over loopback, so a round that spans hosts tells them the address their peers reach
+// them on (the one the kernel routes towards the round's first remote host), unless
+// --network-interface chose one.
 // Thread model: everything runs on the job's thread, but the SSH check and the making of a
 // remote worker's run script, which run on that host's thread and read only copies.
 #pragma once

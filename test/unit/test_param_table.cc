@@ -125,7 +125,8 @@ TEST_CASE("horovodrun's spellings and no- forms, and the flags hvdrun acts on it
   CHECK(cl.launch.ssh.concurrency == 7);
   CHECK(cl.launch.elastic.timeout == std::chrono::seconds(90));
   CHECK(cl.launch.elastic.timeoutGiven);
-  // hvdrun exports these itself (launcher.cc), so runtimeParams leaves them out.
+  // hvdrun exports these itself (launcher.cc, elastic_strategy.cc), so runtimeParams leaves
+  // them out.
   CHECK(hvd::launcher::runtimeParams(cl.runtime).empty());
   CommandLine defaults = parse({});
   CHECK(defaults.launch.startTimeout == std::chrono::seconds(30));
