@@ -17,7 +17,6 @@ ExitStatus fromRemoteStatus(int status) {
 
 RemoteHostState::RemoteHostState(std::size_t ranks, std::size_t ranksPerConnection)
     : ranks_(ranks),
-      perConnection_(ranksPerConnection),
       connections_((ranks + ranksPerConnection - 1) / ranksPerConnection),
       dropped_(connections_, false) {
   HVD_ENFORCE(ranksPerConnection > 0);

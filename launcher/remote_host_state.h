@@ -154,7 +154,6 @@ class RemoteHostState {
   std::nullopt_t skipTo(Step step);
 
   std::vector<Rank> ranks_;
-  std::size_t perConnection_;
   std::size_t connections_;
   std::vector<bool> dropped_;  // connections whose DropConnection was asked for
   std::string where_;
