@@ -6,6 +6,9 @@
 #include <climits>
 #include <set>
 
+#include "collectives/rendezvous/rendezvous_server.h"
+#include "collectives/rendezvous/tcp_store_client.h"
+#include "collectives/transport/shm/shm_cleanup.h"
 #include "common/auth.h"
 #include "common/error.h"
 #include "common/logging.h"
@@ -22,9 +25,6 @@
 #include "launcher/python_path.h"
 #include "launcher/remote_hosts.h"
 #include "launcher/remote_ranks.h"
-#include "collectives/rendezvous/rendezvous_server.h"
-#include "collectives/rendezvous/tcp_store_client.h"
-#include "collectives/transport/shm/shm_cleanup.h"
 #include "launcher/slurm.h"
 #include "launcher/ssh/remote_command.h"
 #include "launcher/ssh/ssh_preflight.h"
@@ -49,7 +49,9 @@ HostPlan planHosts(const LaunchOptions& o, const Environment& env) {
   auto nodes = env.find("SLURM_JOB_NODELIST"), tasks = env.find("SLURM_TASKS_PER_NODE");
   if (nodes != env.end() && tasks != env.end())
     return {slurmHosts(nodes->second, tasks->second),
-            "the Slurm allocation (SLURM_JOB_NODELIST)", true, {}};
+            "the Slurm allocation (SLURM_JOB_NODELIST)",
+            true,
+            {}};
   return {{{"localhost", std::max(1, o.np)}}, "localhost", false, {}};
 }
 
@@ -115,29 +117,33 @@ std::vector<ssh::SshTarget> remoteTargets(const LaunchOptions& o, const HostPlan
 // Checks the remote hosts, `concurrency` at once; throws one report of all failures, before any
 // rank starts. Returns this machine's address on the connection to each host, and the checked
 // connections.
-ssh::PreflightReport checkRemoteHosts(
-    const std::vector<ssh::SshTarget>& targets, const std::vector<RankPlacement>& placements,
-    const LaunchOptions& o, const Environment& env, const std::string& cwd,
-    const std::map<std::string, std::string>& interfaces, std::size_t concurrency) {
+ssh::PreflightReport checkRemoteHosts(const std::vector<ssh::SshTarget>& targets,
+                                      const std::vector<RankPlacement>& placements,
+                                      const LaunchOptions& o, const Environment& env,
+                                      const std::string& cwd,
+                                      const std::map<std::string, std::string>& interfaces,
+                                      std::size_t concurrency) {
   std::vector<ssh::PreflightHost> checks;
   Environment forwarded = ssh::forwardedEnvironment(env);
   for (const auto& t : targets) {
     std::size_t ranks = 0;
     for (const auto& p : placements) ranks += p.hostname == t.alias;
-    checks.push_back({t,
-                      ssh::checkScript({t.alias, cwd, forwarded, o.command,
-                                        interfaceFor(interfaces, t.alias),
-                                        static_cast<int>(o.grace.count()), ""}),
-                      ranks, nullptr});
+    checks.push_back(
+        {t,
+         ssh::checkScript({t.alias, cwd, forwarded, o.command, interfaceFor(interfaces, t.alias),
+                           static_cast<int>(o.grace.count()), ""}),
+         ranks, nullptr});
   }
   ssh::ConnectSlots slots(concurrency);
-  log::logger("launcher")->info("checking {} remote hosts, at most {} at once (--ssh-concurrency)",
-                                targets.size(), slots.limit());
+  log::logger("launcher")
+      ->info("checking {} remote hosts, at most {} at once (--ssh-concurrency)", targets.size(),
+             slots.limit());
   auto report = ssh::preflight(checks, slots);
   if (!report.failures.empty()) {
-    std::string text = detail::concat("cannot start the job: ", report.failures.size(), " of ",
-                                      targets.size(), " remote hosts failed the check; nothing "
-                                      "was started:");
+    std::string text =
+        detail::concat("cannot start the job: ", report.failures.size(), " of ", targets.size(),
+                       " remote hosts failed the check; nothing "
+                       "was started:");
     for (const auto& f : report.failures) text += "\n  " + f;
     throw Error(text);
   }
@@ -152,14 +158,16 @@ std::string rendezvousAddress(const HostPlan& plan, const std::vector<ssh::SshTa
   if (targets.empty()) return "127.0.0.1";
   std::string thisHost = plan.local.empty() ? "" : *plan.local.begin();
   std::string iface = interfaceFor(interfaces, thisHost);
-  if (!iface.empty()) return net::addressOfInterface(iface, thisHost.empty() ? "(hvdrun's)" : thisHost);
+  if (!iface.empty())
+    return net::addressOfInterface(iface, thisHost.empty() ? "(hvdrun's)" : thisHost);
   std::string chosen = ready.at(targets.front().alias).localAddress;
   for (const auto& t : targets)
     if (ready.at(t.alias).localAddress != chosen)
-      log::logger("launcher")->warn(
-          "this machine reaches {} from {} but {} from {}; the rendezvous listens on {} only "
-          "(choose with --network-interface)",
-          targets.front().alias, chosen, t.alias, ready.at(t.alias).localAddress, chosen);
+      log::logger("launcher")
+          ->warn(
+              "this machine reaches {} from {} but {} from {}; the rendezvous listens on {} only "
+              "(choose with --network-interface)",
+              targets.front().alias, chosen, t.alias, ready.at(t.alias).localAddress, chosen);
   if (net::isLoopback(chosen))
     throw InvalidArgument("a multi-host job cannot use the loopback address " + chosen +
                           "; choose an interface with --network-interface");
@@ -178,8 +186,11 @@ JobIdentity newJobIdentity() {
 // host's run script removes its ranks' own).
 void removeLeftSegments(const JobIdentity& job) {
   if (int left = collectives::shm::removeSegments(collectives::shm::jobSegmentPrefix(job.jobId)))
-    log::logger("launcher")->info("removed {} shared-memory segments the job's ranks left in "
-                                  "/dev/shm", left);
+    log::logger("launcher")
+        ->info(
+            "removed {} shared-memory segments the job's ranks left in "
+            "/dev/shm",
+            left);
 }
 
 // Environment every worker gets beyond its placement: the runtime knobs and timeouts.
@@ -300,7 +311,8 @@ int launchElastic(const LaunchOptions& o, const Environment& base) {
     if (o.hosts.empty() && o.hostfile.empty() && !plan.fromSlurm)
       fixed = {{"localhost", std::max(elastic.minNp, elastic.maxNp)}};
   } else if (o.networkInterface.find('=') != std::string::npos) {
-    throw InvalidArgument("--network-interface '" + o.networkInterface + "': with "
+    throw InvalidArgument("--network-interface '" + o.networkInterface +
+                          "': with "
                           "--host-discovery-script, give one interface for every host");
   }
   ElasticLaunch launch;
@@ -313,10 +325,9 @@ int launchElastic(const LaunchOptions& o, const Environment& base) {
   launch.graceSeconds = static_cast<int>(o.grace.count());
   // Workers on this machine run the program found here; with no local host in a fixed list,
   // the remote hosts' checks look for it.
-  bool localPossible = !script.empty() || std::any_of(fixed.begin(), fixed.end(),
-                                                       [&](const HostSlots& h) {
-                                                         return isLocal(h.host);
-                                                       });
+  bool localPossible =
+      !script.empty() ||
+      std::any_of(fixed.begin(), fixed.end(), [&](const HostSlots& h) { return isLocal(h.host); });
   if (localPossible) launch.executable = resolveExecutable(o.command[0], base);
   launch.extra = commonWorkerParams(o);
   launch.extra[params::envName(params::ParamId::Elastic)] = "1";
@@ -331,21 +342,19 @@ int launchElastic(const LaunchOptions& o, const Environment& base) {
   std::unique_ptr<HostDiscovery> discovery;
   HostSource hosts = [fixed] { return fixed; };
   if (!script.empty()) {
-    discovery = std::make_unique<HostDiscovery>(script, flags.slotsPerHost, base,
-                                                std::chrono::seconds(1));
+    discovery =
+        std::make_unique<HostDiscovery>(script, flags.slotsPerHost, base, std::chrono::seconds(1));
     hosts = [&] { return discovery->latest(); };
   }
   std::string bindAddress = elasticRendezvousAddress(launch.interfaces);
-  rendezvous::RendezvousServer server(bindAddress, launch.job.secret, 0,
-                                      handshakeTimeout(o, base));
+  rendezvous::RendezvousServer server(bindAddress, launch.job.secret, 0, handshakeTimeout(o, base));
   launch.job.rendezvousAddr = bindAddress;
   launch.job.rendezvousPort = server.port();
   if (bindAddress != "127.0.0.1") launch.remoteRendezvousAddr = bindAddress;
   launch.listenOn = [&server](const std::string& address) {
     if (!net::isLoopback(address)) server.listenAlso(address);
   };
-  rendezvous::TcpStoreClient store(bindAddress, server.port(), launch.job.secret,
-                                   o.startTimeout);
+  rendezvous::TcpStoreClient store(bindAddress, server.port(), launch.job.secret, o.startTimeout);
   log->info("elastic job {}: --min-np {} --max-np {}; rendezvous at {}:{}", launch.job.jobId,
             elastic.minNp, elastic.maxNp, bindAddress, server.port());
   JobIdentity job = launch.job;
@@ -368,8 +377,9 @@ int launch(const LaunchOptions& options) {
   validate(options);
   if (options.elastic.requested()) return launchElastic(options, base);
   if (!options.elastic.cooldownRange.empty())
-    throw InvalidArgument("--blacklist-cooldown-range applies to elastic jobs only (give "
-                          "--min-np, --max-np or --host-discovery-script)");
+    throw InvalidArgument(
+        "--blacklist-cooldown-range applies to elastic jobs only (give "
+        "--min-np, --max-np or --host-discovery-script)");
   // Read before anything starts: a malformed HVD_SSH_CONCURRENCY is refused at once.
   std::size_t sshSlots = sshConcurrency(options.ssh, base);
   HostPlan plan = planHosts(options, base);
@@ -399,8 +409,8 @@ int launch(const LaunchOptions& options) {
   log->info("job {}: {} ranks on {}; rendezvous at {}:{}", job.jobId, placements.size(),
             describeHosts(hosts), job.rendezvousAddr, job.rendezvousPort);
   for (const auto& t : targets)
-    log->info("host {}: ssh {}:{} as {}, reached from {}; ranks use {}", t.alias, t.address,
-              t.port, t.user, checked.ready.at(t.alias).localAddress,
+    log->info("host {}: ssh {}:{} as {}, reached from {}; ranks use {}", t.alias, t.address, t.port,
+              t.user, checked.ready.at(t.alias).localAddress,
               interfaceFor(interfaces, t.alias).empty()
                   ? std::string("the address that reaches the rendezvous")
                   : "interface " + interfaceFor(interfaces, t.alias));
@@ -413,14 +423,18 @@ int launch(const LaunchOptions& options) {
     Environment env = workerEnvironment(base, p, job, options.exports, extra);
     std::string iface = interfaceFor(interfaces, p.hostname);
     if (!iface.empty()) env[params::envName(params::ParamId::NetworkInterface)] = iface;
-    std::string gloo = glooInterface(iface, plan.local.count(p.hostname) > 0, targets.empty(),
-                                     bindAddress);
+    std::string gloo =
+        glooInterface(iface, plan.local.count(p.hostname) > 0, targets.empty(), bindAddress);
     if (!gloo.empty() && !userSet("GLOO_SOCKET_IFNAME", base, options.exports))
       env["GLOO_SOCKET_IFNAME"] = gloo;
     if (plan.local.count(p.hostname)) {
       workers.push_back({p, env, localExecutable, options.command});
     } else {
-      ssh::RemoteRun run{p.hostname, cwd, ssh::forwardedEnvironment(env), options.command, iface,
+      ssh::RemoteRun run{p.hostname,
+                         cwd,
+                         ssh::forwardedEnvironment(env),
+                         options.command,
+                         iface,
                          static_cast<int>(options.grace.count()),
                          collectives::shm::jobSegmentPrefix(job.jobId)};
       remoteByHost[p.hostname].push_back({p, p.rank, ssh::runScript(run)});
