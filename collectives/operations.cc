@@ -52,28 +52,32 @@ void checkSameElements(const std::string& what, const Tensor& input, const Tenso
 
 void checkRoot(const std::string& what, int root, int size) {
   if (root < 0 || root >= size)
-    throw InvalidArgument(detail::concat(what, ": root rank ", root, " is outside [0, ", size, ")"));
+    throw InvalidArgument(
+        detail::concat(what, ": root rank ", root, " is outside [0, ", size, ")"));
 }
 
 void checkScatterable(const std::string& what, const Tensor& input) {
   if (input.shape.empty())
-    throw InvalidArgument(what + ": cannot scatter a scalar (shape []): give the tensor a first "
-                                 "dimension");
+    throw InvalidArgument(what +
+                          ": cannot scatter a scalar (shape []): give the tensor a first "
+                          "dimension");
 }
 
 void checkConcatenable(const std::string& what, const Tensor& input) {
   if (input.shape.empty())
-    throw InvalidArgument(what + ": cannot concatenate scalars (shape []): give the tensor a "
-                                 "first dimension (e.g. shape [1])");
+    throw InvalidArgument(what +
+                          ": cannot concatenate scalars (shape []): give the tensor a "
+                          "first dimension (e.g. shape [1])");
 }
 
 void checkReduction(const std::string& what, DType dtype, ReduceOp op, double prescale,
                     double postscale) {
   if (dtype != DType::Bool) return;
   if (op == ReduceOp::Average)
-    throw InvalidArgument(what + ": reduce op average is not defined for dtype bool (sum and max "
-                                 "are a logical or, min and product a logical and; or convert "
-                                 "the tensor to an integer type)");
+    throw InvalidArgument(what +
+                          ": reduce op average is not defined for dtype bool (sum and max "
+                          "are a logical or, min and product a logical and; or convert "
+                          "the tensor to an integer type)");
   if (prescale != 1.0 || postscale != 1.0)
     throw InvalidArgument(detail::concat(what, ": scale factors (prescale ", prescale,
                                          ", postscale ", postscale,
@@ -98,8 +102,8 @@ std::vector<int64_t> alltoallSplits(const std::string& what, const Tensor& input
     if (s < 0) throw InvalidArgument(detail::concat(what, ": negative split ", s));
   int64_t total = std::accumulate(send.begin(), send.end(), int64_t{0});
   if (total > rows)
-    throw InvalidArgument(detail::concat(what, ": splits sum to ", total,
-                                         " rows but the first dimension is ", rows));
+    throw InvalidArgument(
+        detail::concat(what, ": splits sum to ", total, " rows but the first dimension is ", rows));
   return send;
 }
 
@@ -142,8 +146,8 @@ GatherPlan planAllgather(Comm& comm, const Tensor& input) {
   if (!disagree.empty())
     throw InvalidArgument(detail::concat("allgather: ranks ", rankSet(disagree),
                                          " have a different dtype or trailing dimensions than "
-                                         "rank 0 (this rank: ", dtypeName(input.dtype),
-                                         shapeText(input.shape), ")"));
+                                         "rank 0 (this rank: ",
+                                         dtypeName(input.dtype), shapeText(input.shape), ")"));
   GatherPlan plan{input.shape, {}};
   plan.shape[0] = 0;
   for (const auto& s : shapes) {
@@ -184,7 +188,8 @@ AlltoallPlan planAlltoall(Comm& comm, const Tensor& input, const std::vector<int
   if (!disagree.empty())
     throw InvalidArgument(detail::concat("alltoall: ranks ", rankSet(disagree),
                                          " send rows of a different width or dtype than this "
-                                         "rank's ", dtypeName(input.dtype), shapeText(input.shape)));
+                                         "rank's ",
+                                         dtypeName(input.dtype), shapeText(input.shape)));
   plan.shape = input.shape;
   plan.shape[0] = 0;
   for (int j = 0; j < n; ++j) {

@@ -31,7 +31,7 @@ struct Tensor {
 void checkTensor(const std::string& what, const Tensor& t);  // dimensions >= 0, data if needed
 void checkSameElements(const std::string& what, const Tensor& input, const Tensor& output);
 void checkRoot(const std::string& what, int root, int size);
-void checkScatterable(const std::string& what, const Tensor& input);  // not a scalar
+void checkScatterable(const std::string& what, const Tensor& input);   // not a scalar
 void checkConcatenable(const std::string& what, const Tensor& input);  // not a scalar
 // A reduction the dtype has: bool has sum/max (or), min/product (and), no average and no scaling.
 void checkReduction(const std::string& what, DType dtype, ReduceOp op, double prescale = 1.0,

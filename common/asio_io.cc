@@ -77,8 +77,7 @@ void connect(tcp::socket& socket, const std::string& host, uint16_t port, Deadli
     runUntil(socket, done, deadline, what + ": connect to " + host + ":" + std::to_string(port));
     if (!result) break;
     bool retriable = result == asio::error::connection_refused ||
-                     result == asio::error::connection_reset ||
-                     result == asio::error::try_again;
+                     result == asio::error::connection_reset || result == asio::error::try_again;
     if (!retriable || Clock::now() + backoff >= deadline)
       throw IoError(what + ": connect to " + host + ":" + std::to_string(port) + ": " +
                     result.message());
@@ -156,7 +155,8 @@ void authenticateAsConnector(tcp::socket& socket, const std::string& secret,
     throw IoError(what + ": authentication failed: " + peerName(socket) +
                   " closed the connection after our proof (it refuses a proof made with another "
                   "secret, HVD_SECRET, and drops a handshake slower than its "
-                  "HVD_HANDSHAKE_TIMEOUT_SECONDS): " + e.what());
+                  "HVD_HANDSHAKE_TIMEOUT_SECONDS): " +
+                  e.what());
   }
   if (!auth::digestsEqual(answer, auth::acceptorProof(secret, acceptorNonce, ownNonce, bound)))
     throw IoError(what + ": authentication failed: " + peerName(socket) +

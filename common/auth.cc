@@ -12,8 +12,8 @@
 namespace hvd::auth {
 namespace {
 
-Digest hmac(std::string_view secret, std::string_view role, const Nonce& first,
-            const Nonce& second, std::string_view context) {
+Digest hmac(std::string_view secret, std::string_view role, const Nonce& first, const Nonce& second,
+            std::string_view context) {
   std::vector<uint8_t> message(role.begin(), role.end());
   message.insert(message.end(), first.begin(), first.end());
   message.insert(message.end(), second.begin(), second.end());

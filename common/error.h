@@ -50,24 +50,23 @@ std::string concat(const Args&... args) {
 }  // namespace hvd
 
 // HVD_ENFORCE(cond, msg...) throws InternalError with the expression, file:line and the message.
-#define HVD_ENFORCE(cond, ...)                                                         \
-  do {                                                                                 \
-    if (!(cond))                                                                       \
-      ::hvd::detail::throwEnforce(__FILE__, __LINE__,                                  \
-                                  ::hvd::detail::concat("check failed: " #cond " ", \
-                                                        ##__VA_ARGS__));               \
+#define HVD_ENFORCE(cond, ...)                                                                   \
+  do {                                                                                           \
+    if (!(cond))                                                                                 \
+      ::hvd::detail::throwEnforce(                                                               \
+          __FILE__, __LINE__, ::hvd::detail::concat("check failed: " #cond " ", ##__VA_ARGS__)); \
   } while (0)
 
 // HVD_ENFORCE_OP(a, op, b, msg...) prints both values, as Gloo's GLOO_ENFORCE_EQ does.
-#define HVD_ENFORCE_OP(a, op, b, ...)                                                     \
-  do {                                                                                    \
-    const auto& hvd_lhs_ = (a);                                                           \
-    const auto& hvd_rhs_ = (b);                                                           \
-    if (!(hvd_lhs_ op hvd_rhs_))                                                          \
-      ::hvd::detail::throwEnforce(                                                        \
-          __FILE__, __LINE__,                                                             \
+#define HVD_ENFORCE_OP(a, op, b, ...)                                                      \
+  do {                                                                                     \
+    const auto& hvd_lhs_ = (a);                                                            \
+    const auto& hvd_rhs_ = (b);                                                            \
+    if (!(hvd_lhs_ op hvd_rhs_))                                                           \
+      ::hvd::detail::throwEnforce(                                                         \
+          __FILE__, __LINE__,                                                              \
           ::hvd::detail::concat("check failed: " #a " " #op " " #b " (", hvd_lhs_, " vs ", \
-                                hvd_rhs_, ") ", ##__VA_ARGS__));                          \
+                                hvd_rhs_, ") ", ##__VA_ARGS__));                           \
   } while (0)
 #define HVD_ENFORCE_EQ(a, b, ...) HVD_ENFORCE_OP(a, ==, b, ##__VA_ARGS__)
 #define HVD_ENFORCE_LE(a, b, ...) HVD_ENFORCE_OP(a, <=, b, ##__VA_ARGS__)

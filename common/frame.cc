@@ -14,12 +14,11 @@ Header encodeHeader(std::size_t payloadBytes) {
 }
 
 std::size_t decodeHeader(const Header& h, const std::string& peer) {
-  std::size_t n = (std::size_t{h[0]} << 24) | (std::size_t{h[1]} << 16) |
-                  (std::size_t{h[2]} << 8) | std::size_t{h[3]};
+  std::size_t n = (std::size_t{h[0]} << 24) | (std::size_t{h[1]} << 16) | (std::size_t{h[2]} << 8) |
+                  std::size_t{h[3]};
   if (n > kMaxFrameBytes)
-    throw IoError(detail::concat("frame from ", peer, " announces ", n,
-                                 " bytes, above the cap of ", kMaxFrameBytes,
-                                 " bytes: refused"));
+    throw IoError(detail::concat("frame from ", peer, " announces ", n, " bytes, above the cap of ",
+                                 kMaxFrameBytes, " bytes: refused"));
   return n;
 }
 

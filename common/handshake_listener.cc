@@ -55,8 +55,7 @@ struct Pending {
 
 struct HandshakeListener::State : std::enable_shared_from_this<State> {
   State(tcp::acceptor& a, ListenerOptions o, Accepted f)
-      : acceptor(a), options(std::move(o)), onAccepted(std::move(f)),
-        pause(a.get_executor()) {}
+      : acceptor(a), options(std::move(o)), onAccepted(std::move(f)), pause(a.get_executor()) {}
 
   tcp::acceptor& acceptor;
   ListenerOptions options;
@@ -82,11 +81,12 @@ struct HandshakeListener::State : std::enable_shared_from_this<State> {
     if (stopped || ec == asio::error::operation_aborted) return;
     if (outOfDescriptors(ec)) {
       if (!starved)
-        log()->warn("{}: out of file descriptors ({}; ulimit -n is {}), so new connections "
-                    "wait in the kernel until some are free; {} unauthenticated connections "
-                    "are pending and each closes within {} ms",
-                    options.name, ec.message(), descriptorLimit(), pending.size(),
-                    options.handshakeTimeout.count());
+        log()->warn(
+            "{}: out of file descriptors ({}; ulimit -n is {}), so new connections "
+            "wait in the kernel until some are free; {} unauthenticated connections "
+            "are pending and each closes within {} ms",
+            options.name, ec.message(), descriptorLimit(), pending.size(),
+            options.handshakeTimeout.count());
       starved = true;
       pause.expires_after(kDescriptorPause);
       pause.async_wait([self = shared_from_this()](const error_code& e) {
@@ -115,15 +115,16 @@ struct HandshakeListener::State : std::enable_shared_from_this<State> {
     error_code ignored;
     p->socket.set_option(tcp::no_delay(true), ignored);
     auto ep = p->socket.remote_endpoint(ignored);
-    p->peer = ignored ? "an unknown peer" : ep.address().to_string() + ":" + std::to_string(ep.port());
+    p->peer =
+        ignored ? "an unknown peer" : ep.address().to_string() + ":" + std::to_string(ep.port());
     pending.push_back(p);
     auto self = shared_from_this();
     p->timer.expires_after(options.handshakeTimeout);
     p->timer.async_wait([self, p](const error_code& e) {
       if (e || self->stopped) return;
-      self->fail(p, detail::concat("no complete handshake within ",
-                                   self->options.handshakeTimeout.count(),
-                                   " ms (HVD_HANDSHAKE_TIMEOUT_SECONDS)"));
+      self->fail(
+          p, detail::concat("no complete handshake within ", self->options.handshakeTimeout.count(),
+                            " ms (HVD_HANDSHAKE_TIMEOUT_SECONDS)"));
     });
     p->nonce = auth::randomNonce();
     std::copy(auth::kMagic.begin(), auth::kMagic.end(), p->hello.begin());
@@ -141,9 +142,8 @@ struct HandshakeListener::State : std::enable_shared_from_this<State> {
     asio::async_read(p->socket, asio::buffer(p->proofIn), [self, p](error_code e, std::size_t n) {
       if (self->stopped || p->finished) return;
       if (e)
-        return self->fail(p, detail::concat("closed or failed after ", n, " of ",
-                                            p->proofIn.size(), " handshake bytes (",
-                                            e.message(), ")"));
+        return self->fail(p, detail::concat("closed or failed after ", n, " of ", p->proofIn.size(),
+                                            " handshake bytes (", e.message(), ")"));
       self->checkProof(p);
     });
   }
@@ -156,10 +156,10 @@ struct HandshakeListener::State : std::enable_shared_from_this<State> {
     std::copy(in + auth::kNonceBytes, in + auth::kNonceBytes + auth::kDigestBytes, proof.begin());
     std::string context = options.context;
     context.append(in + auth::kNonceBytes + auth::kDigestBytes, p->proofIn.end());
-    if (!auth::digestsEqual(proof, auth::connectorProof(options.secret, p->nonce, theirs,
-                                                        context)))
-      return fail(p, "authentication failed: its proof does not match the job secret (or "
-                     "the rank it claims)");
+    if (!auth::digestsEqual(proof, auth::connectorProof(options.secret, p->nonce, theirs, context)))
+      return fail(p,
+                  "authentication failed: its proof does not match the job secret (or "
+                  "the rank it claims)");
     p->answer = auth::acceptorProof(options.secret, p->nonce, theirs, context);
     auto self = shared_from_this();
     asio::async_write(p->socket, asio::buffer(p->answer), [self, p](error_code e, std::size_t) {

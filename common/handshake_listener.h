@@ -34,20 +34,20 @@ namespace hvd::io {
 constexpr std::chrono::seconds kDefaultHandshakeTimeout{5};
 
 struct ListenerOptions {
-  std::string name;             // for log lines: "rank 0/3", "rendezvous"
+  std::string name;               // for log lines: "rank 0/3", "rendezvous"
   std::string subsystem = "net";  // the logger (common/logging.h)
   std::string secret;
-  std::string context;          // bound into both proofs, followed by the claim
-  std::size_t claimBytes = 0;   // the connector sends this many bytes after its proof
+  std::string context;         // bound into both proofs, followed by the claim
+  std::size_t claimBytes = 0;  // the connector sends this many bytes after its proof
   std::chrono::milliseconds handshakeTimeout = kDefaultHandshakeTimeout;
-  std::size_t maxPending = 64;  // unauthenticated connections at once
+  std::size_t maxPending = 64;                // unauthenticated connections at once
   std::shared_ptr<log::Logs> logs = nullptr;  // the owner's (a Runtime's); null: the process's
 };
 
 class HandshakeListener {
  public:
-  using Accepted = std::function<void(boost::asio::ip::tcp::socket socket,
-                                      std::vector<uint8_t> claim)>;
+  using Accepted =
+      std::function<void(boost::asio::ip::tcp::socket socket, std::vector<uint8_t> claim)>;
 
   HandshakeListener(boost::asio::ip::tcp::acceptor& acceptor, ListenerOptions options,
                     Accepted onAccepted);

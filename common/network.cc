@@ -23,8 +23,7 @@ std::string numeric(const sockaddr* sa) {
   if (sa->sa_family == AF_INET)
     ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, text, sizeof text);
   else if (sa->sa_family == AF_INET6)
-    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, text,
-                sizeof text);
+    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, text, sizeof text);
   return text;
 }
 
@@ -115,7 +114,8 @@ std::string sourceAddressTowards(const std::string& host) {
 
 uint16_t unusedTcpPort() {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw IoError(std::string("cannot pick a free port: socket: ") + std::strerror(errno));
+  if (fd < 0)
+    throw IoError(std::string("cannot pick a free port: socket: ") + std::strerror(errno));
   sockaddr_in any{};
   any.sin_family = AF_INET;
   any.sin_addr.s_addr = htonl(INADDR_ANY);

@@ -35,12 +35,13 @@ std::vector<std::string> setters(const ParamSpec& p, const std::string& quote) {
 std::string typeLine(const ParamSpec& p, const ParamValues& current) {
   bool isInt = p.type == ParamType::Int;
   bool isNumber = isInt || p.type == ParamType::Double;
-  std::string value = current.isSet(p.id)
-                          ? (p.secret ? "(set)" : current.getString(p.id))
-                          : "(default)";
-  std::string out =
-      detail::concat("    ", isInt ? "integer" : isNumber ? "number" : "string", ", default ",
-                     p.defaultValue.empty() ? "unset" : p.defaultValue);
+  std::string value =
+      current.isSet(p.id) ? (p.secret ? "(set)" : current.getString(p.id)) : "(default)";
+  std::string out = detail::concat("    ",
+                                   isInt      ? "integer"
+                                   : isNumber ? "number"
+                                              : "string",
+                                   ", default ", p.defaultValue.empty() ? "unset" : p.defaultValue);
   if (isNumber) out += detail::concat(", range [", p.min, ", ", p.max, "]");
   if (!p.choices.empty()) out += ", one of " + joined(p.choices, ", ");
   return out + ", now " + value + "\n";

@@ -1,6 +1,8 @@
 // Rows of the parameter table (common/param_table.h): the engine (fusion, autotune, the response
 // cache, the timeline, the stall inspector), process sets and logging.
 // Included by common/param_rows.h only, once per expansion of the rows: no include guard.
+// One row per parameter, laid out as a table rather than as code:
+// clang-format off
 
 HVD_PARAM(FusionThreshold, fusionThresholdBytes, asIs,
     .name = "HVD_FUSION_THRESHOLD", .horovodAlias = "HOROVOD_FUSION_THRESHOLD",
@@ -222,3 +224,4 @@ HVD_PARAM(LogSubsys, logSubsystems, asIs,
     .description = "Comma-separated subsystems to log: `runtime`, `engine`, `tcp`, `rdzv`, "
                    "`launcher`.")
 
+// clang-format on

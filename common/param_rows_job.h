@@ -1,6 +1,8 @@
 // Rows of the parameter table (common/param_table.h): who a worker is, where it finds its peers,
 // how long it waits, and hvdrun's own settings.
 // Included by common/param_rows.h only, once per expansion of the rows: no include guard.
+// One row per parameter, laid out as a table rather than as code:
+// clang-format off
 
 HVD_PARAM(Rank, topology.rank, asIs,
     .name = "HVD_RANK", .horovodAlias = "HOROVOD_RANK",
@@ -127,3 +129,4 @@ HVD_PARAM(OpTimeout, opTimeout, seconds,
                    "failing with a timeout that names it; a hung NCCL communicator is aborted. A "
                    "wait on a handle gives up after twice this, as a safety net behind the "
                    "engine's own, more specific, failure.")
+// clang-format on

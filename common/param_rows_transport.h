@@ -1,6 +1,8 @@
 // Rows of the parameter table (common/param_table.h): how host-memory and GPU collectives travel:
 // algorithms, transports, polling, binding.
 // Included by common/param_rows.h only, once per expansion of the rows: no include guard.
+// One row per parameter, laid out as a table rather than as code:
+// clang-format off
 
 HVD_PARAM(AllreduceRingThreshold, ringThresholdBytes, asIs,
     .name = "HVD_ALLREDUCE_RING_THRESHOLD",
@@ -255,3 +257,4 @@ HVD_PARAM(HierarchicalAllgather, hierarchicalAllgather, asIs,
                    "fails at init naming the ranks. GPU tensors through NCCL and process sets "
                    "other than the global one stay flat. Set by `hvdrun --hierarchical-allgather` "
                    "or the config file's `params.hierarchical_allgather`.")
+// clang-format on

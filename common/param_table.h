@@ -80,16 +80,16 @@ struct ParamSpec {
   std::string name;               // HVD_...
   std::string horovodAlias;       // HOROVOD_... accepted as well, or empty
   ParamType type = ParamType::String;
-  std::string defaultValue;       // as text; empty means "unset"
-  int64_t min = 0;                // for Int and Double
-  int64_t max = INT64_MAX;        // for Int and Double
+  std::string defaultValue;          // as text; empty means "unset"
+  int64_t min = 0;                   // for Int and Double
+  int64_t max = INT64_MAX;           // for Int and Double
   std::vector<std::string> choices;  // for String: the accepted values; empty: any text
-  bool secret = false;            // never printed
-  std::string_view unsetMeans;    // what an empty default stands for, in the docs ("this host")
+  bool secret = false;               // never printed
+  std::string_view unsetMeans;       // what an empty default stands for, in the docs ("this host")
   FlagSpec flag;
   FlagShortcut shortcut;
   ConfigKeySpec configKey;
-  std::string description;        // Markdown, as docs/environment.md shows it
+  std::string description;  // Markdown, as docs/environment.md shows it
 };
 
 // Every row, in ParamId order.

@@ -25,8 +25,8 @@ int64_t parseInt(const std::string& text, int64_t min, int64_t max, const std::s
   if (text.empty() || ec != std::errc() || ptr != end)
     throw InvalidArgument(what + "='" + text + "': not an integer");
   if (value < min || value > max)
-    throw InvalidArgument(detail::concat(what, "=", value, ": out of range [", min, ", ", max,
-                                         "]"));
+    throw InvalidArgument(
+        detail::concat(what, "=", value, ": out of range [", min, ", ", max, "]"));
   return value;
 }
 
@@ -37,8 +37,8 @@ double parseDouble(const std::string& text, double min, double max, const std::s
   if (text.empty() || ec != std::errc() || ptr != end)
     throw InvalidArgument(what + "='" + text + "': not a number");
   if (!(value >= min && value <= max))
-    throw InvalidArgument(detail::concat(what, "=", value, ": out of range [", min, ", ", max,
-                                         "]"));
+    throw InvalidArgument(
+        detail::concat(what, "=", value, ": out of range [", min, ", ", max, "]"));
   return value;
 }
 
@@ -50,10 +50,11 @@ void checkCombinations(const ParamValues& v) {
                           autotuneLog + ") needs --autotune (" + envName(ParamId::Autotune) +
                           "=1)");
   if (autotune && v.isSet(ParamId::FusionThreshold) && v.isSet(ParamId::CycleTime))
-    throw InvalidArgument("--autotune tunes the fusion threshold and the cycle time, but both "
-                          "are given (--fusion-threshold-mb/" +
-                          envName(ParamId::FusionThreshold) + " and --cycle-time-ms/" +
-                          envName(ParamId::CycleTime) + "), which fixes them: leave one out");
+    throw InvalidArgument(
+        "--autotune tunes the fusion threshold and the cycle time, but both "
+        "are given (--fusion-threshold-mb/" +
+        envName(ParamId::FusionThreshold) + " and --cycle-time-ms/" + envName(ParamId::CycleTime) +
+        "), which fixes them: leave one out");
   if (v.getInt(ParamId::TimelineMarkCycles) == 1 && v.getString(ParamId::Timeline).empty())
     throw InvalidArgument("--timeline-mark-cycles (" + envName(ParamId::TimelineMarkCycles) +
                           "=1) needs a timeline (--timeline-filename, " +

@@ -74,8 +74,8 @@ std::vector<int> expandTasksPerNode(const std::string& tasksPerNode) {
     int repeat = 1;
     if (paren != std::string::npos) {
       if (part.back() != ')') throw InvalidArgument(what + ": '" + part + "' lacks ')'");
-      repeat = static_cast<int>(params::parseInt(
-          part.substr(paren + 2, part.size() - paren - 3), 1, 1 << 20, what + ": '" + part + "'"));
+      repeat = static_cast<int>(params::parseInt(part.substr(paren + 2, part.size() - paren - 3), 1,
+                                                 1 << 20, what + ": '" + part + "'"));
     }
     counts.insert(counts.end(), repeat, tasks);
   }

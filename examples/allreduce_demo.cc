@@ -6,13 +6,13 @@
 #include <cmath>
 #include <cstdio>
 
-#define CHECK(call)                                                                         \
-  do {                                                                                      \
-    hvd_status s = (call);                                                                  \
-    if (s != HVD_SUCCESS) {                                                                 \
+#define CHECK(call)                                                                               \
+  do {                                                                                            \
+    hvd_status s = (call);                                                                        \
+    if (s != HVD_SUCCESS) {                                                                       \
       std::fprintf(stderr, "%s failed: %s: %s\n", #call, hvd_status_string(s), hvd_last_error()); \
-      return 1;                                                                             \
-    }                                                                                       \
+      return 1;                                                                                   \
+    }                                                                                             \
   } while (0)
 
 int main() {

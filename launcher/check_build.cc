@@ -63,7 +63,7 @@ print(json.dumps(out))
 
 struct ProbeResult {
   std::string out, err;
-  int status = -1;  // exit status, -1 when it did not exit by itself
+  int status = -1;      // exit status, -1 when it did not exit by itself
   std::string problem;  // why it could not run to the end
 };
 
@@ -110,8 +110,10 @@ ProbeResult runProbe(const CheckBuildOptions& o) {
     r.problem = detail::concat(o.python, " did not finish within ", o.pythonTimeout.count(), " s");
     return r;
   }
-  if (WIFEXITED(status)) r.status = WEXITSTATUS(status);
-  else r.problem = detail::concat(o.python, " was killed by signal ", WTERMSIG(status));
+  if (WIFEXITED(status))
+    r.status = WEXITSTATUS(status);
+  else
+    r.problem = detail::concat(o.python, " was killed by signal ", WTERMSIG(status));
   return r;
 }
 
@@ -156,8 +158,7 @@ void describeBuild(std::ostringstream& out, const collectives::gpu::GpuBuild& b,
     out << mark(false) << "CUDA (built without the CUDA toolkit: GPU tensors are refused)\n"
         << mark(false) << "NCCL\n";
   else
-    out << mark(true) << "CUDA " << b.cudaToolkit << "\n"
-        << mark(true) << b.ncclVersion << "\n";
+    out << mark(true) << "CUDA " << b.cudaToolkit << "\n" << mark(true) << b.ncclVersion << "\n";
   out << "\nFound on this machine:\n";
   describeShm(out, env);
   if (!b.cuda) return;
@@ -211,8 +212,8 @@ bool describeFacts(std::ostringstream& out, const CheckBuildOptions& o, bool hvd
     out << mark(false) << "hvd cannot be imported: " << facts.at("hvd_error").get<std::string>()
         << "\n        (run scripts/build.sh, or pip install . from the repository)\n";
   }
-  const std::pair<const char*, const char*> frameworks[] = {
-      {"torch", "PyTorch (hvd.torch)"}, {"numpy", "NumPy (hvd.numpy)"}};
+  const std::pair<const char*, const char*> frameworks[] = {{"torch", "PyTorch (hvd.torch)"},
+                                                            {"numpy", "NumPy (hvd.numpy)"}};
   for (const auto& [key, label] : frameworks) {
     bool found = facts.at(key).is_string();
     out << mark(found) << label
@@ -234,8 +235,8 @@ bool describePython(std::ostringstream& out, const CheckBuildOptions& o, bool hv
     try {
       return describeFacts(out, o, hvdrunCuda, json::parse(lastLine(r.out)));
     } catch (const json::exception& e) {
-      r.problem = detail::concat(o.python, "'s report could not be read (", e.what(), "): ",
-                                 lastLine(r.out + r.err));
+      r.problem = detail::concat(o.python, "'s report could not be read (", e.what(),
+                                 "): ", lastLine(r.out + r.err));
     }
   }
   out << "\nPython (" << o.python << "):\n" << mark(false) << r.problem << "\n";

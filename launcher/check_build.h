@@ -14,8 +14,8 @@
 namespace hvd::launcher {
 
 struct CheckBuildOptions {
-  std::string version;          // hvdrun's version
-  Environment env;              // what a worker would get (PYTHONPATH included)
+  std::string version;  // hvdrun's version
+  Environment env;      // what a worker would get (PYTHONPATH included)
   std::string python = "python3";
   std::chrono::seconds pythonTimeout{60};
 };

@@ -21,9 +21,8 @@ namespace {
 // cannot be forgotten.
 std::vector<const CLI::Option*> allOptions(const CLI::App& app) {
   std::vector<const CLI::App*> apps{&app};
-  for (const CLI::App* group : app.get_subcommands([](const CLI::App* a) {
-         return a->get_name().empty();
-       }))
+  for (const CLI::App* group :
+       app.get_subcommands([](const CLI::App* a) { return a->get_name().empty(); }))
     apps.push_back(group);
   std::vector<const CLI::Option*> out;
   for (const CLI::App* a : apps)
@@ -151,51 +150,60 @@ void addJobOptions(CLI::App& app, LaunchOptions& o, RawFlags& raw) {
 CLI::App* addSshOptions(CLI::App& app, LaunchOptions& o, RawFlags& raw) {
   raw.connectTimeout = static_cast<int>(o.ssh.connectTimeout.count());
   auto* group = app.add_option_group("SSH", "How hvdrun reaches remote hosts (libssh2)");
-  group->add_option("-p,--ssh-port", o.ssh.port,
-                       "SSH port of every remote host (default: ~/.ssh/config's Port, else 22)")
+  group
+      ->add_option("-p,--ssh-port", o.ssh.port,
+                   "SSH port of every remote host (default: ~/.ssh/config's Port, else 22)")
       ->check(CLI::Range(1, 65535));
   group->add_option("-i,--ssh-identity-file", o.ssh.identityFile,
-                       "Private key tried first (then ssh-agent, ~/.ssh/config's IdentityFile, "
-                       "~/.ssh/id_ed25519, id_ecdsa, id_rsa)");
-  group->add_option("--ssh-connect-timeout", raw.connectTimeout,
-                       "Seconds to reach and authenticate with each host before the job is "
-                       "refused")
+                    "Private key tried first (then ssh-agent, ~/.ssh/config's IdentityFile, "
+                    "~/.ssh/id_ed25519, id_ecdsa, id_rsa)");
+  group
+      ->add_option("--ssh-connect-timeout", raw.connectTimeout,
+                   "Seconds to reach and authenticate with each host before the job is "
+                   "refused")
       ->check(CLI::Range(1, 3600));
-  group->add_option("--ssh-strict-host-key-checking", raw.strictHostKeys,
-                       "yes: refuse hosts known_hosts does not list; accept-new: record their "
-                       "keys; no: check nothing (default: ~/.ssh/config's StrictHostKeyChecking, "
-                       "else accept-new). Changed keys and keys of other types are refused "
-                       "unless no")
+  group
+      ->add_option("--ssh-strict-host-key-checking", raw.strictHostKeys,
+                   "yes: refuse hosts known_hosts does not list; accept-new: record their "
+                   "keys; no: check nothing (default: ~/.ssh/config's StrictHostKeyChecking, "
+                   "else accept-new). Changed keys and keys of other types are refused "
+                   "unless no")
       ->check(CLI::IsMember({"yes", "accept-new", "no"}));
   group->add_flag("--ssh-no-host-key-check", raw.noHostKeyCheck,
-                     "Same as --ssh-strict-host-key-checking no (unsafe outside trusted "
-                     "networks)");
+                  "Same as --ssh-strict-host-key-checking no (unsafe outside trusted "
+                  "networks)");
   return group;
 }
 
 CLI::App* addElasticOptions(CLI::App& app, LaunchOptions& o) {
-  auto* group = app.add_option_group(
-      "Elastic", "Workers may fail or join while the job runs (hvd.elastic.run); any of "
-                 "--min-np, --max-np or --host-discovery-script makes the job elastic");
-  group->add_option("--min-np", o.elastic.minNp,
-                      "Fewest workers the job runs with; below that it waits for hosts "
-                      "(default: -np)")
+  auto* group =
+      app.add_option_group("Elastic",
+                           "Workers may fail or join while the job runs (hvd.elastic.run); any of "
+                           "--min-np, --max-np or --host-discovery-script makes the job elastic");
+  group
+      ->add_option("--min-np", o.elastic.minNp,
+                   "Fewest workers the job runs with; below that it waits for hosts "
+                   "(default: -np)")
       ->check(CLI::Range(1, 1 << 20));
-  group->add_option("--max-np", o.elastic.maxNp,
-                      "Most workers the job runs with (default: every offered slot)")
+  group
+      ->add_option("--max-np", o.elastic.maxNp,
+                   "Most workers the job runs with (default: every offered slot)")
       ->check(CLI::Range(1, 1 << 20));
   group->add_option("--host-discovery-script", o.elastic.discoveryScript,
-                      "Executable printing the usable hosts, one 'host[:slots]' per line; hvdrun "
-                      "runs it every second");
-  group->add_option("--slots-per-host", o.elastic.slotsPerHost,
-                      "Slots of a discovered host whose line gives none (default 1)")
+                    "Executable printing the usable hosts, one 'host[:slots]' per line; hvdrun "
+                    "runs it every second");
+  group
+      ->add_option("--slots-per-host", o.elastic.slotsPerHost,
+                   "Slots of a discovered host whose line gives none (default 1)")
       ->check(CLI::Range(1, 1 << 16));
-  group->add_option("--reset-limit", o.elastic.resetLimit,
-                      "Fail the job instead of forming more than this many new rounds")
+  group
+      ->add_option("--reset-limit", o.elastic.resetLimit,
+                   "Fail the job instead of forming more than this many new rounds")
       ->check(CLI::Range(0, 1 << 30));
-  group->add_option("--blacklist-cooldown-range", o.elastic.cooldownRange,
-                      "MIN MAX: a failed host comes back after MIN seconds, twice as long after "
-                      "each further failure, at most MAX (default: never)")
+  group
+      ->add_option("--blacklist-cooldown-range", o.elastic.cooldownRange,
+                   "MIN MAX: a failed host comes back after MIN seconds, twice as long after "
+                   "each further failure, at most MAX (default: never)")
       ->expected(2)
       ->check(CLI::Range(1, 86400));
   return group;

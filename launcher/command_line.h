@@ -10,8 +10,8 @@
 namespace hvd::launcher {
 
 struct CommandLine {
-  LaunchOptions launch;   // with the command, and every flag that is not a runtime knob
-  RuntimeFlags runtime;   // parameter flags, not yet merged with --config-file (runtime_flags.h)
+  LaunchOptions launch;      // with the command, and every flag that is not a runtime knob
+  RuntimeFlags runtime;      // parameter flags, not yet merged with --config-file (runtime_flags.h)
   bool logHideTime = false;  // HVD_LOG_HIDE_TIME=1 from --log-hide-timestamp, the file or the env
   bool printConfig = false;
   bool printEnvDoc = false;

@@ -57,8 +57,11 @@ void ElasticDriver::tick(Job& job) {
     started_ = true;
   }
   for (const auto& host : blacklist_.takeReturned(Clock::now()))
-    log::logger("launcher")->info("elastic: host {}'s blacklist cooldown is over; its slots are "
-                                  "offered again", host);
+    log::logger("launcher")
+        ->info(
+            "elastic: host {}'s blacklist cooldown is over; its slots are "
+            "offered again",
+            host);
   std::vector<HostSlots> offered = usableHosts();
   MembershipChange change = planMembership(members_, offered, options_.maxNp);
   if (!change.changed() && !forced_) {
@@ -70,23 +73,22 @@ void ElasticDriver::tick(Job& job) {
     int usable = 0;
     for (const auto& h : offered) usable += h.slots;
     std::string names = blacklist_.describe(Clock::now());
-    std::string why = detail::concat(usable, " usable slots (",
-                                     offered.empty() ? "none" : describeHosts(offered),
-                                     names.empty() ? "" : "; blacklisted: ", names,
-                                     ") but --min-np ", options_.minNp);
+    std::string why = detail::concat(
+        usable, " usable slots (", offered.empty() ? "none" : describeHosts(offered),
+        names.empty() ? "" : "; blacklisted: ", names, ") but --min-np ", options_.minNp);
     // A fixed list gets no new hosts; its blacklisted ones may come back after their cooldown.
     if (fixedHosts_ && !blacklist_.coolsDown())
       return failJob(job, why + " and the host list is fixed (no --host-discovery-script)" +
                               (lastFailure_.empty() ? "" : "; last failure: " + lastFailure_));
     if (shortSince_ == Clock::time_point{}) {
       shortSince_ = Clock::now();
-      log->warn("elastic: {}; waiting up to {} s for {}", why, options_.timeout.count(),
-                fixedHosts_ ? "blacklisted hosts to come back" : "the discovery script to offer more");
+      log->warn(
+          "elastic: {}; waiting up to {} s for {}", why, options_.timeout.count(),
+          fixedHosts_ ? "blacklisted hosts to come back" : "the discovery script to offer more");
     } else if (Clock::now() - shortSince_ > options_.timeout) {
-      return failJob(job, detail::concat(why, " for ", options_.timeout.count(),
-                                         " s (--elastic-timeout)",
-                                         lastFailure_.empty() ? "" : "; last failure: ",
-                                         lastFailure_));
+      return failJob(
+          job, detail::concat(why, " for ", options_.timeout.count(), " s (--elastic-timeout)",
+                              lastFailure_.empty() ? "" : "; last failure: ", lastFailure_));
     }
     return;
   }
@@ -98,9 +100,9 @@ void ElasticDriver::publish(Job& job, const MembershipChange& change) {
   auto log = log::logger("launcher");
   if (round_ >= 0) {
     if (options_.resetLimit >= 0 && resets_ >= options_.resetLimit)
-      return failJob(job, detail::concat("the job needs a new round (", change.size(),
-                                         " workers) but reached --reset-limit ",
-                                         options_.resetLimit));
+      return failJob(job,
+                     detail::concat("the job needs a new round (", change.size(),
+                                    " workers) but reached --reset-limit ", options_.resetLimit));
     ++resets_;
   }
   for (const auto& w : change.remove) {
@@ -148,9 +150,9 @@ bool ElasticDriver::tolerate(Job& job, int label, const std::string& host,
   if (member == members_.end()) return true;  // already out of the job
   lastFailure_ = detail::concat("worker ", label, " on ", host, " ", status.describe());
   auto out = blacklist_.add(host, Clock::now());
-  log::logger("launcher")->warn("elastic: {}; blacklisting host {} {}and going on without it",
-                                lastFailure_, host,
-                                out ? detail::concat("for ", out->count(), " s ") : "");
+  log::logger("launcher")
+      ->warn("elastic: {}; blacklisting host {} {}and going on without it", lastFailure_, host,
+             out ? detail::concat("for ", out->count(), " s ") : "");
   members_.erase(member);
   for (auto it = members_.begin(); it != members_.end();) {
     if (it->where.host == host) {

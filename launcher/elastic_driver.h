@@ -30,7 +30,7 @@ struct ElasticOptions {
   int minNp = 1;
   int maxNp = -1;  // -1: no cap
   std::chrono::seconds timeout{600};
-  int resetLimit = -1;  // -1: no limit
+  int resetLimit = -1;                    // -1: no limit
   std::optional<CooldownRange> cooldown;  // --blacklist-cooldown-range; none: for good
 };
 
@@ -57,8 +57,7 @@ class ElasticDriver : public JobPolicy {
                 rendezvous::Store& store, std::string jobId);
 
   void tick(Job& job) override;
-  bool tolerate(Job& job, int label, const std::string& host,
-                const ExitStatus& status) override;
+  bool tolerate(Job& job, int label, const std::string& host, const ExitStatus& status) override;
   bool waiting() const override { return !finishing_ && !failed_; }
 
  private:

@@ -17,8 +17,10 @@ MembershipChange planMembership(const std::vector<ElasticWorker>& current,
   for (const auto& w : current) {
     auto it = slotsOf.find(w.where.host);
     bool offeredStill = it != slotsOf.end() && w.where.slot < it->second;
-    if (offeredStill && change.keep.size() < cap) change.keep.push_back(w);
-    else change.remove.push_back(w);
+    if (offeredStill && change.keep.size() < cap)
+      change.keep.push_back(w);
+    else
+      change.remove.push_back(w);
   }
   for (const auto& h : offered)
     for (int slot = 0; slot < h.slots && change.size() < cap; ++slot) {
@@ -44,8 +46,10 @@ rendezvous::elastic::Members placeMembers(const std::vector<ElasticWorker>& memb
   });
   std::vector<HostSlots> counts;
   for (const auto& w : sorted)
-    if (counts.empty() || counts.back().host != w.where.host) counts.push_back({w.where.host, 1});
-    else ++counts.back().slots;
+    if (counts.empty() || counts.back().host != w.where.host)
+      counts.push_back({w.where.host, 1});
+    else
+      ++counts.back().slots;
   rendezvous::elastic::Members out;
   if (sorted.empty()) return out;
   auto placements = assignRanks(counts, static_cast<int>(sorted.size()));

@@ -47,9 +47,8 @@ ElasticOptions elasticOptions(const LaunchOptions& o) {
 // policy (before the rendezvous server its store client is connected to).
 class ElasticRun : public JobPolicy {
  public:
-  ElasticRun(const ElasticOptions& options, HostSource hosts, bool fixedHosts,
-             ElasticLaunch launch, std::function<bool(const std::string&)> isLocal,
-             std::chrono::seconds connectTimeout)
+  ElasticRun(const ElasticOptions& options, HostSource hosts, bool fixedHosts, ElasticLaunch launch,
+             std::function<bool(const std::string&)> isLocal, std::chrono::seconds connectTimeout)
       : jobId_(launch.job.jobId),
         store_(launch.job.rendezvousAddr, launch.job.rendezvousPort, launch.job.secret,
                connectTimeout),
@@ -75,8 +74,8 @@ class ElasticStrategy : public LaunchStrategy {
   void prepare() override;
   HostReach reach() override;
   std::string describe(const JobIdentity& job) const override {
-    return detail::concat("elastic job ", job.jobId, ": --min-np ", options_.minNp,
-                          " --max-np ", options_.maxNp);
+    return detail::concat("elastic job ", job.jobId, ": --min-np ", options_.minNp, " --max-np ",
+                          options_.maxNp);
   }
   JobStart start(rendezvous::RendezvousServer& server, const JobIdentity& job,
                  const Environment& extra, RemoteRanks& remote) override;
@@ -86,10 +85,10 @@ class ElasticStrategy : public LaunchStrategy {
 
   LaunchContext c_;
   ElasticOptions options_;
-  std::string script_;             // --host-discovery-script, resolved; "": a fixed list
-  std::vector<HostSlots> fixed_;   // the fixed list
+  std::string script_;            // --host-discovery-script, resolved; "": a fixed list
+  std::vector<HostSlots> fixed_;  // the fixed list
   std::map<std::string, std::string> interfaces_;
-  std::string executable_;         // command[0] on this machine, when workers may run here
+  std::string executable_;  // command[0] on this machine, when workers may run here
   std::map<std::string, bool> localCache_;
   std::unique_ptr<HostDiscovery> discovery_;
 };
@@ -107,16 +106,16 @@ ElasticStrategy::ElasticStrategy(const LaunchContext& c) : c_(c) {
     if (o.hosts.empty() && o.hostfile.empty() && !plan.fromSlurm)
       fixed_ = {{"localhost", std::max(options_.minNp, options_.maxNp)}};
   } else if (o.networkInterface.find('=') != std::string::npos) {
-    throw InvalidArgument("--network-interface '" + o.networkInterface + "': with "
+    throw InvalidArgument("--network-interface '" + o.networkInterface +
+                          "': with "
                           "--host-discovery-script, give one interface for every host");
   }
   interfaces_ = parseNetworkInterfaces(o.networkInterface, fixed_);
   // Workers on this machine run the program found here; with no local host in a fixed list,
   // the remote hosts' checks look for it.
-  bool localPossible = !script_.empty() || std::any_of(fixed_.begin(), fixed_.end(),
-                                                       [&](const HostSlots& h) {
-                                                         return isLocal(h.host);
-                                                       });
+  bool localPossible =
+      !script_.empty() || std::any_of(fixed_.begin(), fixed_.end(),
+                                      [&](const HostSlots& h) { return isLocal(h.host); });
   if (localPossible) executable_ = resolveExecutable(o.command[0], c.base);
 }
 
@@ -136,8 +135,8 @@ void ElasticStrategy::addWorkerParams(Environment& extra) const {
 
 void ElasticStrategy::prepare() {
   if (!script_.empty())
-    discovery_ = std::make_unique<HostDiscovery>(script_, c_.options.elastic.slotsPerHost,
-                                                 c_.base, std::chrono::seconds(1));
+    discovery_ = std::make_unique<HostDiscovery>(script_, c_.options.elastic.slotsPerHost, c_.base,
+                                                 std::chrono::seconds(1));
 }
 
 // No remote host is known before the server starts: each is checked as it joins, and the
@@ -176,10 +175,9 @@ JobStart ElasticStrategy::start(rendezvous::RendezvousServer& server, const JobI
   HostSource hosts = [fixed = fixed_] { return fixed; };
   if (discovery_) hosts = [d = discovery_.get()] { return d->latest(); };
   JobStart out;
-  out.policy = std::make_unique<ElasticRun>(options_, std::move(hosts), script_.empty(),
-                                            std::move(launch),
-                                            [this](const std::string& h) { return isLocal(h); },
-                                            o.startTimeout);
+  out.policy = std::make_unique<ElasticRun>(
+      options_, std::move(hosts), script_.empty(), std::move(launch),
+      [this](const std::string& h) { return isLocal(h); }, o.startTimeout);
   return out;
 }
 

@@ -85,10 +85,9 @@ void ElasticWorkers::start(Job& job, const rendezvous::elastic::Members& added) 
   }
   for (const auto& host : remoteOrder) {
     LateHost& late = remote.at(host);
-    late.check.target = sshTargetFor({host, static_cast<int>(late.ranks.size())}, launch_->ssh,
-                                     launch_->base);
-    late.check.checkScript =
-        ssh::checkScript(remoteRun(*launch_, host, launch_->base));
+    late.check.target =
+        sshTargetFor({host, static_cast<int>(late.ranks.size())}, launch_->ssh, launch_->base);
+    late.check.checkScript = ssh::checkScript(remoteRun(*launch_, host, launch_->base));
     late.check.ranks = late.ranks.size();
     late.scriptFor = [launch = launch_](const RemoteRankSpec& rank,
                                         const std::string& localAddress) {
@@ -97,9 +96,8 @@ void ElasticWorkers::start(Job& job, const rendezvous::elastic::Members& added) 
         rendezvous = localAddress;
         launch->listenOn(rendezvous);
       }
-      return ssh::runScript(remoteRun(
-          *launch, rank.placement.hostname,
-          environmentOf(*launch, rank.id, rank.placement, rendezvous)));
+      return ssh::runScript(remoteRun(*launch, rank.placement.hostname,
+                                      environmentOf(*launch, rank.id, rank.placement, rendezvous)));
     };
     job.addRemoteWorkers(std::move(late));
   }

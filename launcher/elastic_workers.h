@@ -27,13 +27,13 @@
 namespace hvd::launcher {
 
 struct ElasticLaunch {
-  Environment base;    // hvdrun's environment, with hvd's Python path
-  JobIdentity job;     // rendezvousAddr: what this machine's workers connect to
+  Environment base;  // hvdrun's environment, with hvd's Python path
+  JobIdentity job;   // rendezvousAddr: what this machine's workers connect to
   // What remote workers connect to; empty: the address of hvdrun's SSH connection to the host,
   // which listenOn must then make the rendezvous serve.
   std::string remoteRendezvousAddr;
   std::function<void(const std::string&)> listenOn;
-  Environment extra;   // HVD_* settings every worker gets
+  Environment extra;                 // HVD_* settings every worker gets
   std::vector<std::string> exports;  // -x
   std::vector<std::string> command;
   std::string executable;  // command[0] resolved on this machine

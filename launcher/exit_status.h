@@ -8,7 +8,7 @@ namespace hvd::launcher {
 
 struct ExitStatus {
   bool signaled = false;
-  int code = 0;    // exit code, or the signal number when signaled
+  int code = 0;  // exit code, or the signal number when signaled
   // The worker never ran: its host failed the SSH check (unreachable, refused the login, lacks
   // the program). Reported with code 255, as ssh does.
   bool unstarted = false;

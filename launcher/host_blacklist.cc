@@ -12,8 +12,7 @@ std::optional<std::chrono::seconds> HostBlacklist::add(const std::string& host,
   if (!cooldown_) return std::nullopt;
   // min, 2 min, 4 min, ... capped at max; the shift stops growing long before it overflows.
   int doublings = std::min(e.failures - 1, 30);
-  auto wait = std::min(cooldown_->max,
-                       std::chrono::seconds(cooldown_->min.count() << doublings));
+  auto wait = std::min(cooldown_->max, std::chrono::seconds(cooldown_->min.count() << doublings));
   e.until = now + wait;
   return wait;
 }

@@ -43,16 +43,15 @@ std::vector<HostSlots> parseDiscoveredHosts(const std::string& output, int defau
     if (!std::regex_search(line, kSlots)) one[0].slots = defaultSlots;
     for (const auto& h : hosts)
       if (h.host == one[0].host)
-        throw InvalidArgument(detail::concat("--host-discovery-script ", script, ": line ",
-                                             number, ": host ", h.host, " listed twice"));
+        throw InvalidArgument(detail::concat("--host-discovery-script ", script, ": line ", number,
+                                             ": host ", h.host, " listed twice"));
     hosts.push_back(one[0]);
   }
   return hosts;
 }
 
 std::vector<HostSlots> runDiscoveryScript(const std::string& script, int defaultSlots,
-                                          const Environment& env,
-                                          std::chrono::milliseconds timeout,
+                                          const Environment& env, std::chrono::milliseconds timeout,
                                           std::atomic<pid_t>* running) {
   LocalWorker child = spawnLocal(script, {script}, env);
   if (running) *running = child.pid;
@@ -86,8 +85,7 @@ std::vector<HostSlots> runDiscoveryScript(const std::string& script, int default
     if (fd >= 0) ::close(fd);
   if (timedOut) ::kill(-child.pid, SIGKILL);
   int status = 0;
-  while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {}
   if (running) *running = -1;
   if (timedOut)
     throw TimeoutError(detail::concat("--host-discovery-script ", script, " ran longer than ",

@@ -4,13 +4,13 @@
 // good answer when a later run fails.
 #pragma once
 
+#include <sys/types.h>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <sys/types.h>
 #include <thread>
 #include <vector>
 
@@ -27,8 +27,7 @@ std::vector<HostSlots> parseDiscoveredHosts(const std::string& output, int defau
 // Runs the script once; throws Error naming the script with its exit status and stderr, or
 // TimeoutError when it runs past `timeout` (it is then killed).
 std::vector<HostSlots> runDiscoveryScript(const std::string& script, int defaultSlots,
-                                          const Environment& env,
-                                          std::chrono::milliseconds timeout,
+                                          const Environment& env, std::chrono::milliseconds timeout,
                                           std::atomic<pid_t>* running = nullptr);
 
 class HostDiscovery {
@@ -52,7 +51,7 @@ class HostDiscovery {
   std::condition_variable wake_;
   bool stop_ = false;
   std::vector<HostSlots> latest_;
-  std::string lastError_;  // logged once per distinct error
+  std::string lastError_;           // logged once per distinct error
   std::atomic<pid_t> running_{-1};  // the script's pid while it runs
   std::thread thread_;
 };

@@ -18,7 +18,9 @@ HostPlan planHosts(const LaunchOptions& o, const Environment& env) {
   auto nodes = env.find("SLURM_JOB_NODELIST"), tasks = env.find("SLURM_TASKS_PER_NODE");
   if (nodes != env.end() && tasks != env.end())
     return {slurmHosts(nodes->second, tasks->second),
-            "the Slurm allocation (SLURM_JOB_NODELIST)", true, {}};
+            "the Slurm allocation (SLURM_JOB_NODELIST)",
+            true,
+            {}};
   return {{{"localhost", std::max(1, o.np)}}, "localhost", false, {}};
 }
 

@@ -28,7 +28,8 @@ HostSlots parseEntry(const std::string& e, const std::string& where) {
     h.host = rest.substr(1, close - 1);
     std::string after = rest.substr(close + 1);
     if (!after.empty() && after[0] != ':')
-      throw InvalidArgument(where + " '" + e + "' has '" + after + "' after ']' (write [addr]:slots)");
+      throw InvalidArgument(where + " '" + e + "' has '" + after +
+                            "' after ']' (write [addr]:slots)");
     if (!after.empty()) slots = after.substr(1);
     if (!after.empty() && slots.empty())
       throw InvalidArgument(where + " '" + e + "' has an empty slot count");

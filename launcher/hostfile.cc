@@ -29,14 +29,13 @@ std::vector<HostSlots> parseHostfile(const std::string& text, const std::string&
       if (token.rfind(key, 0) == 0 || token.rfind("max_slots=", 0) == 0) {
         if (token.rfind(key, 0) != 0) continue;  // max_slots is MPI's cap; slots decides here
         if (slotsGiven)
-          throw InvalidArgument(where + ": '" + token + "': slots given twice for host '" +
-                                host + "'");
+          throw InvalidArgument(where + ": '" + token + "': slots given twice for host '" + host +
+                                "'");
         slotsGiven = true;
         entry.slots = static_cast<int>(params::parseInt(token.substr(key.size()), 1, 1 << 20,
                                                         where + ": '" + token + "': slots"));
       } else {
-        throw InvalidArgument(where + ": unexpected token '" + token +
-                              "' (write: host slots=N)");
+        throw InvalidArgument(where + ": unexpected token '" + token + "' (write: host slots=N)");
       }
     }
     if (!seen.insert(entry.host).second)

@@ -28,7 +28,7 @@ constexpr auto kDrainTime = std::chrono::seconds(2);
 
 struct Job::Worker {
   RankPlacement placement;
-  int label = 0;  // the output's [N]: the rank, or an elastic job's worker number
+  int label = 0;        // the output's [N]: the rank, or an elastic job's worker number
   LocalWorker process;  // pid -1 for a remote rank
   int fds[2] = {-1, -1};
   bool exited = false;
@@ -41,9 +41,9 @@ struct Job::Worker {
 Job::Job(const LaunchOptions& options, std::vector<WorkerSpec> workers, RemoteRanks& remote,
          OrphanGuardian& guardian)
     : options_(options), specs_(std::move(workers)), remote_(remote), guardian_(guardian) {
-  output_ = std::make_unique<OutputForwarder>(
-      static_cast<int>(specs_.size() + remote_.rankCount()), STDOUT_FILENO, STDERR_FILENO,
-      options.outputDir, options.prefixTimestamp);
+  output_ = std::make_unique<OutputForwarder>(static_cast<int>(specs_.size() + remote_.rankCount()),
+                                              STDOUT_FILENO, STDERR_FILENO, options.outputDir,
+                                              options.prefixTimestamp);
 }
 
 Job::~Job() {
@@ -53,8 +53,8 @@ Job::~Job() {
 }
 
 int Job::run() {
-  signals_ = std::make_unique<SignalPipe>(std::initializer_list<int>{SIGCHLD, SIGINT, SIGTERM,
-                                                                    SIGHUP});
+  signals_ =
+      std::make_unique<SignalPipe>(std::initializer_list<int>{SIGCHLD, SIGINT, SIGTERM, SIGHUP});
   try {
     spawnAll();
     if (policy_) policy_->tick(*this);
@@ -93,8 +93,9 @@ void Job::startLocal(WorkerSpec& spec, int label) {
   w.fds[1] = w.process.stderrFd;
   guardian_.watch(w.process.pid);
   workers_.push_back(w);
-  log::logger("launcher")->info("started {} {} on {} as pid {}", policy_ ? "worker" : "rank",
-                                label, w.placement.hostname, w.process.pid);
+  log::logger("launcher")
+      ->info("started {} {} on {} as pid {}", policy_ ? "worker" : "rank", label,
+             w.placement.hostname, w.process.pid);
 }
 
 int Job::addWorker(WorkerSpec spec) {
@@ -109,8 +110,8 @@ void Job::addRemoteWorkers(LateHost host) {
   std::string name = host.check.target.alias;
   for (const auto& streams : remote_.launch(std::move(host))) {
     adoptRemote(streams);
-    log::logger("launcher")->info("checking {} over ssh to start worker {} there", name,
-                                  streams.id);
+    log::logger("launcher")
+        ->info("checking {} over ssh to start worker {} there", name, streams.id);
   }
 }
 
@@ -258,8 +259,7 @@ void Job::reapWorkers() {
 void Job::collectRemoteEnds() {
   for (auto [id, status] : remote_.takeEnded())
     for (std::size_t i = 0; i < workers_.size(); ++i)
-      if (workers_[i].remote && workers_[i].label == id && !workers_[i].exited)
-        onEnded(i, status);
+      if (workers_[i].remote && workers_[i].label == id && !workers_[i].exited) onEnded(i, status);
 }
 
 void Job::onEnded(std::size_t i, ExitStatus status) {
@@ -268,23 +268,23 @@ void Job::onEnded(std::size_t i, ExitStatus status) {
   w.status = status;
   const char* kind = policy_ ? "worker" : "rank";
   if (w.remote)
-    log::logger("launcher")->info("{} {} on {} {}", kind, w.label, w.placement.hostname,
-                                  w.status.describe());
+    log::logger("launcher")
+        ->info("{} {} on {} {}", kind, w.label, w.placement.hostname, w.status.describe());
   else
-    log::logger("launcher")->info("{} {} (pid {}) {}", kind, w.label, w.process.pid,
-                                  w.status.describe());
+    log::logger("launcher")
+        ->info("{} {} (pid {}) {}", kind, w.label, w.process.pid, w.status.describe());
   if (w.status.failed() && !w.stoppedByPolicy) lastFailed_ = static_cast<int>(i);
-  bool tolerated = policy_ && !stopping_ &&
-                   (w.stoppedByPolicy ||
-                    policy_->tolerate(*this, w.label, w.placement.hostname, w.status));
+  bool tolerated =
+      policy_ && !stopping_ &&
+      (w.stoppedByPolicy || policy_->tolerate(*this, w.label, w.placement.hostname, w.status));
   if (w.status.failed() && firstFailure_ == -1 && !stopping_ && !tolerated) {
     firstFailure_ = static_cast<int>(i);
     beginStop(detail::concat(kind, " ", w.label, " ", w.status.describe()));
   }
   bool allExited = true;
   for (const auto& other : workers_) allExited &= other.exited;
-  if (allExited && drainDeadline_ == Clock::time_point{} && !(policy_ && policy_->waiting() &&
-                                                              !stopping_)) {
+  if (allExited && drainDeadline_ == Clock::time_point{} &&
+      !(policy_ && policy_->waiting() && !stopping_)) {
     drainDeadline_ = Clock::now() + kDrainTime;
     killDeadline_ = {};
   }
@@ -313,10 +313,9 @@ void Job::killAll(int sig) {
 void Job::printSummary() const {
   const char* kind = policy_ ? "worker" : "rank";
   auto describe = [&](const Worker& w) {
-    std::string text = detail::concat(kind, " ", w.label, " on host ", w.placement.hostname,
-                                      w.remote ? " (over ssh" : " (pid ",
-                                      w.remote ? "" : std::to_string(w.process.pid), ") ",
-                                      w.status.describe(), "\n");
+    std::string text = detail::concat(
+        kind, " ", w.label, " on host ", w.placement.hostname, w.remote ? " (over ssh" : " (pid ",
+        w.remote ? "" : std::to_string(w.process.pid), ") ", w.status.describe(), "\n");
     auto lines = output_->lastStderrLines(w.label);
     if (lines.empty()) {
       text += detail::concat("hvdrun: ", kind, " ", w.label, " wrote nothing to stderr\n");
@@ -331,7 +330,8 @@ void Job::printSummary() const {
     ::fputs(("hvdrun: job failed: " + describe(workers_[firstFailure_])).c_str(), stderr);
   } else if (!failReason_.empty()) {
     std::string text = "hvdrun: job failed: " + failReason_ + "\n";
-    if (lastFailed_ >= 0) text += "hvdrun: the last worker to fail: " + describe(workers_[lastFailed_]);
+    if (lastFailed_ >= 0)
+      text += "hvdrun: the last worker to fail: " + describe(workers_[lastFailed_]);
     ::fputs(text.c_str(), stderr);
   } else if (interruptSignal_) {
     ::fprintf(stderr, "hvdrun: interrupted by %s: stopped %zu %ss\n",

@@ -2,10 +2,9 @@
 // processes, the ranks on remote hosts through RemoteRanks. Forwards their output, and
 // stops the job at the first failure. The first worker that exits non-zero or dies
 // by a signal ends the job: the others get SIGTERM (to their whole process group; a remote
-// rank's lifeline ends), then SIGKILL after the grace period. The first SIGINT/SIGTERM to hvdrun does the same orderly
-// stop; a second SIGINT kills at once.
-// Thread model: run() is called once, on the main thread; it installs signal handlers for the
-// duration.
+// rank's lifeline ends), then SIGKILL after the grace period. The first SIGINT/SIGTERM to hvdrun
+// does the same orderly stop; a second SIGINT kills at once. Thread model: run() is called once, on
+// the main thread; it installs signal handlers for the duration.
 #pragma once
 
 #include <chrono>
@@ -44,8 +43,7 @@ class JobPolicy {
   virtual void tick(Job& job) = 0;
   // Worker `label` ended while the job was not stopping. True: the job goes on without it;
   // false: the job stops, reporting this worker's failure (as a static job does).
-  virtual bool tolerate(Job& job, int label, const std::string& host,
-                        const ExitStatus& status) = 0;
+  virtual bool tolerate(Job& job, int label, const std::string& host, const ExitStatus& status) = 0;
   // True while the job must go on with no worker running (waiting for hosts to appear).
   virtual bool waiting() const = 0;
 };
@@ -102,8 +100,8 @@ class Job {
   JobPolicy* policy_ = nullptr;
   std::string failReason_;   // fail()'s
   int lastFailed_ = -1;      // index of the latest worker that failed, for fail()'s summary
-  int firstFailure_ = -1;     // index into workers_; -2: no worker, see failReason_
-  int interruptSignal_ = 0;   // signal that interrupted hvdrun
+  int firstFailure_ = -1;    // index into workers_; -2: no worker, see failReason_
+  int interruptSignal_ = 0;  // signal that interrupted hvdrun
   int interrupts_ = 0;
   bool stopping_ = false;
   std::chrono::steady_clock::time_point killDeadline_{};

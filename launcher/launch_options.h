@@ -24,8 +24,8 @@ struct ElasticFlags {
 };
 
 struct LaunchOptions {
-  int np = -1;         // -1: not given (taken from a Slurm allocation, else an error)
-  std::string hosts;   // -H
+  int np = -1;           // -1: not given (taken from a Slurm allocation, else an error)
+  std::string hosts;     // -H
   std::string hostfile;  // --hostfile; with neither, Slurm's allocation or localhost:np
   std::vector<std::string> command;
   std::vector<std::string> exports;  // -x

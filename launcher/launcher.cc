@@ -67,8 +67,11 @@ std::chrono::milliseconds handshakeTimeout(const LaunchOptions& o, const Environ
 // host's run script removes its ranks' own).
 void removeLeftSegments(const JobIdentity& job) {
   if (int left = collectives::shm::removeSegments(collectives::shm::jobSegmentPrefix(job.jobId)))
-    log::logger("launcher")->info("removed {} shared-memory segments the job's ranks left in "
-                                  "/dev/shm", left);
+    log::logger("launcher")
+        ->info(
+            "removed {} shared-memory segments the job's ranks left in "
+            "/dev/shm",
+            left);
 }
 
 }  // namespace
@@ -79,8 +82,7 @@ int launch(const LaunchOptions& options) {
   validate(options);
   // Read before anything starts: a malformed HVD_SSH_CONCURRENCY is refused at once.
   LaunchContext context{options, base, workingDirectory(), sshConcurrency(options.ssh, base)};
-  auto strategy = options.elastic.requested() ? elasticStrategy(context)
-                                              : staticStrategy(context);
+  auto strategy = options.elastic.requested() ? elasticStrategy(context) : staticStrategy(context);
   JobIdentity job = newJobIdentity();
   Environment extra = commonWorkerParams(options);
   strategy->addWorkerParams(extra);
@@ -96,8 +98,9 @@ int launch(const LaunchOptions& options) {
                                       handshakeTimeout(options, base));
   job.rendezvousAddr = server.address();
   job.rendezvousPort = server.port();
-  log::logger("launcher")->info("{}; rendezvous at {}:{}", strategy->describe(job),
-                                job.rendezvousAddr, job.rendezvousPort);
+  log::logger("launcher")
+      ->info("{}; rendezvous at {}:{}", strategy->describe(job), job.rendezvousAddr,
+             job.rendezvousPort);
 
   // Destroyed in reverse: the Job, its policy (an elastic job's store client), the remote
   // hosts' threads (which may still ask the server to listenAlso), then the server.

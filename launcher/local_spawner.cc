@@ -4,8 +4,8 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -53,7 +53,8 @@ std::vector<char*> cStrings(std::vector<std::string>& strings) {
   if (::getppid() != parent) ::_exit(128 + SIGTERM);  // the launcher already died
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE, SIGQUIT}) ::sigaction(sig, &dfl, nullptr);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE, SIGQUIT})
+    ::sigaction(sig, &dfl, nullptr);
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -78,8 +79,7 @@ std::vector<char*> cStrings(std::vector<std::string>& strings) {
 std::string resolveExecutable(const std::string& program, const Environment& env) {
   if (program.empty()) throw InvalidArgument("empty command");
   if (program.find('/') != std::string::npos) {
-    if (::access(program.c_str(), F_OK) != 0)
-      throw InvalidArgument(program + ": not found");
+    if (::access(program.c_str(), F_OK) != 0) throw InvalidArgument(program + ": not found");
     struct stat st {};
     if (::stat(program.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
       throw InvalidArgument(program + ": is a directory, not a program");

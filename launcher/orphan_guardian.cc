@@ -115,8 +115,7 @@ void OrphanGuardian::send(char command, pid_t value) {
 void OrphanGuardian::watch(pid_t processGroup) { send('W', processGroup); }
 
 void OrphanGuardian::removeSegmentsOnDeath(const std::string& prefix) {
-  HVD_ENFORCE(!prefix.empty() && prefix.size() <= kMaxPrefixBytes, "segment prefix '", prefix,
-              "'");
+  HVD_ENFORCE(!prefix.empty() && prefix.size() <= kMaxPrefixBytes, "segment prefix '", prefix, "'");
   std::string msg(kMessageBytes, '\0');
   msg[0] = 'P';
   auto length = static_cast<pid_t>(prefix.size());

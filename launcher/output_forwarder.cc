@@ -65,15 +65,13 @@ int OutputForwarder::addRank() {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec)
-    throw InvalidArgument("--output-filename: cannot create " + dir.string() + ": " +
-                          ec.message());
+    throw InvalidArgument("--output-filename: cannot create " + dir.string() + ": " + ec.message());
   const char* names[2] = {"stdout", "stderr"};
   for (int s = 0; s < 2; ++s) {
     std::string path = (dir / names[s]).string();
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
-      throw InvalidArgument("--output-filename: cannot open " + path + ": " +
-                            std::strerror(errno));
+      throw InvalidArgument("--output-filename: cannot open " + path + ": " + std::strerror(errno));
     ranks_[r].fileFd[s] = fd;
   }
   return r;

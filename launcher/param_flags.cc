@@ -66,9 +66,9 @@ void ParamFlags::addOption(CLI::App& group, Slot& slot) {
       throw InternalError(p.name + ": its flag has no command-line form");
   }
   if (!p.shortcut.name.empty())
-    slot.shortcut = group.add_flag(std::string(p.shortcut.name), slot.shortcutOn,
-                                   std::string(p.shortcut.help))
-                        ->excludes(slot.option);
+    slot.shortcut =
+        group.add_flag(std::string(p.shortcut.name), slot.shortcutOn, std::string(p.shortcut.help))
+            ->excludes(slot.option);
 }
 
 void ParamFlags::addTo(const std::map<params::FlagGroup, CLI::App*>& groups) {
@@ -88,11 +88,19 @@ std::map<params::ParamId, FlagValue> ParamFlags::given() const {
     if (s.shortcutOn) out[id] = std::string(s.spec->shortcut.value);
     if (s.option->count() == 0) continue;
     switch (s.spec->flag.kind) {
-      case ValueKind::Integer: out[id] = s.integer; break;
+      case ValueKind::Integer:
+        out[id] = s.integer;
+        break;
       case ValueKind::Number:
-      case ValueKind::Megabytes: out[id] = s.real; break;
-      case ValueKind::Switch: out[id] = s.on; break;
-      default: out[id] = s.text; break;
+      case ValueKind::Megabytes:
+        out[id] = s.real;
+        break;
+      case ValueKind::Switch:
+        out[id] = s.on;
+        break;
+      default:
+        out[id] = s.text;
+        break;
     }
   }
   return out;

@@ -195,8 +195,8 @@ std::optional<ChannelOp> RemoteHostState::stepOp(HostTime now) {
 }
 
 void RemoteHostState::expect(std::size_t rank, Step step) const {
-  HVD_ENFORCE(inRound_ && cursor_ == rank && step_ == step,
-              "remote host: an outcome for rank ", rank, " that no pending operation asked for");
+  HVD_ENFORCE(inRound_ && cursor_ == rank && step_ == step, "remote host: an outcome for rank ",
+              rank, " that no pending operation asked for");
 }
 
 void RemoteHostState::onOutput(std::size_t rank, RankStream stream, std::string_view bytes) {
@@ -218,8 +218,7 @@ void RemoteHostState::onDrained(std::size_t rank, RankStream stream) {
 void RemoteHostState::onReadFailed(std::size_t rank, long code) {
   HVD_ENFORCE(step_ == Step::ReadOut || step_ == Step::ReadErr);
   expect(rank, step_);
-  loseConnection(ranks_[rank].connection, where_ +
-                                              "ssh connection lost while rank was running (" +
+  loseConnection(ranks_[rank].connection, where_ + "ssh connection lost while rank was running (" +
                                               std::to_string(code) + ")");
   nextRank();
 }

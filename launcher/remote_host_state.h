@@ -68,8 +68,8 @@ struct ChannelOp {
     WaitClosed,     // has the close been answered: onStillClosing, or onExit with its status
     CheckQueued,    // does libssh2 hold data or EOF poll() cannot see: onQueued
     // The round is over; neither has an outcome.
-    Again,  // something moved: apply the job's requests and start the next round now
-    Sleep,  // nothing moved: sleep until pollTimeoutMs() passes or a socket or the job wakes
+    Again,     // something moved: apply the job's requests and start the next round now
+    Sleep,     // nothing moved: sleep until pollTimeoutMs() passes or a socket or the job wakes
     HostDone,  // every rank has ended; next() says so from now on
   };
   Kind kind = Kind::HostDone;

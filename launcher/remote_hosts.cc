@@ -55,8 +55,8 @@ ssh::SshTarget sshTargetFor(const HostSlots& host, const SshOptions& options,
       std::vector<std::string>{"/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2"});
   if (options.hostKeyPolicy) {
     t.hostKeyPolicy = *options.hostKeyPolicy;
-    t.hostKeyPolicySource = std::string("--ssh-strict-host-key-checking ") +
-                            ssh::hostKeyPolicyName(t.hostKeyPolicy);
+    t.hostKeyPolicySource =
+        std::string("--ssh-strict-host-key-checking ") + ssh::hostKeyPolicyName(t.hostKeyPolicy);
   } else if (config.strictHostKeyChecking) {
     t.hostKeyPolicy = *config.strictHostKeyChecking;
     t.hostKeyPolicySource = std::string("StrictHostKeyChecking ") +
@@ -96,8 +96,10 @@ std::map<std::string, std::string> parseNetworkInterfaces(const std::string& spe
     bool known = false;
     for (const auto& h : hosts) known |= h.host == host;
     if (!known)
-      throw InvalidArgument("--network-interface: host '" + host + "' is not one of the job's "
-                            "hosts (" + describeHosts(hosts) + ")");
+      throw InvalidArgument("--network-interface: host '" + host +
+                            "' is not one of the job's "
+                            "hosts (" +
+                            describeHosts(hosts) + ")");
     if (!out.emplace(host, entry.substr(eq + 1)).second)
       throw InvalidArgument("--network-interface: host '" + host + "' is given twice");
   }

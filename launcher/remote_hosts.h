@@ -15,8 +15,8 @@
 namespace hvd::launcher {
 
 struct SshOptions {
-  int port = 0;                  // --ssh-port; 0: from ~/.ssh/config, else 22
-  std::string identityFile;      // --ssh-identity-file; tried before the config's and defaults
+  int port = 0;              // --ssh-port; 0: from ~/.ssh/config, else 22
+  std::string identityFile;  // --ssh-identity-file; tried before the config's and defaults
   std::chrono::seconds connectTimeout{10};
   int concurrency = 0;  // --ssh-concurrency; 0: HVD_SSH_CONCURRENCY (sshConcurrency())
   // --ssh-strict-host-key-checking (--ssh-no-host-key-check is `no`); unset: the host's

@@ -10,9 +10,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <set>
 #include <functional>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "common/error.h"
@@ -149,8 +149,8 @@ std::vector<RemoteRankStreams> RemoteRanks::openStreams(Host& h) {
   std::vector<RemoteRankStreams> out;
   for (auto& r : h.ranks) {
     RemoteRankStreams streams{r.spec.placement, r.spec.id, -1, -1};
-    for (auto [readEnd, writeEnd] : {std::pair{&streams.stdoutFd, &r.outFd},
-                                     std::pair{&streams.stderrFd, &r.errFd}}) {
+    for (auto [readEnd, writeEnd] :
+         {std::pair{&streams.stdoutFd, &r.outFd}, std::pair{&streams.stderrFd, &r.errFd}}) {
       int sv[2];
       if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
         throw IoError(std::string("remote ranks: socketpair: ") + std::strerror(errno));
@@ -204,8 +204,7 @@ std::size_t RemoteRanks::rankCount() const {
 
 std::vector<std::pair<int, ExitStatus>> RemoteRanks::takeEnded() {
   char buf[64];
-  while (::read(wakeRead_, buf, sizeof buf) > 0) {
-  }
+  while (::read(wakeRead_, buf, sizeof buf) > 0) {}
   std::lock_guard<std::mutex> lock(endedMutex_);
   return std::exchange(ended_, {});
 }
@@ -281,8 +280,7 @@ void RemoteRanks::Host::applyRequests() {
   // leaves its byte in the pipe for the next poll. The other order could swallow that byte and
   // leave the request waiting for the keepalive timeout.
   char buf[64];
-  while (::read(controlRead, buf, sizeof buf) > 0) {
-  }
+  while (::read(controlRead, buf, sizeof buf) > 0) {}
   std::vector<std::pair<int, int>> fresh;
   {
     std::lock_guard<std::mutex> lock(mutex);
@@ -398,8 +396,7 @@ void RemoteRanks::Host::waitForActivity() {
     state->onPollFailed();
   }
   for (std::size_t i = 1; n > 0 && i < fds.size(); ++i)
-    state->onSocketEvents(owner[i], fds[i].revents & POLLIN,
-                          fds[i].revents & (POLLERR | POLLHUP));
+    state->onSocketEvents(owner[i], fds[i].revents & POLLIN, fds[i].revents & (POLLERR | POLLHUP));
   performActions();
 }
 

@@ -49,10 +49,9 @@ struct RemoteRankStreams {
 // the preflight, then writes each rank's script, made with this machine's address on the
 // connection to the host (what the ranks reach the rendezvous on).
 struct LateHost {
-  ssh::PreflightHost check;  // check.ranks: ranks.size()
+  ssh::PreflightHost check;           // check.ranks: ranks.size()
   std::vector<RemoteRankSpec> ranks;  // `script` is left empty and made by scriptFor
-  std::function<std::string(const RemoteRankSpec& rank, const std::string& localAddress)>
-      scriptFor;
+  std::function<std::string(const RemoteRankSpec& rank, const std::string& localAddress)> scriptFor;
 };
 
 class RemoteRanks {

@@ -14,10 +14,11 @@ std::string rendezvousBindAddress(const HostReach& r) {
   const auto& [first, chosen] = r.routes.front();
   for (const auto& [host, address] : r.routes)
     if (address != chosen)
-      log::logger("launcher")->warn(
-          "this machine reaches {} from {} but {} from {}; the rendezvous listens on {} only "
-          "(choose with --network-interface)",
-          first, chosen, host, address, chosen);
+      log::logger("launcher")
+          ->warn(
+              "this machine reaches {} from {} but {} from {}; the rendezvous listens on {} only "
+              "(choose with --network-interface)",
+              first, chosen, host, address, chosen);
   if (net::isLoopback(chosen))
     throw InvalidArgument("a multi-host job cannot use the loopback address " + chosen +
                           "; choose an interface with --network-interface");

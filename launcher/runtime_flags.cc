@@ -53,7 +53,8 @@ std::string convert(const params::ConfigKeySpec& k, const json& v, const std::st
       std::string text = v.get<std::string>();
       return k.kind == ValueKind::LogLevel && text == "warning" ? "warn" : text;
     }
-    case ValueKind::None: break;
+    case ValueKind::None:
+      break;
   }
   throw InternalError("config key " + std::string(k.key) + " has no conversion");
 }
@@ -114,10 +115,14 @@ std::string flagText(const params::ParamSpec& p, const FlagValue& value) {
   switch (p.flag.kind) {
     case ValueKind::Megabytes:
       return megabytes(std::get<double>(value), params::flagSpellings(p.flag).front());
-    case ValueKind::Number: return number(std::get<double>(value));
-    case ValueKind::Integer: return std::to_string(std::get<long long>(value));
-    case ValueKind::Switch: return std::get<bool>(value) ? "1" : "0";
-    default: return std::get<std::string>(value);
+    case ValueKind::Number:
+      return number(std::get<double>(value));
+    case ValueKind::Integer:
+      return std::to_string(std::get<long long>(value));
+    case ValueKind::Switch:
+      return std::get<bool>(value) ? "1" : "0";
+    default:
+      return std::get<std::string>(value);
   }
 }
 
@@ -134,11 +139,13 @@ std::map<std::string, std::string> runtimeParams(const RuntimeFlags& flags) {
   // Range and format checks, with the variable named, before any worker starts.
   for (const auto& [name, value] : out) {
     const auto& spec = params::spec(name);
-    std::string what = name + " (from " +
-                       (flags.configFile.empty() ? std::string("a flag") : "flags or " + flags.configFile) + ")";
+    std::string what =
+        name + " (from " +
+        (flags.configFile.empty() ? std::string("a flag") : "flags or " + flags.configFile) + ")";
     if (spec.type == params::ParamType::Int) params::parseInt(value, spec.min, spec.max, what);
     if (spec.type == params::ParamType::Double)
-      params::parseDouble(value, static_cast<double>(spec.min), static_cast<double>(spec.max), what);
+      params::parseDouble(value, static_cast<double>(spec.min), static_cast<double>(spec.max),
+                          what);
   }
   params::checkCombinations(workerValues(out));
   return out;

@@ -104,13 +104,15 @@ void StaticStrategy::prepare() {
                       ranks, nullptr});
   }
   ssh::ConnectSlots slots(c_.sshSlots);
-  log::logger("launcher")->info("checking {} remote hosts, at most {} at once (--ssh-concurrency)",
-                                targets_.size(), slots.limit());
+  log::logger("launcher")
+      ->info("checking {} remote hosts, at most {} at once (--ssh-concurrency)", targets_.size(),
+             slots.limit());
   checked_ = ssh::preflight(checks, slots);
   if (!checked_.failures.empty()) {
-    std::string text = detail::concat("cannot start the job: ", checked_.failures.size(), " of ",
-                                      targets_.size(), " remote hosts failed the check; nothing "
-                                      "was started:");
+    std::string text =
+        detail::concat("cannot start the job: ", checked_.failures.size(), " of ", targets_.size(),
+                       " remote hosts failed the check; nothing "
+                       "was started:");
     for (const auto& f : checked_.failures) text += "\n  " + f;
     throw Error(text);
   }
@@ -151,10 +153,13 @@ void StaticStrategy::addTorchRendezvous(Environment& extra,
 }
 
 RemoteRankSpec StaticStrategy::remoteRank(const RankPlacement& p, const Environment& env,
-                                          const std::string& iface,
-                                          const JobIdentity& job) const {
-  ssh::RemoteRun run{p.hostname, c_.workingDir, ssh::forwardedEnvironment(env),
-                     c_.options.command, iface, static_cast<int>(c_.options.grace.count()),
+                                          const std::string& iface, const JobIdentity& job) const {
+  ssh::RemoteRun run{p.hostname,
+                     c_.workingDir,
+                     ssh::forwardedEnvironment(env),
+                     c_.options.command,
+                     iface,
+                     static_cast<int>(c_.options.grace.count()),
                      collectives::shm::jobSegmentPrefix(job.jobId)};
   return {p, p.rank, ssh::runScript(run)};
 }
@@ -164,8 +169,8 @@ JobStart StaticStrategy::start(rendezvous::RendezvousServer&, const JobIdentity&
   auto log = log::logger("launcher");
   const LaunchOptions& o = c_.options;
   for (const auto& t : targets_)
-    log->info("host {}: ssh {}:{} as {}, reached from {}; ranks use {}", t.alias, t.address,
-              t.port, t.user, checked_.ready.at(t.alias).localAddress,
+    log->info("host {}: ssh {}:{} as {}, reached from {}; ranks use {}", t.alias, t.address, t.port,
+              t.user, checked_.ready.at(t.alias).localAddress,
               interfaceFor(interfaces_, t.alias).empty()
                   ? std::string("the address that reaches the rendezvous")
                   : "interface " + interfaceFor(interfaces_, t.alias));
@@ -197,8 +202,9 @@ JobStart StaticStrategy::start(rendezvous::RendezvousServer&, const JobIdentity&
 
 std::unique_ptr<LaunchStrategy> staticStrategy(const LaunchContext& context) {
   if (!context.options.elastic.cooldownRange.empty())
-    throw InvalidArgument("--blacklist-cooldown-range applies to elastic jobs only (give "
-                          "--min-np, --max-np or --host-discovery-script)");
+    throw InvalidArgument(
+        "--blacklist-cooldown-range applies to elastic jobs only (give "
+        "--min-np, --max-np or --host-discovery-script)");
   return std::make_unique<StaticStrategy>(context);
 }
 

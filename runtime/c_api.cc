@@ -71,17 +71,28 @@ int rawCode(const Enum& e) {
 hvd::collectives::DType toDType(const hvd_dtype& d) {
   using hvd::collectives::DType;
   switch (rawCode(d)) {
-    case HVD_UINT8: return DType::UInt8;
-    case HVD_INT8: return DType::Int8;
-    case HVD_INT16: return DType::Int16;
-    case HVD_INT32: return DType::Int32;
-    case HVD_INT64: return DType::Int64;
-    case HVD_FLOAT16: return DType::Float16;
-    case HVD_BFLOAT16: return DType::BFloat16;
-    case HVD_FLOAT32: return DType::Float32;
-    case HVD_FLOAT64: return DType::Float64;
-    case HVD_BOOL: return DType::Bool;
-    case HVD_UINT16: return DType::UInt16;
+    case HVD_UINT8:
+      return DType::UInt8;
+    case HVD_INT8:
+      return DType::Int8;
+    case HVD_INT16:
+      return DType::Int16;
+    case HVD_INT32:
+      return DType::Int32;
+    case HVD_INT64:
+      return DType::Int64;
+    case HVD_FLOAT16:
+      return DType::Float16;
+    case HVD_BFLOAT16:
+      return DType::BFloat16;
+    case HVD_FLOAT32:
+      return DType::Float32;
+    case HVD_FLOAT64:
+      return DType::Float64;
+    case HVD_BOOL:
+      return DType::Bool;
+    case HVD_UINT16:
+      return DType::UInt16;
   }
   throw hvd::InvalidArgument(hvd::detail::concat("invalid hvd_dtype ", rawCode(d)));
 }
@@ -112,12 +123,24 @@ hvd_status hvd_is_initialized(int* out) {
   return HVD_SUCCESS;
 }
 
-hvd_status hvd_rank(int* out) { return query(out, [](auto& t) { return t.rank; }); }
-hvd_status hvd_size(int* out) { return query(out, [](auto& t) { return t.size; }); }
-hvd_status hvd_local_rank(int* out) { return query(out, [](auto& t) { return t.localRank; }); }
-hvd_status hvd_local_size(int* out) { return query(out, [](auto& t) { return t.localSize; }); }
-hvd_status hvd_cross_rank(int* out) { return query(out, [](auto& t) { return t.crossRank; }); }
-hvd_status hvd_cross_size(int* out) { return query(out, [](auto& t) { return t.crossSize; }); }
+hvd_status hvd_rank(int* out) {
+  return query(out, [](auto& t) { return t.rank; });
+}
+hvd_status hvd_size(int* out) {
+  return query(out, [](auto& t) { return t.size; });
+}
+hvd_status hvd_local_rank(int* out) {
+  return query(out, [](auto& t) { return t.localRank; });
+}
+hvd_status hvd_local_size(int* out) {
+  return query(out, [](auto& t) { return t.localSize; });
+}
+hvd_status hvd_cross_rank(int* out) {
+  return query(out, [](auto& t) { return t.crossRank; });
+}
+hvd_status hvd_cross_size(int* out) {
+  return query(out, [](auto& t) { return t.crossSize; });
+}
 
 hvd_status hvd_allreduce(const void* sendbuf, void* recvbuf, size_t count, hvd_dtype dtype,
                          hvd_reduce_op op) {
@@ -148,12 +171,18 @@ const char* hvd_last_error(void) { return tLastError.c_str(); }
 
 const char* hvd_status_string(hvd_status status) {
   switch (status) {
-    case HVD_SUCCESS: return "success";
-    case HVD_INVALID_ARGUMENT: return "invalid argument";
-    case HVD_IO_ERROR: return "I/O error";
-    case HVD_TIMEOUT: return "timeout";
-    case HVD_INTERNAL_ERROR: return "internal error";
-    case HVD_NOT_INITIALIZED: return "not initialised";
+    case HVD_SUCCESS:
+      return "success";
+    case HVD_INVALID_ARGUMENT:
+      return "invalid argument";
+    case HVD_IO_ERROR:
+      return "I/O error";
+    case HVD_TIMEOUT:
+      return "timeout";
+    case HVD_INTERNAL_ERROR:
+      return "internal error";
+    case HVD_NOT_INITIALIZED:
+      return "not initialised";
   }
   return "unknown status";
 }

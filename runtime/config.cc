@@ -19,17 +19,20 @@ std::string localHostname() {
 
 void checkBelow(const std::string& what, int value, const std::string& limitName, int limit) {
   if (value >= limit)
-    throw InvalidArgument(detail::concat(what, "=", value, " must be below ", limitName, "=",
-                                         limit));
+    throw InvalidArgument(
+        detail::concat(what, "=", value, " must be below ", limitName, "=", limit));
 }
 
 }  // namespace
 
 const char* transportName(Transport t) {
   switch (t) {
-    case Transport::Tcp: return "tcp";
-    case Transport::Shm: return "shm";
-    case Transport::Auto: break;
+    case Transport::Tcp:
+      return "tcp";
+    case Transport::Shm:
+      return "shm";
+    case Transport::Auto:
+      break;
   }
   return "auto";
 }
@@ -67,16 +70,16 @@ void checkSizes(const Config& c) {
     throw InvalidArgument(detail::concat(envName(ParamId::SegmentBytes), "=", c.segmentBytes,
                                          ": expected 0 (the transport's) or at least 1024"));
   if (c.shmBufferBytes % 64 != 0)
-    throw InvalidArgument(detail::concat(envName(ParamId::ShmBufferBytes), "=",
-                                         c.shmBufferBytes, " is not a multiple of 64"));
+    throw InvalidArgument(detail::concat(envName(ParamId::ShmBufferBytes), "=", c.shmBufferBytes,
+                                         " is not a multiple of 64"));
 }
 
 void checkStallTimes(const Config& c) {
   if (c.stallShutdown.count() > 0 && c.stallShutdown < c.stallWarning)
     throw InvalidArgument(detail::concat(
         envName(ParamId::StallShutdownTimeSeconds), "=", c.stallShutdown.count(),
-        " is shorter than ", envName(ParamId::StallCheckTimeSeconds), "=",
-        c.stallWarning.count(), ": the job would fail before the stall is reported"));
+        " is shorter than ", envName(ParamId::StallCheckTimeSeconds), "=", c.stallWarning.count(),
+        ": the job would fail before the stall is reported"));
 }
 
 }  // namespace
@@ -115,7 +118,8 @@ Config fromSnapshot(std::map<std::string, std::string> env) {
                                            " ranks without hvdrun, but ",
                                            envName(ParamId::RendezvousAddr),
                                            " (rank 0's host, where rank 0 serves the rendezvous) "
-                                           "is not set", how));
+                                           "is not set",
+                                           how));
     if (values.getInt(ParamId::RendezvousPort) == 0)
       throw InvalidArgument(external->launcher + ": " + envName(ParamId::RendezvousPort) +
                             " is not set" + how);
@@ -127,7 +131,8 @@ Config fromSnapshot(std::map<std::string, std::string> env) {
   }
   Config c = Config::fromParams(values);
   if (c.elastic)
-    throw InvalidArgument(external->launcher + " started this rank with HVD_ELASTIC=1; elastic "
+    throw InvalidArgument(external->launcher +
+                          " started this rank with HVD_ELASTIC=1; elastic "
                           "jobs are started by hvdrun (--min-np, --host-discovery-script)");
   c.externalLauncher = external->launcher;
   c.servesRendezvous = size > 1 && c.topology.rank == 0;

@@ -70,10 +70,10 @@ struct Config {
   bool stallCheck = true;
   std::chrono::seconds stallWarning{0};
   std::chrono::seconds stallShutdown{0};
-  std::chrono::seconds livenessTimeout{0};  // HVD_LIVENESS_TIMEOUT_SECONDS; 0: never
+  std::chrono::seconds livenessTimeout{0};        // HVD_LIVENESS_TIMEOUT_SECONDS; 0: never
   std::vector<std::vector<int32_t>> processSets;  // static sets, created at init
   CpuBinding cpuBinding = CpuBinding::Core;
-  std::size_t mallocRetainBytes = 0;  // HVD_MALLOC_RETAIN_MB (runtime/malloc_retention.h)
+  std::size_t mallocRetainBytes = 0;     // HVD_MALLOC_RETAIN_MB (runtime/malloc_retention.h)
   std::string gradientOverlap = "auto";  // HVD_GRADIENT_OVERLAP; read by hvd.torch's optimizer
   // HVD_CHECK_REPLICAS, read by the Python frontends: -1 off, 0 after the first update only,
   // N > 0 after the first update and every N updates.
@@ -81,7 +81,7 @@ struct Config {
   // OMP_NUM_THREADS is set: the user chose the frameworks' thread counts, and the frontends
   // leave them alone (Runtime::computeThreads).
   bool computeThreadsChosen = false;
-  bool gpuUseNccl = true;  // HVD_GPU_BACKEND=nccl
+  bool gpuUseNccl = true;              // HVD_GPU_BACKEND=nccl
   bool hierarchicalAllreduce = false;  // HVD_HIERARCHICAL_ALLREDUCE=1
   bool hierarchicalAllgather = false;  // HVD_HIERARCHICAL_ALLGATHER=1
   std::string logLevel;

@@ -29,9 +29,9 @@ void bindProcessTo(const std::vector<int>& cpus);
 
 // What cpuShare needs to know about one rank's process.
 struct CpuShareFacts {
-  int allowedCpus = 1;  // the CPUs this process may run on now, after any binding
-  int onlineCpus = 1;   // the host's
-  int localSize = 1;    // ranks on this host
+  int allowedCpus = 1;            // the CPUs this process may run on now, after any binding
+  int onlineCpus = 1;             // the host's
+  int localSize = 1;              // ranks on this host
   bool boundByHvd = false;        // bindProcessTo narrowed the mask to this rank's slice
   bool externalLauncher = false;  // srun or mpirun started the rank and chose its mask
 };

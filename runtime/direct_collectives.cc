@@ -15,8 +15,9 @@ std::unique_ptr<DirectCollectives> DirectCollectives::create(const Config& confi
 
 void DirectCollectives::allreduce(const Tensor& input, const Tensor& output, ReduceOp op,
                                   double prescale, double postscale) {
-  AllreduceOptions options{config_.segmentBytes, config_.ringThresholdBytes, prescale, postscale,
-                           config_.allreduceAlgorithm, world_.networkModel.get()};
+  AllreduceOptions options{
+      config_.segmentBytes,       config_.ringThresholdBytes, prescale, postscale,
+      config_.allreduceAlgorithm, world_.networkModel.get()};
   collectives::allreduce(*world_.data, input, output, op, options);
 }
 

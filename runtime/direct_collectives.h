@@ -17,8 +17,7 @@ class DirectCollectives : public BlockingCollectives {
 
   const Topology& topology() const override { return config_.topology; }
   void allreduce(const collectives::Tensor& input, const collectives::Tensor& output,
-                 collectives::ReduceOp op, double prescale = 1.0,
-                 double postscale = 1.0) override;
+                 collectives::ReduceOp op, double prescale = 1.0, double postscale = 1.0) override;
   void broadcast(const collectives::Tensor& tensor, int root) override;
   collectives::Tensor allgather(const collectives::Tensor& input,
                                 const collectives::Allocate& allocate) override;

@@ -27,8 +27,8 @@ int intOf(const Env& env, const std::string& name, int min = 0) {
 ExternalLaunch blockPlaced(const std::string& launcher, int rank, int size, int localRank,
                            int localSize, const std::string& sizeName) {
   if (rank >= size)
-    throw InvalidArgument(detail::concat(launcher, ": rank ", rank, " is not below ", sizeName,
-                                         "=", size));
+    throw InvalidArgument(
+        detail::concat(launcher, ": rank ", rank, " is not below ", sizeName, "=", size));
   int nodes = (size + localSize - 1) / localSize;
   return {launcher,
           {{variable(ParamId::Rank), std::to_string(rank)},
@@ -52,9 +52,9 @@ ExternalLaunch fromSlurm(const Env& env) {
     throw InvalidArgument(detail::concat("SLURM_NODEID=", node, " but SLURM_STEP_TASKS_PER_NODE='",
                                          *perNode, "' lists ", counts.size(), " nodes"));
   if (rank >= size || localRank >= counts[node])
-    throw InvalidArgument(detail::concat("Slurm: SLURM_PROCID=", rank, " SLURM_LOCALID=",
-                                         localRank, " do not fit SLURM_STEP_NUM_TASKS=", size,
-                                         " and ", counts[node], " tasks on node ", node));
+    throw InvalidArgument(detail::concat("Slurm: SLURM_PROCID=", rank, " SLURM_LOCALID=", localRank,
+                                         " do not fit SLURM_STEP_NUM_TASKS=", size, " and ",
+                                         counts[node], " tasks on node ", node));
   // Cross rank: this node's index among the nodes that have a rank with this local rank.
   int crossRank = 0, crossSize = 0;
   for (int i = 0; i < static_cast<int>(counts.size()); ++i)
@@ -84,21 +84,21 @@ std::optional<ExternalLaunch> detectExternalLaunch(const Env& env) {
   if (find(env, variable(ParamId::Rank)) || find(env, params::spec(ParamId::Rank).horovodAlias))
     return std::nullopt;
   if (find(env, "OMPI_COMM_WORLD_RANK")) {
-    auto out = blockPlaced("Open MPI", intOf(env, "OMPI_COMM_WORLD_RANK"),
-                           intOf(env, "OMPI_COMM_WORLD_SIZE", 1),
-                           intOf(env, "OMPI_COMM_WORLD_LOCAL_RANK"),
-                           intOf(env, "OMPI_COMM_WORLD_LOCAL_SIZE", 1), "OMPI_COMM_WORLD_SIZE");
+    auto out =
+        blockPlaced("Open MPI", intOf(env, "OMPI_COMM_WORLD_RANK"),
+                    intOf(env, "OMPI_COMM_WORLD_SIZE", 1), intOf(env, "OMPI_COMM_WORLD_LOCAL_RANK"),
+                    intOf(env, "OMPI_COMM_WORLD_LOCAL_SIZE", 1), "OMPI_COMM_WORLD_SIZE");
     if (const std::string* job = find(env, "OMPI_MCA_ess_base_jobid"))
       out.params[variable(ParamId::JobId)] = "ompi-" + *job;
     return out;
   }
   if (find(env, "PMI_RANK")) {
     if (!find(env, "MPI_LOCALRANKID"))
-      throw InvalidArgument("MPICH: PMI_RANK is set but MPI_LOCALRANKID is not (start with "
-                            "mpiexec from MPICH's Hydra, or set HVD_RANK and friends)");
+      throw InvalidArgument(
+          "MPICH: PMI_RANK is set but MPI_LOCALRANKID is not (start with "
+          "mpiexec from MPICH's Hydra, or set HVD_RANK and friends)");
     return blockPlaced("MPICH", intOf(env, "PMI_RANK"), intOf(env, "PMI_SIZE", 1),
-                       intOf(env, "MPI_LOCALRANKID"), intOf(env, "MPI_LOCALNRANKS", 1),
-                       "PMI_SIZE");
+                       intOf(env, "MPI_LOCALRANKID"), intOf(env, "MPI_LOCALNRANKS", 1), "PMI_SIZE");
   }
   // The batch script itself also sees SLURM_PROCID; only a job step (srun) has a step size.
   if (find(env, "SLURM_PROCID") && find(env, "SLURM_STEP_NUM_TASKS")) return fromSlurm(env);

@@ -16,7 +16,7 @@
 namespace hvd::runtime {
 
 struct ExternalLaunch {
-  std::string launcher;  // "Open MPI", "MPICH", "Slurm"
+  std::string launcher;                       // "Open MPI", "MPICH", "Slurm"
   std::map<std::string, std::string> params;  // HVD_RANK, HVD_SIZE, ... to add
 };
 

@@ -47,8 +47,7 @@ const Choice kChoices[] = {
      [](const Config& c) { return static_cast<uint64_t>(c.allreduceAlgorithm); }},
     {params::ParamId::AllreduceRingThreshold, "",
      [](const Config& c) { return static_cast<uint64_t>(c.ringThresholdBytes); }},
-    {params::ParamId::NetworkModel, " (the model's contents)",
-     [](const Config& c) {
+    {params::ParamId::NetworkModel, " (the model's contents)", [](const Config& c) {
        // The file's contents: ranks per host is the job's, agreed in this exchange.
        collectives::NetworkModel m = *c.networkModel;
        m.ranksPerHost = 1;
@@ -80,7 +79,8 @@ void checkChoicesAgree(const std::vector<std::byte>& all, int size) {
     if (!other.empty())
       throw InvalidArgument(detail::concat(
           kChoices[k].variable(), " differs between ranks: ranks ", rankSet(same),
-          " have rank 0's, ranks ", rankSet(other), " another (every rank must choose the same "
+          " have rank 0's, ranks ", rankSet(other),
+          " another (every rank must choose the same "
           "allreduce algorithm; set it for the whole job, e.g. hvdrun -x, and give every host "
           "the same model file)"));
   }
@@ -101,12 +101,11 @@ Exchanged exchange(const Config& config, Comm& data) {
   }
   std::memcpy(mine.data() + kHostAt, host.data(), host.size());
   std::vector<std::byte> all;
-  collectives::allgather(
-      data, {mine.data(), collectives::DType::UInt8, {int64_t(kRecordBytes)}},
-      [&](const std::vector<int64_t>& shape) -> void* {
-        all.resize(static_cast<std::size_t>(shape[0]));
-        return all.data();
-      });
+  collectives::allgather(data, {mine.data(), collectives::DType::UInt8, {int64_t(kRecordBytes)}},
+                         [&](const std::vector<int64_t>& shape) -> void* {
+                           all.resize(static_cast<std::size_t>(shape[0]));
+                           return all.data();
+                         });
   checkChoicesAgree(all, data.size());
   Exchanged out;
   std::vector<std::string> hostOfRank;
@@ -132,31 +131,31 @@ Linked connectLocal(const Config& config, Comm& data, rendezvous::Store& store,
   int localRank =
       static_cast<int>(std::find(ranks.begin(), ranks.end(), data.rank()) - ranks.begin());
   LinkSet set{.rank = localRank, .size = static_cast<int>(ranks.size()), .sameHost = true};
-  LinkSetup setup{.store = &scoped, .waits = waits, .existing = &data, .ranks = ranks,
-                  .logs = logs};
+  LinkSetup setup{
+      .store = &scoped, .waits = waits, .existing = &data, .ranks = ranks, .logs = logs};
   return TransportChooser().connect(
       config, set, setup, [&](const std::string& reason, const TransportEntry& next) {
-        log->warn("hierarchical {}: {} (the ranks of this host use {})", what, reason,
-                  next.label);
+        log->warn("hierarchical {}: {} (the ranks of this host use {})", what, reason, next.label);
       });
 }
 
 }  // namespace
 
 int attachHostHierarchy(const Config& config, Comm& data, rendezvous::Store& store,
-                         const std::string& scopePrefix, collectives::WaitPolicy waits,
-                         const std::shared_ptr<log::Logs>& logs) {
+                        const std::string& scopePrefix, collectives::WaitPolicy waits,
+                        const std::shared_ptr<log::Logs>& logs) {
   Exchanged x = exchange(config, data);
-  const int ranksPerHost =
-      x.layout.even() ? static_cast<int>(x.layout.ranksOf.front().size()) : 1;
+  const int ranksPerHost = x.layout.even() ? static_cast<int>(x.layout.ranksOf.front().size()) : 1;
   bool everywhere[kSettingCount];
   std::string what, variables;
   for (std::size_t k = 0; k < kSettingCount; ++k) {
     if (!x.on[k].empty() && !x.off[k].empty())
-      throw InvalidArgument(detail::concat(
-          kSettings[k].variable(), " differs between ranks: on for ranks ", rankSet(x.on[k]),
-          ", off for ranks ", rankSet(x.off[k]), " (every rank must run the same algorithm; set "
-          "it for the whole job, e.g. hvdrun ", kSettings[k].flag(), ")"));
+      throw InvalidArgument(detail::concat(kSettings[k].variable(),
+                                           " differs between ranks: on for ranks ",
+                                           rankSet(x.on[k]), ", off for ranks ", rankSet(x.off[k]),
+                                           " (every rank must run the same algorithm; set "
+                                           "it for the whole job, e.g. hvdrun ",
+                                           kSettings[k].flag(), ")"));
     everywhere[k] = x.off[k].empty();
     if (!everywhere[k]) continue;
     what += (what.empty() ? "" : " and ") + std::string(kSettings[k].collective);
@@ -173,27 +172,31 @@ int attachHostHierarchy(const Config& config, Comm& data, rendezvous::Store& sto
   if (layout.hosts.size() == 1) return ranksPerHost;  // one host: the flat ones are already local
   if (!layout.even()) {
     if (data.rank() == 0)
-      log->warn("hierarchical {} ({}) needs as many ranks on every host (ranks per host: {}); "
-                "it runs flat", what, variables, layout.text());
+      log->warn(
+          "hierarchical {} ({}) needs as many ranks on every host (ranks per host: {}); "
+          "it runs flat",
+          what, variables, layout.text());
     return ranksPerHost;
   }
   if (what.empty()) what = "allreduce (chosen by the cost model)";
   const std::vector<int>& mine = layout.localRanks(data.rank());
   int host = static_cast<int>(&mine - layout.ranksOf.data());
-  Linked local = connectLocal(config, data, store,
-                              detail::concat(scopePrefix, "/hierarchy/host/", host), mine,
-                              waits, what, logs);
+  Linked local =
+      connectLocal(config, data, store, detail::concat(scopePrefix, "/hierarchy/host/", host), mine,
+                   waits, what, logs);
   bool sharedMemory = local.transport == Transport::Shm;
   auto crossComm = data.subset(layout.crossRanks(data.rank()));
   if (data.rank() == 0) {
-    log->info("hierarchical {}: {} hosts of {} ranks; within a host over {}, across hosts over "
-              "TCP", what, layout.hosts.size(), mine.size(),
-              sharedMemory ? "shared memory" : "TCP");
+    log->info(
+        "hierarchical {}: {} hosts of {} ranks; within a host over {}, across hosts over "
+        "TCP",
+        what, layout.hosts.size(), mine.size(), sharedMemory ? "shared memory" : "TCP");
     if (byModel)
-      log->info("allreduce across hosts: the cost model chooses, size by size, between the flat "
-                "algorithms and the hierarchical form (HVD_ALLREDUCE_ALGORITHM=<name> or "
-                "--allreduce-algorithm forces a flat one; --hierarchical-allreduce the staged "
-                "one)");
+      log->info(
+          "allreduce across hosts: the cost model chooses, size by size, between the flat "
+          "algorithms and the hierarchical form (HVD_ALLREDUCE_ALGORITHM=<name> or "
+          "--allreduce-algorithm forces a flat one; --hierarchical-allreduce the staged "
+          "one)");
   }
   data.setHierarchy({std::move(local.comm), std::move(crossComm), layout.ranksOf, everywhere[0],
                      everywhere[1], byModel});

@@ -32,7 +32,7 @@ namespace hvd::runtime {
 // Returns the ranks per host of the exchanged layout, the same on every rank: the count when every
 // host has as many, else 1 (what the allreduce cost model assumes of the job).
 int attachHostHierarchy(const Config& config, collectives::Comm& data, rendezvous::Store& store,
-                         const std::string& scopePrefix, collectives::WaitPolicy waits,
-                         const std::shared_ptr<log::Logs>& logs);
+                        const std::string& scopePrefix, collectives::WaitPolicy waits,
+                        const std::shared_ptr<log::Logs>& logs);
 
 }  // namespace hvd::runtime

@@ -20,15 +20,16 @@ void retainFreedMemory(std::size_t bytes, spdlog::logger& log) {
   // would otherwise stop at 32 MiB and keep trimming what the next step allocates again.
   if (mallopt(M_MMAP_THRESHOLD, static_cast<int>(bytes)) != 1 ||
       mallopt(M_TRIM_THRESHOLD, static_cast<int>(bytes)) != 1)
-    throw InvalidArgument(detail::concat("HVD_MALLOC_RETAIN_MB=", mb,
-                                         ": glibc's mallopt refused the value"));
+    throw InvalidArgument(
+        detail::concat("HVD_MALLOC_RETAIN_MB=", mb, ": glibc's mallopt refused the value"));
   log.debug(
       "malloc: blocks of up to {} MB come from the heap, and up to {} MB freed stays in it "
-      "(HVD_MALLOC_RETAIN_MB)", mb, mb);
+      "(HVD_MALLOC_RETAIN_MB)",
+      mb, mb);
 #else
-  throw InvalidArgument(detail::concat(
-      "HVD_MALLOC_RETAIN_MB=", mb,
-      ": needs glibc's malloc, which this build does not use; unset it"));
+  throw InvalidArgument(
+      detail::concat("HVD_MALLOC_RETAIN_MB=", mb,
+                     ": needs glibc's malloc, which this build does not use; unset it"));
 #endif
 }
 

@@ -77,8 +77,8 @@ ElasticJoin joinElasticRound(const Config& given, rendezvous::Store* store) {
         given.rendezvousAddr, given.rendezvousPort, given.secret, given.startTimeout);
     store = join.client.get();
   }
-  auto joined = rendezvous::elastic::joinNextRound(*store, given.jobId, given.workerId,
-                                                   given.elasticTimeout);
+  auto joined =
+      rendezvous::elastic::joinNextRound(*store, given.jobId, given.workerId, given.elasticTimeout);
   join.config.topology = joined.placement;
   join.config.jobId = detail::concat(given.jobId, "r", joined.round);
   join.config.peerAddress = joined.address;
@@ -108,8 +108,8 @@ std::unique_ptr<Runtime> Runtime::create(const Config& given, rendezvous::Store*
         return std::make_unique<rendezvous::elastic::RoundStore>(inner, given.jobId, join.round);
       };
     try {
-      world = connectWorld(config, store, WorldUse::Engine, roundStore, std::move(join.client),
-                           logs);
+      world =
+          connectWorld(config, store, WorldUse::Engine, roundStore, std::move(join.client), logs);
     } catch (const rendezvous::elastic::RoundAbandoned& e) {
       logs->get("runtime")->warn("{}; worker {} joins the newer round", e.what(), given.workerId);
     }
@@ -120,9 +120,9 @@ std::unique_ptr<Runtime> Runtime::create(const Config& given, rendezvous::Store*
     rt->elasticRound_ = join.round;
     rt->elasticJobId_ = given.jobId;
     rt->elasticStore_ = store ? store : rt->world_.ownedStore.get();
-    logs->get("runtime")->info("elastic worker {}: round {}, rank {} of {} on {}",
-                               config.workerId, join.round, config.topology.rank,
-                               config.topology.size, config.topology.hostname);
+    logs->get("runtime")->info("elastic worker {}: round {}, rank {} of {} on {}", config.workerId,
+                               join.round, config.topology.rank, config.topology.size,
+                               config.topology.hostname);
   }
   for (std::size_t i = 0; i < config.processSets.size(); ++i) {
     Operation add;

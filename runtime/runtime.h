@@ -21,8 +21,7 @@ class Runtime : public BlockingCollectives {
   // `store` replaces the launcher's rendezvous server (in-process tests). `logSink`, when
   // given, receives this Runtime's log lines instead of stderr (an embedder's, or a test's); it
   // must be a sink of its own (common/logging.h).
-  static std::unique_ptr<Runtime> create(const Config& config,
-                                         rendezvous::Store* store = nullptr,
+  static std::unique_ptr<Runtime> create(const Config& config, rendezvous::Store* store = nullptr,
                                          log::SinkPtr logSink = nullptr);
   static std::unique_ptr<Runtime> create(const Config& config, rendezvous::Store& store) {
     return create(config, &store);
@@ -59,8 +58,7 @@ class Runtime : public BlockingCollectives {
   OpResult run(Operation op);
 
   void allreduce(const collectives::Tensor& input, const collectives::Tensor& output,
-                 collectives::ReduceOp op, double prescale = 1.0,
-                 double postscale = 1.0) override;
+                 collectives::ReduceOp op, double prescale = 1.0, double postscale = 1.0) override;
   void broadcast(const collectives::Tensor& tensor, int root) override;
   collectives::Tensor allgather(const collectives::Tensor& input,
                                 const collectives::Allocate& allocate) override;

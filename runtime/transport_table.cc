@@ -18,9 +18,8 @@ std::string shmWhyNot(const Config& config, const LinkSet& set) {
   if (set.size < 2) return "a single rank has no peers to link";
   const Topology& t = config.topology;
   if (!set.sameHost)
-    return detail::concat("the job's ", set.size, " ranks are not all on one host (",
-                          t.localSize, " on ", t.hostname,
-                          "): shared memory links only ranks of one host");
+    return detail::concat("the job's ", set.size, " ranks are not all on one host (", t.localSize,
+                          " on ", t.hostname, "): shared memory links only ranks of one host");
   return "";
 }
 
@@ -72,8 +71,8 @@ bool TransportChooser::mayTry(const TransportEntry& entry, const Config& config,
          entry.whyNot(config, set).empty();
 }
 
-Linked TransportChooser::connect(const Config& config, const LinkSet& set,
-                                 const LinkSetup& setup, const FallbackNote& note) {
+Linked TransportChooser::connect(const Config& config, const LinkSet& set, const LinkSetup& setup,
+                                 const FallbackNote& note) {
   const auto& table = *table_;
   auto next = [&](auto from) {
     return std::find_if(from, table.end(),

@@ -56,7 +56,7 @@ struct LinkSetup {
 struct Linked {
   std::unique_ptr<collectives::Comm> comm;
   Transport transport = Transport::Auto;  // the entry's: Tcp or Shm
-  std::string description;  // for the log, e.g. "tcp on 10.0.0.5:41233"
+  std::string description;                // for the log, e.g. "tcp on 10.0.0.5:41233"
 };
 
 struct TransportEntry {

@@ -26,11 +26,11 @@ std::unique_ptr<Comm> singleRank(const Config& config) {
 // One of this rank's communicators over the whole job, through the transport table: shared
 // memory when every rank is on this host and HVD_TRANSPORT allows it, else TCP. `transports`
 // remembers a fallback to TCP, so the next scope of this init does not try shared memory again.
-std::unique_ptr<Comm> connectScope(const Config& config, rendezvous::Store& store,
-                                   LinkSetup setup, int64_t epoch, const std::string& scope,
+std::unique_ptr<Comm> connectScope(const Config& config, rendezvous::Store& store, LinkSetup setup,
+                                   int64_t epoch, const std::string& scope,
                                    TransportChooser& transports) {
-  rendezvous::PrefixStore scoped(
-      detail::concat("job/", config.jobId, "/epoch/", epoch, "/", scope), store);
+  rendezvous::PrefixStore scoped(detail::concat("job/", config.jobId, "/epoch/", epoch, "/", scope),
+                                 store);
   setup.store = &scoped;
   const Topology& t = config.topology;
   auto log = setup.logs->get("runtime");
@@ -112,8 +112,7 @@ log::LogSettings logSettings(const Config& config) {
 }
 
 World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
-                   const StoreWrapper& wrap,
-                   std::unique_ptr<rendezvous::TcpStoreClient> client,
+                   const StoreWrapper& wrap, std::unique_ptr<rendezvous::TcpStoreClient> client,
                    std::shared_ptr<log::Logs> logs) {
   bool withControl = use == WorldUse::Engine;
   const Topology& t = config.topology;
@@ -162,8 +161,7 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
   // Every init of this rank in the job gets a new epoch, so a process that shuts down and
   // initialises again never reads the addresses its previous communicators published. Init
   // and shutdown are collective, so all ranks count the same.
-  int64_t epoch =
-      store->add(detail::concat("job/", config.jobId, "/inits/", t.rank), 1) - 1;
+  int64_t epoch = store->add(detail::concat("job/", config.jobId, "/inits/", t.rank), 1) - 1;
   // Only the engine's control links are woken by other threads (a submission); the data links
   // may sleep in a blocking receive, after polling for a while. A collective called directly
   // has a caller with nothing else to do, so it polls long, as MPI's blocking calls do: on a
@@ -178,9 +176,8 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
     // A transfer that stops moving inside a collective (a stopped or hung peer) is reported
     // like a stalled negotiation, naming the peer, and fails the job at the same limit.
     if (config.stallCheck)
-      data.spins.stall = {.warnAfter = config.stallWarning,
-                          .failAfter = config.stallShutdown,
-                          .logs = world.logs};
+      data.spins.stall = {
+          .warnAfter = config.stallWarning, .failAfter = config.stallShutdown, .logs = world.logs};
   } else {
     data.spins = {.smallSpin = config.directSpinTime, .largeSpin = config.directSpinTime};
   }
@@ -192,8 +189,8 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
   int ranksPerHost = t.size;
   if (t.localSize < t.size)
     ranksPerHost = attachHostHierarchy(config, *world.data, *store,
-                                       detail::concat("job/", config.jobId, "/epoch/", epoch),
-                                       data, world.logs);
+                                       detail::concat("job/", config.jobId, "/epoch/", epoch), data,
+                                       world.logs);
   auto model = std::make_shared<collectives::NetworkModel>(*config.networkModel);
   model->ranksPerHost = ranksPerHost;
   world.networkModel = std::move(model);

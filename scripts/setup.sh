@@ -11,6 +11,8 @@ apt_packages=(
   python3-venv python3-dev openssh-server openssh-client procps iproute2
   # scripts/sanitize.sh: clang, its sanitizer and libFuzzer runtimes, llvm-symbolizer for reports
   clang libclang-rt-dev llvm
+  # scripts/check_format.sh (in the tests): the clang-format .clang-format was written for
+  clang-format
 )
 
 missing=()

@@ -10,9 +10,9 @@
 #include <sstream>
 
 #include "bench/hvd_bench/calibrate.h"
-#include "bench/hvd_bench/negotiation_bench.h"
 #include "bench/hvd_bench/collective_bench.h"
 #include "bench/hvd_bench/engine_bench.h"
+#include "bench/hvd_bench/negotiation_bench.h"
 #ifdef HVD_BENCH_GPU
 #include "bench/hvd_bench/gpu_bench.h"
 #endif
@@ -31,12 +31,22 @@ std::size_t parseSize(const std::string& text, const std::string& flag) {
   std::string digits = text;
   if (!text.empty()) {
     switch (std::toupper(static_cast<unsigned char>(text.back()))) {
-      case 'K': multiplier = 1u << 10; digits.pop_back(); break;
-      case 'M': multiplier = 1u << 20; digits.pop_back(); break;
-      case 'G': multiplier = 1u << 30; digits.pop_back(); break;
+      case 'K':
+        multiplier = 1u << 10;
+        digits.pop_back();
+        break;
+      case 'M':
+        multiplier = 1u << 20;
+        digits.pop_back();
+        break;
+      case 'G':
+        multiplier = 1u << 30;
+        digits.pop_back();
+        break;
     }
   }
-  return static_cast<std::size_t>(hvd::params::parseInt(digits, 0, INT64_MAX / 1024, flag)) * multiplier;
+  return static_cast<std::size_t>(hvd::params::parseInt(digits, 0, INT64_MAX / 1024, flag)) *
+         multiplier;
 }
 
 }  // namespace
@@ -51,12 +61,17 @@ int main(int argc, char** argv) {
   app.add_option("-e,--maxbytes", maxBytes, "Largest size");
   app.add_option("-f,--stepfactor", o.stepFactor, "Multiply the size by this each row");
   app.add_option("-i,--stepbytes", stepBytes, "Or add this many bytes each row");
-  app.add_option("-o,--op", op, "allreduce, allgather, broadcast, alltoall, reducescatter, barrier");
+  app.add_option("-o,--op", op,
+                 "allreduce, allgather, broadcast, alltoall, reducescatter, barrier");
   app.add_option("-d,--datatype", dtype, "Element type");
   app.add_option("-r,--root", o.root, "Root rank of broadcast");
-  app.add_option("--redop", redop, "Reduction: sum, average, min, max, product, adasum (float dtypes, a power-of-two number of ranks)");
-  app.add_option("-w,--warmup_iters", o.warmup, "Untimed runs before each measurement")->check(CLI::Range(0, 1000000));
-  app.add_option("-n,--iters", o.iterations, "Timed runs per measurement")->check(CLI::Range(1, 1000000));
+  app.add_option("--redop", redop,
+                 "Reduction: sum, average, min, max, product, adasum (float dtypes, a power-of-two "
+                 "number of ranks)");
+  app.add_option("-w,--warmup_iters", o.warmup, "Untimed runs before each measurement")
+      ->check(CLI::Range(0, 1000000));
+  app.add_option("-n,--iters", o.iterations, "Timed runs per measurement")
+      ->check(CLI::Range(1, 1000000));
   app.add_option("-c,--check", check, "Check results (1) or not (0)");
   app.add_option("--json", json, "Also write the rows to this JSON file (rank 0)");
   bool engine = false;
@@ -64,7 +79,8 @@ int main(int argc, char** argv) {
   app.add_flag("--engine", engine,
                "Instead of a sweep, time 100-tensor steps through the engine with fusion on and "
                "off, and a 4-byte allreduce's latency");
-  app.add_option("--steps", eo.steps, "--engine: timed steps per list, configuration and round")->check(CLI::Range(1, 100000));
+  app.add_option("--steps", eo.steps, "--engine: timed steps per list, configuration and round")
+      ->check(CLI::Range(1, 100000));
   app.add_option("--rounds", eo.rounds,
                  "--engine: rounds, each timing fusion on and off on fresh runtimes, in "
                  "alternating order")
@@ -92,12 +108,14 @@ int main(int argc, char** argv) {
   app.add_option("--model", modelFile,
                  "--simulate: the network model, JSON (fields in docs/performance.md); default: "
                  "100 Gb/s NICs and this class of machine within a host");
-  app.add_option("--ranks-per-host", so.model.ranksPerHost, "--simulate: the topology's ranks per host")
+  app.add_option("--ranks-per-host", so.model.ranksPerHost,
+                 "--simulate: the topology's ranks per host")
       ->check(CLI::Range(1, 65536));
   app.add_option("--hosts-per-switch", so.model.hostsPerSwitch,
                  "--simulate: hosts per switch (0: one switch)")
       ->check(CLI::Range(0, 65536));
-  app.add_option("--nic-gbps", nicGbps, "--simulate: NIC bandwidth in Gbit/s")->check(CLI::PositiveNumber);
+  app.add_option("--nic-gbps", nicGbps, "--simulate: NIC bandwidth in Gbit/s")
+      ->check(CLI::PositiveNumber);
   app.add_option("--nic-latency-us", nicLatencyUs, "--simulate: NIC latency in microseconds")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--algorithms", algorithms,
@@ -179,7 +197,8 @@ int main(int argc, char** argv) {
       rt->barrier();
       auto now = std::chrono::system_clock::now().time_since_epoch();
       std::printf("HVD_INITIALISED %lld\n",
-                  static_cast<long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()));
+                  static_cast<long long>(
+                      std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()));
       std::fflush(stdout);
       rt->shutdown();  // collective: no rank leaves while another still talks to it
       return 0;

@@ -58,8 +58,8 @@ double reduceRate() {
 Calibration calibrate(runtime::BlockingCollectives& rt, const collectives::NetworkModel& base) {
   const auto& topology = rt.topology();
   if (topology.size != 2)
-    throw InvalidArgument(detail::concat("--calibrate measures one link: run it on 2 ranks, not ",
-                                         topology.size));
+    throw InvalidArgument(
+        detail::concat("--calibrate measures one link: run it on 2 ranks, not ", topology.size));
   Calibration c;
   c.sameHost = topology.localSize == 2;
   c.reduceBytesPerSecond = reduceRate();
@@ -74,14 +74,16 @@ Calibration calibrate(runtime::BlockingCollectives& rt, const collectives::Netwo
   double transfer = c.largeSeconds - c.smallSeconds - c.largeBytes / c.reduceBytesPerSecond;
   if (transfer <= 0)
     throw InternalError(detail::concat(
-        "--calibrate: a 4 MiB allreduce (", c.largeSeconds * 1e6, " us) took less than a 4-byte "
+        "--calibrate: a 4 MiB allreduce (", c.largeSeconds * 1e6,
+        " us) took less than a 4-byte "
         "one plus the reduction alone; the machine is too noisy to calibrate, run it again"));
   collectives::LinkModel link{c.smallSeconds, c.largeBytes / transfer};
   c.model = base;
   c.model.reduceBytesPerSecond = c.reduceBytesPerSecond;
   (c.sameHost ? c.model.intraHost : c.model.interHost) = link;
   if (c.sameHost)
-    c.model.hostMemoryBytesPerSecond = std::max(c.model.hostMemoryBytesPerSecond, link.bytesPerSecond);
+    c.model.hostMemoryBytesPerSecond =
+        std::max(c.model.hostMemoryBytesPerSecond, link.bytesPerSecond);
   return c;
 }
 

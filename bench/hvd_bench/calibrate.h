@@ -13,8 +13,8 @@ namespace hvd::bench {
 
 struct Calibration {
   bool sameHost = true;
-  double smallSeconds = 0;   // median 4-byte allreduce
-  double largeSeconds = 0;   // median allreduce of largeBytes
+  double smallSeconds = 0;  // median 4-byte allreduce
+  double largeSeconds = 0;  // median allreduce of largeBytes
   double largeBytes = 0;
   double reduceBytesPerSecond = 0;
   collectives::NetworkModel model;  // `base` with the measured link and reduction speed

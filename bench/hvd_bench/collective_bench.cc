@@ -14,8 +14,9 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr Collective kAll[] = {Collective::Allreduce, Collective::Allgather, Collective::Broadcast,
-                               Collective::Alltoall, Collective::Reducescatter, Collective::Barrier};
+constexpr Collective kAll[] = {Collective::Allreduce,     Collective::Allgather,
+                               Collective::Broadcast,     Collective::Alltoall,
+                               Collective::Reducescatter, Collective::Barrier};
 
 // One benchmarked call on prepared buffers, and how to fill and check them.
 struct Case {
@@ -61,19 +62,29 @@ class Sweep {
   std::size_t countFor(std::size_t bytes) const {
     std::size_t total = elementsIn(bytes, o_.dtype);
     switch (o_.op) {
-      case Collective::Allgather: case Collective::Reducescatter: return total / n_ * n_;
-      case Collective::Alltoall: return total / n_ * n_;
-      case Collective::Barrier: return 0;
-      default: return total;
+      case Collective::Allgather:
+      case Collective::Reducescatter:
+        return total / n_ * n_;
+      case Collective::Alltoall:
+        return total / n_ * n_;
+      case Collective::Barrier:
+        return 0;
+      default:
+        return total;
     }
   }
 
   bool applicable(bool inPlace) const {
     switch (o_.op) {
-      case Collective::Broadcast: return inPlace;  // hvd's broadcast is in place by nature
-      case Collective::Alltoall: case Collective::Reducescatter: return !inPlace;
-      case Collective::Barrier: return !inPlace;
-      default: return true;
+      case Collective::Broadcast:
+        return inPlace;  // hvd's broadcast is in place by nature
+      case Collective::Alltoall:
+      case Collective::Reducescatter:
+        return !inPlace;
+      case Collective::Barrier:
+        return !inPlace;
+      default:
+        return true;
     }
   }
 
@@ -115,7 +126,8 @@ Case Sweep::makeCase(std::size_t count, bool inPlace) {
   out_.assign(count * elem + 1, std::byte{0});
   auto fillRange = [this, t](std::vector<std::byte>& buf, std::size_t begin, std::size_t k,
                              ReduceOp op) {
-    for (std::size_t i = 0; i < k; ++i) setElement(buf.data(), t, begin + i, fillValue(t, op, r_, i));
+    for (std::size_t i = 0; i < k; ++i)
+      setElement(buf.data(), t, begin + i, fillValue(t, op, r_, i));
   };
   Case c;
   switch (o_.op) {
@@ -125,7 +137,8 @@ Case Sweep::makeCase(std::size_t count, bool inPlace) {
       c.run = [this, in, out] { rt_.allreduce(in, out, o_.redop); };
       c.fill = [=, this] { fillRange(in_, 0, count, o_.redop); };
       c.countWrong = [=, this, &dst] {
-        return checkAgainst(dst, t, 0, count, [&](std::size_t i) { return expectedValue(t, o_.redop, n_, i); });
+        return checkAgainst(dst, t, 0, count,
+                            [&](std::size_t i) { return expectedValue(t, o_.redop, n_, i); });
       };
       break;
     }
@@ -133,11 +146,14 @@ Case Sweep::makeCase(std::size_t count, bool inPlace) {
       std::byte* src = inPlace ? out_.data() + r_ * chunk * elem : in_.data();
       Tensor in{src, t, {chunk}};
       c.run = [this, in] { rt_.allgather(in, [this](auto&) { return out_.data(); }); };
-      c.fill = [=, this] { fillRange(inPlace ? out_ : in_, inPlace ? r_ * chunk : 0, chunk, ReduceOp::Sum); };
+      c.fill = [=, this] {
+        fillRange(inPlace ? out_ : in_, inPlace ? r_ * chunk : 0, chunk, ReduceOp::Sum);
+      };
       c.countWrong = [=, this] {
         long wrong = 0;
         for (int q = 0; q < n_; ++q)
-          wrong += checkAgainst(out_, t, q * chunk, chunk, [&](std::size_t i) { return fillValue(t, ReduceOp::Sum, q, i); });
+          wrong += checkAgainst(out_, t, q * chunk, chunk,
+                                [&](std::size_t i) { return fillValue(t, ReduceOp::Sum, q, i); });
         return wrong;
       };
       break;
@@ -148,7 +164,8 @@ Case Sweep::makeCase(std::size_t count, bool inPlace) {
       c.run = [this, tensor, root] { rt_.broadcast(tensor, root); };
       c.fill = [=, this] { fillRange(in_, 0, r_ == root ? count : 0, ReduceOp::Sum); };
       c.countWrong = [=, this] {
-        return checkAgainst(in_, t, 0, count, [&](std::size_t i) { return fillValue(t, ReduceOp::Sum, root, i); });
+        return checkAgainst(in_, t, 0, count,
+                            [&](std::size_t i) { return fillValue(t, ReduceOp::Sum, root, i); });
       };
       break;
     }
@@ -164,17 +181,23 @@ Case Sweep::makeCase(std::size_t count, bool inPlace) {
       c.countWrong = [=, this] {
         long wrong = 0;
         for (int q = 0; q < n_; ++q)
-          wrong += checkAgainst(out_, t, q * chunk, chunk, [&](std::size_t i) { return fillValue(t, ReduceOp::Sum, q * n_ + r_, i); });
+          wrong += checkAgainst(out_, t, q * chunk, chunk, [&](std::size_t i) {
+            return fillValue(t, ReduceOp::Sum, q * n_ + r_, i);
+          });
         return wrong;
       };
       break;
     }
     case Collective::Reducescatter: {
       Tensor in{in_.data(), t, {static_cast<int64_t>(count)}};
-      c.run = [this, in] { rt_.reducescatter(in, o_.redop, [this](auto&) { return out_.data(); }); };
+      c.run = [this, in] {
+        rt_.reducescatter(in, o_.redop, [this](auto&) { return out_.data(); });
+      };
       c.fill = [=, this] { fillRange(in_, 0, count, o_.redop); };
       c.countWrong = [=, this] {
-        return checkAgainst(out_, t, 0, chunk, [&](std::size_t i) { return expectedValue(t, o_.redop, n_, r_ * chunk + i); });
+        return checkAgainst(out_, t, 0, chunk, [&](std::size_t i) {
+          return expectedValue(t, o_.redop, n_, r_ * chunk + i);
+        });
       };
       break;
     }
@@ -199,23 +222,34 @@ Collective parseCollective(const std::string& name) {
 
 const char* collectiveName(Collective c) {
   switch (c) {
-    case Collective::Allreduce: return "allreduce";
-    case Collective::Allgather: return "allgather";
-    case Collective::Broadcast: return "broadcast";
-    case Collective::Alltoall: return "alltoall";
-    case Collective::Reducescatter: return "reducescatter";
-    case Collective::Barrier: return "barrier";
+    case Collective::Allreduce:
+      return "allreduce";
+    case Collective::Allgather:
+      return "allgather";
+    case Collective::Broadcast:
+      return "broadcast";
+    case Collective::Alltoall:
+      return "alltoall";
+    case Collective::Reducescatter:
+      return "reducescatter";
+    case Collective::Barrier:
+      return "barrier";
   }
   return "?";
 }
 
 double busBandwidthFactor(Collective c, int n) {
   switch (c) {
-    case Collective::Allreduce: return 2.0 * (n - 1) / n;
-    case Collective::Allgather: case Collective::Reducescatter: case Collective::Alltoall:
+    case Collective::Allreduce:
+      return 2.0 * (n - 1) / n;
+    case Collective::Allgather:
+    case Collective::Reducescatter:
+    case Collective::Alltoall:
       return static_cast<double>(n - 1) / n;
-    case Collective::Broadcast: return 1;
-    case Collective::Barrier: return 0;
+    case Collective::Broadcast:
+      return 1;
+    case Collective::Barrier:
+      return 0;
   }
   return 0;
 }
@@ -226,13 +260,15 @@ std::vector<Row> runSweep(runtime::BlockingCollectives& rt, const BenchOptions& 
   if (o.stepFactor <= 1 && o.stepBytes == 0)
     throw InvalidArgument("give -f above 1 or -i above 0 so the sweep advances");
   if (o.root < 0 || o.root >= rt.topology().size)
-    throw InvalidArgument(detail::concat("-r ", o.root, ": root outside [0, ", rt.topology().size, ")"));
+    throw InvalidArgument(
+        detail::concat("-r ", o.root, ": root outside [0, ", rt.topology().size, ")"));
   Sweep sweep(rt, o);
   std::vector<Row> rows;
   if (o.op == Collective::Barrier) return {sweep.measure(0)};
   for (std::size_t bytes = o.minBytes; bytes <= o.maxBytes;) {
     rows.push_back(sweep.measure(bytes));
-    std::size_t next = o.stepBytes ? bytes + o.stepBytes : static_cast<std::size_t>(bytes * o.stepFactor);
+    std::size_t next =
+        o.stepBytes ? bytes + o.stepBytes : static_cast<std::size_t>(bytes * o.stepFactor);
     bytes = std::max(next, bytes + 1);
   }
   return rows;

@@ -20,7 +20,7 @@ struct BenchOptions {
   collectives::ReduceOp redop = collectives::ReduceOp::Sum;
   std::size_t minBytes = 8;
   std::size_t maxBytes = 64u << 20;
-  double stepFactor = 2;     // multiply the size by this each row (0: use stepBytes)
+  double stepFactor = 2;  // multiply the size by this each row (0: use stepBytes)
   std::size_t stepBytes = 0;
   int warmup = 5;
   int iterations = 20;

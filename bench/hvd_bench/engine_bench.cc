@@ -60,7 +60,8 @@ StepRun runSteps(runtime::Runtime& rt, const std::vector<std::size_t>& sizes,
       op.type = OpType::Allreduce;
       op.name = names[k];
       op.reduceOp = collectives::ReduceOp::Average;
-      op.inputs = {Tensor{grads[k].data(), DType::Float32, {static_cast<int64_t>(grads[k].size())}}};
+      op.inputs = {
+          Tensor{grads[k].data(), DType::Float32, {static_cast<int64_t>(grads[k].size())}}};
       handles.push_back(rt.engine().enqueue(std::move(op)));
     }
     for (auto& h : handles) h->wait(rt.config().handleWaitLimit());
@@ -146,13 +147,15 @@ EngineBenchResult runEngineBench(const runtime::Config& config, const EngineBenc
           result.cacheHitRate = static_cast<double>(run.hits) / run.submissions;
       }
       if (fused && round == 0) {
-        auto us = latencies([&](float* x) {
-          Operation op;
-          op.type = OpType::Allreduce;
-          op.name = "latency";
-          op.inputs = {Tensor{x, DType::Float32, {1}}};
-          rt->run(std::move(op));
-        }, o.latencyIterations);
+        auto us = latencies(
+            [&](float* x) {
+              Operation op;
+              op.type = OpType::Allreduce;
+              op.name = "latency";
+              op.inputs = {Tensor{x, DType::Float32, {1}}};
+              rt->run(std::move(op));
+            },
+            o.latencyIterations);
         result.engineLatencyUs = median(us);
         result.engineLatencyP90Us = percentile(us, 0.9);
       }
@@ -164,10 +167,12 @@ EngineBenchResult runEngineBench(const runtime::Config& config, const EngineBenc
     result.lists[i].unfusedStepMs = median(unfusedMs[i]);
   }
   auto direct = runtime::DirectCollectives::create(config);
-  result.directLatencyUs = median(latencies([&](float* x) {
-    Tensor t{x, DType::Float32, {1}};
-    direct->allreduce(t, t, collectives::ReduceOp::Sum);
-  }, o.latencyIterations));
+  result.directLatencyUs = median(latencies(
+      [&](float* x) {
+        Tensor t{x, DType::Float32, {1}};
+        direct->allreduce(t, t, collectives::ReduceOp::Sum);
+      },
+      o.latencyIterations));
   direct->barrier();
   return result;
 }

@@ -27,7 +27,7 @@ struct ListResult {
   std::string list;
   std::size_t tensors = 0;
   std::size_t totalBytes = 0;
-  double fusedStepMs = 0;    // medians over the timed steps of all rounds, rank 0's clock
+  double fusedStepMs = 0;  // medians over the timed steps of all rounds, rank 0's clock
   double unfusedStepMs = 0;
   std::vector<double> fusedStepMsPerRound, unfusedStepMsPerRound;  // each round's median
   double fusedCollectivesPerStep = 0;

@@ -68,8 +68,9 @@ void runLocal(const runtime::Config& config, const GpuBenchOptions& o, GpuBenchR
       nccl.allreduce(tin, tout, collectives::ReduceOp::Sum, {}, stream.get());
     });
     row.copyUs = timeOnDevice(stream.get(), o.warmup, o.iterations, [&] {
-      HVD_CUDA_CHECK(cudaMemcpyAsync(out.get(), in.get(), row.bytes, cudaMemcpyDeviceToDevice,
-                                     stream.get()), "bench copy");
+      HVD_CUDA_CHECK(
+          cudaMemcpyAsync(out.get(), in.get(), row.bytes, cudaMemcpyDeviceToDevice, stream.get()),
+          "bench copy");
     });
   }
   std::vector<std::size_t> sizes = smallTensorSizes();
@@ -83,7 +84,8 @@ void runLocal(const runtime::Config& config, const GpuBenchOptions& o, GpuBenchR
     offset += s;
   }
   result.batchTensors = jobs.size();
-  result.batchedCopyUs = timeOnDevice(stream.get(), 20, 200, [&] { gpu::batchedCopy(jobs, stream.get()); });
+  result.batchedCopyUs =
+      timeOnDevice(stream.get(), 20, 200, [&] { gpu::batchedCopy(jobs, stream.get()); });
   result.separateCopiesUs = timeOnDevice(stream.get(), 20, 200, [&] {
     for (const auto& j : jobs)
       HVD_CUDA_CHECK(cudaMemcpyAsync(j.dst, j.src, j.bytes, cudaMemcpyDeviceToDevice, stream.get()),
@@ -145,7 +147,8 @@ void printGpuReport(std::ostream& out, const GpuBenchResult& r) {
       << "); engine GPU backend: " << r.gpuBackend << "\n";
   out << std::setw(12) << "bytes" << std::setw(12) << "nccl(us)" << std::setw(12) << "copy(us)"
       << std::setw(10) << "ratio" << std::setw(16) << "engine-gpu(us)" << std::setw(17)
-      << "engine-host(us)" << std::setw(10) << "ratio" << "\n";
+      << "engine-host(us)" << std::setw(10) << "ratio"
+      << "\n";
   out << std::fixed << std::setprecision(1);
   for (const auto& row : r.rows) {
     out << std::setw(12) << row.bytes << std::setw(12) << row.ncclUs << std::setw(12) << row.copyUs
@@ -157,18 +160,26 @@ void printGpuReport(std::ostream& out, const GpuBenchResult& r) {
   }
   if (r.batchTensors > 0)
     out << "# fusion copy of " << r.batchTensors << " small tensors: batched " << r.batchedCopyUs
-        << " us, separate cudaMemcpyAsync " << r.separateCopiesUs << " us ("
-        << std::setprecision(2) << r.separateCopiesUs / r.batchedCopyUs << "x)\n";
+        << " us, separate cudaMemcpyAsync " << r.separateCopiesUs << " us (" << std::setprecision(2)
+        << r.separateCopiesUs / r.batchedCopyUs << "x)\n";
 }
 
 void writeGpuJson(const std::string& path, const GpuBenchResult& r) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& row : r.rows)
-    rows.push_back({{"bytes", row.bytes}, {"nccl_us", row.ncclUs}, {"copy_us", row.copyUs},
-                    {"engine_gpu_us", row.engineGpuUs}, {"engine_host_us", row.engineHostUs}});
-  nlohmann::json j = {{"benchmark", "hvd-bench --gpu"}, {"ranks", r.ranks}, {"device", r.device},
-                      {"versions", r.versions}, {"gpu_backend", r.gpuBackend}, {"rows", rows},
-                      {"batch_tensors", r.batchTensors}, {"batched_copy_us", r.batchedCopyUs},
+    rows.push_back({{"bytes", row.bytes},
+                    {"nccl_us", row.ncclUs},
+                    {"copy_us", row.copyUs},
+                    {"engine_gpu_us", row.engineGpuUs},
+                    {"engine_host_us", row.engineHostUs}});
+  nlohmann::json j = {{"benchmark", "hvd-bench --gpu"},
+                      {"ranks", r.ranks},
+                      {"device", r.device},
+                      {"versions", r.versions},
+                      {"gpu_backend", r.gpuBackend},
+                      {"rows", rows},
+                      {"batch_tensors", r.batchTensors},
+                      {"batched_copy_us", r.batchedCopyUs},
                       {"separate_copies_us", r.separateCopiesUs}};
   std::ofstream(path) << j.dump(2) << "\n";
 }

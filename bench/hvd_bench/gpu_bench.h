@@ -40,7 +40,7 @@ struct GpuBenchResult {
   std::string versions;
   std::vector<GpuRow> rows;
   std::size_t batchTensors = 0;
-  double batchedCopyUs = 0;   // one rank only
+  double batchedCopyUs = 0;  // one rank only
   double separateCopiesUs = 0;
 };
 

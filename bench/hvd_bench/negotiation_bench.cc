@@ -36,7 +36,8 @@ std::vector<OpRequest> gradients(int count) {
 
 // One cycle: every rank's list decoded and submitted, the responses dispatched and encoded.
 // Returns the encoded ResponseList.
-std::string cycle(Coordinator& c, int ranks, const std::string& encodedRequest, Clock::time_point now) {
+std::string cycle(Coordinator& c, int ranks, const std::string& encodedRequest,
+                  Clock::time_point now) {
   for (int r = 0; r < ranks; ++r) c.submitList(r, RequestList::decode(encodedRequest), now);
   return c.dispatch(now).encode();
 }

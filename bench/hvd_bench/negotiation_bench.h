@@ -22,12 +22,12 @@ struct NegotiationBenchOptions {
 
 struct NegotiationRow {
   int ranks = 0;
-  double firstCycleUs = 0;       // full requests: metadata, checks, cache inserts
-  double cachedCycleUs = 0;      // median of the cached cycles
+  double firstCycleUs = 0;   // full requests: metadata, checks, cache inserts
+  double cachedCycleUs = 0;  // median of the cached cycles
   double cachedNsPerRankTensor = 0;
-  std::size_t firstRequestBytes = 0;   // one rank's RequestList on the wire
+  std::size_t firstRequestBytes = 0;  // one rank's RequestList on the wire
   std::size_t cachedRequestBytes = 0;
-  std::size_t responseBytes = 0;       // the ResponseList every rank receives
+  std::size_t responseBytes = 0;  // the ResponseList every rank receives
 };
 
 struct NegotiationBenchResult {

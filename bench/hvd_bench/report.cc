@@ -20,8 +20,8 @@ std::string cell(const Timing& t) {
 
 nlohmann::json timingJson(const Timing& t) {
   if (!t.measured) return nullptr;
-  return {{"time_us", t.timeUs}, {"algbw_gbps", t.algBw}, {"busbw_gbps", t.busBw},
-          {"wrong", t.wrong}};
+  return {
+      {"time_us", t.timeUs}, {"algbw_gbps", t.algBw}, {"busbw_gbps", t.busBw}, {"wrong", t.wrong}};
 }
 
 }  // namespace
@@ -43,17 +43,21 @@ void printTable(std::ostream& out, const BenchOptions& o, int ranks, const std::
   out << "# hvd-bench: " << collectiveName(o.op) << ", " << ranks << " ranks, "
       << collectives::dtypeName(o.dtype) << ", warmup " << o.warmup << ", iterations "
       << o.iterations << "\n";
-  out << "#                                                 out-of-place                        in-place\n";
-  out << "#       size      count     type   redop  root |    time(us)  algbw(GB/s) busbw(GB/s) #wrong |   time(us) algbw(GB/s) busbw(GB/s) #wrong\n";
+  out << "#                                                 out-of-place                        "
+         "in-place\n";
+  out << "#       size      count     type   redop  root |    time(us)  algbw(GB/s) busbw(GB/s) "
+         "#wrong |   time(us) algbw(GB/s) busbw(GB/s) #wrong\n";
   for (const auto& r : rows) {
     std::snprintf(line, sizeof line, "%12zu %10zu %8s %7s %5d |", r.bytes, r.count,
                   collectives::dtypeName(o.dtype), collectives::reduceOpName(o.redop), o.root);
     out << line << cell(r.outOfPlace) << " |" << cell(r.inPlace) << "\n";
   }
   long wrong = 0;
-  for (const auto& r : rows) wrong += std::max(0L, r.outOfPlace.wrong) + std::max(0L, r.inPlace.wrong);
-  std::snprintf(line, sizeof line, "# Out of bounds values : %ld %s\n# Avg bus bandwidth    : %.3f GB/s\n",
-                wrong, wrong ? "FAILED" : "OK", averageBusBandwidth(rows));
+  for (const auto& r : rows)
+    wrong += std::max(0L, r.outOfPlace.wrong) + std::max(0L, r.inPlace.wrong);
+  std::snprintf(line, sizeof line,
+                "# Out of bounds values : %ld %s\n# Avg bus bandwidth    : %.3f GB/s\n", wrong,
+                wrong ? "FAILED" : "OK", averageBusBandwidth(rows));
   out << line;
 }
 
@@ -70,7 +74,9 @@ void writeJson(const std::string& path, const BenchOptions& o, int ranks,
                       {"settings", settings},
                       {"rows", nlohmann::json::array()}};
   for (const auto& r : rows)
-    j["rows"].push_back({{"size", r.bytes}, {"count", r.count}, {"root", o.root},
+    j["rows"].push_back({{"size", r.bytes},
+                         {"count", r.count},
+                         {"root", o.root},
                          {"out_of_place", timingJson(r.outOfPlace)},
                          {"in_place", timingJson(r.inPlace)}});
   std::ofstream file(path);

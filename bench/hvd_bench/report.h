@@ -10,8 +10,7 @@
 
 namespace hvd::bench {
 
-void printTable(std::ostream& out, const BenchOptions& o, int ranks,
-                const std::vector<Row>& rows);
+void printTable(std::ostream& out, const BenchOptions& o, int ranks, const std::vector<Row>& rows);
 // `settings`: the runtime settings that shape the result (transport, hierarchical
 // collectives), recorded so that runs compared later say what they ran. Throws
 // InvalidArgument if the file cannot be written.

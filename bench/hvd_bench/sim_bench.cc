@@ -59,9 +59,9 @@ SimBenchResult runSimBench(const SimBenchOptions& o) {
   for (const auto& name : names) {
     if (name == kHierarchical) {
       if (!hierarchyFits(o))
-        throw InvalidArgument(detail::concat(
-            "--algorithms hierarchical: needs whole hosts of several ranks, not ", o.ranks,
-            " ranks with ", o.model.ranksPerHost, " per host"));
+        throw InvalidArgument(
+            detail::concat("--algorithms hierarchical: needs whole hosts of several ranks, not ",
+                           o.ranks, " ranks with ", o.model.ranksPerHost, " per host"));
       hierarchical = true;
       continue;
     }

@@ -1,5 +1,6 @@
 // Gloo peer for bench/compare_peers.sh, started by hvdrun (rank and size from RANK and
-// WORLD_SIZE, the torchrun names hvdrun sets beside HVD_RANK and HVD_SIZE) with a FileStore directory as the first argument:
+// WORLD_SIZE, the torchrun names hvdrun sets beside HVD_RANK and HVD_SIZE) with a FileStore
+// directory as the first argument:
 //   hvdrun -np 2 ./gloo_allreduce /tmp/store -b 4 -e 256M ...
 // Uses gloo::allreduce, the algorithm torch.distributed's gloo backend calls.
 #include <gloo/allreduce.h>
@@ -47,7 +48,8 @@ int main(int argc, char** argv) {
         opts.setOutput(&result, 1);
         opts.setReduceFunction([](void* c, const void* a, const void* b, size_t n) {
           for (size_t i = 0; i < n; ++i)
-            static_cast<double*>(c)[i] = static_cast<const double*>(a)[i] + static_cast<const double*>(b)[i];
+            static_cast<double*>(c)[i] =
+                static_cast<const double*>(a)[i] + static_cast<const double*>(b)[i];
         });
         gloo::allreduce(opts);
         return result / size;

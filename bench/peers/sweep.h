@@ -46,15 +46,17 @@ inline void sweep(const char* tool, int rank, int size, const SweepArgs& a,
     auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < a.iterations; ++i) allreduce(in.data(), out.data(), count);
     double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-                    .count() / a.iterations;
+                    .count() /
+                a.iterations;
     us = averageAcrossRanks(us);
     long wrong = 0;
     for (float x : out) wrong += x != size * (size + 1) / 2.0f;
     if (rank == 0) {
       double algbw = bytes / (us * 1e-6) / 1e9;
-      std::printf("{\"tool\": \"%s\", \"ranks\": %d, \"size\": %zu, \"time_us\": %.3f, "
-                  "\"busbw_gbps\": %.4f, \"wrong\": %ld}\n",
-                  tool, size, bytes, us, algbw * 2.0 * (size - 1) / size, wrong);
+      std::printf(
+          "{\"tool\": \"%s\", \"ranks\": %d, \"size\": %zu, \"time_us\": %.3f, "
+          "\"busbw_gbps\": %.4f, \"wrong\": %ld}\n",
+          tool, size, bytes, us, algbw * 2.0 * (size - 1) / size, wrong);
       std::fflush(stdout);
     }
   }

@@ -34,10 +34,22 @@ std::vector<T> widened(const void* data, std::size_t n, DType dtype, double fact
   const auto* f32 = static_cast<const float*>(data);
   const auto* f64 = static_cast<const double*>(data);
   switch (dtype) {
-    case DType::Float16: fill(out, [&](std::size_t i) { return double{halfToFloat(u16[i])}; }, factor); break;
-    case DType::BFloat16: fill(out, [&](std::size_t i) { return double{bf16ToFloat(u16[i])}; }, factor); break;
-    case DType::Float32: fill(out, [&](std::size_t i) { return double{f32[i]}; }, factor); break;
-    default: fill(out, [&](std::size_t i) { return f64[i]; }, factor); break;
+    case DType::Float16:
+      fill(
+          out, [&](std::size_t i) { return double{halfToFloat(u16[i])}; }, factor);
+      break;
+    case DType::BFloat16:
+      fill(
+          out, [&](std::size_t i) { return double{bf16ToFloat(u16[i])}; }, factor);
+      break;
+    case DType::Float32:
+      fill(
+          out, [&](std::size_t i) { return double{f32[i]}; }, factor);
+      break;
+    default:
+      fill(
+          out, [&](std::size_t i) { return f64[i]; }, factor);
+      break;
   }
   return out;
 }
@@ -55,7 +67,8 @@ void narrowed(std::vector<T>& v, void* data, DType dtype, double factor) {
       for (std::size_t i = 0; i < v.size(); ++i) u16[i] = floatToBf16(static_cast<float>(v[i]));
       break;
     case DType::Float32:
-      for (std::size_t i = 0; i < v.size(); ++i) static_cast<float*>(data)[i] = static_cast<float>(v[i]);
+      for (std::size_t i = 0; i < v.size(); ++i)
+        static_cast<float*>(data)[i] = static_cast<float>(v[i]);
       break;
     default:
       std::memcpy(data, v.data(), v.size() * sizeof(T));
@@ -100,11 +113,15 @@ void exchange(Connection& partner, const T* send, std::size_t sendCount, T* recv
 void checkAdasum(DType dtype, int ranks) {
   if (dtype != DType::Float16 && dtype != DType::BFloat16 && dtype != DType::Float32 &&
       dtype != DType::Float64)
-    throw InvalidArgument(detail::concat("reduce op adasum combines float16, bfloat16, float32 "
-                                         "and float64 tensors, not ", dtypeName(dtype)));
+    throw InvalidArgument(
+        detail::concat("reduce op adasum combines float16, bfloat16, float32 "
+                       "and float64 tensors, not ",
+                       dtypeName(dtype)));
   if (ranks < 1 || (ranks & (ranks - 1)) != 0)
-    throw InvalidArgument(detail::concat("reduce op adasum needs a power-of-two number of ranks "
-                                         "(as Horovod's); this one has ", ranks));
+    throw InvalidArgument(
+        detail::concat("reduce op adasum needs a power-of-two number of ranks "
+                       "(as Horovod's); this one has ",
+                       ranks));
 }
 
 namespace {

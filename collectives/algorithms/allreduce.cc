@@ -15,8 +15,9 @@
 //   reduce-scatter among the ranks of each host leaves local rank i with the host's reduction
 //   of block i; the ranks of local index i on all hosts allreduce that block (by size, as
 //   above, or by the forced algorithm); a ring allgather within each host puts the blocks back
-//   together. A host still sends 2(H-1)/H * size across the network, but over its L ranks' links at once, in 2(H-1) rounds
-//   instead of 2(HL-1), and the 2(L-1) rounds within the host run over shared memory.
+//   together. A host still sends 2(H-1)/H * size across the network, but over its L ranks' links at
+//   once, in 2(H-1) rounds instead of 2(HL-1), and the 2(L-1) rounds within the host run over
+//   shared memory.
 #include "collectives/algorithms/allreduce.h"
 
 #include <algorithm>
@@ -64,8 +65,7 @@ void recursiveDoubling(Comm& comm, const std::byte* input, std::byte* data, std:
   if (r < extra) comm.peer(r + p).isend({data, bytes}, tag).wait(deadline);
 }
 
-std::size_t segmentBytesFor(std::size_t bytes, const Comm& comm,
-                            const AllreduceOptions& options) {
+std::size_t segmentBytesFor(std::size_t bytes, const Comm& comm, const AllreduceOptions& options) {
   return ringSegmentBytes(bytes, comm.size(), segmentLimit(comm, options.maxSegmentBytes));
 }
 
@@ -93,8 +93,7 @@ void hierarchical(const Comm::Hierarchy& hierarchy, const std::byte* source, std
   crossOptions.nicSharing = local.size();
   allreduce(*hierarchy.cross, block, block, blocks.counts[me], dtype, stageOp, crossOptions);
   finishAllreduce(block, blocks.counts[me], dtype, op, worldSize, options.postscale);
-  if (local.size() > 1)
-    ringAllgather(local, data, blocks, elementSize, 0, segmentBytes, tag);
+  if (local.size() > 1) ringAllgather(local, data, blocks, elementSize, 0, segmentBytes, tag);
 }
 
 void flatAllreduce(Comm& comm, const std::byte* source, std::byte* data, std::size_t count,
@@ -121,18 +120,22 @@ void flatAllreduce(Comm& comm, const std::byte* source, std::byte* data, std::si
   finishAllreduce(data, count, dtype, op, comm.size(), options.postscale);
 }
 
-constexpr AllreduceAlgorithm kAlgorithms[] = {
-    AllreduceAlgorithm::Auto, AllreduceAlgorithm::Ring, AllreduceAlgorithm::RecursiveDoubling,
-    AllreduceAlgorithm::Rabenseifner};
+constexpr AllreduceAlgorithm kAlgorithms[] = {AllreduceAlgorithm::Auto, AllreduceAlgorithm::Ring,
+                                              AllreduceAlgorithm::RecursiveDoubling,
+                                              AllreduceAlgorithm::Rabenseifner};
 
 }  // namespace
 
 const char* allreduceAlgorithmName(AllreduceAlgorithm algorithm) {
   switch (algorithm) {
-    case AllreduceAlgorithm::Auto: return "auto";
-    case AllreduceAlgorithm::Ring: return "ring";
-    case AllreduceAlgorithm::RecursiveDoubling: return "recursive_doubling";
-    case AllreduceAlgorithm::Rabenseifner: return "rabenseifner";
+    case AllreduceAlgorithm::Auto:
+      return "auto";
+    case AllreduceAlgorithm::Ring:
+      return "ring";
+    case AllreduceAlgorithm::RecursiveDoubling:
+      return "recursive_doubling";
+    case AllreduceAlgorithm::Rabenseifner:
+      return "rabenseifner";
   }
   return "unknown";
 }
@@ -149,8 +152,8 @@ AllreduceAlgorithm parseAllreduceAlgorithm(const std::string& name) {
 AllreduceAlgorithm chooseAllreduceAlgorithm(const Comm& comm, std::size_t bytes,
                                             const AllreduceOptions& options) {
   if (options.model) {
-    CommShape shape{comm.size(), options.ranksPerHost ? options.ranksPerHost
-                                                      : options.model->ranksPerHost,
+    CommShape shape{comm.size(),
+                    options.ranksPerHost ? options.ranksPerHost : options.model->ranksPerHost,
                     options.nicSharing};
     if (shape.size > shape.ranksPerHost) return fastestAllreduce(bytes, shape, *options.model);
   }

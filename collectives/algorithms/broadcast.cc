@@ -57,7 +57,8 @@ void broadcast(Comm& comm, void* data, std::size_t bytes, int root,
                const BroadcastOptions& options) {
   int n = comm.size();
   if (root < 0 || root >= n)
-    throw InvalidArgument(detail::concat("broadcast: root rank ", root, " is outside [0, ", n, ")"));
+    throw InvalidArgument(
+        detail::concat("broadcast: root rank ", root, " is outside [0, ", n, ")"));
   Tag tag = makeTag(TagPrefix::Broadcast, comm.nextSequence());
   if (n == 1 || bytes == 0) return;
   auto* buf = static_cast<std::byte*>(data);

@@ -22,9 +22,8 @@ struct Rounds {
 
   double round(bool cross, double bytes) const {
     if (cross) return m.interHost.latencySeconds + nicSharing * bytes / m.interHost.bytesPerSecond;
-    return m.intraHost.latencySeconds +
-           std::max(bytes / m.intraHost.bytesPerSecond,
-                    ranksPerHost * bytes / m.hostMemoryBytesPerSecond);
+    return m.intraHost.latencySeconds + std::max(bytes / m.intraHost.bytesPerSecond,
+                                                 ranksPerHost * bytes / m.hostMemoryBytesPerSecond);
   }
   // Whether a round whose partners are r and r XOR `distance` (a power of two) has a pair on
   // different hosts, consecutive ranks sharing one: none does only when host boundaries fall
@@ -75,8 +74,8 @@ double rabenseifner(double s, int n, const Rounds& r) {
 // chain of 2(n-1) hops bounds it from below when the blocks are small.
 double ring(double s, int n, const Rounds& r) {
   double block = s / n;
-  double segment = std::min(block, static_cast<double>(ringSegmentBytes(
-                                       static_cast<std::size_t>(s), n, kSegmentLimit)));
+  double segment = std::min(
+      block, static_cast<double>(ringSegmentBytes(static_cast<std::size_t>(s), n, kSegmentLimit)));
   double segments = std::ceil(block / segment);
   // Within a host, all but one of its ranks copy a block each step.
   double latency = r.m.intraHost.latencySeconds;
@@ -102,10 +101,14 @@ double ring(double s, int n, const Rounds& r) {
 double flat(AllreduceAlgorithm algorithm, double s, int n, const Rounds& r) {
   if (n <= 1) return 0;
   switch (algorithm) {
-    case AllreduceAlgorithm::RecursiveDoubling: return recursiveDoubling(s, n, r);
-    case AllreduceAlgorithm::Rabenseifner: return rabenseifner(s, n, r);
-    case AllreduceAlgorithm::Ring: return ring(s, n, r);
-    case AllreduceAlgorithm::Auto: break;
+    case AllreduceAlgorithm::RecursiveDoubling:
+      return recursiveDoubling(s, n, r);
+    case AllreduceAlgorithm::Rabenseifner:
+      return rabenseifner(s, n, r);
+    case AllreduceAlgorithm::Ring:
+      return ring(s, n, r);
+    case AllreduceAlgorithm::Auto:
+      break;
   }
   throw InvalidArgument("predictAllreduce: auto is a choice, not an algorithm");
 }
@@ -127,8 +130,8 @@ double predictHierarchicalAllreduce(std::size_t bytes, const CommShape& shape,
                                     const NetworkModel& model) {
   int l = shape.ranksPerHost, hosts = shape.size / std::max(1, l);
   HVD_ENFORCE(l > 1 && hosts > 1 && hosts * l == shape.size,
-              "hierarchical allreduce needs whole hosts of several ranks: ", shape.size,
-              " ranks, ", l, " per host");
+              "hierarchical allreduce needs whole hosts of several ranks: ", shape.size, " ranks, ",
+              l, " per host");
   double s = static_cast<double>(bytes);
   Rounds within{model, l, l};
   // A ring reduce-scatter and a ring allgather within the host: (l-1) steps of s / l each.
@@ -147,8 +150,9 @@ double allreduceLowerBound(std::size_t bytes, const CommShape& shape, const Netw
   int l = std::min(shape.ranksPerHost, n);
   int hosts = (n + l - 1) / l;
   double s = static_cast<double>(bytes);
-  double latency = std::ceil(std::log2(static_cast<double>(hosts))) * model.interHost.latencySeconds +
-                   std::ceil(std::log2(static_cast<double>(l))) * model.intraHost.latencySeconds;
+  double latency =
+      std::ceil(std::log2(static_cast<double>(hosts))) * model.interHost.latencySeconds +
+      std::ceil(std::log2(static_cast<double>(l))) * model.intraHost.latencySeconds;
   // Every rank receives at least 2(n-1)/n of the payload (reduce-scatter's share, then the
   // allgather's), through its copy port or its host's NIC; all of a host's ranks' bytes come
   // through its memory or its NIC; and a host's NIC carries at least 2(H-1)/H of it.
@@ -159,7 +163,8 @@ double allreduceLowerBound(std::size_t bytes, const CommShape& shape, const Netw
   double acrossHosts = hosts > 1 ? 2.0 * (hosts - 1) / hosts * s / nic : 0;
   // A rank can reduce one segment while the next arrives, so the reductions bound the time
   // beside the transfers, not on top of them.
-  return latency + std::max({perRank, perHost, acrossHosts, (n - 1.0) / n * model.reduceSeconds(s)});
+  return latency +
+         std::max({perRank, perHost, acrossHosts, (n - 1.0) / n * model.reduceSeconds(s)});
 }
 
 AllreduceAlgorithm fastestAllreduce(std::size_t bytes, const CommShape& shape,

@@ -53,9 +53,9 @@ inline uint16_t floatToHalf(float f) {
   std::memcpy(&bits, &f, 4);
   uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
   uint32_t absBits = bits & 0x7fffffffu;
-  if (absBits > 0x7f800000u) return sign | 0x7e00u;        // NaN
-  if (absBits >= 0x477ff000u) return sign | 0x7c00u;       // overflow to infinity
-  if (absBits < 0x33000001u) return sign;                  // underflow to zero
+  if (absBits > 0x7f800000u) return sign | 0x7e00u;   // NaN
+  if (absBits >= 0x477ff000u) return sign | 0x7c00u;  // overflow to infinity
+  if (absBits < 0x33000001u) return sign;             // underflow to zero
   int exponent = static_cast<int>(absBits >> 23);
   uint32_t mantissa = (absBits & 0x7fffffu) | 0x800000u;
   if (exponent < 113) {  // result is subnormal

@@ -54,11 +54,20 @@ struct Fold {
 
 class Rabenseifner {
  public:
-  Rabenseifner(Comm& comm, const std::byte* input, std::byte* data, std::size_t count,
-               DType dtype, ReduceOp op, Tag tag, double postscale)
-      : comm_(comm), input_(input), data_(data), count_(count), dtype_(dtype), op_(op),
-        tag_(tag), postscale_(postscale), elem_(dtypeSize(dtype)), fold_(comm.size()),
-        blocks_(evenBlocks(count, fold_.p)), deadline_(comm.deadline()) {}
+  Rabenseifner(Comm& comm, const std::byte* input, std::byte* data, std::size_t count, DType dtype,
+               ReduceOp op, Tag tag, double postscale)
+      : comm_(comm),
+        input_(input),
+        data_(data),
+        count_(count),
+        dtype_(dtype),
+        op_(op),
+        tag_(tag),
+        postscale_(postscale),
+        elem_(dtypeSize(dtype)),
+        fold_(comm.size()),
+        blocks_(evenBlocks(count, fold_.p)),
+        deadline_(comm.deadline()) {}
 
   void run() {
     int r = comm_.rank();
@@ -68,8 +77,7 @@ class Rabenseifner {
     int v = fold_.remainingRank(r);
     reduceScatter(v);
     Segment mine = halves_.empty() ? range(0, fold_.p) : halves_.back().keep;
-    finishAllreduce(data_ + mine.offset * elem_, mine.count, dtype_, op_, comm_.size(),
-                    postscale_);
+    finishAllreduce(data_ + mine.offset * elem_, mine.count, dtype_, op_, comm_.size(), postscale_);
     allgather(v);
     if (fold_.absorbs(r)) exchange(comm_.peer(r - 1), data_, {0, count_}, nullptr, {0, 0});
   }
@@ -94,9 +102,8 @@ class Rabenseifner {
   void exchange(Connection& peer, const std::byte* from, Segment give, std::byte* into,
                 Segment take) {
     Request in = take.count ? peer.irecv({into, take.count * elem_}, tag_) : Request();
-    Request out = give.count
-                      ? peer.isend({from + give.offset * elem_, give.count * elem_}, tag_)
-                      : Request();
+    Request out =
+        give.count ? peer.isend({from + give.offset * elem_, give.count * elem_}, tag_) : Request();
     in.wait(deadline_);
     out.wait(deadline_);
   }

@@ -35,11 +35,14 @@ void reduceTyped(T* dst, const T* a, const T* b, std::size_t n, ReduceOp op) {
     case ReduceOp::Sum:
     case ReduceOp::Average:
       return apply(dst, a, b, n, [](T x, T y) { return static_cast<T>(x + y); });
-    case ReduceOp::Min: return apply(dst, a, b, n, [](T x, T y) { return std::min(x, y); });
-    case ReduceOp::Max: return apply(dst, a, b, n, [](T x, T y) { return std::max(x, y); });
+    case ReduceOp::Min:
+      return apply(dst, a, b, n, [](T x, T y) { return std::min(x, y); });
+    case ReduceOp::Max:
+      return apply(dst, a, b, n, [](T x, T y) { return std::max(x, y); });
     case ReduceOp::Product:
       return apply(dst, a, b, n, [](T x, T y) { return static_cast<T>(x * y); });
-    case ReduceOp::Adasum: break;  // refused by checkReducible
+    case ReduceOp::Adasum:
+      break;  // refused by checkReducible
   }
 }
 
@@ -71,10 +74,18 @@ __attribute__((target("f16c,avx"))) void reduceHalfF16c(uint16_t* dst, const uin
     __m256 b = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(y + i)));
     __m256 c;
     switch (op) {
-      case ReduceOp::Min: c = _mm256_min_ps(a, b); break;
-      case ReduceOp::Max: c = _mm256_max_ps(a, b); break;
-      case ReduceOp::Product: c = _mm256_mul_ps(a, b); break;
-      default: c = _mm256_add_ps(a, b); break;
+      case ReduceOp::Min:
+        c = _mm256_min_ps(a, b);
+        break;
+      case ReduceOp::Max:
+        c = _mm256_max_ps(a, b);
+        break;
+      case ReduceOp::Product:
+        c = _mm256_mul_ps(a, b);
+        break;
+      default:
+        c = _mm256_add_ps(a, b);
+        break;
     }
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
                      _mm256_cvtps_ph(c, _MM_FROUND_TO_NEAREST_INT));
@@ -154,9 +165,10 @@ void reduce(void* dst, const void* a, const void* b, std::size_t n, DType dtype,
   checkReducible(dtype, op);
   if (skipReduction(n * dtypeSize(dtype))) return;
   switch (dtype) {
-#define HVD_REDUCE_CASE(code, T) \
-  case DType::code: \
-    return reduceTyped(static_cast<T*>(dst), static_cast<const T*>(a), static_cast<const T*>(b), n, op);
+#define HVD_REDUCE_CASE(code, T)                                                                 \
+  case DType::code:                                                                              \
+    return reduceTyped(static_cast<T*>(dst), static_cast<const T*>(a), static_cast<const T*>(b), \
+                       n, op);
     HVD_REDUCE_CASE(UInt8, uint8_t)
     HVD_REDUCE_CASE(Int8, int8_t)
     HVD_REDUCE_CASE(UInt16, uint16_t)

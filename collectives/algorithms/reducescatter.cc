@@ -9,8 +9,8 @@
 
 namespace hvd::collectives {
 
-void reducescatter(Comm& comm, const void* input, void* output, const Blocks& blocks,
-                   DType dtype, ReduceOp op, std::size_t segmentBytes) {
+void reducescatter(Comm& comm, const void* input, void* output, const Blocks& blocks, DType dtype,
+                   ReduceOp op, std::size_t segmentBytes) {
   if (op != ReduceOp::Sum && op != ReduceOp::Average)
     throw InvalidArgument(std::string("reducescatter: reduce op ") + reduceOpName(op) +
                           " is not supported (use sum or average)");

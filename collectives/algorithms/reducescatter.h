@@ -12,7 +12,7 @@ namespace hvd::collectives {
 
 // `blocks` says how the `input` is cut (in elements); `output` receives blocks.counts[rank]
 // elements. `input` is left unchanged. Only Sum and Average.
-void reducescatter(Comm& comm, const void* input, void* output, const Blocks& blocks,
-                   DType dtype, ReduceOp op, std::size_t segmentBytes = 512 * 1024);
+void reducescatter(Comm& comm, const void* input, void* output, const Blocks& blocks, DType dtype,
+                   ReduceOp op, std::size_t segmentBytes = 512 * 1024);
 
 }  // namespace hvd::collectives

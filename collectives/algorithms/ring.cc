@@ -67,8 +67,7 @@ void ringReduceScatter(Comm& comm, const std::byte* input, std::byte* data, cons
     for (std::size_t k = 0; k < segs.size(); ++k) {
       recvs[k % 2].wait(deadline);
       std::size_t at = segs[k].offset * elem;
-      reduce(data + at, input + at, scratch + (k % 2) * slotElems * elem, segs[k].count,
-             dtype, op);
+      reduce(data + at, input + at, scratch + (k % 2) * slotElems * elem, segs[k].count, dtype, op);
       if (k + 2 < segs.size()) post(k + 2);
     }
     for (auto& req : sends) req.wait(deadline);

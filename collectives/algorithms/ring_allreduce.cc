@@ -34,11 +34,20 @@ class PipelinedRing {
  public:
   PipelinedRing(Comm& comm, const std::byte* input, std::byte* data, const Blocks& blocks,
                 DType dtype, ReduceOp op, std::size_t segmentBytes, Tag tag, double postscale)
-      : comm_(comm), input_(input), data_(data), blocks_(blocks), dtype_(dtype), op_(op),
+      : comm_(comm),
+        input_(input),
+        data_(data),
+        blocks_(blocks),
+        dtype_(dtype),
+        op_(op),
         postscale_(postscale),
-        elem_(dtypeSize(dtype)), perSegment_(std::max<std::size_t>(1, segmentBytes / elem_)),
-        tag_(tag), n_(comm.size()), r_(comm.rank()),
-        next_(comm.peer(ringIndex(r_ + 1, n_))), prev_(comm.peer(ringIndex(r_ - 1, n_))) {}
+        elem_(dtypeSize(dtype)),
+        perSegment_(std::max<std::size_t>(1, segmentBytes / elem_)),
+        tag_(tag),
+        n_(comm.size()),
+        r_(comm.rank()),
+        next_(comm.peer(ringIndex(r_ + 1, n_))),
+        prev_(comm.peer(ringIndex(r_ - 1, n_))) {}
 
   void run() {
     deadline_ = comm_.deadline();
@@ -67,8 +76,12 @@ class PipelinedRing {
 
  private:
   int steps() const { return 2 * (n_ - 1); }
-  int sendBlock(int s) const { return s < n_ - 1 ? ringIndex(r_ - s, n_) : ringIndex(r_ + 1 - (s - n_ + 1), n_); }
-  int recvBlock(int s) const { return s < n_ - 1 ? ringIndex(r_ - s - 1, n_) : ringIndex(r_ - (s - n_ + 1), n_); }
+  int sendBlock(int s) const {
+    return s < n_ - 1 ? ringIndex(r_ - s, n_) : ringIndex(r_ + 1 - (s - n_ + 1), n_);
+  }
+  int recvBlock(int s) const {
+    return s < n_ - 1 ? ringIndex(r_ - s - 1, n_) : ringIndex(r_ - (s - n_ + 1), n_);
+  }
 
   std::vector<Piece> piecesOf(int step, int block) const {
     std::vector<Piece> out;
@@ -133,8 +146,7 @@ std::size_t ringSegmentBytes(std::size_t bytes, int ranks, std::size_t limit) {
 }
 
 void ringAllreduce(Comm& comm, const std::byte* input, std::byte* data, const Blocks& blocks,
-                   DType dtype, ReduceOp op, std::size_t segmentBytes, Tag tag,
-                   double postscale) {
+                   DType dtype, ReduceOp op, std::size_t segmentBytes, Tag tag, double postscale) {
   if (comm.size() == 1) {
     std::size_t count = 0;
     for (auto c : blocks.counts) count += c;

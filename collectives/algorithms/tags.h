@@ -9,7 +9,12 @@
 namespace hvd::collectives {
 
 enum class TagPrefix : uint8_t {
-  Allreduce = 1, Broadcast = 2, Barrier = 3, Allgather = 4, Alltoall = 5, Reducescatter = 6,
+  Allreduce = 1,
+  Broadcast = 2,
+  Barrier = 3,
+  Allgather = 4,
+  Alltoall = 5,
+  Reducescatter = 6,
 };
 
 inline Tag makeTag(TagPrefix prefix, uint64_t sequence) {

@@ -29,8 +29,7 @@ std::string pciBusId(int device) {
 
 DeviceGuard::DeviceGuard(int device) {
   HVD_CUDA_CHECK(cudaGetDevice(&previous_), "current device");
-  if (previous_ != device)
-    HVD_CUDA_CHECK(cudaSetDevice(device), "cuda:" + std::to_string(device));
+  if (previous_ != device) HVD_CUDA_CHECK(cudaSetDevice(device), "cuda:" + std::to_string(device));
 }
 
 DeviceGuard::~DeviceGuard() {
@@ -58,7 +57,9 @@ Event::~Event() {
   if (event_) cudaEventDestroy(event_);
 }
 
-void Event::record(cudaStream_t stream) { HVD_CUDA_CHECK(cudaEventRecord(event_, stream), "event"); }
+void Event::record(cudaStream_t stream) {
+  HVD_CUDA_CHECK(cudaEventRecord(event_, stream), "event");
+}
 
 DeviceBuffer::~DeviceBuffer() {
   if (data_) cudaFree(data_);
@@ -71,7 +72,8 @@ std::byte* DeviceBuffer::reserve(std::size_t bytes) {
   data_ = nullptr;
   size_ = 0;
   void* p = nullptr;
-  HVD_CUDA_CHECK(cudaMalloc(&p, bytes), detail::concat("fusion buffer of ", bytes, " bytes on cuda:", device_));
+  HVD_CUDA_CHECK(cudaMalloc(&p, bytes),
+                 detail::concat("fusion buffer of ", bytes, " bytes on cuda:", device_));
   data_ = static_cast<std::byte*>(p);
   size_ = bytes;
   return data_;
@@ -104,12 +106,15 @@ void synchronize(cudaStream_t stream, Deadline deadline, const std::string& what
     pulseIfDue();  // the engine's heartbeats go on through a long GPU collective
     if (Clock::now() >= deadline) {
       if (onTimeout) onTimeout();
-      throw TimeoutError(what + ": the GPU work did not finish within the operation timeout "
-                                "(HVD_OP_TIMEOUT); a peer may have stopped, or NCCL hung "
-                                "(NCCL_DEBUG=INFO shows why)");
+      throw TimeoutError(what +
+                         ": the GPU work did not finish within the operation timeout "
+                         "(HVD_OP_TIMEOUT); a peer may have stopped, or NCCL hung "
+                         "(NCCL_DEBUG=INFO shows why)");
     }
-    if (polls < 2000) std::this_thread::yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(50));
+    if (polls < 2000)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
 }
 
@@ -118,8 +123,7 @@ std::shared_ptr<std::byte> allocateOnDevice(int device, std::size_t bytes) {
   void* p = nullptr;
   HVD_CUDA_CHECK(cudaMalloc(&p, std::max<std::size_t>(bytes, 1)),
                  detail::concat("output of ", bytes, " bytes on cuda:", device));
-  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p),
-                                    [](std::byte* q) { cudaFree(q); });
+  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { cudaFree(q); });
 }
 
 }  // namespace hvd::collectives::gpu

@@ -10,8 +10,8 @@ namespace hvd::collectives::gpu {
 HierarchicalCollectives::HierarchicalCollectives(std::unique_ptr<Comm> localComm,
                                                  std::unique_ptr<Comm> crossComm,
                                                  std::unique_ptr<GpuCollectives> local,
-                                                 std::unique_ptr<GpuCollectives> flat,
-                                                 int device, int worldSize)
+                                                 std::unique_ptr<GpuCollectives> flat, int device,
+                                                 int worldSize)
     : localComm_(std::move(localComm)),
       crossComm_(std::move(crossComm)),
       local_(std::move(local)),
@@ -38,21 +38,22 @@ void HierarchicalCollectives::allreduce(const Tensor& input, const Tensor& outpu
   std::size_t elementSize = dtypeSize(input.dtype);
   auto* base = static_cast<std::byte*>(output.data);
   if (input.data != output.data)
-    HVD_CUDA_CHECK(cudaMemcpyAsync(output.data, input.data, input.bytes(),
-                                   cudaMemcpyDeviceToDevice, stream),
-                   "hierarchical allreduce: input to output");
+    HVD_CUDA_CHECK(
+        cudaMemcpyAsync(output.data, input.data, input.bytes(), cudaMemcpyDeviceToDevice, stream),
+        "hierarchical allreduce: input to output");
   if (options.prescale != 1.0) scaleOnDevice(output.data, n, input.dtype, options.prescale, stream);
   // The stages sum; the world's average is taken once, on this rank's part.
   ReduceOp stageOp = op == ReduceOp::Average ? ReduceOp::Sum : op;
   Tensor whole{output.data, input.dtype, {static_cast<int64_t>(n)}};
   Blocks parts = evenBlocks(n, localComm_->size());
   int me = localComm_->rank();
-  Tensor part{base + parts.offsets[me] * elementSize, input.dtype,
+  Tensor part{base + parts.offsets[me] * elementSize,
+              input.dtype,
               {static_cast<int64_t>(parts.counts[me])}};
   // In place: the local reduce-scatter writes this rank's part where it lies in the buffer, and
   // the allgather collects every part into its place.
-  local_->reducescatter(whole, stageOp, [&](const std::vector<int64_t>&) { return part.data; },
-                        stream);
+  local_->reducescatter(
+      whole, stageOp, [&](const std::vector<int64_t>&) { return part.data; }, stream);
   // With the local backend's own checks (NCCL's errors, its abort on a hang) before the cross
   // stage copies the part to the host.
   local_->synchronize(stream, crossComm_->deadline(),
@@ -66,7 +67,8 @@ void HierarchicalCollectives::allreduce(const Tensor& input, const Tensor& outpu
     if (options.postscale != 1.0)
       scaleOnDevice(part.data, parts.counts[me], input.dtype, options.postscale, stream);
   }
-  local_->allgather(part, [&](const std::vector<int64_t>&) { return output.data; }, stream);
+  local_->allgather(
+      part, [&](const std::vector<int64_t>&) { return output.data; }, stream);
 }
 
 void HierarchicalCollectives::broadcast(const Tensor& tensor, int root, cudaStream_t stream) {

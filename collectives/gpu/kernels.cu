@@ -30,8 +30,8 @@ __global__ void batchedCopyKernel(CopyBatch batch) {
   std::size_t end = min(job.bytes, begin + kSliceBytes);
   const auto* src = static_cast<const unsigned char*>(job.src);
   auto* dst = static_cast<unsigned char*>(job.dst);
-  bool wide = ((reinterpret_cast<std::uintptr_t>(src) | reinterpret_cast<std::uintptr_t>(dst)) %
-               16) == 0;
+  bool wide =
+      ((reinterpret_cast<std::uintptr_t>(src) | reinterpret_cast<std::uintptr_t>(dst)) % 16) == 0;
   std::size_t i = begin;
   if (wide) {
     std::size_t words = (end - begin) / 16;
@@ -76,9 +76,7 @@ unsigned blocksFor(std::size_t n) {
   return static_cast<unsigned>(std::min<std::size_t>((n + kThreads - 1) / kThreads, 4096));
 }
 
-void checkLaunch(const char* kernel) {
-  checkCuda(cudaGetLastError(), kernel, "kernel launch");
-}
+void checkLaunch(const char* kernel) { checkCuda(cudaGetLastError(), kernel, "kernel launch"); }
 
 }  // namespace
 

@@ -27,10 +27,8 @@ void batchedCopy(const std::vector<CopyJob>& jobs, cudaStream_t stream);
 
 // data[i] *= factor, rounded back to the dtype as collectives/algorithms/reduce.h's scale does
 // (float16 and bfloat16 through float32; integers truncate toward zero). Not for bool.
-void scaleOnDevice(void* data, std::size_t count, DType dtype, double factor,
-                   cudaStream_t stream);
+void scaleOnDevice(void* data, std::size_t count, DType dtype, double factor, cudaStream_t stream);
 // data[i] /= divisor as reduce.h's divide does (exact integer division for integer types).
-void divideOnDevice(void* data, std::size_t count, DType dtype, int divisor,
-                    cudaStream_t stream);
+void divideOnDevice(void* data, std::size_t count, DType dtype, int divisor, cudaStream_t stream);
 
 }  // namespace hvd::collectives::gpu

@@ -60,21 +60,18 @@ Tensor StagedCollectives::allgather(const Tensor& input, const Allocate& allocat
   return onDevice(out, allocate, stream);
 }
 
-AlltoallResult StagedCollectives::alltoall(const Tensor& input,
-                                           const std::vector<int64_t>& splits,
+AlltoallResult StagedCollectives::alltoall(const Tensor& input, const std::vector<int64_t>& splits,
                                            const Allocate& allocate, cudaStream_t stream) {
   Tensor h = toHost(input, in_, stream);
-  AlltoallResult r = collectives::alltoall(
-      host_, h, splits, stagedOutput(input.dtype));
+  AlltoallResult r = collectives::alltoall(host_, h, splits, stagedOutput(input.dtype));
   r.output = onDevice(r.output, allocate, stream);
   return r;
 }
 
-Tensor StagedCollectives::reducescatter(const Tensor& input, ReduceOp op,
-                                        const Allocate& allocate, cudaStream_t stream) {
+Tensor StagedCollectives::reducescatter(const Tensor& input, ReduceOp op, const Allocate& allocate,
+                                        cudaStream_t stream) {
   Tensor h = toHost(input, in_, stream);
-  Tensor out = collectives::reducescatter(
-      host_, h, op, stagedOutput(input.dtype));
+  Tensor out = collectives::reducescatter(host_, h, op, stagedOutput(input.dtype));
   return onDevice(out, allocate, stream);
 }
 

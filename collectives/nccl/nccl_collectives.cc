@@ -21,33 +21,48 @@ const NcclLibrary& lib() { return ncclLibrary(); }
 
 ncclDataType_t ncclType(DType t) {
   switch (t) {
-    case DType::UInt8: return ncclUint8;
-    case DType::Bool: return ncclUint8;
-    case DType::Int8: return ncclInt8;
-    case DType::Int32: return ncclInt32;
-    case DType::Int64: return ncclInt64;
-    case DType::Float16: return ncclFloat16;
-    case DType::BFloat16: return ncclBfloat16;
-    case DType::Float32: return ncclFloat32;
-    case DType::Float64: return ncclFloat64;
-    case DType::UInt16: case DType::Int16: break;
+    case DType::UInt8:
+      return ncclUint8;
+    case DType::Bool:
+      return ncclUint8;
+    case DType::Int8:
+      return ncclInt8;
+    case DType::Int32:
+      return ncclInt32;
+    case DType::Int64:
+      return ncclInt64;
+    case DType::Float16:
+      return ncclFloat16;
+    case DType::BFloat16:
+      return ncclBfloat16;
+    case DType::Float32:
+      return ncclFloat32;
+    case DType::Float64:
+      return ncclFloat64;
+    case DType::UInt16:
+    case DType::Int16:
+      break;
   }
   throw InternalError(detail::concat("NCCL has no type for ", dtypeName(t)));
 }
 
 // bool holds 0 or 1: sum and max are "or", product and min are "and".
 ncclRedOp_t ncclOp(ReduceOp op, DType t) {
-  if (t == DType::Bool)
-    return op == ReduceOp::Sum || op == ReduceOp::Max ? ncclMax : ncclMin;
+  if (t == DType::Bool) return op == ReduceOp::Sum || op == ReduceOp::Max ? ncclMax : ncclMin;
   switch (op) {
     case ReduceOp::Sum:
-    case ReduceOp::Average: return ncclSum;  // then divided, as the host algorithms do
-    case ReduceOp::Min: return ncclMin;
-    case ReduceOp::Max: return ncclMax;
-    case ReduceOp::Product: return ncclProd;
+    case ReduceOp::Average:
+      return ncclSum;  // then divided, as the host algorithms do
+    case ReduceOp::Min:
+      return ncclMin;
+    case ReduceOp::Max:
+      return ncclMax;
+    case ReduceOp::Product:
+      return ncclProd;
     case ReduceOp::Adasum:
-      throw InvalidArgument("reduce op adasum runs on host memory only; copy GPU tensors to the "
-                            "CPU for it");
+      throw InvalidArgument(
+          "reduce op adasum runs on host memory only; copy GPU tensors to the "
+          "CPU for it");
   }
   throw InternalError("unknown reduce op");
 }
@@ -96,8 +111,9 @@ NcclCollectives::NcclCollectives(Comm& host, int device, std::chrono::millisecon
   config.blocking = 0;
   finish(lib().commInitRankConfig(&comm_, host_.size(), id, host_.rank(), &config),
          "ncclCommInitRankConfig", "joining the NCCL communicator");
-  log::logger(logs, "nccl")->info("rank {}/{}: NCCL communicator on cuda:{} ({})", host_.rank(),
-                                  host_.size(), device_, ncclVersionText(true));
+  log::logger(logs, "nccl")
+      ->info("rank {}/{}: NCCL communicator on cuda:{} ({})", host_.rank(), host_.size(), device_,
+             ncclVersionText(true));
 }
 
 NcclCollectives::~NcclCollectives() {
@@ -127,8 +143,8 @@ void NcclCollectives::abort() {
 void NcclCollectives::fail(ncclResult_t result, const char* call, const std::string& what) {
   const char* last = comm_ ? lib().getLastError(comm_) : lib().getLastError(nullptr);
   std::string message = detail::concat(
-      "rank ", host_.rank(), "/", host_.size(), " on ", hostname_, " (cuda:", device_, "): ",
-      what, ": ", call, " failed: ", lib().getErrorString(result),
+      "rank ", host_.rank(), "/", host_.size(), " on ", hostname_, " (cuda:", device_, "): ", what,
+      ": ", call, " failed: ", lib().getErrorString(result),
       last && *last ? detail::concat(" (", last, ")") : std::string(),
       "; NCCL_DEBUG=INFO shows NCCL's own log");
   abort();
@@ -160,16 +176,18 @@ void NcclCollectives::finish(ncclResult_t result, const char* call, const std::s
           " s (HVD_OP_TIMEOUT); the NCCL communicator was aborted. A peer may have stopped; "
           "NCCL_DEBUG=INFO shows NCCL's own log"));
     }
-    if (polls < 1000) std::this_thread::yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(100));
+    if (polls < 1000)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
 }
 
-void NcclCollectives::synchronize(cudaStream_t stream, Deadline deadline,
-                                  const std::string& what) {
+void NcclCollectives::synchronize(cudaStream_t stream, Deadline deadline, const std::string& what) {
   if (aborted_) throw Error(what + ": the NCCL communicator was aborted after an earlier error");
-  gpu::synchronize(stream, deadline, detail::concat("rank ", host_.rank(), " on ", hostname_, ": ", what),
-                   [&] { checkAsync(what); }, [&] { abort(); });
+  gpu::synchronize(
+      stream, deadline, detail::concat("rank ", host_.rank(), " on ", hostname_, ": ", what),
+      [&] { checkAsync(what); }, [&] { abort(); });
 }
 
 void NcclCollectives::allreduce(const Tensor& input, const Tensor& output, ReduceOp op,
@@ -181,14 +199,14 @@ void NcclCollectives::allreduce(const Tensor& input, const Tensor& output, Reduc
   const void* source = input.data;
   if (options.prescale != 1.0) {
     if (input.data != output.data)
-      HVD_CUDA_CHECK(cudaMemcpyAsync(output.data, input.data, input.bytes(),
-                                     cudaMemcpyDeviceToDevice, stream),
-                     "allreduce prescale");
+      HVD_CUDA_CHECK(
+          cudaMemcpyAsync(output.data, input.data, input.bytes(), cudaMemcpyDeviceToDevice, stream),
+          "allreduce prescale");
     gpu::scaleOnDevice(output.data, n, input.dtype, options.prescale, stream);
     source = output.data;
   }
   finish(lib().allReduce(source, output.data, n, ncclType(input.dtype), ncclOp(op, input.dtype),
-                       comm_, stream),
+                         comm_, stream),
          "ncclAllReduce", "allreduce");
   if (op == ReduceOp::Average && host_.size() > 1)
     gpu::divideOnDevice(output.data, n, input.dtype, host_.size(), stream);
@@ -222,7 +240,7 @@ Tensor NcclCollectives::allgather(const Tensor& input, const Allocate& allocate,
     std::size_t bytes = plan.rows[r] * rowBytes;
     if (bytes > 0)
       queued(lib().broadcast(r == host_.rank() ? input.data : at(out.data, offset),
-                           at(out.data, offset), bytes, ncclUint8, r, comm_, stream),
+                             at(out.data, offset), bytes, ncclUint8, r, comm_, stream),
              "ncclBroadcast");
     offset += bytes;
   }
@@ -249,9 +267,9 @@ AlltoallResult NcclCollectives::alltoall(const Tensor& input, const std::vector<
         queued(lib().send(at(input.data, sendOffset), sendBytes, ncclUint8, j, comm_, stream),
                "ncclSend");
       if (recvBytes > 0)
-        queued(lib().recv(at(result.output.data, recvOffset), recvBytes, ncclUint8, j, comm_,
-                        stream),
-               "ncclRecv");
+        queued(
+            lib().recv(at(result.output.data, recvOffset), recvBytes, ncclUint8, j, comm_, stream),
+            "ncclRecv");
     }
     sendOffset += sendBytes;
     recvOffset += recvBytes;
@@ -279,7 +297,7 @@ Tensor NcclCollectives::reducescatter(const Tensor& input, ReduceOp op, const Al
   auto redOp = ncclOp(op, input.dtype);
   if (allEqual(rows)) {
     finish(lib().reduceScatter(input.data, out.data, rows[0] * rowElements, type, redOp, comm_,
-                             stream),
+                               stream),
            "ncclReduceScatter", "reducescatter");
   } else {
     // Uneven parts: part r is reduced to rank r.
@@ -289,7 +307,7 @@ Tensor NcclCollectives::reducescatter(const Tensor& input, ReduceOp op, const Al
       std::size_t count = rows[r] * rowElements;
       if (count > 0)
         queued(lib().reduce(at(input.data, offset * elementSize), r == me ? out.data : nullptr,
-                          count, type, redOp, r, comm_, stream),
+                            count, type, redOp, r, comm_, stream),
                "ncclReduce");
       offset += count;
     }

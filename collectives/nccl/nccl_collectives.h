@@ -44,8 +44,8 @@ class NcclCollectives : public gpu::GpuCollectives {
   // Collective over `host`; `timeout` bounds the join. Throws hvd::Error with NCCL's message.
   // `logs`: the owning Runtime's, for the line that announces the communicator; null: the
   // process's.
-  NcclCollectives(Comm& host, int device, std::chrono::milliseconds timeout,
-                  std::string hostname, log::Logs* logs = nullptr);
+  NcclCollectives(Comm& host, int device, std::chrono::milliseconds timeout, std::string hostname,
+                  log::Logs* logs = nullptr);
   ~NcclCollectives() override;
   const char* name() const override { return "nccl"; }
 

@@ -30,8 +30,8 @@ template <typename F>
 void bind(void* handle, F& fn, const char* name, const std::string& path) {
   fn = reinterpret_cast<F>(dlsym(handle, name));
   if (!fn)
-    throw Error(detail::concat("NCCL library ", path, " has no ", name,
-                               " (hvd needs NCCL 2.18 or newer)"));
+    throw Error(
+        detail::concat("NCCL library ", path, " has no ", name, " (hvd needs NCCL 2.18 or newer)"));
 }
 
 NcclLibrary load() {

@@ -31,15 +31,14 @@ std::optional<int64_t> readNumber(Store& store, const std::string& k) {
 }  // namespace
 
 std::string encodePlacement(const Topology& t) {
-  return detail::concat(t.rank, " ", t.size, " ", t.localRank, " ", t.localSize, " ",
-                        t.crossRank, " ", t.crossSize, " ", t.hostname);
+  return detail::concat(t.rank, " ", t.size, " ", t.localRank, " ", t.localSize, " ", t.crossRank,
+                        " ", t.crossSize, " ", t.hostname);
 }
 
 Topology decodePlacement(const std::string& text) {
   std::istringstream in(text);
   Topology t;
-  in >> t.rank >> t.size >> t.localRank >> t.localSize >> t.crossRank >> t.crossSize >>
-      t.hostname;
+  in >> t.rank >> t.size >> t.localRank >> t.localSize >> t.crossRank >> t.crossSize >> t.hostname;
   if (!in || t.hostname.empty() || t.rank < 0 || t.rank >= t.size)
     throw IoError("rendezvous: malformed elastic placement '" + text + "'");
   return t;
@@ -126,8 +125,9 @@ void RoundStore::wait(const std::vector<std::string>& keys, std::chrono::millise
 void RoundStore::checkAbandoned() {
   int64_t newest = currentRound(inner_, jobId_);
   if (newest > round_)
-    throw RoundAbandoned(detail::concat("elastic: round ", round_, " was given up for round ", newest,
-                               " while its workers connected (a member left before it formed)"));
+    throw RoundAbandoned(
+        detail::concat("elastic: round ", round_, " was given up for round ", newest,
+                       " while its workers connected (a member left before it formed)"));
 }
 
 }  // namespace hvd::rendezvous::elastic

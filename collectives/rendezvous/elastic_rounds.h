@@ -27,7 +27,7 @@
 
 namespace hvd::rendezvous::elastic {
 
-using Members = std::map<int, Topology>;  // worker id -> placement
+using Members = std::map<int, Topology>;                   // worker id -> placement
 using HostAddresses = std::map<std::string, std::string>;  // host name -> address
 
 // The driver's side. `addresses`: for hosts whose workers reach the store over loopback (hvdrun's

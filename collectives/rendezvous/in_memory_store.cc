@@ -20,8 +20,7 @@ std::vector<std::optional<Bytes>> InMemoryStore::multiGet(const std::vector<std:
   return table_.multiGet(keys);
 }
 
-void InMemoryStore::wait(const std::vector<std::string>& keys,
-                         std::chrono::milliseconds timeout) {
+void InMemoryStore::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mutex_);
   bool ok = changed_.wait_for(lock, timeout, [&] { return table_.missing(keys).empty(); });
   if (!ok) {

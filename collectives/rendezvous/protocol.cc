@@ -9,11 +9,16 @@ using json = nlohmann::json;
 
 const char* opName(Op op) {
   switch (op) {
-    case Op::Set: return "set";
-    case Op::Get: return "get";
-    case Op::Wait: return "wait";
-    case Op::Add: return "add";
-    case Op::MultiGet: return "multiget";
+    case Op::Set:
+      return "set";
+    case Op::Get:
+      return "get";
+    case Op::Wait:
+      return "wait";
+    case Op::Add:
+      return "add";
+    case Op::MultiGet:
+      return "multiget";
   }
   return "?";
 }
@@ -25,13 +30,11 @@ Op parseOp(const std::string& name) {
 }
 
 template <typename T, typename Fn>
-T decodeWith(const std::vector<uint8_t>& bytes, const std::string& peer, const char* what,
-             Fn fn) {
+T decodeWith(const std::vector<uint8_t>& bytes, const std::string& peer, const char* what, Fn fn) {
   try {
     return fn(json::from_msgpack(bytes));
   } catch (const std::exception& e) {
-    throw IoError("rendezvous: malformed " + std::string(what) + " from " + peer + ": " +
-                  e.what());
+    throw IoError("rendezvous: malformed " + std::string(what) + " from " + peer + ": " + e.what());
   }
 }
 
@@ -49,8 +52,8 @@ std::vector<uint8_t> encode(const Request& r) {
 std::vector<uint8_t> encode(const Response& r) {
   json values = json::array();
   for (const auto& v : r.values) values.push_back(v ? json(json::binary(*v)) : json(nullptr));
-  json j = {{"ok", r.ok},           {"found", r.found},     {"value", json::binary(r.value)},
-            {"values", values},     {"counter", r.counter}, {"missing", r.missing},
+  json j = {{"ok", r.ok},       {"found", r.found},     {"value", json::binary(r.value)},
+            {"values", values}, {"counter", r.counter}, {"missing", r.missing},
             {"error", r.error}};
   return json::to_msgpack(j);
 }
@@ -77,8 +80,10 @@ Response decodeResponse(const std::vector<uint8_t>& bytes, const std::string& pe
     r.found = j.at("found").get<bool>();
     r.value = j.at("value").get_binary();
     for (const auto& v : j.at("values")) {
-      if (v.is_null()) r.values.emplace_back();
-      else r.values.emplace_back(Bytes(v.get_binary()));
+      if (v.is_null())
+        r.values.emplace_back();
+      else
+        r.values.emplace_back(Bytes(v.get_binary()));
     }
     r.counter = j.at("counter").get<int64_t>();
     r.missing = j.at("missing").get<std::vector<std::string>>();

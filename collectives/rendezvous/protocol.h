@@ -26,12 +26,12 @@ struct Request {
 
 struct Response {
   bool ok = true;
-  bool found = false;                // Get
-  Bytes value;                       // Get
+  bool found = false;                        // Get
+  Bytes value;                               // Get
   std::vector<std::optional<Bytes>> values;  // MultiGet: one per key, nullopt for an absent one
-  int64_t counter = 0;               // Add
-  std::vector<std::string> missing;  // Wait that timed out
-  std::string error;                 // !ok
+  int64_t counter = 0;                       // Add
+  std::vector<std::string> missing;          // Wait that timed out
+  std::string error;                         // !ok
 };
 
 std::vector<uint8_t> encode(const Request& r);

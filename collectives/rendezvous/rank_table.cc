@@ -26,9 +26,9 @@ std::vector<int> ranksOf(const std::vector<std::string>& missingKeys, const std:
 
 [[noreturn]] void throwTimeout(std::chrono::milliseconds timeout, const std::string& prefix,
                                std::vector<int> missing) {
-  std::string message = detail::concat("rendezvous: timed out after ", timeout.count(),
-                                       " ms gathering ", prefix, "<rank> of ranks ",
-                                       rankSet(missing));
+  std::string message =
+      detail::concat("rendezvous: timed out after ", timeout.count(), " ms gathering ", prefix,
+                     "<rank> of ranks ", rankSet(missing));
   throw RankTableTimeout(message, std::move(missing));
 }
 

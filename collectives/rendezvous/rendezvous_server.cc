@@ -147,8 +147,7 @@ struct Session : std::enable_shared_from_this<Session> {
     if (state.table.missing(request.keys).empty()) return respond({});
     auto timer = std::make_shared<asio::steady_timer>(state.io);
     timer->expires_after(std::chrono::milliseconds(request.timeoutMs));
-    auto it = state.waiters.insert(state.waiters.end(),
-                                   {request.keys, shared_from_this(), timer});
+    auto it = state.waiters.insert(state.waiters.end(), {request.keys, shared_from_this(), timer});
     timer->async_wait([st = &state, it, timer](error_code ec) {
       if (ec) return;  // cancelled: the keys arrived
       proto::Response r;
@@ -222,13 +221,13 @@ void RendezvousServer::State::listen(const std::string& address, uint16_t port) 
                   ec.message());
   }
   acceptor.listen(asio::socket_base::max_listen_connections);
-  io::HandshakeListener& listener = listeners.emplace_back(
-      acceptor,
-      io::ListenerOptions{"rendezvous", "rdzv", secret, proto::kAuthContext, 0, handshakeTimeout,
-                          kMaxPendingHandshakes, logs},
-      [this](tcp::socket socket, std::vector<uint8_t>) {
-        std::make_shared<Session>(std::move(socket), *this)->readRequest();
-      });
+  io::HandshakeListener& listener =
+      listeners.emplace_back(acceptor,
+                             io::ListenerOptions{"rendezvous", "rdzv", secret, proto::kAuthContext,
+                                                 0, handshakeTimeout, kMaxPendingHandshakes, logs},
+                             [this](tcp::socket socket, std::vector<uint8_t>) {
+                               std::make_shared<Session>(std::move(socket), *this)->readRequest();
+                             });
   listener.start();
 }
 

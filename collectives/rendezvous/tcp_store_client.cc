@@ -69,15 +69,15 @@ std::vector<std::optional<Bytes>> TcpStoreClient::multiGet(const std::vector<std
   return std::move(response.values);
 }
 
-void TcpStoreClient::wait(const std::vector<std::string>& keys,
-                          std::chrono::milliseconds timeout) {
+void TcpStoreClient::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
   protocol::Request r;
   r.op = protocol::Op::Wait;
   r.keys = keys;
   r.timeoutMs = timeout.count();
   // The server answers at its own deadline; ours only guards against a server that went away.
   auto response = call(r, timeout + requestTimeout_);
-  if (!response.ok) throw StoreTimeout(describeTimeout(timeout, response.missing), response.missing);
+  if (!response.ok)
+    throw StoreTimeout(describeTimeout(timeout, response.missing), response.missing);
 }
 
 int64_t TcpStoreClient::add(const std::string& key, int64_t delta) {

@@ -24,9 +24,8 @@ std::shared_ptr<RequestState> newRequestState(const char* verb, Tag tag, std::si
 
 std::string describeRequest(int selfRank, int size, int peerRank, const std::string& peerAddress,
                             const RequestState& request) {
-  return detail::concat("rank ", selfRank, "/", size, ": ", request.verb, " rank ", peerRank,
-                        " (", peerAddress, ") tag=", hexTag(request.tag), " ", request.bytes,
-                        " bytes");
+  return detail::concat("rank ", selfRank, "/", size, ": ", request.verb, " rank ", peerRank, " (",
+                        peerAddress, ") tag=", hexTag(request.tag), " ", request.bytes, " bytes");
 }
 
 }  // namespace hvd::collectives

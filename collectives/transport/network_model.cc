@@ -23,14 +23,21 @@ struct Field {
 
 const std::vector<Field>& fields() {
   static const std::vector<Field> kFields = {
-      {"intra_host_latency_seconds", [](NetworkModel& m) -> double& { return m.intraHost.latencySeconds; }},
-      {"intra_host_bytes_per_second", [](NetworkModel& m) -> double& { return m.intraHost.bytesPerSecond; }},
-      {"host_memory_bytes_per_second", [](NetworkModel& m) -> double& { return m.hostMemoryBytesPerSecond; }},
-      {"inter_host_latency_seconds", [](NetworkModel& m) -> double& { return m.interHost.latencySeconds; }},
-      {"inter_host_bytes_per_second", [](NetworkModel& m) -> double& { return m.interHost.bytesPerSecond; }},
+      {"intra_host_latency_seconds",
+       [](NetworkModel& m) -> double& { return m.intraHost.latencySeconds; }},
+      {"intra_host_bytes_per_second",
+       [](NetworkModel& m) -> double& { return m.intraHost.bytesPerSecond; }},
+      {"host_memory_bytes_per_second",
+       [](NetworkModel& m) -> double& { return m.hostMemoryBytesPerSecond; }},
+      {"inter_host_latency_seconds",
+       [](NetworkModel& m) -> double& { return m.interHost.latencySeconds; }},
+      {"inter_host_bytes_per_second",
+       [](NetworkModel& m) -> double& { return m.interHost.bytesPerSecond; }},
       {"switch_hop_latency_seconds", [](NetworkModel& m) -> double& { return m.switchHopLatency; }},
-      {"uplink_bytes_per_second", [](NetworkModel& m) -> double& { return m.uplinkBytesPerSecond; }},
-      {"reduce_bytes_per_second", [](NetworkModel& m) -> double& { return m.reduceBytesPerSecond; }},
+      {"uplink_bytes_per_second",
+       [](NetworkModel& m) -> double& { return m.uplinkBytesPerSecond; }},
+      {"reduce_bytes_per_second",
+       [](NetworkModel& m) -> double& { return m.reduceBytesPerSecond; }},
   };
   return kFields;
 }
@@ -88,7 +95,8 @@ NetworkModel NetworkModel::fromJson(const std::string& text, const std::string& 
     const std::string key = item.key();
     const auto& value = item.value();
     if (!value.is_number())
-      throw InvalidArgument(detail::concat(origin, ": ", key, " must be a number, not ", value.dump()));
+      throw InvalidArgument(
+          detail::concat(origin, ": ", key, " must be a number, not ", value.dump()));
     if (key == "ranks_per_host" || key == "hosts_per_switch") {
       if (!value.is_number_integer())
         throw InvalidArgument(detail::concat(origin, ": ", key, " must be an integer"));
@@ -97,8 +105,7 @@ NetworkModel NetworkModel::fromJson(const std::string& text, const std::string& 
     }
     auto f = std::find_if(fields().begin(), fields().end(),
                           [&](const Field& field) { return key == field.name; });
-    if (f == fields().end())
-      throw InvalidArgument(detail::concat(origin, ": unknown field ", key));
+    if (f == fields().end()) throw InvalidArgument(detail::concat(origin, ": unknown field ", key));
     f->at(m) = value.get<double>();
   }
   m.validate(origin);

@@ -57,8 +57,9 @@ void Request::wait(Deadline deadline) {
   while (!state_->done) {
     auto now = Clock::now();
     if (now >= deadline)
-      throw TimeoutError(state_->description() + ": timed out (the peer stopped or is too slow; "
-                                               "HVD_OP_TIMEOUT sets the limit)");
+      throw TimeoutError(state_->description() +
+                         ": timed out (the peer stopped or is too slow; "
+                         "HVD_OP_TIMEOUT sets the limit)");
     if (!watched) {
       engine_->progressUntil(deadline, latencyBound);
       continue;

@@ -33,8 +33,10 @@ ConnectSlots::Slot ConnectSlots::acquire(const CheckInterrupt* interrupt) {
   for (;;) {
     if (interrupt && interrupt->interrupted()) return Slot();
     if (held_ < limit_) break;
-    if (interrupt) freed_.wait_for(lock, kInterruptCheck);
-    else freed_.wait(lock);
+    if (interrupt)
+      freed_.wait_for(lock, kInterruptCheck);
+    else
+      freed_.wait(lock);
   }
   ++held_;
   peak_ = std::max(peak_, held_);

@@ -99,7 +99,8 @@ HostKeyDecision decideHostKey(const SshTarget& t, const KnownHostsVerdict& verdi
                   "host key " + key + " is not in " + filesRead(t) +
                       ", and strict host key checking is on (" + t.hostKeyPolicySource +
                       "); after checking the fingerprint with the host's administrator, add "
-                      "it: ssh-keyscan -p " + port + " " + t.address + " >> " + userFile(t) +
+                      "it: ssh-keyscan -p " +
+                      port + " " + t.address + " >> " + userFile(t) +
                       " (or log in once with ssh -p " + port + " " + t.user + "@" + t.address +
                       "), or use --ssh-strict-host-key-checking accept-new");
   }
@@ -115,8 +116,8 @@ std::string hostKeyAlgorithmPreference(const std::vector<std::string>& supported
   std::vector<std::string> first, rest;
   for (const auto& name : supported) {
     int type = algorithmKeyType(name);
-    bool known = type != 0 &&
-                 std::find(knownTypes.begin(), knownTypes.end(), type) != knownTypes.end();
+    bool known =
+        type != 0 && std::find(knownTypes.begin(), knownTypes.end(), type) != knownTypes.end();
     (known ? first : rest).push_back(name);
   }
   if (first.empty()) return "";

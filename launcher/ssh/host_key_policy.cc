@@ -16,9 +16,12 @@ std::optional<HostKeyPolicy> parseHostKeyPolicy(const std::string& value) {
 
 const char* hostKeyPolicyName(HostKeyPolicy policy) {
   switch (policy) {
-    case HostKeyPolicy::Strict: return "yes";
-    case HostKeyPolicy::AcceptNew: return "accept-new";
-    case HostKeyPolicy::Off: return "no";
+    case HostKeyPolicy::Strict:
+      return "yes";
+    case HostKeyPolicy::AcceptNew:
+      return "accept-new";
+    case HostKeyPolicy::Off:
+      return "no";
   }
   return "?";
 }

@@ -69,26 +69,41 @@ KnownHostsLine splitKnownHostsLine(const std::string& text) {
 
 int knownHostKeyType(int hostKeyType) {
   switch (hostKeyType) {
-    case LIBSSH2_HOSTKEY_TYPE_RSA: return LIBSSH2_KNOWNHOST_KEY_SSHRSA;
-    case LIBSSH2_HOSTKEY_TYPE_DSS: return LIBSSH2_KNOWNHOST_KEY_SSHDSS;
-    case LIBSSH2_HOSTKEY_TYPE_ECDSA_256: return LIBSSH2_KNOWNHOST_KEY_ECDSA_256;
-    case LIBSSH2_HOSTKEY_TYPE_ECDSA_384: return LIBSSH2_KNOWNHOST_KEY_ECDSA_384;
-    case LIBSSH2_HOSTKEY_TYPE_ECDSA_521: return LIBSSH2_KNOWNHOST_KEY_ECDSA_521;
-    case LIBSSH2_HOSTKEY_TYPE_ED25519: return LIBSSH2_KNOWNHOST_KEY_ED25519;
-    default: return LIBSSH2_KNOWNHOST_KEY_UNKNOWN;
+    case LIBSSH2_HOSTKEY_TYPE_RSA:
+      return LIBSSH2_KNOWNHOST_KEY_SSHRSA;
+    case LIBSSH2_HOSTKEY_TYPE_DSS:
+      return LIBSSH2_KNOWNHOST_KEY_SSHDSS;
+    case LIBSSH2_HOSTKEY_TYPE_ECDSA_256:
+      return LIBSSH2_KNOWNHOST_KEY_ECDSA_256;
+    case LIBSSH2_HOSTKEY_TYPE_ECDSA_384:
+      return LIBSSH2_KNOWNHOST_KEY_ECDSA_384;
+    case LIBSSH2_HOSTKEY_TYPE_ECDSA_521:
+      return LIBSSH2_KNOWNHOST_KEY_ECDSA_521;
+    case LIBSSH2_HOSTKEY_TYPE_ED25519:
+      return LIBSSH2_KNOWNHOST_KEY_ED25519;
+    default:
+      return LIBSSH2_KNOWNHOST_KEY_UNKNOWN;
   }
 }
 
 std::string keyTypeName(int knownHostKeyType) {
   switch (knownHostKeyType) {
-    case LIBSSH2_KNOWNHOST_KEY_SSHRSA: return "ssh-rsa";
-    case LIBSSH2_KNOWNHOST_KEY_SSHDSS: return "ssh-dss";
-    case LIBSSH2_KNOWNHOST_KEY_ECDSA_256: return "ecdsa-sha2-nistp256";
-    case LIBSSH2_KNOWNHOST_KEY_ECDSA_384: return "ecdsa-sha2-nistp384";
-    case LIBSSH2_KNOWNHOST_KEY_ECDSA_521: return "ecdsa-sha2-nistp521";
-    case LIBSSH2_KNOWNHOST_KEY_ED25519: return "ssh-ed25519";
-    case LIBSSH2_KNOWNHOST_KEY_RSA1: return "rsa1";
-    default: return "(a key type libssh2 does not know)";
+    case LIBSSH2_KNOWNHOST_KEY_SSHRSA:
+      return "ssh-rsa";
+    case LIBSSH2_KNOWNHOST_KEY_SSHDSS:
+      return "ssh-dss";
+    case LIBSSH2_KNOWNHOST_KEY_ECDSA_256:
+      return "ecdsa-sha2-nistp256";
+    case LIBSSH2_KNOWNHOST_KEY_ECDSA_384:
+      return "ecdsa-sha2-nistp384";
+    case LIBSSH2_KNOWNHOST_KEY_ECDSA_521:
+      return "ecdsa-sha2-nistp521";
+    case LIBSSH2_KNOWNHOST_KEY_ED25519:
+      return "ssh-ed25519";
+    case LIBSSH2_KNOWNHOST_KEY_RSA1:
+      return "rsa1";
+    default:
+      return "(a key type libssh2 does not know)";
   }
 }
 
@@ -178,9 +193,9 @@ void KnownHosts::addFile(const std::string& path) {
                         "; the rest of the file is not used");
 }
 
-int KnownHosts::lookup(LIBSSH2_KNOWNHOSTS* in, const Locations& locations,
-                       const std::string& host, int port, const std::string& base64,
-                       int keyTypeMask, KnownHostsVerdict::Line* line) const {
+int KnownHosts::lookup(LIBSSH2_KNOWNHOSTS* in, const Locations& locations, const std::string& host,
+                       int port, const std::string& base64, int keyTypeMask,
+                       KnownHostsVerdict::Line* line) const {
   libssh2_knownhost* found = nullptr;
   int rc = libssh2_knownhost_checkp(
       in, host.c_str(), port, base64.c_str(), base64.size(),
@@ -201,8 +216,8 @@ std::vector<std::pair<int, KnownHostsVerdict::Line>> KnownHosts::listedTypes(
         LIBSSH2_KNOWNHOST_CHECK_MISMATCH)
       out.emplace_back(type, line);
   // Key type 0 matches entries of every type, those libssh2 cannot name too.
-  if (out.empty() && lookup(known_, knownAt_, host, port, kProbeKey, 0, &line) ==
-                         LIBSSH2_KNOWNHOST_CHECK_MISMATCH)
+  if (out.empty() &&
+      lookup(known_, knownAt_, host, port, kProbeKey, 0, &line) == LIBSSH2_KNOWNHOST_CHECK_MISMATCH)
     out.emplace_back(LIBSSH2_KNOWNHOST_KEY_UNKNOWN, line);
   return out;
 }
@@ -248,11 +263,9 @@ std::string KnownHosts::lineFor(const std::string& host, int port, const Offered
   // known_hosts names non-standard ports as [host]:port.
   std::string name = port == 22 ? host : "[" + host + "]:" + std::to_string(port);
   libssh2_knownhost* added = nullptr;
-  if (libssh2_knownhost_addc(scratch.get(), name.c_str(), nullptr, key.base64.c_str(),
-                             key.base64.size(), nullptr, 0,
-                             LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_BASE64 |
-                                 key.type,
-                             &added) != 0)
+  if (libssh2_knownhost_addc(
+          scratch.get(), name.c_str(), nullptr, key.base64.c_str(), key.base64.size(), nullptr, 0,
+          LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_BASE64 | key.type, &added) != 0)
     throw IoError("cannot record the host key of " + name + ": " + lastError());
   char line[8192];
   std::size_t length = 0;

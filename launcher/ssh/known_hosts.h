@@ -103,9 +103,8 @@ class KnownHosts {
   bool feed(LIBSSH2_KNOWNHOSTS* into, libssh2_knownhost*& last, Locations& locations,
             const KnownHostsLine& line, const KnownHostsLocation& where, std::string& error);
   // checkp's answer for host/key under `keyTypeMask`, with the line it points at.
-  int lookup(LIBSSH2_KNOWNHOSTS* in, const Locations& locations, const std::string& host,
-             int port, const std::string& base64, int keyTypeMask,
-             KnownHostsVerdict::Line* line) const;
+  int lookup(LIBSSH2_KNOWNHOSTS* in, const Locations& locations, const std::string& host, int port,
+             const std::string& base64, int keyTypeMask, KnownHostsVerdict::Line* line) const;
   // Every key type listed for `host`: the first line of each.
   std::vector<std::pair<int, KnownHostsVerdict::Line>> listedTypes(const std::string& host,
                                                                    int port) const;

@@ -6,10 +6,29 @@ namespace hvd::launcher::ssh {
 namespace {
 
 bool ignored(const std::string& name) {
-  static const char* const kExact[] = {
-      "HOME", "USER", "LOGNAME", "SHELL", "PWD", "OLDPWD", "HOSTNAME", "TERM", "DISPLAY", "MAIL",
-      "SHLVL", "_", "CUDA_VISIBLE_DEVICES", "XDG_RUNTIME_DIR", "XDG_SESSION_ID", "PS1", "PS2",
-      "LS_COLORS", "TMUX", "TMUX_PANE", "STY", "WINDOW", "MOTD_SHOWN"};
+  static const char* const kExact[] = {"HOME",
+                                       "USER",
+                                       "LOGNAME",
+                                       "SHELL",
+                                       "PWD",
+                                       "OLDPWD",
+                                       "HOSTNAME",
+                                       "TERM",
+                                       "DISPLAY",
+                                       "MAIL",
+                                       "SHLVL",
+                                       "_",
+                                       "CUDA_VISIBLE_DEVICES",
+                                       "XDG_RUNTIME_DIR",
+                                       "XDG_SESSION_ID",
+                                       "PS1",
+                                       "PS2",
+                                       "LS_COLORS",
+                                       "TMUX",
+                                       "TMUX_PANE",
+                                       "STY",
+                                       "WINDOW",
+                                       "MOTD_SHOWN"};
   for (const char* e : kExact)
     if (name == e) return true;
   for (const char* prefix : {"SSH_", "BASH_FUNC_"})
@@ -35,8 +54,8 @@ std::string checks(const RemoteRun& run) {
   const std::string& workingDir = run.workingDir;
   const Environment& env = run.env;
   const std::vector<std::string>& argv = run.argv;
-  std::string s = "cd " + shellQuote(workingDir) + " 2>/dev/null || " +
-                  notFound(hostLabel, workingDir) + "\n";
+  std::string s =
+      "cd " + shellQuote(workingDir) + " 2>/dev/null || " + notFound(hostLabel, workingDir) + "\n";
   if (auto path = env.find("PATH"); path != env.end())
     s += "PATH=" + shellQuote(path->second) + "; export PATH\n";
   if (!run.networkInterface.empty())
@@ -97,9 +116,7 @@ std::string shellQuote(const std::string& s) {
 // script would land after its `exit` and be lost (the later `kill` still arrives).
 constexpr const char* kReadFrame = "IFS= read -r n && s=$(head -c \"$n\") && eval \"$s\"";
 
-std::string bootstrapCommand() {
-  return std::string("exec /bin/sh -c '") + kReadFrame + "'";
-}
+std::string bootstrapCommand() { return std::string("exec /bin/sh -c '") + kReadFrame + "'"; }
 
 std::string checkScript(const RemoteRun& run) {
   return checks(run) + "echo " + kReadyLine + "\n" + kReadFrame + " || exit 0\n";
@@ -108,7 +125,12 @@ std::string checkScript(const RemoteRun& run) {
 std::string runScript(const RemoteRun& run) {
   std::string s;
   for (const auto& [name, value] : run.env)
-    s.append(name).append("=").append(shellQuote(value)).append("; export ").append(name).append("\n");
+    s.append(name)
+        .append("=")
+        .append(shellQuote(value))
+        .append("; export ")
+        .append(name)
+        .append("\n");
   std::string command;
   for (const auto& a : run.argv) command.append(" ").append(shellQuote(a));
   // A non-interactive shell gives background jobs /dev/null as stdin unless redirected, so the

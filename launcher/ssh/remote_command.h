@@ -25,12 +25,12 @@ std::string shellQuote(const std::string& s);
 std::string bootstrapCommand();
 
 struct RemoteRun {
-  std::string hostLabel;   // the host as the user wrote it, for messages
+  std::string hostLabel;  // the host as the user wrote it, for messages
   std::string workingDir;
-  Environment env;         // already forwardedEnvironment()
+  Environment env;  // already forwardedEnvironment()
   std::vector<std::string> argv;
   std::string networkInterface;  // empty: not checked
-  int graceSeconds = 10;   // between SIGTERM and SIGKILL when the lifeline ends
+  int graceSeconds = 10;         // between SIGTERM and SIGKILL when the lifeline ends
   // Names "<prefix>-<pid>-..." in /dev/shm are the job's shared-memory segments
   // (collectives::shm::jobSegmentPrefix); empty: none to clean up.
   std::string shmSegmentPrefix;

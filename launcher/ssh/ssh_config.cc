@@ -81,9 +81,9 @@ bool hostPatternMatches(const std::string& pattern, const std::string& host) {
   // Iterative glob with backtracking to the last '*'.
   std::size_t p = 0, h = 0, star = std::string::npos, mark = 0;
   while (h < host.size()) {
-    if (p < pattern.size() && (pattern[p] == '?' ||
-                               std::tolower(static_cast<unsigned char>(pattern[p])) ==
-                                   std::tolower(static_cast<unsigned char>(host[h])))) {
+    if (p < pattern.size() &&
+        (pattern[p] == '?' || std::tolower(static_cast<unsigned char>(pattern[p])) ==
+                                  std::tolower(static_cast<unsigned char>(host[h])))) {
       ++p;
       ++h;
     } else if (p < pattern.size() && pattern[p] == '*') {
@@ -125,8 +125,8 @@ SshHostConfig lookupSshConfig(const std::string& text, const std::string& path,
     } else if (key == "user" && out.user.empty()) {
       out.user = values[0];
     } else if (key == "port" && !out.port) {
-      out.port = static_cast<int>(params::parseInt(
-          values[0], 1, 65535, detail::concat(path, ":", lineNo, ": Port")));
+      out.port = static_cast<int>(
+          params::parseInt(values[0], 1, 65535, detail::concat(path, ":", lineNo, ": Port")));
     } else if (key == "identityfile") {
       out.identityFiles.push_back(expandHome(values[0], home));
     } else if (key == "stricthostkeychecking" && !out.strictHostKeyChecking) {

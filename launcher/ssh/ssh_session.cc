@@ -35,7 +35,8 @@ void initLibssh2Once() {
 }
 
 SshError interrupted(const std::string& where) {
-  return SshError(SshFailure::Interrupted, where + "the check was interrupted (hvdrun is stopping)");
+  return SshError(SshFailure::Interrupted,
+                  where + "the check was interrupted (hvdrun is stopping)");
 }
 
 std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> resolve(const SshTarget& t,
@@ -172,10 +173,9 @@ void SshSession::establish() {
   }
   if (int rc = libssh2_session_handshake(s, fd); rc != 0) {
     if (rc == LIBSSH2_ERROR_TIMEOUT)
-      throw SshError(SshFailure::Timeout,
-                     where + "no SSH greeting within the connect timeout (" +
-                         std::to_string(target.connectTimeout.count()) +
-                         " ms, --ssh-connect-timeout): is this port an sshd?");
+      throw SshError(SshFailure::Timeout, where + "no SSH greeting within the connect timeout (" +
+                                              std::to_string(target.connectTimeout.count()) +
+                                              " ms, --ssh-connect-timeout): is this port an sshd?");
     throw SshError(SshFailure::Protocol, where + "ssh handshake failed: " + lastError());
   }
   if (known) verifyHostKey(*known);
@@ -239,9 +239,8 @@ void SshSession::preferKnownKeyTypes(const KnownHosts& known) {
   std::string preference = hostKeyAlgorithmPreference(supported, types);
   if (!preference.empty() &&
       libssh2_session_method_pref(session_, LIBSSH2_METHOD_HOSTKEY, preference.c_str()) != 0)
-    throw SshError(SshFailure::Protocol,
-                   where() + "cannot prefer host key algorithms " + preference + ": " +
-                       lastError());
+    throw SshError(SshFailure::Protocol, where() + "cannot prefer host key algorithms " +
+                                             preference + ": " + lastError());
 }
 
 void SshSession::verifyHostKey(const KnownHosts& known) {
@@ -253,8 +252,8 @@ void SshSession::verifyHostKey(const KnownHosts& known) {
   OfferedHostKey described{keyTypeName(offered.type), hostKeyFingerprint(session_)};
   HostKeyDecision decision;
   try {
-    decision = decideHostKey(target_, known.check(target_.address, target_.port, offered),
-                             described);
+    decision =
+        decideHostKey(target_, known.check(target_.address, target_.port, offered), described);
     if (decision.action == HostKeyDecision::Action::Record)
       appendKnownHost(target_.userKnownHosts.front(),
                       known.lineFor(target_.address, target_.port, offered));
@@ -297,18 +296,17 @@ void SshSession::authenticate() {
   }
   for (const auto& file : target_.identityFiles) {
     if (!fileExists(file)) continue;
-    int rc = libssh2_userauth_publickey_fromfile_ex(session_, user.c_str(),
-                                                    static_cast<unsigned>(user.size()), nullptr,
-                                                    file.c_str(), nullptr);
+    int rc = libssh2_userauth_publickey_fromfile_ex(
+        session_, user.c_str(), static_cast<unsigned>(user.size()), nullptr, file.c_str(), nullptr);
     if (rc == 0) return;
     if (rc == LIBSSH2_ERROR_TIMEOUT)
       throw SshError(SshFailure::Timeout, where() + "timed out during authentication");
-    tried.push_back("key " + file + " (" +
-                    (rc == LIBSSH2_ERROR_AUTHENTICATION_FAILED ||
-                             rc == LIBSSH2_ERROR_PUBLICKEY_UNVERIFIED
-                         ? std::string("rejected by the server")
-                         : "unusable: " + lastError()) +
-                    ")");
+    tried.push_back(
+        "key " + file + " (" +
+        (rc == LIBSSH2_ERROR_AUTHENTICATION_FAILED || rc == LIBSSH2_ERROR_PUBLICKEY_UNVERIFIED
+             ? std::string("rejected by the server")
+             : "unusable: " + lastError()) +
+        ")");
   }
   std::string triedText;
   for (const auto& t : tried) triedText += (triedText.empty() ? "" : ", ") + t;

@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
+#include "collectives/gpu/gpu_build.h"
 #include "common/error.h"
 #include "common/format.h"
 #include "common/logging.h"
-#include "collectives/gpu/gpu_build.h"
 #include "runtime/current_runtime.h"
 
 namespace nb = nanobind;
@@ -73,9 +73,9 @@ DType toDType(const nb::dlpack::dtype& d, const std::string& label) {
   }
   static const char* kCodes[] = {"int", "uint", "float", "opaque", "bfloat", "complex", "bool"};
   std::string kind = d.code < 7 ? kCodes[d.code] : "code" + std::to_string(d.code);
-  throw InvalidArgument(detail::concat(
-      label, ": unsupported dtype ", kind, int(d.bits), d.lanes > 1 ? "x" + std::to_string(d.lanes) : "",
-      " (hvd supports ", collectives::dtypeNameList(), ")"));
+  throw InvalidArgument(detail::concat(label, ": unsupported dtype ", kind, int(d.bits),
+                                       d.lanes > 1 ? "x" + std::to_string(d.lanes) : "",
+                                       " (hvd supports ", collectives::dtypeNameList(), ")"));
 }
 
 nb::dlpack::dtype toDlpack(DType t) {
@@ -84,17 +84,28 @@ nb::dlpack::dtype toDlpack(DType t) {
     return nb::dlpack::dtype{static_cast<uint8_t>(c), static_cast<uint8_t>(bits), 1};
   };
   switch (t) {
-    case DType::UInt8: return make(Code::UInt, 8);
-    case DType::Int8: return make(Code::Int, 8);
-    case DType::UInt16: return make(Code::UInt, 16);
-    case DType::Int16: return make(Code::Int, 16);
-    case DType::Int32: return make(Code::Int, 32);
-    case DType::Int64: return make(Code::Int, 64);
-    case DType::Float16: return make(Code::Float, 16);
-    case DType::BFloat16: return make(Code::Bfloat, 16);
-    case DType::Float32: return make(Code::Float, 32);
-    case DType::Float64: return make(Code::Float, 64);
-    case DType::Bool: return make(Code::Bool, 8);
+    case DType::UInt8:
+      return make(Code::UInt, 8);
+    case DType::Int8:
+      return make(Code::Int, 8);
+    case DType::UInt16:
+      return make(Code::UInt, 16);
+    case DType::Int16:
+      return make(Code::Int, 16);
+    case DType::Int32:
+      return make(Code::Int, 32);
+    case DType::Int64:
+      return make(Code::Int, 64);
+    case DType::Float16:
+      return make(Code::Float, 16);
+    case DType::BFloat16:
+      return make(Code::Bfloat, 16);
+    case DType::Float32:
+      return make(Code::Float, 32);
+    case DType::Float64:
+      return make(Code::Float, 64);
+    case DType::Bool:
+      return make(Code::Bool, 8);
   }
   throw InternalError("unknown dtype");
 }
@@ -123,8 +134,7 @@ Tensor toTensor(const Array& a, const std::string& label, DeviceId& device) {
   if (!contiguous) {
     std::vector<int64_t> strides(a.stride_ptr(), a.stride_ptr() + a.ndim());
     throw InvalidArgument(detail::concat(label, ": tensor of shape ", hvd::shapeText(t.shape),
-                                         " is not contiguous (strides ",
-                                         hvd::shapeText(strides),
+                                         " is not contiguous (strides ", hvd::shapeText(strides),
                                          "); make it contiguous first"));
   }
   t.data = const_cast<void*>(static_cast<const void*>(a.data()));
@@ -145,8 +155,7 @@ OutputArray owningArray(OwnedBuffer owned, const std::vector<int64_t>& shape, DT
   nb::capsule owner(buffer, [](void* p) noexcept { delete static_cast<OwnedBuffer*>(p); });
   std::vector<size_t> dims(shape.begin(), shape.end());
   DeviceId device = buffer->device;
-  return OutputArray(buffer->bytes.get(), dims.size(), dims.data(), owner, nullptr,
-                     toDlpack(dtype),
+  return OutputArray(buffer->bytes.get(), dims.size(), dims.data(), owner, nullptr, toDlpack(dtype),
                      device.isCpu() ? nb::device::cpu::value : nb::device::cuda::value,
                      device.isCpu() ? 0 : device.index);
 }
@@ -156,8 +165,9 @@ OutputArray owningArray(OwnedBuffer owned, const std::vector<int64_t>& shape, DT
 Buffer emptyHostBuffer(const std::string& dtypeName, const std::vector<int64_t>& shape) {
   TensorMeta meta{collectives::parseDType(dtypeName), shape};
   for (int64_t d : shape)
-    if (d < 0) throw InvalidArgument(detail::concat("empty: negative dimension in shape ",
-                                                    hvd::shapeText(shape)));
+    if (d < 0)
+      throw InvalidArgument(
+          detail::concat("empty: negative dimension in shape ", hvd::shapeText(shape)));
   return Buffer{owningArray(allocateHostBuffer(meta.bytes()), shape, meta.dtype), DeviceId{}};
 }
 
@@ -183,8 +193,7 @@ class PyHandle {
       nb::gil_scoped_release release;
       try {
         handle_->wait(timeout_);
-      } catch (...) {
-      }
+      } catch (...) {}
     }
   }
 
@@ -195,9 +204,9 @@ class PyHandle {
   // DLPack read-only); otherwise as Buffers for any framework's from_dlpack.
   nb::object wait(std::optional<double> timeoutSeconds, bool asNumpy) {
     if (result_.is_valid()) return result_;
-    auto timeout = timeoutSeconds ? std::chrono::milliseconds(
-                                        static_cast<int64_t>(*timeoutSeconds * 1000.0))
-                                  : timeout_;
+    auto timeout = timeoutSeconds
+                       ? std::chrono::milliseconds(static_cast<int64_t>(*timeoutSeconds * 1000.0))
+                       : timeout_;
     OpResult* result = nullptr;
     std::string error;
     bool rejected = false;
@@ -237,11 +246,9 @@ class PyHandle {
  private:
   // Hands an engine-allocated output to Python: the array owns the buffer.
   static nb::object adopt(OpResult& result, const Tensor& t, bool asNumpy) {
-    auto owned = std::find_if(result.owned.begin(), result.owned.end(), [&](auto& o) {
-      return o.bytes && o.bytes.get() == t.data;
-    });
-    if (owned == result.owned.end())
-      throw InternalError("an engine output has no owned buffer");
+    auto owned = std::find_if(result.owned.begin(), result.owned.end(),
+                              [&](auto& o) { return o.bytes && o.bytes.get() == t.data; });
+    if (owned == result.owned.end()) throw InternalError("an engine output has no owned buffer");
     DeviceId device = owned->device;
     OutputArray array = owningArray(std::move(*owned), t.shape, t.dtype);
     if (asNumpy && device.isCpu()) return nb::cast(nb::ndarray<nb::numpy>(array));
@@ -256,10 +263,9 @@ class PyHandle {
 };
 
 PyHandle enqueue(int type, const std::string& name, const std::vector<InputArray>& inputs,
-                 const std::vector<OutputArray>& outputs, int reduceOp, int root,
-                 double prescale, double postscale, int processSet,
-                 const std::vector<int64_t>& splits, const std::vector<int32_t>& setRanks,
-                 uintptr_t stream) {
+                 const std::vector<OutputArray>& outputs, int reduceOp, int root, double prescale,
+                 double postscale, int processSet, const std::vector<int64_t>& splits,
+                 const std::vector<int32_t>& setRanks, uintptr_t stream) {
   auto rt = current();
   if (type < 0 || type > static_cast<int>(OpType::RemoveProcessSet))
     throw InvalidArgument(detail::concat("invalid operation type ", type));
@@ -373,8 +379,7 @@ NB_MODULE(_core, m) {
 
   nb::class_<PyHandle>(m, "Handle")
       .def("poll", &PyHandle::poll, "True when the operation has finished (or failed).")
-      .def("wait", &PyHandle::wait, nb::arg("timeout") = nb::none(),
-           nb::arg("as_numpy") = false,
+      .def("wait", &PyHandle::wait, nb::arg("timeout") = nb::none(), nb::arg("as_numpy") = false,
            "Waits (GIL released) and returns (outputs, received_splits, value); raises the "
            "operation's error.")
       .def_prop_ro("description", &PyHandle::description);
@@ -389,20 +394,27 @@ NB_MODULE(_core, m) {
   m.def("cross_rank", &topologyValue<&Topology::crossRank>);
   m.def("cross_size", &topologyValue<&Topology::crossSize>);
   m.def("hostname", [] { return current()->topology().hostname; });
-  m.def("elastic_round", [] { return current()->elasticRound(); },
-        "This elastic worker's round; -1 outside an elastic job.");
-  m.def("elastic_newest_round", [] {
-    auto rt = current();
-    nb::gil_scoped_release release;
-    return rt->newestElasticRound();
-  }, "The newest round hvdrun has published (asks the rendezvous); -1 outside an elastic job.");
+  m.def(
+      "elastic_round", [] { return current()->elasticRound(); },
+      "This elastic worker's round; -1 outside an elastic job.");
+  m.def(
+      "elastic_newest_round",
+      [] {
+        auto rt = current();
+        nb::gil_scoped_release release;
+        return rt->newestElasticRound();
+      },
+      "The newest round hvdrun has published (asks the rendezvous); -1 outside an elastic job.");
   m.def("compute_threads", [] { return current()->computeThreads(); });
-  m.def("cpu_share", [] { return current()->cpuShare(); },
-        "The compute threads this rank's CPUs can run without sharing a core with another rank.");
-  m.def("gradient_overlap", [] { return current()->config().gradientOverlap; },
-        "HVD_GRADIENT_OVERLAP: auto, on or off.");
-  m.def("check_replicas_every", [] { return current()->config().checkReplicasEvery; },
-        "HVD_CHECK_REPLICAS: -1 off, 0 after the first update only, N also every N updates.");
+  m.def(
+      "cpu_share", [] { return current()->cpuShare(); },
+      "The compute threads this rank's CPUs can run without sharing a core with another rank.");
+  m.def(
+      "gradient_overlap", [] { return current()->config().gradientOverlap; },
+      "HVD_GRADIENT_OVERLAP: auto, on or off.");
+  m.def(
+      "check_replicas_every", [] { return current()->config().checkReplicasEvery; },
+      "HVD_CHECK_REPLICAS: -1 off, 0 after the first update only, N also every N updates.");
   // The frontends log through the runtime's facade, so HVD_LOG_LEVEL and the rank prefix apply.
   m.def("log_info", [](const std::string& subsystem, const std::string& text) {
     logLine(subsystem, spdlog::level::info, text);
@@ -422,24 +434,31 @@ NB_MODULE(_core, m) {
         "tensors (0: the legacy default stream).");
   m.def("empty", &emptyHostBuffer, nb::arg("dtype"), nb::arg("shape"),
         "Uninitialised host memory (64-byte aligned) for an operation's output, as a Buffer.");
-  m.def("build_info", [] {
-    auto b = collectives::gpu::gpuBuild(false);
-    nb::dict d;
-    d["cuda"] = b.cuda;
-    d["nccl"] = b.nccl;
-    d["cuda_version"] = b.cudaVersion;
-    d["nccl_version"] = b.ncclVersion;
-    d["nccl_version_code"] = b.ncclVersionCode;
-    d["cuda_devices"] = static_cast<int>(b.devices.size());
-    return d;
-  }, "What this build supports (CUDA, NCCL and their versions) and the CUDA devices it sees.");
+  m.def(
+      "build_info",
+      [] {
+        auto b = collectives::gpu::gpuBuild(false);
+        nb::dict d;
+        d["cuda"] = b.cuda;
+        d["nccl"] = b.nccl;
+        d["cuda_version"] = b.cudaVersion;
+        d["nccl_version"] = b.ncclVersion;
+        d["nccl_version_code"] = b.ncclVersionCode;
+        d["cuda_devices"] = static_cast<int>(b.devices.size());
+        return d;
+      },
+      "What this build supports (CUDA, NCCL and their versions) and the CUDA devices it sees.");
 
-  m.def("process_set_ranks",
-        [](int id) { return current()->engine().processSet(id); }, nb::arg("id"));
+  m.def(
+      "process_set_ranks", [](int id) { return current()->engine().processSet(id); },
+      nb::arg("id"));
   m.def("process_set_ids", [] { return current()->engine().processSetIds(); });
-  m.def("start_timeline", [](const std::string& path, bool markCycles) {
-    current()->engine().startTimeline(path, markCycles);
-  }, nb::arg("path"), nb::arg("mark_cycles") = false);
+  m.def(
+      "start_timeline",
+      [](const std::string& path, bool markCycles) {
+        current()->engine().startTimeline(path, markCycles);
+      },
+      nb::arg("path"), nb::arg("mark_cycles") = false);
   m.def("stop_timeline", [] { current()->engine().stopTimeline(); });
   m.def("stats", [] {
     EngineStats s = current()->engine().stats();

@@ -37,16 +37,15 @@ std::size_t spreadSamplesFor(const AutotuneOptions& o) {
 }  // namespace
 
 const std::vector<std::size_t>& Autotuner::fusionThresholdGrid() {
-  static const std::vector<std::size_t> grid{0,        1 * kMiB,  2 * kMiB,  4 * kMiB, 8 * kMiB,
+  static const std::vector<std::size_t> grid{0,         1 * kMiB,  2 * kMiB,  4 * kMiB,  8 * kMiB,
                                              16 * kMiB, 32 * kMiB, 64 * kMiB, 128 * kMiB};
   return grid;
 }
 
 const std::vector<microseconds>& Autotuner::cycleTimeGrid() {
-  static const std::vector<microseconds> grid{microseconds(0),    microseconds(100),
-                                              microseconds(200),  microseconds(500),
-                                              microseconds(1000), microseconds(2000),
-                                              microseconds(5000)};
+  static const std::vector<microseconds> grid{
+      microseconds(0),    microseconds(100),  microseconds(200), microseconds(500),
+      microseconds(1000), microseconds(2000), microseconds(5000)};
   return grid;
 }
 

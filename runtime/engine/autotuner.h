@@ -48,13 +48,13 @@ struct AutotuneOptions {
 };
 
 struct AutotuneSample {
-  int index = 0;            // 1, 2, ... in the order measured, warm-up included
-  std::string phase;        // "warmup", "search", or "chosen" (the final setting)
+  int index = 0;      // 1, 2, ... in the order measured, warm-up included
+  std::string phase;  // "warmup", "search", or "chosen" (the final setting)
   TuningParams params;
   int steps = 0;
   double seconds = 0;
   uint64_t bytes = 0;
-  double score = 0;         // bytes per second; for "chosen", the mean of its samples
+  double score = 0;  // bytes per second; for "chosen", the mean of its samples
 };
 
 class Autotuner {
@@ -85,7 +85,7 @@ class Autotuner {
   TuningParams current_;
   std::vector<TuningParams> candidates_;  // parallel to search_.candidates()
   BayesianSearch search_;
-  std::vector<TuningParams> measured_;    // parallel to the search's samples
+  std::vector<TuningParams> measured_;  // parallel to the search's samples
   std::vector<double> scores_;
 
   bool done_ = false;

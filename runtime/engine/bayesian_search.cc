@@ -97,8 +97,10 @@ double GaussianProcess::factorise(double scale, double variance) {
     for (std::size_t j = 0; j <= i; ++j) {
       double sum = kernel(x_[i], x_[j], scale, variance) + (i == j ? noise_ : 0.0);
       for (std::size_t k = 0; k < j; ++k) sum -= lower_[i * n + k] * lower_[j * n + k];
-      if (i == j) lower_[i * n + i] = std::sqrt(std::max(sum, kJitter));
-      else lower_[i * n + j] = sum / lower_[j * n + j];
+      if (i == j)
+        lower_[i * n + i] = std::sqrt(std::max(sum, kJitter));
+      else
+        lower_[i * n + j] = sum / lower_[j * n + j];
     }
   }
   alpha_ = backward(lower_, forward(lower_, y_));
@@ -149,7 +151,8 @@ std::size_t BayesianSearch::next() const {
     double farthest = -1;
     for (std::size_t c = 0; c < candidates_.size(); ++c) {
       double nearest = std::numeric_limits<double>::infinity();
-      for (const auto& m : measured_) nearest = std::min(nearest, squaredDistance(candidates_[c], m));
+      for (const auto& m : measured_)
+        nearest = std::min(nearest, squaredDistance(candidates_[c], m));
       if (nearest > farthest) {
         farthest = nearest;
         pick = c;

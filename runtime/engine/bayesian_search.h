@@ -47,9 +47,9 @@ class GaussianProcess {
   double signalVariance_ = 1;
   double yMean_ = 0, yScale_ = 1;
   std::vector<SearchPoint> x_;
-  std::vector<double> y_;             // standardised
-  std::vector<double> lower_;         // Cholesky factor, row-major n x n
-  std::vector<double> alpha_;         // (K + noise*I)^-1 y
+  std::vector<double> y_;      // standardised
+  std::vector<double> lower_;  // Cholesky factor, row-major n x n
+  std::vector<double> alpha_;  // (K + noise*I)^-1 y
 };
 
 // Expected improvement of a normal(mean, stddev) score over `best` (maximising).

@@ -39,10 +39,10 @@ void ControlChannel::send(int peer, std::string message) {
   try {
     out.header = link.isend(collectives::ConstBytes(out.frame), kControlTag);
     if (length > inlined)
-      out.body = link.isend(collectives::ConstBytes(
-                                reinterpret_cast<const std::byte*>(out.payload.data()) + inlined,
-                                length - inlined),
-                            kControlTag);
+      out.body = link.isend(
+          collectives::ConstBytes(reinterpret_cast<const std::byte*>(out.payload.data()) + inlined,
+                                  length - inlined),
+          kControlTag);
   } catch (const std::exception& e) {
     outbound_.pop_back();
     linkBroke(peer, e);

@@ -45,6 +45,7 @@ class ControlChannel {
   // the deadline.
   void waitForActivity(collectives::Deadline deadline);
   void wake();
+
  private:
   // Every message starts with a fixed frame holding its length and up to kInline bytes, so
   // the usual small message is one write and one read; a longer one sends the rest after it.

@@ -34,8 +34,10 @@ std::string describeByRank(const std::map<int, std::string>& valueByRank) {
     // (clang before 16 cannot capture a structured binding.)
     auto it = std::find_if(groups.begin(), groups.end(),
                            [&entry](const auto& g) { return g.first == entry.second; });
-    if (it == groups.end()) groups.push_back({value, {rank}});
-    else it->second.insert(rank);
+    if (it == groups.end())
+      groups.push_back({value, {rank}});
+    else
+      it->second.insert(rank);
   }
   std::string out;
   for (const auto& [value, ranks] : groups) {
@@ -61,8 +63,7 @@ void Coordinator::submitList(int rank, const RequestList& list, SteadyTime now) 
   // here, per list, it would cost O(N) per rank and O(N^2) per cycle.
   seenByRank_[rank] = list.responseListsSeen;
   for (const auto& s : list.submissions)
-    submit(rank, s.cacheId ? cache_.resolve(s.cacheId) : s.request, s.cacheId, now,
-           s.inlineData);
+    submit(rank, s.cacheId ? cache_.resolve(s.cacheId) : s.request, s.cacheId, now, s.inlineData);
   if (list.shutdown) requestShutdown(rank);
 }
 
@@ -88,8 +89,8 @@ void Coordinator::expect(Pending& p, int rank) {
 
 void Coordinator::submit(int rank, const OpRequest& request, uint64_t cacheId, SteadyTime now,
                          std::string inlineData) {
-  HVD_ENFORCE(rank >= 0 && rank < options_.size, "rank ", rank, " submitted ",
-              request.describe(), " but the job has ", options_.size, " ranks");
+  HVD_ENFORCE(rank >= 0 && rank < options_.size, "rank ", rank, " submitted ", request.describe(),
+              " but the job has ", options_.size, " ranks");
   if (request.type == OpType::Join) {
     joined_.insert(rank);
     lastJoined_ = rank;
@@ -144,8 +145,8 @@ void Coordinator::failWhatShutDownRanksWillNeverSubmit(std::vector<Response>& ou
     r.kind = ResponseKind::Error;
     r.type = it->second.request.type;
     r.names = {it->first};
-    r.message = detail::concat(it->second.request.describe(), ": ranks ",
-                               rankSet(gone), " shut down (their program finished or called "
+    r.message = detail::concat(it->second.request.describe(), ": ranks ", rankSet(gone),
+                               " shut down (their program finished or called "
                                "shutdown) without submitting it, so it can never run");
     out.push_back(std::move(r));
     it = pending_.erase(it);
@@ -203,7 +204,9 @@ void Coordinator::failFencesThatCanNeverMatch(std::vector<Response>& out) {
   }
   std::string message = detail::concat(
       "the ranks called different synchronous operations at the same point, so none of them "
-      "can ever complete: ", sides, " (every rank must call barrier, add_process_set and "
+      "can ever complete: ",
+      sides,
+      " (every rank must call barrier, add_process_set and "
       "remove_process_set in the same order)");
   for (const auto& name : stuck) {
     Response r;
@@ -299,10 +302,11 @@ void Coordinator::applyProcessSetChange(Response& r, const OpRequest& request) {
     int32_t id = request.setRanks.empty() ? -1 : request.setRanks[0];
     if (id == 0 || !processSets_.count(id)) {
       r.kind = ResponseKind::Error;
-      r.message = id == 0 ? std::string("remove_process_set: the global process set (0) cannot "
-                                        "be removed")
-                          : detail::concat("remove_process_set: process set ", id,
-                                           " does not exist");
+      r.message = id == 0
+                      ? std::string(
+                            "remove_process_set: the global process set (0) cannot "
+                            "be removed")
+                      : detail::concat("remove_process_set: process set ", id, " does not exist");
       return;
     }
     processSets_.erase(id);
@@ -397,9 +401,9 @@ ResponseList Coordinator::dispatch(SteadyTime now) {
     if (!report.empty()) {
       Response fatal;
       fatal.kind = ResponseKind::Fatal;
-      fatal.message = detail::concat("stalled for more than ", options_.stallShutdown.count(),
-                                     " s (HVD_STALL_SHUTDOWN_TIME_SECONDS), stopping the job: ",
-                                     report);
+      fatal.message =
+          detail::concat("stalled for more than ", options_.stallShutdown.count(),
+                         " s (HVD_STALL_SHUTDOWN_TIME_SECONDS), stopping the job: ", report);
       out.push_back(fatal);
     }
   }
@@ -424,14 +428,12 @@ std::optional<SteadyTime> Coordinator::nextDeadline() const {
   return std::nullopt;
 }
 
-std::string Coordinator::stallReport(const Pending& p,
-                                     SteadyTime now) const {
+std::string Coordinator::stallReport(const Pending& p, SteadyTime now) const {
   auto ranks = p.submitters();
   std::set<int> submitted(ranks.begin(), ranks.end());
-  return detail::concat(p.request.describe(), " submitted by ranks ",
-                        rankSet(submitted), ", waiting ",
-                        static_cast<int>(secondsBetween(p.firstSeen, now)), " s for ranks ",
-                        rankSet(missing(p)));
+  return detail::concat(p.request.describe(), " submitted by ranks ", rankSet(submitted),
+                        ", waiting ", static_cast<int>(secondsBetween(p.firstSeen, now)),
+                        " s for ranks ", rankSet(missing(p)));
 }
 
 std::vector<std::string> Coordinator::stallWarnings(SteadyTime now) {

@@ -76,9 +76,9 @@ class Coordinator {
   // and a copy only for a rank whose request differs from it (checked by cache id, else by
   // value), so that a cached cycle costs each rank a few byte writes and no allocation.
   struct Pending {
-    OpRequest request;    // the first submitter's
-    uint64_t cacheId = 0;  // the id it came under (0: in full)
-    std::map<int, OpRequest> differing;  // ranks whose requests differ from `request`
+    OpRequest request;                        // the first submitter's
+    uint64_t cacheId = 0;                     // the id it came under (0: in full)
+    std::map<int, OpRequest> differing;       // ranks whose requests differ from `request`
     std::map<int, std::string> inlineByRank;  // ranks that sent their input bytes
     // Per rank (index): kExpected when the operation waits for it, kSubmitted once it did.
     std::vector<uint8_t> state;

@@ -69,8 +69,8 @@ Engine::Engine(EngineOptions options, std::unique_ptr<collectives::Comm> data,
     if (!options_.timelinePath.empty()) timeline_.start(options_.timelinePath);
     markCycles_ = options_.timelineMarkCycles;
     if (options_.autotune) {
-      autotuner_ = std::make_unique<Autotuner>(
-          *options_.autotune, TuningParams{c.fusionThresholdBytes, c.cycleTime});
+      autotuner_ = std::make_unique<Autotuner>(*options_.autotune,
+                                               TuningParams{c.fusionThresholdBytes, c.cycleTime});
       if (!options_.autotuneLogPath.empty()) autotuneLog_.open(options_.autotuneLogPath);
     }
   }
@@ -106,18 +106,18 @@ Handle Engine::enqueue(Operation op) {
                                            op.processSet, " does not exist"));
     const auto& ranks = it->second.ranks;
     if (std::find(ranks.begin(), ranks.end(), rank_) == ranks.end())
-      throw InvalidArgument(detail::concat(
-          opTypeName(op.type), " ", opName, ": rank ", rank_, " is not in process set ",
-          op.processSet, " ", rankSet(ranks)));
+      throw InvalidArgument(detail::concat(opTypeName(op.type), " ", opName, ": rank ", rank_,
+                                           " is not in process set ", op.processSet, " ",
+                                           rankSet(ranks)));
     setSize = static_cast<int>(ranks.size());
     if (op.type == OpType::Broadcast && op.processSet != 0) {
       // root_rank is a global rank, as in Horovod; the set's communicator counts its members.
       auto root = std::find(ranks.begin(), ranks.end(), op.root);
       if (root == ranks.end())
-        throw InvalidArgument(detail::concat(
-            opTypeName(op.type), " ", opName, ": root_rank ", op.root,
-            " is not a member of process set ", op.processSet, " ", rankSet(ranks),
-            " (root_rank is a global rank)"));
+        throw InvalidArgument(detail::concat(opTypeName(op.type), " ", opName, ": root_rank ",
+                                             op.root, " is not a member of process set ",
+                                             op.processSet, " ", rankSet(ranks),
+                                             " (root_rank is a global rank)"));
       op.root = static_cast<int32_t>(root - ranks.begin());
     }
   }
@@ -135,7 +135,7 @@ Handle Engine::enqueue(Operation op) {
   if (op.type == OpType::Join) joined_ = true;
   local->op = std::move(op);
   local->handle = std::make_shared<OpHandle>(local->request.describe(), options_.spinTime,
-                                               options_.blockedCallers);
+                                             options_.blockedCallers);
   local->submittedAt = Clock::now();
   Handle handle = local->handle;
   // The engine takes the whole queue at once, so only the first entry needs to wake it.
@@ -168,13 +168,17 @@ bool Engine::takeSubmissions() {
     }
     if (travelsInline(op->request, options_.inlineAllreduceBytes)) s.inlineData = packInputs(*op);
     list.submissions.push_back(std::move(s));
-    if (op->op.type == OpType::Join) join_ = std::move(op);
-    else waiting_[op->request.key()] = std::move(op);
+    if (op->op.type == OpType::Join)
+      join_ = std::move(op);
+    else
+      waiting_[op->request.key()] = std::move(op);
   }
   list.shutdown = shutdown;
   sentShutdown_ |= shutdown;
-  if (coordinator_) coordinator_->submitList(rank_, list, Clock::now());
-  else control_->send(0, list.encode());
+  if (coordinator_)
+    coordinator_->submitList(rank_, list, Clock::now());
+  else
+    control_->send(0, list.encode());
   return true;
 }
 
@@ -321,9 +325,10 @@ void Engine::execute(const Response& r) {
     std::string cause = peerFailure(*control_, rank_, std::chrono::milliseconds(0));
     announceFailure(*control_, rank_, size_, whatOf(error));
     if (cause.empty()) cause = peerFailure(*control_, rank_, kPeerFailureWait);
-    auto reported = cause.empty() ? error
-                                  : std::make_exception_ptr(IoError(detail::concat(
-                                        whatOf(error), "; ", cause)));
+    auto reported =
+        cause.empty()
+            ? error
+            : std::make_exception_ptr(IoError(detail::concat(whatOf(error), "; ", cause)));
     for (LocalOp* op : ops)
       if (op && !op->handle->poll())
         finishOp(*op, inOperation(op->handle->description(), reported));
@@ -365,9 +370,10 @@ void Engine::run(const Response& r, const std::vector<LocalOp*>& ops, int32_t se
     std::vector<Timeline::Event> events;
     auto now = Clock::now();
     for (LocalOp* op : ops)
-      if (op) events.push_back({timelineRow(op->request.type, op->request.name),
-                                timelinePhase(op->request.type, "NEGOTIATE"), op->submittedAt, now,
-                                op->request.totalBytes()});
+      if (op)
+        events.push_back({timelineRow(op->request.type, op->request.name),
+                          timelinePhase(op->request.type, "NEGOTIATE"), op->submittedAt, now,
+                          op->request.totalBytes()});
     timeline_.record(events);
   }
   if (!r.inlineResult.empty()) return completeInline(r, ops);
@@ -396,9 +402,9 @@ void Engine::completeInline(const Response& r, const std::vector<LocalOp*>& ops)
   unpackResult(r.inlineResult, op);
   ++inlineAllreduces_;
   if (timeline_.active())
-    timeline_.record({{timelineRow(op.request.type, op.request.name),
-                       "ALLREDUCE (on the coordinator)", t0, Clock::now(),
-                       op.request.totalBytes()}});
+    timeline_.record(
+        {{timelineRow(op.request.type, op.request.name), "ALLREDUCE (on the coordinator)", t0,
+          Clock::now(), op.request.totalBytes()}});
   finishOp(op, nullptr);
   if (!r.cacheIds.empty()) workerCache_.learn(op.negotiated, r.cacheIds[0]);
 }
@@ -408,8 +414,10 @@ void Engine::finishOp(LocalOp& op, std::exception_ptr error) {
     std::lock_guard<std::mutex> lock(mutex_);
     inFlight_.erase(op.request.key());
   }
-  if (error) op.handle->fail(error);
-  else op.handle->complete(std::move(op.result));
+  if (error)
+    op.handle->fail(error);
+  else
+    op.handle->complete(std::move(op.result));
 }
 
 void Engine::failEverything(std::exception_ptr error) {
@@ -433,10 +441,9 @@ void Engine::failEverything(std::exception_ptr error) {
   // their operations fail with it too.
   announceFailure(*control_, rank_, size_, why);
   try {  // best effort: a peer that died or stopped does not read, so not for long
-    control_->flush(Clock::now() + std::min<std::chrono::milliseconds>(options_.opTimeout,
-                                                                        kFatalFlushLimit));
-  } catch (const std::exception&) {
-  }
+    control_->flush(Clock::now() +
+                    std::min<std::chrono::milliseconds>(options_.opTimeout, kFatalFlushLimit));
+  } catch (const std::exception&) {}
 }
 
 collectives::Deadline Engine::nextWake() const {

@@ -57,7 +57,7 @@ struct EngineOptions {
   // Host-memory allreduces of at most this many bytes travel with their requests and are
   // reduced by the coordinator (inline_allreduce.h); 0: never.
   std::size_t inlineAllreduceBytes = 0;
-  std::string timelinePath;  // rank 0 writes it; empty: none
+  std::string timelinePath;         // rank 0 writes it; empty: none
   bool timelineMarkCycles = false;  // HVD_TIMELINE_MARK_CYCLES
   // HVD_AUTOTUNE: rank 0 tunes the coordinator's fusion threshold and cycle time (autotuner.h).
   std::optional<AutotuneOptions> autotune;

@@ -67,8 +67,7 @@ void Executor::allreduce(const Response& response, const std::vector<LocalOp*>& 
   std::vector<TensorMeta> metas;
   for (const auto& s : slots) metas.push_back(s.meta);
   // Adasum combines each tensor by its own dot products, so a grouped one is not fused.
-  std::size_t threshold =
-      params->reduceOp == ReduceOp::Adasum ? 0 : response.fusionThresholdBytes;
+  std::size_t threshold = params->reduceOp == ReduceOp::Adasum ? 0 : response.fusionThresholdBytes;
   for (const auto& chunk : planFusion(metas, threshold))
     allreduceChunk(slots, chunk, *params, comm);
 }
@@ -86,9 +85,9 @@ std::size_t Executor::fusionPieceBytes(std::size_t totalBytes, std::size_t eleme
 void Executor::allreduceChunk(const std::vector<AllreduceSlot>& slots,
                               const std::vector<std::size_t>& chunk, const OpRequest& params,
                               collectives::Comm& comm) {
-  collectives::AllreduceOptions options{options_.segmentBytes, options_.ringThresholdBytes,
-                                        params.prescale, params.postscale,
-                                        options_.allreduceAlgorithm, options_.networkModel.get()};
+  collectives::AllreduceOptions options{
+      options_.segmentBytes, options_.ringThresholdBytes, params.prescale,
+      params.postscale,      options_.allreduceAlgorithm, options_.networkModel.get()};
   std::vector<Timeline::Event> events;
   bool timeline = timeline_.active();
   // Marks a phase for the chunk's tensors at positions [first, last).
@@ -97,8 +96,7 @@ void Executor::allreduceChunk(const std::vector<AllreduceSlot>& slots,
     if (!timeline) return;
     for (std::size_t k = first; k < last; ++k) {
       const AllreduceSlot& s = slots[chunk[k]];
-      events.push_back({timelineRow(OpType::Allreduce, s.name), phase, begin, end,
-                        s.meta.bytes()});
+      events.push_back({timelineRow(OpType::Allreduce, s.name), phase, begin, end, s.meta.bytes()});
     }
   };
   // The timeline names the algorithm when the communicator allreduces `bytes` in stages across
@@ -146,22 +144,21 @@ void Executor::allreduceChunk(const std::vector<AllreduceSlot>& slots,
       }
     };
     auto t0 = Clock::now();
-    forEachRun([&](const AllreduceSlot& s, std::size_t inTensor, std::size_t inBuffer,
-                   std::size_t bytes) {
-      std::memcpy(fusionBuffer_.data() + inBuffer,
-                  static_cast<const std::byte*>(s.input) + inTensor, bytes);
-    });
+    forEachRun(
+        [&](const AllreduceSlot& s, std::size_t inTensor, std::size_t inBuffer, std::size_t bytes) {
+          std::memcpy(fusionBuffer_.data() + inBuffer,
+                      static_cast<const std::byte*>(s.input) + inTensor, bytes);
+        });
     auto t1 = Clock::now();
-    Tensor fused{fusionBuffer_.data(), dtype,
-                 {static_cast<int64_t>((end - begin) / elementBytes)}};
+    Tensor fused{fusionBuffer_.data(), dtype, {static_cast<int64_t>((end - begin) / elementBytes)}};
     ++counters_.collectives;
     collectives::allreduce(comm, fused, fused, params.reduceOp, options);
     auto t2 = Clock::now();
-    forEachRun([&](const AllreduceSlot& s, std::size_t inTensor, std::size_t inBuffer,
-                   std::size_t bytes) {
-      std::memcpy(static_cast<std::byte*>(s.output) + inTensor, fusionBuffer_.data() + inBuffer,
-                  bytes);
-    });
+    forEachRun(
+        [&](const AllreduceSlot& s, std::size_t inTensor, std::size_t inBuffer, std::size_t bytes) {
+          std::memcpy(static_cast<std::byte*>(s.output) + inTensor, fusionBuffer_.data() + inBuffer,
+                      bytes);
+        });
     mark("MEMCPY_IN_FUSION_BUFFER", first, last, t0, t1);
     mark(phaseOf(end - begin, true), first, last, t1, t2);
     mark("MEMCPY_OUT_FUSION_BUFFER", first, last, t2, Clock::now());
@@ -220,8 +217,8 @@ void Executor::runOne(LocalOp& op, collectives::Comm& comm) {
   }
   if (timeline_.active()) {
     // As for allreduce, the timeline names the algorithm when allgathers run in stages.
-    bool staged = op.op.type == OpType::Allgather && comm.hierarchy() &&
-                  comm.hierarchy()->allgather;
+    bool staged =
+        op.op.type == OpType::Allgather && comm.hierarchy() && comm.hierarchy()->allgather;
     timeline_.record({{timelineRow(op.op.type, op.request.name),
                        timelinePhase(op.op.type, staged ? "HIERARCHICAL" : ""), t0, Clock::now(),
                        op.request.totalBytes()}});

@@ -20,8 +20,8 @@
 namespace hvd::runtime {
 
 struct ExecutorCounters {
-  uint64_t collectives = 0;    // collective calls made
-  uint64_t fusedTensors = 0;   // tensors that went through the fusion buffer
+  uint64_t collectives = 0;   // collective calls made
+  uint64_t fusedTensors = 0;  // tensors that went through the fusion buffer
 };
 
 // One tensor of an allreduce response, as the fusion planner and the collectives see it.
@@ -60,8 +60,9 @@ class Executor {
  private:
   void allreduce(const Response& response, const std::vector<LocalOp*>& ops,
                  collectives::Comm& comm);
-  void allreduceChunk(const std::vector<AllreduceSlot>& slots, const std::vector<std::size_t>& chunk,
-                      const OpRequest& params, collectives::Comm& comm);
+  void allreduceChunk(const std::vector<AllreduceSlot>& slots,
+                      const std::vector<std::size_t>& chunk, const OpRequest& params,
+                      collectives::Comm& comm);
   // Bytes of a fused chunk of `totalBytes` reduced at a time (a multiple of the element size).
   std::size_t fusionPieceBytes(std::size_t totalBytes, std::size_t elementBytes,
                                const collectives::Comm& comm) const;

@@ -8,8 +8,8 @@ std::optional<FusionKey> fusionKey(const OpRequest& r) {
     return std::nullopt;
   for (const auto& t : r.tensors)
     if (t.bytes() >= kFuseBelowBytes || t.dtype != r.tensors[0].dtype) return std::nullopt;
-  return FusionKey{r.tensors[0].dtype, r.reduceOp, r.prescale, r.postscale, r.device.index,
-                   r.processSet};
+  return FusionKey{r.tensors[0].dtype, r.reduceOp,     r.prescale,
+                   r.postscale,        r.device.index, r.processSet};
 }
 
 std::vector<std::vector<std::size_t>> planFusion(const std::vector<TensorMeta>& tensors,

@@ -12,9 +12,9 @@
 // operation: NCCL when HVD_GPU_BACKEND=nccl and every rank has a GPU of its own; otherwise host
 // staging through the TCP algorithms, with one warning that says why. uint16 and int16
 // reductions (NCCL has no 16-bit integers) are staged always. With HVD_HIERARCHICAL_ALLREDUCE
-// and NCCL, Sum and Average allreduces run hierarchically (collectives/gpu/hierarchical_collectives.h) when there are
-// several hosts with as many ranks each.
-// Thread model: the engine thread, except markReady (the submitting thread).
+// and NCCL, Sum and Average allreduces run hierarchically
+// (collectives/gpu/hierarchical_collectives.h) when there are several hosts with as many ranks
+// each. Thread model: the engine thread, except markReady (the submitting thread).
 #pragma once
 
 #include <chrono>
@@ -48,7 +48,6 @@ class GpuExecutor {
 };
 
 // Throws InvalidArgument when this build has no GPU support.
-std::unique_ptr<GpuExecutor> makeGpuExecutor(const ExecutorOptions& options,
-                                             Timeline& timeline);
+std::unique_ptr<GpuExecutor> makeGpuExecutor(const ExecutorOptions& options, Timeline& timeline);
 
 }  // namespace hvd::runtime

@@ -42,7 +42,9 @@ int visibleDevices() {
   return count;
 }
 
-std::size_t aligned(std::size_t bytes) { return (bytes + kFusionAlign - 1) / kFusionAlign * kFusionAlign; }
+std::size_t aligned(std::size_t bytes) {
+  return (bytes + kFusionAlign - 1) / kFusionAlign * kFusionAlign;
+}
 
 // What each rank says about itself when a communicator's first GPU operation picks a backend.
 struct GpuIdentity {
@@ -81,12 +83,11 @@ class CudaExecutor : public GpuExecutor {
     if (b.nccl && (!reduces || collectives::nccl::reducible(dtype))) return *b.nccl;
     return *b.staged;
   }
-  void allreduce(const Response& response, const std::vector<LocalOp*>& ops,
-                 Backends& backends, DeviceState& state, int device,
-                 ExecutorCounters& counters);
-  void allreduceChunk(const std::vector<AllreduceSlot>& slots, const std::vector<std::size_t>& chunk,
-                      const OpRequest& params, Backends& backends, DeviceState& state,
-                      ExecutorCounters& counters);
+  void allreduce(const Response& response, const std::vector<LocalOp*>& ops, Backends& backends,
+                 DeviceState& state, int device, ExecutorCounters& counters);
+  void allreduceChunk(const std::vector<AllreduceSlot>& slots,
+                      const std::vector<std::size_t>& chunk, const OpRequest& params,
+                      Backends& backends, DeviceState& state, ExecutorCounters& counters);
   void runOne(LocalOp& op, Backends& backends, cudaStream_t stream, int device);
   // Marks a phase in the timeline; when it is on, waits for the phase's GPU work first, so the
   // phases show what the GPU spent (the timeline costs that overlap).
@@ -123,7 +124,8 @@ CudaExecutor::Backends& CudaExecutor::backends(collectives::Comm& comm, int devi
   mine.wantsNccl = options_.gpuUseNccl ? 1 : 0;
   std::vector<GpuIdentity> all(comm.size());
   Tensor in{&mine, collectives::DType::UInt8, {static_cast<int64_t>(sizeof mine)}};
-  collectives::allgather(comm, in, [&](const std::vector<int64_t>&) -> void* { return all.data(); });
+  collectives::allgather(comm, in,
+                         [&](const std::vector<int64_t>&) -> void* { return all.data(); });
   std::string reason;
   std::set<std::pair<std::string, std::string>> seen;
   for (int r = 0; r < comm.size() && reason.empty(); ++r) {
@@ -160,11 +162,15 @@ std::unique_ptr<gpu::GpuCollectives> CudaExecutor::hierarchical(
   if (layout.hosts.size() == 1 || !layout.even()) {
     if (comm.rank() == 0) {
       if (layout.hosts.size() == 1)
-        logger->info("HVD_HIERARCHICAL_ALLREDUCE: all {} ranks are on host {}; the flat NCCL "
-                     "allreduce is already within one host", comm.size(), layout.hosts[0]);
+        logger->info(
+            "HVD_HIERARCHICAL_ALLREDUCE: all {} ranks are on host {}; the flat NCCL "
+            "allreduce is already within one host",
+            comm.size(), layout.hosts[0]);
       else
-        logger->warn("HVD_HIERARCHICAL_ALLREDUCE needs as many ranks on every host (ranks per "
-                     "host: {}); allreduce runs flat through NCCL", layout.text());
+        logger->warn(
+            "HVD_HIERARCHICAL_ALLREDUCE needs as many ranks on every host (ranks per "
+            "host: {}); allreduce runs flat through NCCL",
+            layout.text());
     }
     return nullptr;
   }
@@ -173,8 +179,10 @@ std::unique_ptr<gpu::GpuCollectives> CudaExecutor::hierarchical(
   auto crossComm = comm.subset(layout.crossRanks(comm.rank()));
   auto local = nccl(*localComm, device);
   if (comm.rank() == 0)
-    logger->info("hierarchical allreduce: NCCL within each of {} hosts of {} rank(s), host "
-                 "memory and TCP across them", layout.hosts.size(), mine.size());
+    logger->info(
+        "hierarchical allreduce: NCCL within each of {} hosts of {} rank(s), host "
+        "memory and TCP across them",
+        layout.hosts.size(), mine.size());
   return std::make_unique<gpu::HierarchicalCollectives>(std::move(localComm), std::move(crossComm),
                                                         std::move(local), nccl(comm, device),
                                                         device, comm.size());
@@ -192,8 +200,9 @@ void CudaExecutor::run(const Response& response, const std::vector<LocalOp*>& op
   cudaStream_t stream = state.stream->get();
   for (LocalOp* op : ops)
     if (op && op->ready)
-      HVD_CUDA_CHECK(cudaStreamWaitEvent(stream, static_cast<gpu::Event*>(op->ready.get())->get(), 0),
-                     op->request.describe());
+      HVD_CUDA_CHECK(
+          cudaStreamWaitEvent(stream, static_cast<gpu::Event*>(op->ready.get())->get(), 0),
+          op->request.describe());
   Backends& b = backends(comm, device.index);
   if (response.type == OpType::Allreduce) {
     allreduce(response, ops, b, state, device.index, counters);
@@ -205,8 +214,8 @@ void CudaExecutor::run(const Response& response, const std::vector<LocalOp*>& op
     }
   }
   std::string what = ops.size() == 1 && ops[0] ? ops[0]->request.describe()
-                                                : detail::concat(opTypeName(response.type), " of ",
-                                                                 ops.size(), " operations");
+                                               : detail::concat(opTypeName(response.type), " of ",
+                                                                ops.size(), " operations");
   backendFor(b, DType::Float32, false).synchronize(stream, Clock::now() + options_.opTimeout, what);
   joinedZeros_.clear();
 }
@@ -226,16 +235,17 @@ void CudaExecutor::allreduce(const Response& response, const std::vector<LocalOp
     allreduceChunk(slots, chunk, *params, backends, state, counters);
 }
 
-void CudaExecutor::phase(const std::vector<AllreduceSlot>& slots, const std::vector<std::size_t>& chunk,
-                         const std::string& name, Clock::time_point begin,
-                         gpu::GpuCollectives& backend, cudaStream_t stream) {
+void CudaExecutor::phase(const std::vector<AllreduceSlot>& slots,
+                         const std::vector<std::size_t>& chunk, const std::string& name,
+                         Clock::time_point begin, gpu::GpuCollectives& backend,
+                         cudaStream_t stream) {
   if (!timeline_.active()) return;
   backend.synchronize(stream, Clock::now() + options_.opTimeout, name);
   auto end = Clock::now();
   std::vector<Timeline::Event> events;
   for (auto i : chunk)
-    events.push_back({timelineRow(OpType::Allreduce, slots[i].name), name, begin, end,
-                      slots[i].meta.bytes()});
+    events.push_back(
+        {timelineRow(OpType::Allreduce, slots[i].name), name, begin, end, slots[i].meta.bytes()});
   timeline_.record(events);
 }
 
@@ -243,9 +253,9 @@ void CudaExecutor::allreduceChunk(const std::vector<AllreduceSlot>& slots,
                                   const std::vector<std::size_t>& chunk, const OpRequest& params,
                                   Backends& backends, DeviceState& state,
                                   ExecutorCounters& counters) {
-  collectives::AllreduceOptions options{options_.segmentBytes, options_.ringThresholdBytes,
-                                        params.prescale, params.postscale,
-                                        options_.allreduceAlgorithm, options_.networkModel.get()};
+  collectives::AllreduceOptions options{
+      options_.segmentBytes, options_.ringThresholdBytes, params.prescale,
+      params.postscale,      options_.allreduceAlgorithm, options_.networkModel.get()};
   cudaStream_t stream = state.stream->get();
   DType dtype = slots[chunk[0]].meta.dtype;
   gpu::GpuCollectives& backend = backendFor(backends, dtype, true);
@@ -305,9 +315,9 @@ void CudaExecutor::runOne(LocalOp& op, Backends& backends, cudaStream_t stream, 
       for (std::size_t i = 0; i < inputs.size(); ++i) {
         const Tensor& t = op.op.outputs.empty() ? inputs[i] : op.op.outputs[i];
         if (t.data != inputs[i].data && t.bytes() > 0)
-          HVD_CUDA_CHECK(cudaMemcpyAsync(t.data, inputs[i].data, t.bytes(),
-                                         cudaMemcpyDeviceToDevice, stream),
-                         op.request.describe());
+          HVD_CUDA_CHECK(
+              cudaMemcpyAsync(t.data, inputs[i].data, t.bytes(), cudaMemcpyDeviceToDevice, stream),
+              op.request.describe());
         backend.broadcast(t, op.op.root, stream);
       }
       break;
@@ -318,9 +328,9 @@ void CudaExecutor::runOne(LocalOp& op, Backends& backends, cudaStream_t stream, 
     case OpType::Reducescatter:
       // NCCL reduces some dtypes only: each tensor goes to the backend for its own.
       for (std::size_t i = 0; i < inputs.size(); ++i)
-        op.result.outputs.push_back(backendFor(backends, inputs[i].dtype, true)
-                                        .reducescatter(inputs[i], op.op.reduceOp,
-                                                       allocatorFor(i), stream));
+        op.result.outputs.push_back(
+            backendFor(backends, inputs[i].dtype, true)
+                .reducescatter(inputs[i], op.op.reduceOp, allocatorFor(i), stream));
       break;
     case OpType::Alltoall: {
       auto r = backend.alltoall(inputs[0], op.op.splits, allocatorFor(0), stream);
@@ -333,9 +343,9 @@ void CudaExecutor::runOne(LocalOp& op, Backends& backends, cudaStream_t stream, 
   }
   if (timeline_.active()) {
     backend.synchronize(stream, Clock::now() + options_.opTimeout, op.request.describe());
-    timeline_.record({{timelineRow(op.op.type, op.request.name),
-                       phaseName(backend, timelinePhase(op.op.type)), t0,
-                       Clock::now(), op.request.totalBytes()}});
+    timeline_.record(
+        {{timelineRow(op.op.type, op.request.name), phaseName(backend, timelinePhase(op.op.type)),
+          t0, Clock::now(), op.request.totalBytes()}});
   }
 }
 
@@ -344,16 +354,17 @@ void CudaExecutor::runOne(LocalOp& op, Backends& backends, cudaStream_t stream, 
 std::shared_ptr<void> markReady(DeviceId device, void* stream, const std::string& what) {
   int count = visibleDevices();
   if (device.index < 0 || device.index >= count)
-    throw InvalidArgument(detail::concat(what, ": tensor on ", device.describe(), ", but this "
-                                         "process sees ", count, " CUDA device(s)"));
+    throw InvalidArgument(detail::concat(what, ": tensor on ", device.describe(),
+                                         ", but this "
+                                         "process sees ",
+                                         count, " CUDA device(s)"));
   gpu::DeviceGuard guard(device.index);
   auto event = std::make_shared<gpu::Event>(device.index);
   event->record(static_cast<cudaStream_t>(stream));
   return event;
 }
 
-std::unique_ptr<GpuExecutor> makeGpuExecutor(const ExecutorOptions& options,
-                                             Timeline& timeline) {
+std::unique_ptr<GpuExecutor> makeGpuExecutor(const ExecutorOptions& options, Timeline& timeline) {
   return std::make_unique<CudaExecutor>(options, timeline);
 }
 

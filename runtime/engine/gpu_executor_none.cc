@@ -6,8 +6,9 @@ namespace hvd::runtime {
 namespace {
 
 [[noreturn]] void refuse(const std::string& what) {
-  throw InvalidArgument(what + ": this build of hvd has no GPU support (it was built without "
-                               "CUDA and NCCL; hvdrun --check-build shows what was found)");
+  throw InvalidArgument(what +
+                        ": this build of hvd has no GPU support (it was built without "
+                        "CUDA and NCCL; hvdrun --check-build shows what was found)");
 }
 
 }  // namespace

@@ -34,7 +34,7 @@ OwnedBuffer allocateHostBuffer(std::size_t bytes);
 struct OpResult {
   // allgather, alltoall, reducescatter: one output per input tensor; others: empty.
   std::vector<collectives::Tensor> outputs;
-  std::vector<OwnedBuffer> owned;               // storage of outputs the engine allocated
+  std::vector<OwnedBuffer> owned;                    // storage of outputs the engine allocated
   std::vector<std::vector<int64_t>> receivedSplits;  // alltoall: rows from each rank, per tensor
   int32_t value = -1;  // join: the last rank to join; add_process_set: the new set's id
 };

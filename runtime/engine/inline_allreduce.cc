@@ -41,8 +41,10 @@ std::string reduceInline(const OpRequest& request,
         collectives::scale(scaled.data(), count, meta.dtype, request.prescale);
         operand = scaled.data();
       }
-      if (r == 0) std::memcpy(out, operand, bytes);
-      else collectives::reduceInto(out, operand, count, meta.dtype, request.reduceOp);
+      if (r == 0)
+        std::memcpy(out, operand, bytes);
+      else
+        collectives::reduceInto(out, operand, count, meta.dtype, request.reduceOp);
     }
     collectives::finishAllreduce(out, count, meta.dtype, request.reduceOp,
                                  static_cast<int>(contributions.size()), request.postscale);
@@ -52,8 +54,8 @@ std::string reduceInline(const OpRequest& request,
 }
 
 void unpackResult(const std::string& result, LocalOp& op) {
-  HVD_ENFORCE(result.size() == op.request.totalBytes(), op.request.describe(), ": inline result of ",
-              result.size(), " bytes, expected ", op.request.totalBytes());
+  HVD_ENFORCE(result.size() == op.request.totalBytes(), op.request.describe(),
+              ": inline result of ", result.size(), " bytes, expected ", op.request.totalBytes());
   std::size_t offset = 0;
   for (std::size_t t = 0; t < op.op.inputs.size(); ++t) {
     const auto& in = op.op.inputs[t];

@@ -16,8 +16,8 @@ bool takesTensors(OpType t) {
 
 LocalOp::~LocalOp() {
   if (handle && !handle->poll())
-    handle->fail(std::make_exception_ptr(InternalError(
-        handle->description() + ": dropped by the engine without a result")));
+    handle->fail(std::make_exception_ptr(
+        InternalError(handle->description() + ": dropped by the engine without a result")));
 }
 
 OpRequest describeOperation(const Operation& op, int setSize) {
@@ -69,8 +69,8 @@ OpRequest describeOperation(const Operation& op, int setSize) {
         throw InvalidArgument(detail::concat(what, ": rank ", ranks[i], " appears twice in ",
                                              rankSet(ranks), " (duplicate rank)"));
       if (i > 0 && ranks[i] < ranks[i - 1])
-        throw InvalidArgument(detail::concat(what, ": ranks ", rankSet(ranks),
-                                             " must be in increasing order"));
+        throw InvalidArgument(
+            detail::concat(what, ": ranks ", rankSet(ranks), " must be in increasing order"));
     }
   }
   if (op.type == OpType::Broadcast) collectives::checkRoot(what, op.root, setSize);
@@ -99,8 +99,9 @@ void checkAdasumOperation(const Operation& op, const std::string& opName, int se
   if (op.type != OpType::Allreduce)
     throw InvalidArgument(what() + "reduce op adasum applies to allreduce only");
   if (!op.device.isCpu())
-    throw InvalidArgument(what() + "reduce op adasum runs on host memory only; copy GPU "
-                                   "tensors to the CPU for it");
+    throw InvalidArgument(what() +
+                          "reduce op adasum runs on host memory only; copy GPU "
+                          "tensors to the CPU for it");
   try {
     for (const auto& t : op.inputs) collectives::checkAdasum(t.dtype, setSize);
   } catch (const InvalidArgument& e) {

@@ -29,15 +29,24 @@ std::string formatNumber(double x) {
 
 const char* opTypeName(OpType t) {
   switch (t) {
-    case OpType::Allreduce: return "allreduce";
-    case OpType::Allgather: return "allgather";
-    case OpType::Broadcast: return "broadcast";
-    case OpType::Alltoall: return "alltoall";
-    case OpType::Reducescatter: return "reducescatter";
-    case OpType::Barrier: return "barrier";
-    case OpType::Join: return "join";
-    case OpType::AddProcessSet: return "add_process_set";
-    case OpType::RemoveProcessSet: return "remove_process_set";
+    case OpType::Allreduce:
+      return "allreduce";
+    case OpType::Allgather:
+      return "allgather";
+    case OpType::Broadcast:
+      return "broadcast";
+    case OpType::Alltoall:
+      return "alltoall";
+    case OpType::Reducescatter:
+      return "reducescatter";
+    case OpType::Barrier:
+      return "barrier";
+    case OpType::Join:
+      return "join";
+    case OpType::AddProcessSet:
+      return "add_process_set";
+    case OpType::RemoveProcessSet:
+      return "remove_process_set";
   }
   return "unknown";
 }
@@ -53,9 +62,7 @@ std::string timelinePhase(OpType type, const std::string& prefix) {
   return prefix.empty() ? op : prefix + "_" + op;
 }
 
-std::string DeviceId::describe() const {
-  return isCpu() ? "cpu" : "cuda:" + std::to_string(index);
-}
+std::string DeviceId::describe() const { return isCpu() ? "cpu" : "cuda:" + std::to_string(index); }
 
 std::size_t TensorMeta::numElements() const {
   std::size_t n = 1;

@@ -17,8 +17,15 @@ using collectives::ReduceOp;
 
 // Codes run from 0 to RemoveProcessSet, the last (OpRequest::decode checks the range): append.
 enum class OpType : uint8_t {
-  Allreduce, Allgather, Broadcast, Alltoall, Reducescatter, Barrier, Join,
-  AddProcessSet, RemoveProcessSet
+  Allreduce,
+  Allgather,
+  Broadcast,
+  Alltoall,
+  Reducescatter,
+  Barrier,
+  Join,
+  AddProcessSet,
+  RemoveProcessSet
 };
 const char* opTypeName(OpType t);
 // The timeline's names, Horovod's (tools that read its timelines look for them): a tensor's row

@@ -56,13 +56,20 @@ void Timeline::record(const std::vector<Event>& events) {
   for (const auto& e : events) {
     auto [row, fresh] = rows_.try_emplace(e.tensor, static_cast<int>(rows_.size()));
     if (fresh)
-      add({{"name", "thread_name"}, {"ph", "M"}, {"pid", rank_}, {"tid", row->second},
+      add({{"name", "thread_name"},
+           {"ph", "M"},
+           {"pid", rank_},
+           {"tid", row->second},
            {"args", {{"name", e.tensor}}}});
     auto us = [&](Time t) {
       return std::chrono::duration_cast<std::chrono::microseconds>(t - origin_).count();
     };
-    add({{"name", e.phase}, {"ph", "X"}, {"pid", rank_}, {"tid", row->second},
-         {"ts", us(e.begin)}, {"dur", us(e.end) - us(e.begin)},
+    add({{"name", e.phase},
+         {"ph", "X"},
+         {"pid", rank_},
+         {"tid", row->second},
+         {"ts", us(e.begin)},
+         {"dur", us(e.end) - us(e.begin)},
          {"args", {{"tensor", e.tensor}, {"bytes", e.bytes}}}});
   }
   append(text);
@@ -72,8 +79,8 @@ void Timeline::markCycle(Time at) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (fd_ < 0) return;
   auto us = std::chrono::duration_cast<std::chrono::microseconds>(at - origin_).count();
-  nlohmann::json e = {{"name", "CYCLE_START"}, {"ph", "i"}, {"s", "g"}, {"pid", rank_},
-                      {"tid", 0},              {"ts", us}};
+  nlohmann::json e = {{"name", "CYCLE_START"}, {"ph", "i"}, {"s", "g"},
+                      {"pid", rank_},          {"tid", 0},  {"ts", us}};
   append((first_ ? "\n" : ",\n") + e.dump());
   first_ = false;
 }

@@ -1,10 +1,9 @@
 // A Chrome-trace / Perfetto timeline (open it in ui.perfetto.dev or chrome://tracing): one row
 // per tensor name, one complete event per phase (NEGOTIATE, MEMCPY_IN_FUSION_BUFFER, the
-// collective, MEMCPY_OUT_FUSION_BUFFER), and optionally CYCLE_START marks. The file is valid JSON after every write: each batch of
-// events replaces the closing "]" in one pwrite, so a job stopped by Ctrl-C or SIGKILL leaves a
-// file that parses.
-// Thread model: start/stop from any thread; record from the engine thread; a mutex guards the
-// file.
+// collective, MEMCPY_OUT_FUSION_BUFFER), and optionally CYCLE_START marks. The file is valid JSON
+// after every write: each batch of events replaces the closing "]" in one pwrite, so a job stopped
+// by Ctrl-C or SIGKILL leaves a file that parses. Thread model: start/stop from any thread; record
+// from the engine thread; a mutex guards the file.
 #pragma once
 
 #include <chrono>

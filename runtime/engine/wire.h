@@ -56,8 +56,8 @@ class Reader {
     static_assert(std::is_unsigned_v<Code>);
     auto code = get<Code>();
     if (code > static_cast<Code>(last))
-      throw InternalError(detail::concat("control message: unknown ", what, " code ",
-                                         static_cast<uint64_t>(code)));
+      throw InternalError(
+          detail::concat("control message: unknown ", what, " code ", static_cast<uint64_t>(code)));
     return static_cast<E>(code);
   }
   std::string getString() {
@@ -80,8 +80,8 @@ class Reader {
  private:
   void need(std::size_t n) const {
     if (static_cast<std::size_t>(end_ - p_) < n)
-      throw InternalError(detail::concat("control message truncated: need ", n, " bytes, ",
-                                         end_ - p_, " left"));
+      throw InternalError(
+          detail::concat("control message truncated: need ", n, " bytes, ", end_ - p_, " left"));
   }
   const char* p_;
   const char* end_;

@@ -11,20 +11,20 @@
 //                       with each distinct CPU list of the process's threads (/proc/self/task)
 #include <hvd/hvd.h>
 
+#include <dirent.h>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <dirent.h>
 #include <fstream>
-#include <set>
-#include <thread>
-#include <condition_variable>
 #include <mutex>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -34,21 +34,36 @@ int fail(const char* what, hvd_status s) {
   return 1;
 }
 
-#define CALL(x)                            \
-  do {                                     \
-    hvd_status s_ = (x);                   \
+#define CALL(x)                                 \
+  do {                                          \
+    hvd_status s_ = (x);                        \
     if (s_ != HVD_SUCCESS) return fail(#x, s_); \
   } while (0)
 
 int printEnv() {
-  const char* names[] = {"HVD_RANK", "HVD_SIZE", "HVD_LOCAL_RANK", "HVD_LOCAL_SIZE",
-                         "HVD_CROSS_RANK", "HVD_CROSS_SIZE", "HVD_HOSTNAME", "HOROVOD_RANK",
-                         "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-                         "HVD_FUSION_THRESHOLD", "HVD_CYCLE_TIME", "HVD_CACHE_CAPACITY",
-                         "HVD_TIMELINE", "HVD_STALL_CHECK_DISABLE", "HVD_LOG_LEVEL",
-                         "HVD_HIERARCHICAL_ALLREDUCE", "HVD_HIERARCHICAL_ALLGATHER"};
+  const char* names[] = {"HVD_RANK",
+                         "HVD_SIZE",
+                         "HVD_LOCAL_RANK",
+                         "HVD_LOCAL_SIZE",
+                         "HVD_CROSS_RANK",
+                         "HVD_CROSS_SIZE",
+                         "HVD_HOSTNAME",
+                         "HOROVOD_RANK",
+                         "RANK",
+                         "WORLD_SIZE",
+                         "LOCAL_RANK",
+                         "LOCAL_WORLD_SIZE",
+                         "HVD_FUSION_THRESHOLD",
+                         "HVD_CYCLE_TIME",
+                         "HVD_CACHE_CAPACITY",
+                         "HVD_TIMELINE",
+                         "HVD_STALL_CHECK_DISABLE",
+                         "HVD_LOG_LEVEL",
+                         "HVD_HIERARCHICAL_ALLREDUCE",
+                         "HVD_HIERARCHICAL_ALLGATHER"};
   std::string line;
-  for (const char* n : names) line += std::string(n) + "=" + (std::getenv(n) ? std::getenv(n) : "") + " ";
+  for (const char* n : names)
+    line += std::string(n) + "=" + (std::getenv(n) ? std::getenv(n) : "") + " ";
   std::printf("%s\n", line.c_str());
   return 0;
 }
@@ -184,19 +199,24 @@ int main(int argc, char** argv) {
   }
   CALL(hvd_init());
   int rc = 2;
-  if (mode == "allreduce" && argc > 2) rc = allreduce(std::strtoul(argv[2], nullptr, 10));
-  else if (mode == "broadcast" && argc > 2) rc = broadcast(std::atoi(argv[2]));
-  else if (mode == "loop") rc = loop();
-  else if (mode == "die" && argc > 2) rc = dieInAllreduce(std::atoi(argv[2]));
+  if (mode == "allreduce" && argc > 2)
+    rc = allreduce(std::strtoul(argv[2], nullptr, 10));
+  else if (mode == "broadcast" && argc > 2)
+    rc = broadcast(std::atoi(argv[2]));
+  else if (mode == "loop")
+    rc = loop();
+  else if (mode == "die" && argc > 2)
+    rc = dieInAllreduce(std::atoi(argv[2]));
   else if (mode == "reinit" && argc > 2) {
     for (int round = 0, rounds = std::atoi(argv[2]); round < rounds && rc != 1; ++round) {
       rc = allreduce(1000);
       CALL(hvd_shutdown());
       CALL(hvd_init());
     }
-  }
-  else std::fprintf(stderr, "usage: e2e_worker env | allreduce COUNT | broadcast ROOT | loop | "
-                    "reinit ROUNDS | affinity\n");
+  } else
+    std::fprintf(stderr,
+                 "usage: e2e_worker env | allreduce COUNT | broadcast ROOT | loop | "
+                 "reinit ROUNDS | affinity\n");
   if (rc == 0) CALL(hvd_barrier());
   CALL(hvd_shutdown());
   return rc;

@@ -50,7 +50,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
       responseList(bytes);
     else
       requestList(bytes);
-  } catch (const hvd::InternalError&) {
-  }
+  } catch (const hvd::InternalError&) {}
   return 0;
 }

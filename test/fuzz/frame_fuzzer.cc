@@ -32,12 +32,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     at += announced;
     try {
       rendezvous::protocol::decodeRequest(body, "fuzz-peer");
-    } catch (const IoError&) {
-    }
+    } catch (const IoError&) {}
     try {
       rendezvous::protocol::decodeResponse(body, "fuzz-peer");
-    } catch (const IoError&) {
-    }
+    } catch (const IoError&) {}
   }
   return 0;
 }

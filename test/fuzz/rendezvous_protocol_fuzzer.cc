@@ -30,12 +30,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   try {
     Request r = decodeRequest(bytes, "fuzz-peer");
     if (!sameRequest(r, decodeRequest(encode(r), "fuzz-peer"))) abort();
-  } catch (const hvd::IoError&) {
-  }
+  } catch (const hvd::IoError&) {}
   try {
     Response r = decodeResponse(bytes, "fuzz-peer");
     if (!sameResponse(r, decodeResponse(encode(r), "fuzz-peer"))) abort();
-  } catch (const hvd::IoError&) {
-  }
+  } catch (const hvd::IoError&) {}
   return 0;
 }

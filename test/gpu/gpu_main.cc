@@ -1,8 +1,8 @@
 // The GPU tests' main: without a CUDA device they cannot run, so the program says so and exits
 // with 77, which CTest reports as "skipped" (SKIP_RETURN_CODE), not as passed.
 #define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
 #include <cuda_runtime_api.h>
+#include <catch2/catch.hpp>
 
 #include <cstdio>
 

@@ -1,7 +1,7 @@
 // GPU tensors through the engine: kernels, NCCL with one rank, host staging with several ranks
 // sharing one GPU (NCCL refuses that, so the engine falls back), and the errors.
-#include <catch2/catch.hpp>
 #include <cuda_runtime_api.h>
+#include <catch2/catch.hpp>
 
 #include <cmath>
 #include <cstring>
@@ -36,7 +36,9 @@ struct DeviceVector {
   template <typename U>
   static std::vector<U> readDevice(const void* p, std::size_t count) {
     std::vector<U> out(count);
-    if (count) HVD_ENFORCE(cudaMemcpy(out.data(), p, count * sizeof(U), cudaMemcpyDeviceToHost) == cudaSuccess);
+    if (count)
+      HVD_ENFORCE(cudaMemcpy(out.data(), p, count * sizeof(U), cudaMemcpyDeviceToHost) ==
+                  cudaSuccess);
     return out;
   }
   T* ptr = nullptr;
@@ -88,16 +90,16 @@ TEST_CASE("batched copy moves every job, aligned or not, across launches", "[gpu
   for (int i = 0; i < 300; ++i) {
     std::size_t b = sizes[i % sizes.size()], skew = i % 3;
     if (i % 2 == 0)
-      for (std::size_t k = 0; k < b; ++k)
-        wrong += out[offset + skew + k] != src[offset + skew + k];
+      for (std::size_t k = 0; k < b; ++k) wrong += out[offset + skew + k] != src[offset + skew + k];
     offset += b + 3;
   }
   REQUIRE(wrong == 0);
 }
 
 TEST_CASE("device scale and divide round as the host versions do", "[gpu]") {
-  for (DType dtype : {DType::UInt8, DType::Int8, DType::UInt16, DType::Int16, DType::Int32,
-                      DType::Int64, DType::Float16, DType::BFloat16, DType::Float32, DType::Float64}) {
+  for (DType dtype :
+       {DType::UInt8, DType::Int8, DType::UInt16, DType::Int16, DType::Int32, DType::Int64,
+        DType::Float16, DType::BFloat16, DType::Float32, DType::Float64}) {
     std::size_t n = 1000, bytes = n * collectives::dtypeSize(dtype);
     std::vector<uint8_t> host(bytes);
     std::vector<float> values(n);
@@ -130,64 +132,77 @@ TEST_CASE("one rank's GPU operations run through NCCL, fused, with NCCL phases i
           "[gpu]") {
   const std::string timeline = "gpu_test_timeline.json";
   std::remove(timeline.c_str());
-  auto outcome = test::runRuntimes(1, [&](Runtime& rt, int) -> std::string {
-    Problems p;
-    auto wait = [](Handle h) -> OpResult& { return h->wait(std::chrono::seconds(20)); };
-    rt.engine().startTimeline(timeline, false);
-    std::vector<float> v(1000);
-    std::iota(v.begin(), v.end(), 1.0f);
-    DeviceVector<float> in(v), out(std::vector<float>(1000, -1.0f));
-    Operation op = gpuOp(OpType::Allreduce, "scaled", in.ptr, DType::Float32, {1000});
-    op.outputs = {{out.ptr, DType::Float32, {1000}}};
-    op.prescale = 2.0;
-    op.postscale = 0.25;
-    wait(rt.engine().enqueue(op));
-    auto r = out.read();
-    for (std::size_t i = 0; i < v.size(); ++i) p.expect(r[i] == v[i] * 0.5f, "scaled allreduce");
-    // A grouped allreduce of 20 small tensors goes through the device fusion buffer.
-    std::vector<std::unique_ptr<DeviceVector<float>>> small;
-    Operation grouped;
-    grouped.type = OpType::Allreduce;
-    grouped.name = "grouped";
-    grouped.reduceOp = ReduceOp::Average;
-    grouped.device = DeviceId{0};
-    for (int i = 0; i < 20; ++i) {
-      small.push_back(std::make_unique<DeviceVector<float>>(std::vector<float>(17 + i, 1.0f * i)));
-      grouped.inputs.push_back({small.back()->ptr, DType::Float32, {17 + i}});
-    }
-    wait(rt.engine().enqueue(grouped));
-    for (int i = 0; i < 20; ++i)
-      p.expect(small[i]->read() == std::vector<float>(17 + i, 1.0f * i), "fused tensor " + std::to_string(i));
-    p.expect(rt.engine().stats().fusedTensors >= 20, "the 20 tensors were not fused");
-    // int16 has no NCCL type: its reduction is staged through host memory.
-    std::vector<int16_t> s16 = {-3, 7, 1000};
-    DeviceVector<int16_t> d16(s16);
-    Operation op16 = gpuOp(OpType::Allreduce, "int16", d16.ptr, DType::Int16, {3});
-    op16.reduceOp = ReduceOp::Max;
-    wait(rt.engine().enqueue(op16));
-    p.expect(d16.read() == s16, "int16 allreduce");
-    // uint16 neither: staged too, and compared as unsigned (65000 would be negative as int16).
-    std::vector<uint16_t> u16 = {65000, 7, 3};
-    DeviceVector<uint16_t> du16(u16);
-    Operation opU16 = gpuOp(OpType::Allreduce, "uint16", du16.ptr, DType::UInt16, {3});
-    opU16.reduceOp = ReduceOp::Max;
-    wait(rt.engine().enqueue(opU16));
-    p.expect(du16.read() == u16, "uint16 allreduce");
-    // Allgather returns device memory the result owns.
-    Handle gHandle = rt.engine().enqueue(gpuOp(OpType::Allgather, "gather", in.ptr, DType::Float32, {10, 100}));
-    OpResult& g = wait(gHandle);
-    p.expect(g.outputs.size() == 1 && g.outputs[0].shape == std::vector<int64_t>{10, 100}, "allgather shape");
-    p.expect(g.owned.size() == 1 && g.owned[0].device.index == 0, "allgather output on cuda:0");
-    p.expect(DeviceVector<float>::readDevice<float>(g.outputs[0].data, 1000) == v, "allgather values");
-    Handle rsHandle = rt.engine().enqueue(gpuOp(OpType::Reducescatter, "scatter", in.ptr, DType::Float32, {10, 100}));
-    OpResult& rs = wait(rsHandle);
-    p.expect(DeviceVector<float>::readDevice<float>(rs.outputs[0].data, 1000) == v, "reducescatter");
-    Handle a2aHandle = rt.engine().enqueue(gpuOp(OpType::Alltoall, "a2a", in.ptr, DType::Float32, {10, 100}));
-    OpResult& a2a = wait(a2aHandle);
-    p.expect(DeviceVector<float>::readDevice<float>(a2a.outputs[0].data, 1000) == v, "alltoall");
-    rt.engine().stopTimeline();
-    return p.text();
-  }, {{"HVD_FUSION_THRESHOLD", "67108864"}});
+  auto outcome = test::runRuntimes(
+      1,
+      [&](Runtime& rt, int) -> std::string {
+        Problems p;
+        auto wait = [](Handle h) -> OpResult& { return h->wait(std::chrono::seconds(20)); };
+        rt.engine().startTimeline(timeline, false);
+        std::vector<float> v(1000);
+        std::iota(v.begin(), v.end(), 1.0f);
+        DeviceVector<float> in(v), out(std::vector<float>(1000, -1.0f));
+        Operation op = gpuOp(OpType::Allreduce, "scaled", in.ptr, DType::Float32, {1000});
+        op.outputs = {{out.ptr, DType::Float32, {1000}}};
+        op.prescale = 2.0;
+        op.postscale = 0.25;
+        wait(rt.engine().enqueue(op));
+        auto r = out.read();
+        for (std::size_t i = 0; i < v.size(); ++i)
+          p.expect(r[i] == v[i] * 0.5f, "scaled allreduce");
+        // A grouped allreduce of 20 small tensors goes through the device fusion buffer.
+        std::vector<std::unique_ptr<DeviceVector<float>>> small;
+        Operation grouped;
+        grouped.type = OpType::Allreduce;
+        grouped.name = "grouped";
+        grouped.reduceOp = ReduceOp::Average;
+        grouped.device = DeviceId{0};
+        for (int i = 0; i < 20; ++i) {
+          small.push_back(
+              std::make_unique<DeviceVector<float>>(std::vector<float>(17 + i, 1.0f * i)));
+          grouped.inputs.push_back({small.back()->ptr, DType::Float32, {17 + i}});
+        }
+        wait(rt.engine().enqueue(grouped));
+        for (int i = 0; i < 20; ++i)
+          p.expect(small[i]->read() == std::vector<float>(17 + i, 1.0f * i),
+                   "fused tensor " + std::to_string(i));
+        p.expect(rt.engine().stats().fusedTensors >= 20, "the 20 tensors were not fused");
+        // int16 has no NCCL type: its reduction is staged through host memory.
+        std::vector<int16_t> s16 = {-3, 7, 1000};
+        DeviceVector<int16_t> d16(s16);
+        Operation op16 = gpuOp(OpType::Allreduce, "int16", d16.ptr, DType::Int16, {3});
+        op16.reduceOp = ReduceOp::Max;
+        wait(rt.engine().enqueue(op16));
+        p.expect(d16.read() == s16, "int16 allreduce");
+        // uint16 neither: staged too, and compared as unsigned (65000 would be negative as int16).
+        std::vector<uint16_t> u16 = {65000, 7, 3};
+        DeviceVector<uint16_t> du16(u16);
+        Operation opU16 = gpuOp(OpType::Allreduce, "uint16", du16.ptr, DType::UInt16, {3});
+        opU16.reduceOp = ReduceOp::Max;
+        wait(rt.engine().enqueue(opU16));
+        p.expect(du16.read() == u16, "uint16 allreduce");
+        // Allgather returns device memory the result owns.
+        Handle gHandle = rt.engine().enqueue(
+            gpuOp(OpType::Allgather, "gather", in.ptr, DType::Float32, {10, 100}));
+        OpResult& g = wait(gHandle);
+        p.expect(g.outputs.size() == 1 && g.outputs[0].shape == std::vector<int64_t>{10, 100},
+                 "allgather shape");
+        p.expect(g.owned.size() == 1 && g.owned[0].device.index == 0, "allgather output on cuda:0");
+        p.expect(DeviceVector<float>::readDevice<float>(g.outputs[0].data, 1000) == v,
+                 "allgather values");
+        Handle rsHandle = rt.engine().enqueue(
+            gpuOp(OpType::Reducescatter, "scatter", in.ptr, DType::Float32, {10, 100}));
+        OpResult& rs = wait(rsHandle);
+        p.expect(DeviceVector<float>::readDevice<float>(rs.outputs[0].data, 1000) == v,
+                 "reducescatter");
+        Handle a2aHandle =
+            rt.engine().enqueue(gpuOp(OpType::Alltoall, "a2a", in.ptr, DType::Float32, {10, 100}));
+        OpResult& a2a = wait(a2aHandle);
+        p.expect(DeviceVector<float>::readDevice<float>(a2a.outputs[0].data, 1000) == v,
+                 "alltoall");
+        rt.engine().stopTimeline();
+        return p.text();
+      },
+      {{"HVD_FUSION_THRESHOLD", "67108864"}});
   REQUIRE(join(outcome) == "");
   std::ifstream f(timeline);
   std::stringstream text;
@@ -204,7 +219,9 @@ TEST_CASE("ranks sharing one GPU fall back to host staging for every collective"
   auto outcome = test::runRuntimes(n, [&](Runtime& rt, int rank) -> std::string {
     Problems p;
     auto wait = [](Handle h) -> OpResult& { return h->wait(std::chrono::seconds(20)); };
-    auto read = [](const Tensor& t) { return DeviceVector<float>::readDevice<float>(t.data, t.numElements()); };
+    auto read = [](const Tensor& t) {
+      return DeviceVector<float>::readDevice<float>(t.data, t.numElements());
+    };
     // allreduce: sum of rank + i.
     std::vector<float> v(5000);
     for (std::size_t i = 0; i < v.size(); ++i) v[i] = rank + 0.5f * i;
@@ -220,11 +237,13 @@ TEST_CASE("ranks sharing one GPU fall back to host staging for every collective"
     p.expect(b.read() == std::vector<float>(7, 20.0f), "broadcast");
     // allgather with rank + 1 rows of 3
     DeviceVector<float> g(std::vector<float>(3 * (rank + 1), 1.0f * rank));
-    Handle grHandle = rt.engine().enqueue(gpuOp(OpType::Allgather, "gather", g.ptr, DType::Float32, {rank + 1, 3}));
+    Handle grHandle = rt.engine().enqueue(
+        gpuOp(OpType::Allgather, "gather", g.ptr, DType::Float32, {rank + 1, 3}));
     OpResult& gr = wait(grHandle);
     std::vector<float> expectG;
     for (int r = 0; r < n; ++r) expectG.insert(expectG.end(), 3 * (r + 1), 1.0f * r);
-    p.expect(gr.outputs[0].shape == std::vector<int64_t>{6, 3} && read(gr.outputs[0]) == expectG, "allgather");
+    p.expect(gr.outputs[0].shape == std::vector<int64_t>{6, 3} && read(gr.outputs[0]) == expectG,
+             "allgather");
     // alltoall: j + 1 rows of 2 to rank j, valued 10 * sender + receiver
     std::vector<float> send;
     std::vector<int64_t> splits;

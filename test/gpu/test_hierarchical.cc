@@ -2,8 +2,8 @@
 // GPU, on 3 "hosts" of 2 ranks whose ranks are not contiguous (host = rank % 3). The local stage
 // is host staging here, since ranks sharing a GPU cannot form an NCCL communicator; the stages'
 // offsets, the in-place reduce-scatter and allgather, and the scaling are what is checked.
-#include <catch2/catch.hpp>
 #include <cuda_runtime_api.h>
+#include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <sstream>
@@ -24,7 +24,8 @@ constexpr int kHosts = 3;
 template <typename T>
 std::vector<T> readBack(const void* p, std::size_t n) {
   std::vector<T> out(n);
-  if (n) HVD_ENFORCE(cudaMemcpy(out.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
+  if (n)
+    HVD_ENFORCE(cudaMemcpy(out.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
   return out;
 }
 
@@ -105,19 +106,29 @@ TEST_CASE("hierarchical allreduce: local reduce-scatter, cross allreduce, local 
     gpu::Stream stream(0);
     std::string& p = problems[me];
     // Sizes: nothing, fewer elements than local ranks, uneven parts, several ring segments.
-    for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{1001},
-                              std::size_t{300001}}) {
+    for (std::size_t count :
+         {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{1001}, std::size_t{300001}}) {
       for (bool inPlace : {true, false}) {
-        if (p.empty()) p = runCase<float>(h, {ReduceOp::Sum, count, inPlace}, DType::Float32, me, stream.get());
-        if (p.empty()) p = runCase<float>(h, {ReduceOp::Average, count, inPlace, 2.0, 0.5}, DType::Float32, me, stream.get());
-        if (p.empty()) p = runCase<int32_t>(h, {ReduceOp::Sum, count, inPlace, 3.0}, DType::Int32, me, stream.get());
+        if (p.empty())
+          p = runCase<float>(h, {ReduceOp::Sum, count, inPlace}, DType::Float32, me, stream.get());
+        if (p.empty())
+          p = runCase<float>(h, {ReduceOp::Average, count, inPlace, 2.0, 0.5}, DType::Float32, me,
+                             stream.get());
+        if (p.empty())
+          p = runCase<int32_t>(h, {ReduceOp::Sum, count, inPlace, 3.0}, DType::Int32, me,
+                               stream.get());
       }
     }
-    if (p.empty()) p = runCase<int32_t>(h, {ReduceOp::Average, 1001, false}, DType::Int32, me, stream.get());
+    if (p.empty())
+      p = runCase<int32_t>(h, {ReduceOp::Average, 1001, false}, DType::Int32, me, stream.get());
     // Min, Max and Product run flat.
-    if (p.empty()) p = runCase<int32_t>(h, {ReduceOp::Max, 1001, true}, DType::Int32, me, stream.get());
-    if (p.empty()) p = runCase<double>(h, {ReduceOp::Product, 17, true}, DType::Float64, me, stream.get());
-    if (p.empty()) p = runCase<int64_t>(h, {ReduceOp::Min, 5000, false, 3.0, 1.0}, DType::Int64, me, stream.get());
+    if (p.empty())
+      p = runCase<int32_t>(h, {ReduceOp::Max, 1001, true}, DType::Int32, me, stream.get());
+    if (p.empty())
+      p = runCase<double>(h, {ReduceOp::Product, 17, true}, DType::Float64, me, stream.get());
+    if (p.empty())
+      p = runCase<int64_t>(h, {ReduceOp::Min, 5000, false, 3.0, 1.0}, DType::Int64, me,
+                           stream.get());
     // Other operations run flat, over all six ranks.
     auto b = gpu::allocateOnDevice(0, 4 * sizeof(float));
     std::vector<float> mine(4, 1.0f * me);

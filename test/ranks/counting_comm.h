@@ -57,8 +57,7 @@ class CountingConnection : public collectives::Connection {
 
 // The same ranks as `comm`, counting into `traffic`. Its operations take their own sequence
 // numbers: use one of the two Comms at a time, in the same order on every rank.
-inline std::unique_ptr<collectives::Comm> countingComm(collectives::Comm& comm,
-                                                       Traffic& traffic) {
+inline std::unique_ptr<collectives::Comm> countingComm(collectives::Comm& comm, Traffic& traffic) {
   std::vector<std::shared_ptr<collectives::Connection>> links(comm.size());
   for (int r = 0; r < comm.size(); ++r)
     if (r != comm.rank()) links[r] = std::make_shared<CountingConnection>(comm.peer(r), traffic);

@@ -13,8 +13,8 @@ inline runtime::Operation allreduceOf(const std::string& name, std::vector<float
   runtime::Operation op;
   op.type = runtime::OpType::Allreduce;
   op.name = name;
-  op.inputs = {collectives::Tensor{v.data(), collectives::DType::Float32,
-                                   {static_cast<int64_t>(v.size())}}};
+  op.inputs = {
+      collectives::Tensor{v.data(), collectives::DType::Float32, {static_cast<int64_t>(v.size())}}};
   return op;
 }
 

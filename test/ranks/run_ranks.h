@@ -1,6 +1,6 @@
 // Runs N ranks as threads in this process, each with its own device (TCP on 127.0.0.1, or shared
-// memory) and one shared InMemoryStore (Gloo's BaseTest::spawn). runRanks rethrows the first rank's exception on
-// the calling thread. Catch2 assertions are not thread-safe: rank functions check with
+// memory) and one shared InMemoryStore (Gloo's BaseTest::spawn). runRanks rethrows the first rank's
+// exception on the calling thread. Catch2 assertions are not thread-safe: rank functions check with
 // HVD_ENFORCE or return results, and the test REQUIREs on the main thread.
 #pragma once
 
@@ -65,8 +65,7 @@ inline RankErrors runEachRank(int n, const std::function<void(collectives::Comm&
           device =
               collectives::tcp::TcpDevice::create("127.0.0.1", options.secret, 0, options.waits);
         else
-          device = collectives::shm::ShmDevice::create(
-              {options.shmRingBytes, options.waits.spins});
+          device = collectives::shm::ShmDevice::create({options.shmRingBytes, options.waits.spins});
         auto comm = device->connectAll(r, n, store, kTestTimeout, options.opTimeout);
         fn(*comm);
       } catch (...) {

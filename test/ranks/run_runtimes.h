@@ -63,7 +63,8 @@ inline std::vector<std::string> runRuntimesWith(int n, const RankFn& fn, const P
 inline std::vector<std::string> runRuntimes(int n, const RankFn& fn,
                                             std::map<std::string, std::string> extra = {},
                                             bool shutdown = true) {
-  return runRuntimesWith(n, fn, [&](int) { return extra; }, shutdown);
+  return runRuntimesWith(
+      n, fn, [&](int) { return extra; }, shutdown);
 }
 
 // Catches the error an expression throws and returns its message ("" when it does not throw).

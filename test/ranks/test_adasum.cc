@@ -47,7 +47,8 @@ std::vector<double> reference(int n, std::size_t count, DType t) {
   }
   while (level.size() > 1) {
     std::vector<std::vector<double>> next;
-    for (std::size_t k = 0; k < level.size(); k += 2) next.push_back(combine(level[k], level[k + 1]));
+    for (std::size_t k = 0; k < level.size(); k += 2)
+      next.push_back(combine(level[k], level[k + 1]));
     level = next;
   }
   return level[0];
@@ -55,10 +56,14 @@ std::vector<double> reference(int n, std::size_t count, DType t) {
 
 double adasumTolerance(DType t) {
   switch (t) {
-    case DType::Float16: return 2e-3;
-    case DType::BFloat16: return 1e-2;
-    case DType::Float32: return 1e-6;
-    default: return 1e-12;
+    case DType::Float16:
+      return 2e-3;
+    case DType::BFloat16:
+      return 1e-2;
+    case DType::Float32:
+      return 1e-6;
+    default:
+      return 1e-12;
   }
 }
 
@@ -68,31 +73,36 @@ TEST_CASE("adasum matches the pairwise tree, bit-identical on every rank", "[ada
   int n = GENERATE(1, 2, 4, 8);
   Transport transport = GENERATE(Transport::Tcp, Transport::Shm);
   INFO(nameOf(transport) << ", world size " << n);
-  REQUIRE_NOTHROW(runRanks(n, [n](Comm& comm) {
-    for (DType t : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16})
-      for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{5}, std::size_t{1000},
-                                std::size_t{70001}})
-        for (bool inPlace : {true, false}) {
-          std::vector<std::byte> in(count * dtypeSize(t) + 1), out(in.size());
-          for (std::size_t i = 0; i < count; ++i) setElement(in.data(), t, i, input(comm.rank(), i));
-          void* dst = inPlace ? in.data() : out.data();
-          allreduce(comm, in.data(), dst, count, t, ReduceOp::Adasum, {});
-          auto want = reference(n, count, t);
-          for (std::size_t i = 0; i < count; ++i) {
-            double got = getElement(dst, t, i);
-            HVD_ENFORCE(std::abs(got - want[i]) <= adasumTolerance(t) * (1 + std::abs(want[i])),
-                        "adasum n=", n, " ", dtypeName(t), " count=", count, " element ", i,
-                        " is ", got, ", want ", want[i]);
-          }
-          // Rank 0's result, passed round, equals this rank's byte for byte.
-          std::vector<std::byte> first(count * dtypeSize(t));
-          if (comm.rank() == 0 && count) std::memcpy(first.data(), dst, first.size());
-          allreduce(comm, first.data(), first.data(), first.size(), DType::UInt8, ReduceOp::Max, {});
-          HVD_ENFORCE(count == 0 || std::memcmp(first.data(), dst, first.size()) == 0,
-                      "adasum n=", n, " ", dtypeName(t), " count=", count,
-                      ": ranks ended with different bytes");
-        }
-  }, over(transport)));
+  REQUIRE_NOTHROW(runRanks(
+      n,
+      [n](Comm& comm) {
+        for (DType t : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16})
+          for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{5},
+                                    std::size_t{1000}, std::size_t{70001}})
+            for (bool inPlace : {true, false}) {
+              std::vector<std::byte> in(count * dtypeSize(t) + 1), out(in.size());
+              for (std::size_t i = 0; i < count; ++i)
+                setElement(in.data(), t, i, input(comm.rank(), i));
+              void* dst = inPlace ? in.data() : out.data();
+              allreduce(comm, in.data(), dst, count, t, ReduceOp::Adasum, {});
+              auto want = reference(n, count, t);
+              for (std::size_t i = 0; i < count; ++i) {
+                double got = getElement(dst, t, i);
+                HVD_ENFORCE(std::abs(got - want[i]) <= adasumTolerance(t) * (1 + std::abs(want[i])),
+                            "adasum n=", n, " ", dtypeName(t), " count=", count, " element ", i,
+                            " is ", got, ", want ", want[i]);
+              }
+              // Rank 0's result, passed round, equals this rank's byte for byte.
+              std::vector<std::byte> first(count * dtypeSize(t));
+              if (comm.rank() == 0 && count) std::memcpy(first.data(), dst, first.size());
+              allreduce(comm, first.data(), first.data(), first.size(), DType::UInt8, ReduceOp::Max,
+                        {});
+              HVD_ENFORCE(count == 0 || std::memcmp(first.data(), dst, first.size()) == 0,
+                          "adasum n=", n, " ", dtypeName(t), " count=", count,
+                          ": ranks ended with different bytes");
+            }
+      },
+      over(transport)));
 }
 
 TEST_CASE("adasum averages equal vectors, adds orthogonal ones and scales", "[adasum]") {
@@ -103,8 +113,10 @@ TEST_CASE("adasum averages equal vectors, adds orthogonal ones and scales", "[ad
     std::vector<double> axis(2, 0.0);
     axis[comm.rank()] = 3.0;
     adasumAllreduce(comm, axis.data(), axis.data(), 2, DType::Float64, 0.5, 4.0);
-    HVD_ENFORCE(axis == (std::vector<double>{6.0, 6.0}), "orthogonal vectors: not their sum, "
-                "prescaled by 0.5 and postscaled by 4: ", axis[0], " ", axis[1]);
+    HVD_ENFORCE(axis == (std::vector<double>{6.0, 6.0}),
+                "orthogonal vectors: not their sum, "
+                "prescaled by 0.5 and postscaled by 4: ",
+                axis[0], " ", axis[1]);
     std::vector<float> zero(4, comm.rank() == 0 ? 0.0f : 2.0f);  // a joined rank's zeros
     adasumAllreduce(comm, zero.data(), zero.data(), 4, DType::Float32);
     HVD_ENFORCE(zero == std::vector<float>(4, 2.0f), "a zero vector changes nothing");

@@ -23,8 +23,8 @@ enum class Layout { Flat, OneRankPerHost };
 // What each rank sent in one allreduce (a sum of `count` floats) with `options` over n ranks.
 // OneRankPerHost runs the hierarchical form with hosts of one rank, whose stage across hosts
 // is a flat allreduce over all ranks.
-std::vector<Traffic> trafficOf(int n, const AllreduceOptions& options,
-                               Layout layout = Layout::Flat, std::size_t count = kCount) {
+std::vector<Traffic> trafficOf(int n, const AllreduceOptions& options, Layout layout = Layout::Flat,
+                               std::size_t count = kCount) {
   std::vector<Traffic> byRank(n);
   runRanks(n, [&](Comm& comm) {
     auto counting = countingComm(comm, byRank[comm.rank()]);
@@ -35,16 +35,16 @@ std::vector<Traffic> trafficOf(int n, const AllreduceOptions& options,
         all.push_back(r);
         hosts.push_back({r});
       }
-      counting->setHierarchy({counting->subset({comm.rank()}), counting->subset(all), hosts,
-                              true, false});
+      counting->setHierarchy(
+          {counting->subset({comm.rank()}), counting->subset(all), hosts, true, false});
     }
     std::vector<float> data(count);
     for (std::size_t i = 0; i < count; ++i) data[i] = float(comm.rank() + i % 7);
     allreduce(*counting, data.data(), data.data(), count, DType::Float32, ReduceOp::Sum, options);
     for (std::size_t i = 0; i < count; ++i) {
       float want = float(n * (i % 7) + n * (n - 1) / 2);
-      HVD_ENFORCE(data[i] == want, allreduceAlgorithmName(options.algorithm), " n=", n,
-                  " rank ", comm.rank(), ": element ", i, " is ", data[i], ", want ", want);
+      HVD_ENFORCE(data[i] == want, allreduceAlgorithmName(options.algorithm), " n=", n, " rank ",
+                  comm.rank(), ": element ", i, " is ", data[i], ", want ", want);
     }
   });
   return byRank;
@@ -81,8 +81,7 @@ void requireTraffic(const std::vector<Traffic>& got, const std::vector<Traffic>&
 TEST_CASE("each forced allreduce algorithm sends its own traffic", "[allreduce]") {
   SECTION("ring") { requireTraffic(trafficOf(4, forcing(AllreduceAlgorithm::Ring)), ringOf4()); }
   SECTION("recursive doubling, also above the ring threshold") {
-    requireTraffic(trafficOf(4, forcing(AllreduceAlgorithm::RecursiveDoubling, 0)),
-                   doublingOf4());
+    requireTraffic(trafficOf(4, forcing(AllreduceAlgorithm::RecursiveDoubling, 0)), doublingOf4());
   }
   SECTION("rabenseifner") {
     requireTraffic(trafficOf(4, forcing(AllreduceAlgorithm::Rabenseifner)), rabenseifnerOf4());
@@ -102,13 +101,12 @@ TEST_CASE("each forced allreduce algorithm sends its own traffic", "[allreduce]"
 TEST_CASE("rabenseifner folds neighbouring pairs for a non-power of two", "[allreduce]") {
   // n = 6: ranks 0 and 2 hand their 4000 bytes to 1 and 3 and get the result back; 1, 3, 4
   // and 5 halve and double as four ranks (0..3), 1 and 3 also sending the result back.
-  requireTraffic(trafficOf(6, forcing(AllreduceAlgorithm::Rabenseifner)),
-                 {{1, 4000, {1}},
-                  {5, 10000, {0, 3, 4}},
-                  {1, 4000, {3}},
-                  {5, 10000, {1, 2, 5}},
-                  {4, 6000, {1, 5}},
-                  {4, 6000, {3, 4}}});
+  requireTraffic(trafficOf(6, forcing(AllreduceAlgorithm::Rabenseifner)), {{1, 4000, {1}},
+                                                                           {5, 10000, {0, 3, 4}},
+                                                                           {1, 4000, {3}},
+                                                                           {5, 10000, {1, 2, 5}},
+                                                                           {4, 6000, {1, 5}},
+                                                                           {4, 6000, {3, 4}}});
 }
 
 TEST_CASE("rabenseifner sends no message for a block left empty", "[allreduce]") {

@@ -25,9 +25,9 @@ using namespace hvd::test;
 namespace {
 
 constexpr std::size_t kSegmentBytes = 1024;  // small, to reach multi-segment paths
-constexpr AllreduceAlgorithm kForcedAlgorithms[] = {
-    AllreduceAlgorithm::Ring, AllreduceAlgorithm::RecursiveDoubling,
-    AllreduceAlgorithm::Rabenseifner};
+constexpr AllreduceAlgorithm kForcedAlgorithms[] = {AllreduceAlgorithm::Ring,
+                                                    AllreduceAlgorithm::RecursiveDoubling,
+                                                    AllreduceAlgorithm::Rabenseifner};
 constexpr ReduceOp kAllOps[] = {ReduceOp::Sum, ReduceOp::Average, ReduceOp::Min, ReduceOp::Max,
                                 ReduceOp::Product};
 
@@ -64,7 +64,8 @@ void allreduceMatrix(Comm& comm, const AllreduceOptions& options, const char* al
         for (bool inPlace : {true, false}) {
           std::size_t bytes = count * dtypeSize(t);
           std::vector<std::byte> in(bytes + 1), out(bytes + 1);
-          for (std::size_t i = 0; i < count; ++i) setElement(in.data(), t, i, fill(t, op, comm.rank(), i));
+          for (std::size_t i = 0; i < count; ++i)
+            setElement(in.data(), t, i, fill(t, op, comm.rank(), i));
           void* dst = inPlace ? in.data() : out.data();
           // The MiB payloads still cross many segments with 64 KiB ones; at 1 KiB they cost
           // thousands of messages each and most of the matrix's time, and test nothing more.
@@ -74,12 +75,12 @@ void allreduceMatrix(Comm& comm, const AllreduceOptions& options, const char* al
           for (std::size_t i = 0; i < count; ++i) {
             double got = getElement(dst, t, i), want = expected(t, op, n, i);
             HVD_ENFORCE(close(got, want, t), algorithm, " n=", n, " rank=", comm.rank(), " ",
-                        dtypeName(t), " ", reduceOpName(op), " count=", count,
-                        " inPlace=", inPlace, ": element ", i, " is ", got, ", want ", want);
+                        dtypeName(t), " ", reduceOpName(op), " count=", count, " inPlace=", inPlace,
+                        ": element ", i, " is ", got, ", want ", want);
             if (!inPlace)
-              HVD_ENFORCE(getElement(in.data(), t, i) == fill(t, op, comm.rank(), i) ||
-                              t == DType::Bool,
-                          "out-of-place allreduce changed its input");
+              HVD_ENFORCE(
+                  getElement(in.data(), t, i) == fill(t, op, comm.rank(), i) || t == DType::Bool,
+                  "out-of-place allreduce changed its input");
           }
         }
     }
@@ -93,12 +94,15 @@ TEST_CASE("allreduce matrix: every dtype, op and count, in and out of place, bot
   Transport transport = GENERATE(Transport::Tcp, Transport::Shm);
   INFO(nameOf(transport));
   INFO("world size " << n);
-  REQUIRE_NOTHROW(runRanks(n, [](Comm& comm) {
-    AllreduceOptions ring{kSegmentBytes, 0};
-    AllreduceOptions doubling{kSegmentBytes, SIZE_MAX};
-    allreduceMatrix(comm, ring, "ring");
-    allreduceMatrix(comm, doubling, "recursive doubling", 0);
-  }, over(transport)));
+  REQUIRE_NOTHROW(runRanks(
+      n,
+      [](Comm& comm) {
+        AllreduceOptions ring{kSegmentBytes, 0};
+        AllreduceOptions doubling{kSegmentBytes, SIZE_MAX};
+        allreduceMatrix(comm, ring, "ring");
+        allreduceMatrix(comm, doubling, "recursive doubling", 0);
+      },
+      over(transport)));
 }
 
 TEST_CASE("allreduce matrix through Rabenseifner's algorithm, any n up to 9, and 16",
@@ -109,32 +113,38 @@ TEST_CASE("allreduce matrix through Rabenseifner's algorithm, any n up to 9, and
   Transport transport = GENERATE(Transport::Tcp, Transport::Shm);
   INFO(nameOf(transport));
   INFO("world size " << n);
-  REQUIRE_NOTHROW(runRanks(n, [](Comm& comm) {
-    AllreduceOptions o{kSegmentBytes, 0};
-    o.algorithm = AllreduceAlgorithm::Rabenseifner;
-    allreduceMatrix(comm, o, "rabenseifner", kRabenseifnerLargestBytes);
-  }, over(transport)));
+  REQUIRE_NOTHROW(runRanks(
+      n,
+      [](Comm& comm) {
+        AllreduceOptions o{kSegmentBytes, 0};
+        o.algorithm = AllreduceAlgorithm::Rabenseifner;
+        allreduceMatrix(comm, o, "rabenseifner", kRabenseifnerLargestBytes);
+      },
+      over(transport)));
 }
 
 TEST_CASE("allreduce applies prescale and postscale factors", "[allreduce]") {
   int n = GENERATE(1, 3, 4, 6);
   Transport transport = GENERATE(Transport::Tcp, Transport::Shm);
   INFO(nameOf(transport));
-  REQUIRE_NOTHROW(runRanks(n, [n](Comm& comm) {
-    for (DType t : {DType::Float32, DType::Float64, DType::Float16, DType::Int32})
-      for (AllreduceAlgorithm a : kForcedAlgorithms) {
-        std::vector<std::byte> buf(300 * dtypeSize(t));
-        for (std::size_t i = 0; i < 300; ++i) setElement(buf.data(), t, i, 2.0 * (i % 5));
-        AllreduceOptions o{kSegmentBytes, 0, 0.5, 3.0, a};
-        allreduce(comm, buf.data(), buf.data(), 300, t, ReduceOp::Average, o);
-        for (std::size_t i = 0; i < 300; ++i) {
-          double want = (i % 5) * 3.0;  // (2x * 0.5) summed over n, divided by n, times 3
-          HVD_ENFORCE(close(getElement(buf.data(), t, i), want, t), allreduceAlgorithmName(a),
-                      " ", dtypeName(t), " element ", i, " is ", getElement(buf.data(), t, i),
-                      ", want ", want, " n=", n);
-        }
-      }
-  }, over(transport)));
+  REQUIRE_NOTHROW(runRanks(
+      n,
+      [n](Comm& comm) {
+        for (DType t : {DType::Float32, DType::Float64, DType::Float16, DType::Int32})
+          for (AllreduceAlgorithm a : kForcedAlgorithms) {
+            std::vector<std::byte> buf(300 * dtypeSize(t));
+            for (std::size_t i = 0; i < 300; ++i) setElement(buf.data(), t, i, 2.0 * (i % 5));
+            AllreduceOptions o{kSegmentBytes, 0, 0.5, 3.0, a};
+            allreduce(comm, buf.data(), buf.data(), 300, t, ReduceOp::Average, o);
+            for (std::size_t i = 0; i < 300; ++i) {
+              double want = (i % 5) * 3.0;  // (2x * 0.5) summed over n, divided by n, times 3
+              HVD_ENFORCE(close(getElement(buf.data(), t, i), want, t), allreduceAlgorithmName(a),
+                          " ", dtypeName(t), " element ", i, " is ", getElement(buf.data(), t, i),
+                          ", want ", want, " n=", n);
+            }
+          }
+      },
+      over(transport)));
 }
 
 TEST_CASE("a ring or Rabenseifner average equals the sum divided by the ranks, bit for bit",
@@ -147,27 +157,30 @@ TEST_CASE("a ring or Rabenseifner average equals the sum divided by the ranks, b
       GENERATE(AllreduceAlgorithm::Ring, AllreduceAlgorithm::Rabenseifner);
   Transport transport = GENERATE(Transport::Tcp, Transport::Shm);
   INFO(nameOf(transport) << " n=" << n << " " << allreduceAlgorithmName(algorithm));
-  REQUIRE_NOTHROW(runRanks(n, [n, algorithm](Comm& comm) {
-    const std::size_t count = 100003;
-    for (DType t : {DType::Float32, DType::Float64}) {
-      std::size_t size = dtypeSize(t);
-      std::vector<std::byte> in(count * size), sum(count * size), avg(count * size);
-      for (std::size_t i = 0; i < count; ++i)
-        setElement(in.data(), t, i, std::sin(0.37 * double(i) + comm.rank()) * 1e3 / 7.0);
-      AllreduceOptions o{kSegmentBytes, 0, 1.0, 1.0, algorithm};
-      allreduce(comm, in.data(), sum.data(), count, t, ReduceOp::Sum, o);
-      allreduce(comm, in.data(), avg.data(), count, t, ReduceOp::Average, o);
-      for (std::size_t i = 0; i < count; ++i) {
-        bool same = t == DType::Float32
-                        ? reinterpret_cast<float*>(avg.data())[i] ==
-                              reinterpret_cast<float*>(sum.data())[i] / float(n)
-                        : reinterpret_cast<double*>(avg.data())[i] ==
-                              reinterpret_cast<double*>(sum.data())[i] / double(n);
-        HVD_ENFORCE(same, dtypeName(t), " element ", i, ": average ",
-                    getElement(avg.data(), t, i), ", sum/n ", getElement(sum.data(), t, i) / n);
-      }
-    }
-  }, over(transport)));
+  REQUIRE_NOTHROW(runRanks(
+      n,
+      [n, algorithm](Comm& comm) {
+        const std::size_t count = 100003;
+        for (DType t : {DType::Float32, DType::Float64}) {
+          std::size_t size = dtypeSize(t);
+          std::vector<std::byte> in(count * size), sum(count * size), avg(count * size);
+          for (std::size_t i = 0; i < count; ++i)
+            setElement(in.data(), t, i, std::sin(0.37 * double(i) + comm.rank()) * 1e3 / 7.0);
+          AllreduceOptions o{kSegmentBytes, 0, 1.0, 1.0, algorithm};
+          allreduce(comm, in.data(), sum.data(), count, t, ReduceOp::Sum, o);
+          allreduce(comm, in.data(), avg.data(), count, t, ReduceOp::Average, o);
+          for (std::size_t i = 0; i < count; ++i) {
+            bool same = t == DType::Float32
+                            ? reinterpret_cast<float*>(avg.data())[i] ==
+                                  reinterpret_cast<float*>(sum.data())[i] / float(n)
+                            : reinterpret_cast<double*>(avg.data())[i] ==
+                                  reinterpret_cast<double*>(sum.data())[i] / double(n);
+            HVD_ENFORCE(same, dtypeName(t), " element ", i, ": average ",
+                        getElement(avg.data(), t, i), ", sum/n ", getElement(sum.data(), t, i) / n);
+          }
+        }
+      },
+      over(transport)));
 }
 
 namespace {
@@ -194,7 +207,8 @@ void attachHosts(Comm& comm, const Hosts& hosts, Staged staged) {
   int count = comm.size() / hosts.perHost;
   std::vector<std::string> hostOfRank;
   for (int r = 0; r < comm.size(); ++r)
-    hostOfRank.push_back("host" + std::to_string(hosts.interleaved ? r % count : r / hosts.perHost));
+    hostOfRank.push_back("host" +
+                         std::to_string(hosts.interleaved ? r % count : r / hosts.perHost));
   auto layout = runtime::HostLayout::of(hostOfRank);
   comm.setHierarchy({comm.subset(layout.localRanks(comm.rank())),
                      comm.subset(layout.crossRanks(comm.rank())), layout.ranksOf,
@@ -211,25 +225,28 @@ TEST_CASE("hierarchical allreduce matrix: hosts of several ranks, every dtype, o
   Hosts hosts = GENERATE(Hosts{4, 2, true, Transport::Tcp}, Hosts{6, 3, false, Transport::Tcp},
                          Hosts{6, 2, true, Transport::Shm}, Hosts{3, 1, false, Transport::Tcp});
   INFO(hosts);
-  REQUIRE_NOTHROW(runRanks(hosts.ranks, [&](Comm& comm) {
-    attachHosts(comm, hosts, Staged::Allreduce);
-    // The threshold picks the algorithm of the stage across hosts.
-    allreduceMatrix(comm, AllreduceOptions{kSegmentBytes, 0}, "hierarchical, ring across");
-    allreduceMatrix(comm, AllreduceOptions{kSegmentBytes, SIZE_MAX},
-                    "hierarchical, recursive doubling across", 0);
-    allreduceMatrix(comm, AllreduceOptions{kSegmentBytes, 0, 1.0, 1.0,
-                                           AllreduceAlgorithm::Rabenseifner},
-                    "hierarchical, rabenseifner across", 0);
-    for (AllreduceAlgorithm a : kForcedAlgorithms) {
-      std::vector<float> buf(301);
-      for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = 2.0f * (i % 5);
-      AllreduceOptions o{kSegmentBytes, 0, 0.5, 3.0, a};
-      allreduce(comm, buf.data(), buf.data(), buf.size(), DType::Float32, ReduceOp::Average, o);
-      for (std::size_t i = 0; i < buf.size(); ++i)
-        HVD_ENFORCE(buf[i] == (i % 5) * 3.0f, "scaled hierarchical average: element ", i,
-                    " is ", buf[i], ", want ", (i % 5) * 3.0f);
-    }
-  }, over(hosts.transport)));
+  REQUIRE_NOTHROW(runRanks(
+      hosts.ranks,
+      [&](Comm& comm) {
+        attachHosts(comm, hosts, Staged::Allreduce);
+        // The threshold picks the algorithm of the stage across hosts.
+        allreduceMatrix(comm, AllreduceOptions{kSegmentBytes, 0}, "hierarchical, ring across");
+        allreduceMatrix(comm, AllreduceOptions{kSegmentBytes, SIZE_MAX},
+                        "hierarchical, recursive doubling across", 0);
+        allreduceMatrix(
+            comm, AllreduceOptions{kSegmentBytes, 0, 1.0, 1.0, AllreduceAlgorithm::Rabenseifner},
+            "hierarchical, rabenseifner across", 0);
+        for (AllreduceAlgorithm a : kForcedAlgorithms) {
+          std::vector<float> buf(301);
+          for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = 2.0f * (i % 5);
+          AllreduceOptions o{kSegmentBytes, 0, 0.5, 3.0, a};
+          allreduce(comm, buf.data(), buf.data(), buf.size(), DType::Float32, ReduceOp::Average, o);
+          for (std::size_t i = 0; i < buf.size(); ++i)
+            HVD_ENFORCE(buf[i] == (i % 5) * 3.0f, "scaled hierarchical average: element ", i,
+                        " is ", buf[i], ", want ", (i % 5) * 3.0f);
+        }
+      },
+      over(hosts.transport)));
   if (hosts.perHost == 1) return;  // the runtime leaves hosts of one rank flat
   // Left to the model (the runtime's default across hosts): a model whose NIC is slow next to
   // memory stages the middle sizes, so the matrix runs both forms on the same communicator.
@@ -237,15 +254,18 @@ TEST_CASE("hierarchical allreduce matrix: hosts of several ranks, every dtype, o
   model.interHost = {100e-6, 1e8};
   model.ranksPerHost = hosts.perHost;
   std::atomic<int> stagedSizes = 0;
-  REQUIRE_NOTHROW(runRanks(hosts.ranks, [&](Comm& comm) {
-    attachHosts(comm, hosts, Staged::ByModel);
-    AllreduceOptions o{kSegmentBytes};
-    o.model = &model;
-    if (comm.rank() == 0)
-      for (std::size_t bytes : {std::size_t{4}, std::size_t{4096}, std::size_t{1} << 20})
-        stagedSizes += runsHierarchicalAllreduce(comm, bytes, o);
-    allreduceMatrix(comm, o, "hierarchical by the cost model");
-  }, over(hosts.transport)));
+  REQUIRE_NOTHROW(runRanks(
+      hosts.ranks,
+      [&](Comm& comm) {
+        attachHosts(comm, hosts, Staged::ByModel);
+        AllreduceOptions o{kSegmentBytes};
+        o.model = &model;
+        if (comm.rank() == 0)
+          for (std::size_t bytes : {std::size_t{4}, std::size_t{4096}, std::size_t{1} << 20})
+            stagedSizes += runsHierarchicalAllreduce(comm, bytes, o);
+        allreduceMatrix(comm, o, "hierarchical by the cost model");
+      },
+      over(hosts.transport)));
   // The model takes consecutive ranks to share a host; interleaved, it may keep all sizes flat.
   if (!hosts.interleaved) CHECK(stagedSizes > 0);
 }
@@ -254,21 +274,26 @@ TEST_CASE("broadcast from every root, tree and pipelined chain", "[broadcast]") 
   int n = GENERATE(1, 2, 3, 4, 7);
   Transport transport = GENERATE(Transport::Tcp, Transport::Shm);
   INFO(nameOf(transport));
-  REQUIRE_NOTHROW(runRanks(n, [n](Comm& comm) {
-    for (BroadcastOptions options : {BroadcastOptions{SIZE_MAX, kSegmentBytes},
-                                     BroadcastOptions{0, kSegmentBytes}})
-      for (std::size_t bytes : {std::size_t{0}, std::size_t{1}, std::size_t{4097}, std::size_t{3u << 20}})
-        for (int root = 0; root < n; ++root) {
-          std::vector<uint8_t> buf(bytes, 0xEE);
-          if (comm.rank() == root)
-            for (std::size_t i = 0; i < bytes; ++i) buf[i] = static_cast<uint8_t>(i * 31 + root);
-          Tensor t{buf.data(), DType::UInt8, {static_cast<int64_t>(bytes)}};
-          broadcast(comm, t, root, options);
-          for (std::size_t i = 0; i < bytes; ++i)
-            HVD_ENFORCE(buf[i] == static_cast<uint8_t>(i * 31 + root), "root ", root, " bytes ",
-                        bytes, ": byte ", i, " wrong on rank ", comm.rank());
-        }
-  }, over(transport)));
+  REQUIRE_NOTHROW(runRanks(
+      n,
+      [n](Comm& comm) {
+        for (BroadcastOptions options :
+             {BroadcastOptions{SIZE_MAX, kSegmentBytes}, BroadcastOptions{0, kSegmentBytes}})
+          for (std::size_t bytes :
+               {std::size_t{0}, std::size_t{1}, std::size_t{4097}, std::size_t{3u << 20}})
+            for (int root = 0; root < n; ++root) {
+              std::vector<uint8_t> buf(bytes, 0xEE);
+              if (comm.rank() == root)
+                for (std::size_t i = 0; i < bytes; ++i)
+                  buf[i] = static_cast<uint8_t>(i * 31 + root);
+              Tensor t{buf.data(), DType::UInt8, {static_cast<int64_t>(bytes)}};
+              broadcast(comm, t, root, options);
+              for (std::size_t i = 0; i < bytes; ++i)
+                HVD_ENFORCE(buf[i] == static_cast<uint8_t>(i * 31 + root), "root ", root, " bytes ",
+                            bytes, ": byte ", i, " wrong on rank ", comm.rank());
+            }
+      },
+      over(transport)));
 }
 
 namespace {
@@ -305,7 +330,8 @@ void allgatherMatrix(Comm& comm, const char* algorithm) {
   for (std::size_t unit : {std::size_t{1}, std::size_t{3000}}) {
     std::vector<std::size_t> bytes;
     for (int r = 0; r < n; ++r) bytes.push_back(unit * ((r * 5 + 2) % 4));
-    std::size_t offset = std::accumulate(bytes.begin(), bytes.begin() + comm.rank(), std::size_t{0});
+    std::size_t offset =
+        std::accumulate(bytes.begin(), bytes.begin() + comm.rank(), std::size_t{0});
     std::vector<uint8_t> out(std::accumulate(bytes.begin(), bytes.end(), std::size_t{0}), 0xEE);
     for (std::size_t i = 0; i < bytes[comm.rank()]; ++i)
       out[offset + i] = static_cast<uint8_t>(comm.rank() * 37 + i);
@@ -325,7 +351,8 @@ TEST_CASE("allgather concatenates first dimensions that differ per rank", "[allg
   int n = GENERATE(1, 2, 3, 4, 7);
   Transport transport = GENERATE(Transport::Tcp, Transport::Shm);
   INFO(nameOf(transport));
-  REQUIRE_NOTHROW(runRanks(n, [](Comm& comm) { allgatherMatrix(comm, "ring"); }, over(transport)));
+  REQUIRE_NOTHROW(runRanks(
+      n, [](Comm& comm) { allgatherMatrix(comm, "ring"); }, over(transport)));
 }
 
 TEST_CASE("hierarchical allgather matrix: hosts of several ranks, contiguous and interleaved",
@@ -336,86 +363,99 @@ TEST_CASE("hierarchical allgather matrix: hosts of several ranks, contiguous and
                          Hosts{6, 2, true, Transport::Shm}, Hosts{6, 2, false, Transport::Shm},
                          Hosts{3, 1, false, Transport::Tcp});
   INFO(hosts);
-  REQUIRE_NOTHROW(runRanks(hosts.ranks, [&](Comm& comm) {
-    attachHosts(comm, hosts, Staged::Allgather);
-    allgatherMatrix(comm, "hierarchical allgather");
-  }, over(hosts.transport)));
+  REQUIRE_NOTHROW(runRanks(
+      hosts.ranks,
+      [&](Comm& comm) {
+        attachHosts(comm, hosts, Staged::Allgather);
+        allgatherMatrix(comm, "hierarchical allgather");
+      },
+      over(hosts.transport)));
 }
 
 TEST_CASE("alltoall with per-rank splits returns the received splits", "[alltoall]") {
   int n = GENERATE(1, 2, 3, 4, 7);
   Transport transport = GENERATE(Transport::Tcp, Transport::Shm);
   INFO(nameOf(transport));
-  REQUIRE_NOTHROW(runRanks(n, [n](Comm& comm) {
-    int r = comm.rank();
-    for (int64_t scale : {0, 1, 3000}) {
-      // rank r sends (r + j) % 3 * scale rows to rank j, plus one spare row it keeps unsent
-      std::vector<int64_t> splits;
-      for (int j = 0; j < n; ++j) splits.push_back((r + j) % 3 * scale);
-      int64_t rows = std::accumulate(splits.begin(), splits.end(), int64_t{0}) + 1;
-      const int64_t width = 2;
-      std::vector<int32_t> in(rows * width);
-      int64_t row = 0;
-      for (int j = 0; j < n; ++j)
-        for (int64_t k = 0; k < splits[j]; ++k, ++row)
-          for (int64_t c = 0; c < width; ++c) in[row * width + c] = r * 1000000 + j * 1000 + static_cast<int32_t>(k % 1000);
-      std::vector<int32_t> out;
-      auto result = alltoall(comm, {in.data(), DType::Int32, {rows, width}}, splits,
-                             [&](const std::vector<int64_t>& shape) {
-                               out.resize(shape[0] * shape[1] + 1);
-                               return out.data();
-                             });
-      std::size_t at = 0;
-      for (int j = 0; j < n; ++j) {
-        HVD_ENFORCE_EQ(result.receivedSplits[j], (j + r) % 3 * scale, "split from rank ", j);
-        for (int64_t k = 0; k < result.receivedSplits[j]; ++k)
-          for (int64_t c = 0; c < width; ++c, ++at)
-            HVD_ENFORCE_EQ(out[at], j * 1000000 + r * 1000 + static_cast<int32_t>(k % 1000),
-                           "row ", k, " from rank ", j, " on rank ", r);
-      }
-    }
-    // equal split by default
-    std::vector<int64_t> in(2 * n);
-    for (int j = 0; j < 2 * n; ++j) in[j] = r * 100 + j;
-    std::vector<int64_t> out(2 * n);
-    auto result = alltoall(comm, {in.data(), DType::Int64, {2 * n}}, {},
-                           [&](const std::vector<int64_t>&) { return out.data(); });
-    for (int j = 0; j < n; ++j) {
-      HVD_ENFORCE_EQ(result.receivedSplits[j], 2);
-      HVD_ENFORCE_EQ(out[2 * j], j * 100 + 2 * r);
-      HVD_ENFORCE_EQ(out[2 * j + 1], j * 100 + 2 * r + 1);
-    }
-  }, over(transport)));
+  REQUIRE_NOTHROW(runRanks(
+      n,
+      [n](Comm& comm) {
+        int r = comm.rank();
+        for (int64_t scale : {0, 1, 3000}) {
+          // rank r sends (r + j) % 3 * scale rows to rank j, plus one spare row it keeps unsent
+          std::vector<int64_t> splits;
+          for (int j = 0; j < n; ++j) splits.push_back((r + j) % 3 * scale);
+          int64_t rows = std::accumulate(splits.begin(), splits.end(), int64_t{0}) + 1;
+          const int64_t width = 2;
+          std::vector<int32_t> in(rows * width);
+          int64_t row = 0;
+          for (int j = 0; j < n; ++j)
+            for (int64_t k = 0; k < splits[j]; ++k, ++row)
+              for (int64_t c = 0; c < width; ++c)
+                in[row * width + c] = r * 1000000 + j * 1000 + static_cast<int32_t>(k % 1000);
+          std::vector<int32_t> out;
+          auto result = alltoall(comm, {in.data(), DType::Int32, {rows, width}}, splits,
+                                 [&](const std::vector<int64_t>& shape) {
+                                   out.resize(shape[0] * shape[1] + 1);
+                                   return out.data();
+                                 });
+          std::size_t at = 0;
+          for (int j = 0; j < n; ++j) {
+            HVD_ENFORCE_EQ(result.receivedSplits[j], (j + r) % 3 * scale, "split from rank ", j);
+            for (int64_t k = 0; k < result.receivedSplits[j]; ++k)
+              for (int64_t c = 0; c < width; ++c, ++at)
+                HVD_ENFORCE_EQ(out[at], j * 1000000 + r * 1000 + static_cast<int32_t>(k % 1000),
+                               "row ", k, " from rank ", j, " on rank ", r);
+          }
+        }
+        // equal split by default
+        std::vector<int64_t> in(2 * n);
+        for (int j = 0; j < 2 * n; ++j) in[j] = r * 100 + j;
+        std::vector<int64_t> out(2 * n);
+        auto result = alltoall(comm, {in.data(), DType::Int64, {2 * n}}, {},
+                               [&](const std::vector<int64_t>&) { return out.data(); });
+        for (int j = 0; j < n; ++j) {
+          HVD_ENFORCE_EQ(result.receivedSplits[j], 2);
+          HVD_ENFORCE_EQ(out[2 * j], j * 100 + 2 * r);
+          HVD_ENFORCE_EQ(out[2 * j + 1], j * 100 + 2 * r + 1);
+        }
+      },
+      over(transport)));
 }
 
 TEST_CASE("reducescatter gives each rank its reduced part", "[reducescatter]") {
   int n = GENERATE(1, 2, 3, 4, 7);
   Transport transport = GENERATE(Transport::Tcp, Transport::Shm);
   INFO(nameOf(transport));
-  REQUIRE_NOTHROW(runRanks(n, [n](Comm& comm) {
-    for (DType t : {DType::Int32, DType::Float32, DType::Float16, DType::BFloat16, DType::Int64})
-      for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Average})
-        for (int64_t rows : {int64_t{0}, int64_t{1}, int64_t{n - 1}, int64_t{2 * n + 1}, int64_t{70001}}) {
-          const int64_t width = 3;
-          std::vector<std::byte> in(rows * width * dtypeSize(t) + 1);
-          for (int64_t i = 0; i < rows * width; ++i) setElement(in.data(), t, i, fill(t, op, comm.rank(), i));
-          std::vector<std::byte> out;
-          Tensor result = reducescatter(comm, {in.data(), t, {rows, width}}, op,
-                                        [&](const std::vector<int64_t>& shape) {
-                                          out.resize(shape[0] * shape[1] * dtypeSize(t) + 1);
-                                          return out.data();
-                                        });
-          int64_t base = rows / n, extra = rows % n, r = comm.rank();
-          int64_t myRows = base + (r < extra ? 1 : 0), firstRow = r * base + std::min(r, extra);
-          HVD_ENFORCE_EQ(result.shape[0], myRows);
-          for (int64_t i = 0; i < myRows * width; ++i) {
-            std::size_t global = static_cast<std::size_t>(firstRow * width + i);
-            double got = getElement(out.data(), t, i), want = expected(t, op, n, global);
-            HVD_ENFORCE(close(got, want, t), dtypeName(t), " ", reduceOpName(op), " rows ", rows,
-                        " element ", i, ": ", got, " want ", want);
-          }
-        }
-  }, over(transport)));
+  REQUIRE_NOTHROW(runRanks(
+      n,
+      [n](Comm& comm) {
+        for (DType t :
+             {DType::Int32, DType::Float32, DType::Float16, DType::BFloat16, DType::Int64})
+          for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Average})
+            for (int64_t rows :
+                 {int64_t{0}, int64_t{1}, int64_t{n - 1}, int64_t{2 * n + 1}, int64_t{70001}}) {
+              const int64_t width = 3;
+              std::vector<std::byte> in(rows * width * dtypeSize(t) + 1);
+              for (int64_t i = 0; i < rows * width; ++i)
+                setElement(in.data(), t, i, fill(t, op, comm.rank(), i));
+              std::vector<std::byte> out;
+              Tensor result = reducescatter(comm, {in.data(), t, {rows, width}}, op,
+                                            [&](const std::vector<int64_t>& shape) {
+                                              out.resize(shape[0] * shape[1] * dtypeSize(t) + 1);
+                                              return out.data();
+                                            });
+              int64_t base = rows / n, extra = rows % n, r = comm.rank();
+              int64_t myRows = base + (r < extra ? 1 : 0), firstRow = r * base + std::min(r, extra);
+              HVD_ENFORCE_EQ(result.shape[0], myRows);
+              for (int64_t i = 0; i < myRows * width; ++i) {
+                std::size_t global = static_cast<std::size_t>(firstRow * width + i);
+                double got = getElement(out.data(), t, i), want = expected(t, op, n, global);
+                HVD_ENFORCE(close(got, want, t), dtypeName(t), " ", reduceOpName(op), " rows ",
+                            rows, " element ", i, ": ", got, " want ", want);
+              }
+            }
+      },
+      over(transport)));
 }
 
 TEST_CASE("invalid arguments name the bad value") {
@@ -428,46 +468,65 @@ TEST_CASE("invalid arguments name the bad value") {
     return std::string("no InvalidArgument");
   };
   int x[4] = {};
-  CHECK_THAT(failsWith(2, [&](Comm& c) { broadcast(c, Tensor{x, DType::Int32, {1}}, 2); }),
+  CHECK_THAT(failsWith(2,
+                       [&](Comm& c) {
+                         broadcast(c, Tensor{x, DType::Int32, {1}}, 2);
+                       }),
              Catch::Contains("root rank 2 is outside [0, 2)"));
-  CHECK_THAT(failsWith(2, [&](Comm& c) { broadcast(c, Tensor{x, DType::Int32, {1}}, -1); }),
+  CHECK_THAT(failsWith(2,
+                       [&](Comm& c) {
+                         broadcast(c, Tensor{x, DType::Int32, {1}}, -1);
+                       }),
              Catch::Contains("root rank -1"));
-  CHECK_THAT(failsWith(2, [&](Comm& c) {
-               int buf[4] = {};
-               alltoall(c, {buf, DType::Int32, {4}}, {3, 2}, [](auto&) { return nullptr; });
-             }),
-             Catch::Contains("splits sum to 5 rows but the first dimension is 4"));
-  CHECK_THAT(failsWith(2, [&](Comm& c) {
-               int buf[4] = {};
-               alltoall(c, {buf, DType::Int32, {4}}, {-1, 2}, [](auto&) { return nullptr; });
-             }),
-             Catch::Contains("negative split -1"));
-  CHECK_THAT(failsWith(3, [&](Comm& c) {
-               int buf[4] = {};
-               alltoall(c, {buf, DType::Int32, {4}}, {}, [](auto&) { return nullptr; });
-             }),
+  CHECK_THAT(
+      failsWith(2,
+                [&](Comm& c) {
+                  int buf[4] = {};
+                  alltoall(c, {buf, DType::Int32, {4}}, {3, 2}, [](auto&) { return nullptr; });
+                }),
+      Catch::Contains("splits sum to 5 rows but the first dimension is 4"));
+  CHECK_THAT(
+      failsWith(2,
+                [&](Comm& c) {
+                  int buf[4] = {};
+                  alltoall(c, {buf, DType::Int32, {4}}, {-1, 2}, [](auto&) { return nullptr; });
+                }),
+      Catch::Contains("negative split -1"));
+  CHECK_THAT(failsWith(3,
+                       [&](Comm& c) {
+                         int buf[4] = {};
+                         alltoall(c, {buf, DType::Int32, {4}}, {}, [](auto&) { return nullptr; });
+                       }),
              Catch::Contains("first dimension 4 does not divide into 3"));
-  CHECK_THAT(failsWith(2, [&](Comm& c) {
-               float v = 1;
-               reducescatter(c, {&v, DType::Float32, {}}, ReduceOp::Sum, [](auto&) { return nullptr; });
-             }),
+  CHECK_THAT(failsWith(2,
+                       [&](Comm& c) {
+                         float v = 1;
+                         reducescatter(c, {&v, DType::Float32, {}}, ReduceOp::Sum,
+                                       [](auto&) { return nullptr; });
+                       }),
              Catch::Contains("reducescatter: cannot scatter a scalar"));
-  CHECK_THAT(failsWith(2, [&](Comm& c) {
-               float v[2] = {};
-               reducescatter(c, {v, DType::Float32, {2}}, ReduceOp::Max, [](auto&) { return nullptr; });
-             }),
+  CHECK_THAT(failsWith(2,
+                       [&](Comm& c) {
+                         float v[2] = {};
+                         reducescatter(c, {v, DType::Float32, {2}}, ReduceOp::Max,
+                                       [](auto&) { return nullptr; });
+                       }),
              Catch::Contains("reduce op max is not supported"));
-  CHECK_THAT(failsWith(3, [&](Comm& c) {
-               std::vector<float> v(6);
-               int64_t width = c.rank() == 1 ? 3 : 2;
-               std::vector<float> out(100);
-               allgather(c, {v.data(), DType::Float32, {2, width}}, [&](auto&) { return out.data(); });
-             }),
-             Catch::Contains("ranks {1} have a different dtype or trailing dimensions"));
-  CHECK_THAT(failsWith(2, [&](Comm& c) {
-               uint8_t b[2] = {};
-               allreduce(c, b, b, 2, DType::Bool, ReduceOp::Average);
-             }),
+  CHECK_THAT(
+      failsWith(
+          3,
+          [&](Comm& c) {
+            std::vector<float> v(6);
+            int64_t width = c.rank() == 1 ? 3 : 2;
+            std::vector<float> out(100);
+            allgather(c, {v.data(), DType::Float32, {2, width}}, [&](auto&) { return out.data(); });
+          }),
+      Catch::Contains("ranks {1} have a different dtype or trailing dimensions"));
+  CHECK_THAT(failsWith(2,
+                       [&](Comm& c) {
+                         uint8_t b[2] = {};
+                         allreduce(c, b, b, 2, DType::Bool, ReduceOp::Average);
+                       }),
              Catch::Contains("average is not defined for dtype bool"));
 }
 
@@ -477,14 +536,17 @@ TEST_CASE("no rank leaves a barrier before every rank has entered it", "[barrier
   INFO(nameOf(transport));
   std::atomic<int> entered{0};
   std::atomic<int> early{0};
-  runRanks(n, [&](Comm& comm) {
-    for (int round = 1; round <= 3; ++round) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(comm.rank() * 3));
-      entered++;
-      barrier(comm);
-      if (entered.load() < round * n) early++;
-      barrier(comm);
-    }
-  }, over(transport));
+  runRanks(
+      n,
+      [&](Comm& comm) {
+        for (int round = 1; round <= 3; ++round) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(comm.rank() * 3));
+          entered++;
+          barrier(comm);
+          if (entered.load() < round * n) early++;
+          barrier(comm);
+        }
+      },
+      over(transport));
   REQUIRE(early.load() == 0);
 }

@@ -50,7 +50,8 @@ TEST_CASE("silent strangers on a rank's port delay nobody: handshakes run side b
   rendezvous::InMemoryStore store;
   std::exception_ptr e[3];
   auto timeout = std::chrono::seconds(3);
-  std::thread rank0([&] { e[0] = runRank(0, 3, store, "s", timeout, nullptr, std::chrono::seconds(10)); });
+  std::thread rank0(
+      [&] { e[0] = runRank(0, 3, store, "s", timeout, nullptr, std::chrono::seconds(10)); });
   uint16_t port = portOf(store.waitGet("tcp/0", std::chrono::seconds(5)));
   asio::io_context io;
   std::vector<asio::ip::tcp::socket> strangers;

@@ -24,8 +24,8 @@ struct ChannelPair {
     for (int r = 0; r < 2; ++r)
       t[r] = std::thread([&, r] {
         auto device = collectives::tcp::TcpDevice::create("127.0.0.1", "s");
-        comms[r] = device->connectAll(r, 2, store, std::chrono::seconds(5),
-                                      std::chrono::seconds(5));
+        comms[r] =
+            device->connectAll(r, 2, store, std::chrono::seconds(5), std::chrono::seconds(5));
       });
     for (auto& th : t) th.join();
     for (int r = 0; r < 2; ++r)
@@ -95,8 +95,8 @@ TEST_CASE("a message larger than the link buffers is queued: two sending at once
       auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
       while (got[r].empty() && std::chrono::steady_clock::now() < deadline) {
         for (auto& [peer, message] : channel.receive()) got[r] = std::move(message);
-        channel.waitForActivity(std::min(deadline, std::chrono::steady_clock::now() +
-                                                       std::chrono::milliseconds(10)));
+        channel.waitForActivity(
+            std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(10)));
       }
       channel.flush(deadline);
     });

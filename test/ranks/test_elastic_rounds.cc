@@ -17,12 +17,19 @@ namespace {
 
 Config elasticWorker(int id, int timeoutSeconds = 10) {
   // The environment's placement is the launch-time one; the round's replaces it.
-  return Config::fromParams(params::ParamValues::fromMap(
-      {{"HVD_RANK", "0"}, {"HVD_SIZE", "1"}, {"HVD_RENDEZVOUS_ADDR", "127.0.0.1"},
-       {"HVD_RENDEZVOUS_PORT", "1"}, {"HVD_SECRET", "s"}, {"HVD_JOB_ID", "job"},
-       {"HVD_ELASTIC", "1"}, {"HVD_WORKER_ID", std::to_string(id)},
-       {"HVD_ELASTIC_TIMEOUT", std::to_string(timeoutSeconds)}, {"HVD_TRANSPORT", "tcp"},
-       {"HVD_OP_TIMEOUT", "10"}, {"HVD_START_TIMEOUT", "10"}}));
+  return Config::fromParams(
+      params::ParamValues::fromMap({{"HVD_RANK", "0"},
+                                    {"HVD_SIZE", "1"},
+                                    {"HVD_RENDEZVOUS_ADDR", "127.0.0.1"},
+                                    {"HVD_RENDEZVOUS_PORT", "1"},
+                                    {"HVD_SECRET", "s"},
+                                    {"HVD_JOB_ID", "job"},
+                                    {"HVD_ELASTIC", "1"},
+                                    {"HVD_WORKER_ID", std::to_string(id)},
+                                    {"HVD_ELASTIC_TIMEOUT", std::to_string(timeoutSeconds)},
+                                    {"HVD_TRANSPORT", "tcp"},
+                                    {"HVD_OP_TIMEOUT", "10"},
+                                    {"HVD_START_TIMEOUT", "10"}}));
 }
 
 Topology placed(int rank, int size) {
@@ -55,8 +62,8 @@ std::vector<Outcome> runRound(rendezvous::Store& store, const std::vector<int>& 
         out[i].round = rt->elasticRound();
         out[i].newest = rt->newestElasticRound();
         float v = static_cast<float>(ids[i]);
-        rt->allreduce({&v, collectives::DType::Float32, {1}}, {&v, collectives::DType::Float32, {1}},
-                      collectives::ReduceOp::Sum);
+        rt->allreduce({&v, collectives::DType::Float32, {1}},
+                      {&v, collectives::DType::Float32, {1}}, collectives::ReduceOp::Sum);
         out[i].sum = v;
         rt->shutdown();
       } catch (const std::exception& e) {
@@ -147,8 +154,8 @@ TEST_CASE("workers connecting in a round that hvdrun gave up join the newer one 
   for (int waiterRank : {1, 0}) {
     INFO("the waiting worker is rank " << waiterRank);
     rendezvous::InMemoryStore store;
-    elastic::publishRound(store, "job",
-                          0, {{0, placed(waiterRank, 2)}, {1, placed(1 - waiterRank, 2)}});
+    elastic::publishRound(store, "job", 0,
+                          {{0, placed(waiterRank, 2)}, {1, placed(1 - waiterRank, 2)}});
     std::thread hvdrun([&] {
       std::this_thread::sleep_for(std::chrono::milliseconds(1500));
       elastic::publishRound(store, "job", 1, {{0, placed(0, 1)}});

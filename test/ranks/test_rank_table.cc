@@ -140,7 +140,8 @@ TEST_CASE("connecting 64 ranks costs O(N) rendezvous requests: about 3 per rank 
   test::RankOptions options = test::over(transport);
   options.store = &store;
   options.shmRingBytes = 4096;  // 64 segments of 64 rings each
-  auto errors = test::runEachRank(kRanks, [](Comm& comm) { barrier(comm); }, options);
+  auto errors = test::runEachRank(
+      kRanks, [](Comm& comm) { barrier(comm); }, options);
   REQUIRE(test::messageOf(errors.first) == "");
   std::printf("%s connectAll at %d ranks: %lld rendezvous requests naming %lld keys\n",
               test::nameOf(transport), kRanks, static_cast<long long>(store.requests()),

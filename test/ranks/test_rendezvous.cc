@@ -5,9 +5,9 @@
 #include <thread>
 
 #include "collectives/rendezvous/prefix_store.h"
+#include "collectives/rendezvous/rendezvous_server.h"
 #include "collectives/rendezvous/tcp_store_client.h"
 #include "common/asio_io.h"
-#include "collectives/rendezvous/rendezvous_server.h"
 #include "test/ranks/test_time.h"
 
 using namespace hvd;

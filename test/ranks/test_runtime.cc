@@ -21,8 +21,8 @@
 #include "test/ranks/run_runtimes.h"
 
 // test/ranks/c_api_codes.c: hvd_allreduce called from C with any int as the dtype and op codes.
-extern "C" hvd_status hvdTestAllreduceWithCodes(const void* in, void* out, size_t count,
-                                                int dtype, int op);
+extern "C" hvd_status hvdTestAllreduceWithCodes(const void* in, void* out, size_t count, int dtype,
+                                                int op);
 
 using namespace hvd;
 using namespace hvd::runtime;
@@ -37,10 +37,12 @@ TEST_CASE("runtimes of several ranks in one process allreduce and broadcast") {
   for (int r = 0; r < n; ++r)
     threads.emplace_back([&, r] {
       try {
-        Config c = Config::fromParams(params::ParamValues::fromMap(
-            {{"HVD_RANK", std::to_string(r)}, {"HVD_SIZE", std::to_string(n)},
-             {"HVD_RENDEZVOUS_ADDR", "127.0.0.1"}, {"HVD_RENDEZVOUS_PORT", "1"},
-             {"HVD_SECRET", "s"}}));
+        Config c =
+            Config::fromParams(params::ParamValues::fromMap({{"HVD_RANK", std::to_string(r)},
+                                                             {"HVD_SIZE", std::to_string(n)},
+                                                             {"HVD_RENDEZVOUS_ADDR", "127.0.0.1"},
+                                                             {"HVD_RENDEZVOUS_PORT", "1"},
+                                                             {"HVD_SECRET", "s"}}));
         auto rt = Runtime::create(c, store);
         std::vector<float> v = {1.0f * r, 2.0f};
         collectives::Tensor t{v.data(), collectives::DType::Float32, {2}};
@@ -63,8 +65,8 @@ TEST_CASE("runtimes of several ranks in one process allreduce and broadcast") {
 }
 
 TEST_CASE("the C API runs as a single rank without a launcher and re-initialises") {
-  for (const char* v : {"HVD_SIZE", "HVD_RANK", "HOROVOD_SIZE", "HOROVOD_RANK",
-                        "HVD_RENDEZVOUS_ADDR"})
+  for (const char* v :
+       {"HVD_SIZE", "HVD_RANK", "HOROVOD_SIZE", "HOROVOD_RANK", "HVD_RENDEZVOUS_ADDR"})
     ::unsetenv(v);
   int value = -1;
   REQUIRE(hvd_rank(&value) == HVD_NOT_INITIALIZED);
@@ -120,14 +122,15 @@ TEST_CASE("HVD_TRANSPORT=auto falls back to TCP on every rank when one cannot us
         return v[999] == 6.0f ? "" : "wrong sum " + std::to_string(v[999]);
       },
       [](int rank) {
-        return test::oneHost(3, "auto",
-                             {{"HVD_SHM_BUFFER_BYTES", rank == 1 ? "8192" : "4096"}});
+        return test::oneHost(3, "auto", {{"HVD_SHM_BUFFER_BYTES", rank == 1 ? "8192" : "4096"}});
       });
   for (const auto& o : outcomes) CHECK(o == "");
 }
 
 TEST_CASE("HVD_SHM_BUFFER_BYTES must be a multiple of 64") {
-  CHECK_THAT(test::errorOf([] { test::runtimeConfig(0, 2, {{"HVD_SHM_BUFFER_BYTES", "5000"}}); }),
+  CHECK_THAT(test::errorOf([] {
+               test::runtimeConfig(0, 2, {{"HVD_SHM_BUFFER_BYTES", "5000"}});
+             }),
              Catch::Contains("HVD_SHM_BUFFER_BYTES=5000 is not a multiple of 64"));
 }
 
@@ -203,12 +206,14 @@ TEST_CASE("hierarchical allreduce on uneven hosts stays flat and right") {
   for (const auto& o : outcomes) CHECK(o == "");
 }
 
-TEST_CASE("hierarchical allgather runs through the runtime on two hosts of two ranks and on "
-          "uneven hosts") {
+TEST_CASE(
+    "hierarchical allgather runs through the runtime on two hosts of two ranks and on "
+    "uneven hosts") {
   for (auto [n, perHost] : {std::pair{4, 2}, std::pair{3, 2}}) {
     auto outcomes = test::runRuntimesWith(
         n, [n = n](Runtime& rt, int rank) { return gathersAreRight(rt, rank, n); },
-        onHosts(n, perHost, [](int) { return true; }, "HVD_HIERARCHICAL_ALLGATHER"));
+        onHosts(
+            n, perHost, [](int) { return true; }, "HVD_HIERARCHICAL_ALLGATHER"));
     for (const auto& o : outcomes) CHECK(o == "");
   }
 }
@@ -216,7 +221,9 @@ TEST_CASE("hierarchical allgather runs through the runtime on two hosts of two r
 TEST_CASE("HVD_HIERARCHICAL_ALLGATHER set on some ranks only fails every rank naming them") {
   auto outcomes = test::runRuntimesWith(
       4, [](Runtime&, int) -> std::string { return "created"; },
-      onHosts(4, 2, [](int r) { return r == 2; }, "HVD_HIERARCHICAL_ALLGATHER"), false);
+      onHosts(
+          4, 2, [](int r) { return r == 2; }, "HVD_HIERARCHICAL_ALLGATHER"),
+      false);
   for (const auto& o : outcomes)
     CHECK_THAT(o, Catch::Contains("HVD_HIERARCHICAL_ALLGATHER differs between ranks: on for "
                                   "ranks {2}, off for ranks {0,1,3}"));
@@ -248,11 +255,11 @@ TEST_CASE("across hosts, auto allreduce follows the network model and sums right
   for (const auto& o : outcomes) CHECK(o == "");
 }
 
-TEST_CASE("an allreduce algorithm or network model that differs between ranks fails every rank "
-          "naming them") {
+TEST_CASE(
+    "an allreduce algorithm or network model that differs between ranks fails every rank "
+    "naming them") {
   auto algorithm = test::runRuntimesWith(
-      4, [](Runtime&, int) -> std::string { return "created"; },
-      twoHostsWith([](int r) {
+      4, [](Runtime&, int) -> std::string { return "created"; }, twoHostsWith([](int r) {
         return std::map<std::string, std::string>{
             {"HVD_ALLREDUCE_ALGORITHM", r == 3 ? "ring" : "auto"}};
       }),
@@ -266,8 +273,7 @@ TEST_CASE("an allreduce algorithm or network model that differs between ranks fa
     file << R"({"inter_host_bytes_per_second": 1.25e9})";
   }
   auto model = test::runRuntimesWith(
-      4, [](Runtime&, int) -> std::string { return "created"; },
-      twoHostsWith([&](int r) {
+      4, [](Runtime&, int) -> std::string { return "created"; }, twoHostsWith([&](int r) {
         return std::map<std::string, std::string>{{"HVD_NETWORK_MODEL", r >= 2 ? path : ""}};
       }),
       false);
@@ -297,9 +303,10 @@ struct ServedJob {
   }
 
   Config config(int rank) const {
-    Config c = test::runtimeConfig(rank, n, test::oneHost(n, "tcp", {{"HVD_JOB_ID", id},
-                                                                      {"HVD_LOG_LEVEL", "info"},
-                                                                      {"HVD_LOG_HIDE_TIME", "1"}}));
+    Config c = test::runtimeConfig(
+        rank, n,
+        test::oneHost(n, "tcp",
+                      {{"HVD_JOB_ID", id}, {"HVD_LOG_LEVEL", "info"}, {"HVD_LOG_HIDE_TIME", "1"}}));
     c.rendezvousPort = port;
     c.externalLauncher = "a test";
     c.servesRendezvous = rank == 0;
@@ -409,7 +416,7 @@ TEST_CASE("runtimes of two jobs in one process keep their own rendezvous server 
       std::istringstream lines(text);
       for (std::string line; std::getline(lines, line);) CHECK_THAT(line, Catch::Contains(mine));
       if (r == 0)
-        CHECK_THAT(text, Catch::Contains(detail::concat("serving the rendezvous at 127.0.0.1:",
-                                                        job->port, " for a test")));
+        CHECK_THAT(text, Catch::Contains(detail::concat(
+                             "serving the rendezvous at 127.0.0.1:", job->port, " for a test")));
     }
 }

@@ -41,8 +41,7 @@ RankOptions shmOptions(std::size_t ringBytes = 64 * 1024, WaitPolicy waits = {},
 }
 
 // Sleeping at once, and the polling a directly called collective does.
-const std::vector<WaitPolicy> kPolicies = {
-    {}, {.spins = {.smallSpin = 30us, .largeSpin = 2000us}}};
+const std::vector<WaitPolicy> kPolicies = {{}, {.spins = {.smallSpin = 30us, .largeSpin = 2000us}}};
 
 // The /dev/shm names this process created.
 std::vector<std::string> ownShmNames() {
@@ -63,71 +62,81 @@ TEST_CASE("shm: messages smaller and larger than the ring arrive in order and wh
   std::size_t ringBytes = GENERATE(std::size_t{4096}, std::size_t{64 * 1024});
   INFO("ring " << ringBytes << " spin " << waits.spins.largeSpin.count());
   const std::vector<std::size_t> sizes = {0, 1, 15, 16, 17, 4095, 4096, 65536, 300001, 1 << 20, 3};
-  test::runRanks(3, [&](Comm& comm) {
-    // Every rank posts all its sends to both peers before any receive: the rings fill, and only
-    // a wait that drives sends and receives on every link at once can finish.
-    std::vector<std::vector<uint8_t>> out, in;
-    std::vector<Request> requests;
-    for (int peer = 0; peer < comm.size(); ++peer) {
-      if (peer == comm.rank()) continue;
-      for (std::size_t i = 0; i < sizes.size(); ++i) {
-        out.push_back(pattern(comm.rank(), static_cast<int>(i), sizes[i]));
-        requests.push_back(comm.peer(peer).isend(bytesOf(out.back()), i));
-      }
-    }
-    out.reserve(out.size());
-    in.reserve(2 * sizes.size());
-    std::vector<std::pair<int, std::size_t>> expected;
-    for (int peer = 0; peer < comm.size(); ++peer) {
-      if (peer == comm.rank()) continue;
-      for (std::size_t i = 0; i < sizes.size(); ++i) {
-        in.emplace_back(sizes[i], 0xEE);
-        requests.push_back(comm.peer(peer).irecv(bytesOf(in.back()), i));
-        expected.emplace_back(peer, i);
-      }
-    }
-    for (auto& r : requests) r.wait(comm.deadline());
-    for (std::size_t k = 0; k < in.size(); ++k) {
-      auto [peer, i] = expected[k];
-      HVD_ENFORCE(in[k] == pattern(peer, static_cast<int>(i), sizes[i]), "message ", i,
-                  " from rank ", peer, " wrong on rank ", comm.rank());
-    }
-  }, shmOptions(ringBytes, waits));
+  test::runRanks(
+      3,
+      [&](Comm& comm) {
+        // Every rank posts all its sends to both peers before any receive: the rings fill, and only
+        // a wait that drives sends and receives on every link at once can finish.
+        std::vector<std::vector<uint8_t>> out, in;
+        std::vector<Request> requests;
+        for (int peer = 0; peer < comm.size(); ++peer) {
+          if (peer == comm.rank()) continue;
+          for (std::size_t i = 0; i < sizes.size(); ++i) {
+            out.push_back(pattern(comm.rank(), static_cast<int>(i), sizes[i]));
+            requests.push_back(comm.peer(peer).isend(bytesOf(out.back()), i));
+          }
+        }
+        out.reserve(out.size());
+        in.reserve(2 * sizes.size());
+        std::vector<std::pair<int, std::size_t>> expected;
+        for (int peer = 0; peer < comm.size(); ++peer) {
+          if (peer == comm.rank()) continue;
+          for (std::size_t i = 0; i < sizes.size(); ++i) {
+            in.emplace_back(sizes[i], 0xEE);
+            requests.push_back(comm.peer(peer).irecv(bytesOf(in.back()), i));
+            expected.emplace_back(peer, i);
+          }
+        }
+        for (auto& r : requests) r.wait(comm.deadline());
+        for (std::size_t k = 0; k < in.size(); ++k) {
+          auto [peer, i] = expected[k];
+          HVD_ENFORCE(in[k] == pattern(peer, static_cast<int>(i), sizes[i]), "message ", i,
+                      " from rank ", peer, " wrong on rank ", comm.rank());
+        }
+      },
+      shmOptions(ringBytes, waits));
 }
 
 TEST_CASE("shm: a message of another size or tag fails the receive naming both") {
-  auto errors = test::runEachRank(2, [](Comm& comm) {
-    std::vector<uint8_t> v(comm.rank() == 0 ? 8 : 4);
-    if (comm.rank() == 0) comm.peer(1).isend(bytesOf(v), 7).wait(comm.deadline());
-    else comm.peer(0).irecv(bytesOf(v), 7).wait(comm.deadline());
-  }, shmOptions());
+  auto errors = test::runEachRank(
+      2,
+      [](Comm& comm) {
+        std::vector<uint8_t> v(comm.rank() == 0 ? 8 : 4);
+        if (comm.rank() == 0)
+          comm.peer(1).isend(bytesOf(v), 7).wait(comm.deadline());
+        else
+          comm.peer(0).irecv(bytesOf(v), 7).wait(comm.deadline());
+      },
+      shmOptions());
   CHECK(messageOf(errors[0]) == "");
-  CHECK_THAT(messageOf(errors[1]),
-             Catch::Contains("rank 1/2: recv from rank 0 (shm, pid") &&
-                 Catch::Contains("tag=0x7 4 bytes") &&
-                 Catch::Contains("peer sent tag=0x7 8 bytes"));
+  CHECK_THAT(messageOf(errors[1]), Catch::Contains("rank 1/2: recv from rank 0 (shm, pid") &&
+                                       Catch::Contains("tag=0x7 4 bytes") &&
+                                       Catch::Contains("peer sent tag=0x7 8 bytes"));
 }
 
 TEST_CASE("shm: a small send and a receive of a message already in the ring complete at once") {
   // The ranks are threads here, so a flag can say when rank 0's bytes are in the ring.
   std::atomic<bool> sent{false};
   auto bad = GENERATE(false, true);  // the message waiting in the ring has another size
-  auto errors = test::runEachRank(2, [&](Comm& comm) {
-    if (comm.rank() == 0) {
-      std::vector<uint8_t> v = pattern(0, 1, bad ? 8 : 300);
-      Request r = comm.peer(1).isend(bytesOf(v), 5);
-      HVD_ENFORCE(r.test(), "a send that fits in a free ring is done when isend returns");
-      std::fill(v.begin(), v.end(), 0);  // the caller may reuse its buffer at once
-      sent = true;
-      return;
-    }
-    while (!sent) std::this_thread::yield();
-    std::vector<uint8_t> v(300, 0xEE);
-    Request r = comm.peer(0).irecv(bytesOf(v), 5);
-    if (!bad) HVD_ENFORCE(r.test(), "a message already in the ring is received by irecv");
-    r.wait(comm.deadline());
-    HVD_ENFORCE(v == pattern(0, 1, 300), "the message arrived whole");
-  }, shmOptions());
+  auto errors = test::runEachRank(
+      2,
+      [&](Comm& comm) {
+        if (comm.rank() == 0) {
+          std::vector<uint8_t> v = pattern(0, 1, bad ? 8 : 300);
+          Request r = comm.peer(1).isend(bytesOf(v), 5);
+          HVD_ENFORCE(r.test(), "a send that fits in a free ring is done when isend returns");
+          std::fill(v.begin(), v.end(), 0);  // the caller may reuse its buffer at once
+          sent = true;
+          return;
+        }
+        while (!sent) std::this_thread::yield();
+        std::vector<uint8_t> v(300, 0xEE);
+        Request r = comm.peer(0).irecv(bytesOf(v), 5);
+        if (!bad) HVD_ENFORCE(r.test(), "a message already in the ring is received by irecv");
+        r.wait(comm.deadline());
+        HVD_ENFORCE(v == pattern(0, 1, 300), "the message arrived whole");
+      },
+      shmOptions());
   CHECK(messageOf(errors[0]) == "");
   if (bad)
     CHECK_THAT(messageOf(errors[1]), Catch::Contains("recv from rank 0 (shm, pid") &&
@@ -139,16 +148,19 @@ TEST_CASE("shm: a small send and a receive of a message already in the ring comp
 
 TEST_CASE("shm: a receive from a peer that left fails naming the peer, after its last bytes") {
   auto waits = GENERATE(from_range(kPolicies));
-  auto errors = test::runEachRank(2, [](Comm& comm) {
-    std::vector<uint8_t> v(4, 9);
-    if (comm.rank() == 0) {  // sends one message and leaves, closing its links
-      comm.peer(1).isend(bytesOf(v), 1).wait(comm.deadline());
-      return;
-    }
-    std::this_thread::sleep_for(100ms);  // rank 0 is gone by now
-    comm.peer(0).irecv(bytesOf(v), 1).wait(comm.deadline());  // the bytes it left arrive
-    comm.peer(0).irecv(bytesOf(v), 2).wait(comm.deadline());
-  }, shmOptions(64 * 1024, waits));
+  auto errors = test::runEachRank(
+      2,
+      [](Comm& comm) {
+        std::vector<uint8_t> v(4, 9);
+        if (comm.rank() == 0) {  // sends one message and leaves, closing its links
+          comm.peer(1).isend(bytesOf(v), 1).wait(comm.deadline());
+          return;
+        }
+        std::this_thread::sleep_for(100ms);                       // rank 0 is gone by now
+        comm.peer(0).irecv(bytesOf(v), 1).wait(comm.deadline());  // the bytes it left arrive
+        comm.peer(0).irecv(bytesOf(v), 2).wait(comm.deadline());
+      },
+      shmOptions(64 * 1024, waits));
   CHECK(messageOf(errors[0]) == "");
   CHECK_THAT(messageOf(errors[1]), Catch::Contains("rank 1/2: recv from rank 0") &&
                                        Catch::Contains("tag=0x2") &&
@@ -161,8 +173,10 @@ TEST_CASE("shm: a receive from a silent peer times out naming it") {
       2,
       [](Comm& comm) {
         std::vector<uint8_t> v(4);
-        if (comm.rank() == 0) comm.peer(1).irecv(bytesOf(v), 9).wait(comm.deadline());
-        else std::this_thread::sleep_for(1000ms);
+        if (comm.rank() == 0)
+          comm.peer(1).irecv(bytesOf(v), 9).wait(comm.deadline());
+        else
+          std::this_thread::sleep_for(1000ms);
       },
       shmOptions(64 * 1024, {}, 300ms));
   CHECK(Clock::now() - start < test::scaled(3s));
@@ -172,31 +186,35 @@ TEST_CASE("shm: a receive from a silent peer times out naming it") {
 }
 
 TEST_CASE("shm: wake() from another thread ends a wait before its sleep slice would") {
-  auto errors = test::runEachRank(2, [](Comm& comm) {
-    std::vector<uint8_t> v(4), done(1);
-    if (comm.rank() == 1) {  // stays connected until rank 0 is done
-      comm.peer(0).irecv(bytesOf(done), 2).wait(comm.deadline());
-      return;
-    }
-    auto recv = comm.peer(1).irecv(bytesOf(v), 1);  // rank 1 never sends it
-    // Rank 0's wait sleeps on its doorbell; without the wake-up it would sleep a whole slice.
-    // The best of five tries keeps a busy machine's preemptions out of the measure.
-    auto best = Clock::duration::max();
-    for (int i = 0; i < 5; ++i) {
-      std::thread waker([&] {
-        std::this_thread::sleep_for(20ms);
-        comm.progress()->wake();
-      });
-      auto before = Clock::now();
-      comm.progress()->progressUntil(Clock::now() + 5s, true);
-      best = std::min(best, Clock::now() - before);
-      waker.join();
-    }
-    HVD_ENFORCE(best < shm::ShmDevice::kSlice * 3 / 5, "the wake-up did not end the wait (best ",
-                std::chrono::duration_cast<std::chrono::milliseconds>(best).count(), " ms)");
-    HVD_ENFORCE(!recv.test(), "nothing was sent");
-    comm.peer(1).isend(bytesOf(done), 2).wait(comm.deadline());
-  }, shmOptions());
+  auto errors = test::runEachRank(
+      2,
+      [](Comm& comm) {
+        std::vector<uint8_t> v(4), done(1);
+        if (comm.rank() == 1) {  // stays connected until rank 0 is done
+          comm.peer(0).irecv(bytesOf(done), 2).wait(comm.deadline());
+          return;
+        }
+        auto recv = comm.peer(1).irecv(bytesOf(v), 1);  // rank 1 never sends it
+        // Rank 0's wait sleeps on its doorbell; without the wake-up it would sleep a whole slice.
+        // The best of five tries keeps a busy machine's preemptions out of the measure.
+        auto best = Clock::duration::max();
+        for (int i = 0; i < 5; ++i) {
+          std::thread waker([&] {
+            std::this_thread::sleep_for(20ms);
+            comm.progress()->wake();
+          });
+          auto before = Clock::now();
+          comm.progress()->progressUntil(Clock::now() + 5s, true);
+          best = std::min(best, Clock::now() - before);
+          waker.join();
+        }
+        HVD_ENFORCE(best < shm::ShmDevice::kSlice * 3 / 5,
+                    "the wake-up did not end the wait (best ",
+                    std::chrono::duration_cast<std::chrono::milliseconds>(best).count(), " ms)");
+        HVD_ENFORCE(!recv.test(), "nothing was sent");
+        comm.peer(1).isend(bytesOf(done), 2).wait(comm.deadline());
+      },
+      shmOptions());
   CHECK(messageOf(errors[0]) == "");
   CHECK(messageOf(errors[1]) == "");
 }
@@ -226,10 +244,13 @@ TEST_CASE("shm: when one rank cannot set up shared memory, every rank says which
 }
 
 TEST_CASE("shm: segments leave no name in /dev/shm once connected") {
-  test::runRanks(3, [](Comm& comm) {
-    barrier(comm);  // every rank has connected
-    HVD_ENFORCE(ownShmNames().empty(), "a segment name is still in /dev/shm");
-  }, shmOptions());
+  test::runRanks(
+      3,
+      [](Comm& comm) {
+        barrier(comm);  // every rank has connected
+        HVD_ENFORCE(ownShmNames().empty(), "a segment name is still in /dev/shm");
+      },
+      shmOptions());
   CHECK(ownShmNames().empty());
 }
 
@@ -248,8 +269,7 @@ TEST_CASE("shm: a receive from a peer process that died fails naming it, within 
       auto device = shm::ShmDevice::create({});
       auto comm = device->connectAll(1, 2, store, 5s, 5s);
       ::raise(SIGKILL);
-    } catch (...) {
-    }
+    } catch (...) {}
     ::_exit(3);
   }
   ::close(toChild[0]);
@@ -272,17 +292,21 @@ TEST_CASE("shm: a receive from a peer process that died fails naming it, within 
   ::waitpid(child, &status, 0);
   CHECK(WIFSIGNALED(status));
   CHECK(took < test::scaled(1s));
-  CHECK_THAT(message, Catch::Contains("rank 0/2: rank 1 (shm, pid " + std::to_string(child) +
-                                      ") exited"));
+  CHECK_THAT(message,
+             Catch::Contains("rank 0/2: rank 1 (shm, pid " + std::to_string(child) + ") exited"));
 }
 
 TEST_CASE("shm and tcp communicators offer their own ring segment size, and subsets keep it") {
   for (auto [transport, expected] : {std::pair{Transport::Shm, std::size_t{128 * 1024}},
                                      std::pair{Transport::Tcp, std::size_t{512 * 1024}}}) {
-    test::runRanks(3, [expected = expected](Comm& comm) {
-      HVD_ENFORCE_EQ(comm.pipelineSegmentBytes(), expected);
-      HVD_ENFORCE_EQ(comm.subset({0, comm.rank() == 2 ? 2 : 1})->pipelineSegmentBytes(), expected);
-    }, test::over(transport));
+    test::runRanks(
+        3,
+        [expected = expected](Comm& comm) {
+          HVD_ENFORCE_EQ(comm.pipelineSegmentBytes(), expected);
+          HVD_ENFORCE_EQ(comm.subset({0, comm.rank() == 2 ? 2 : 1})->pipelineSegmentBytes(),
+                         expected);
+        },
+        test::over(transport));
   }
 }
 
@@ -298,21 +322,24 @@ TEST_CASE("shm and tcp: a wait on a large transfer polls while a caller is block
       options.waits = {.spins = {.smallSpin = 5s, .largeSpin = 0us, .blockedCallers = blocked},
                        .mode = WaitMode::Blocking};
       std::atomic<long> sleeps{-1};
-      test::runRanks(2, [&](Comm& comm) {
-        std::vector<uint8_t> message(1 << 20);
-        if (comm.rank() == 0) {
-          message = pattern(0, 0, message.size());
-          std::this_thread::sleep_for(100ms);
-          comm.peer(1).isend(bytesOf(message), 7).wait(comm.deadline());
-          return;
-        }
-        rusage before{}, after{};
-        ::getrusage(RUSAGE_THREAD, &before);
-        comm.peer(0).irecv(bytesOf(message), 7).wait(comm.deadline());
-        ::getrusage(RUSAGE_THREAD, &after);
-        HVD_ENFORCE(message == pattern(0, 0, message.size()), "message arrived wrong");
-        sleeps = after.ru_nvcsw - before.ru_nvcsw;
-      }, options);
+      test::runRanks(
+          2,
+          [&](Comm& comm) {
+            std::vector<uint8_t> message(1 << 20);
+            if (comm.rank() == 0) {
+              message = pattern(0, 0, message.size());
+              std::this_thread::sleep_for(100ms);
+              comm.peer(1).isend(bytesOf(message), 7).wait(comm.deadline());
+              return;
+            }
+            rusage before{}, after{};
+            ::getrusage(RUSAGE_THREAD, &before);
+            comm.peer(0).irecv(bytesOf(message), 7).wait(comm.deadline());
+            ::getrusage(RUSAGE_THREAD, &after);
+            HVD_ENFORCE(message == pattern(0, 0, message.size()), "message arrived wrong");
+            sleeps = after.ru_nvcsw - before.ru_nvcsw;
+          },
+          options);
       // Under a sanitizer its runtime blocks the thread now and then by itself (page faults on
       // shadow memory while the other rank's thread holds the mm lock, allocator locks), so
       // only the ordinary builds can count on no sleep at all.

@@ -1,9 +1,9 @@
-// Durations in tests, scaled for slow builds, and whether this is a sanitizer build. HVD_TEST_TIME_SCALE (a number >= 1, default 1)
-// multiplies what goes through scaled(): scripts/sanitize.sh sets it, because code under ASAN or
-// TSAN runs several times slower. Scale the timeouts a test does not expect to fire and the
-// upper bounds on how long something may take; leave alone a short timeout the test expects to
-// fire, and the sleeps that order events. (Tests may read the environment; hvd itself reads it
-// only in runtime/config.cc.)
+// Durations in tests, scaled for slow builds, and whether this is a sanitizer build.
+// HVD_TEST_TIME_SCALE (a number >= 1, default 1) multiplies what goes through scaled():
+// scripts/sanitize.sh sets it, because code under ASAN or TSAN runs several times slower. Scale the
+// timeouts a test does not expect to fire and the upper bounds on how long something may take;
+// leave alone a short timeout the test expects to fire, and the sleeps that order events. (Tests
+// may read the environment; hvd itself reads it only in runtime/config.cc.)
 #pragma once
 
 #include <chrono>
@@ -46,8 +46,8 @@ inline double timeScale() {
 
 template <typename Rep, typename Period>
 std::chrono::milliseconds scaled(std::chrono::duration<Rep, Period> d) {
-  return std::chrono::milliseconds(static_cast<long long>(
-      std::chrono::duration<double, std::milli>(d).count() * timeScale()));
+  return std::chrono::milliseconds(
+      static_cast<long long>(std::chrono::duration<double, std::milli>(d).count() * timeScale()));
 }
 
 }  // namespace hvd::test

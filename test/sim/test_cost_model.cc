@@ -18,12 +18,12 @@ using namespace hvd::collectives;
 namespace {
 
 constexpr AllreduceAlgorithm kFlat[] = {AllreduceAlgorithm::RecursiveDoubling,
-                                        AllreduceAlgorithm::Ring,
-                                        AllreduceAlgorithm::Rabenseifner};
+                                        AllreduceAlgorithm::Ring, AllreduceAlgorithm::Rabenseifner};
 
 // Simulated seconds of a timing-only in-place float32 allreduce of `bytes` by `algorithm`.
 double simulated(sim::SimWorld& world, std::size_t bytes, AllreduceAlgorithm algorithm) {
-  static std::unique_ptr<std::byte[]> buffer = std::make_unique_for_overwrite<std::byte[]>(64 << 20);
+  static std::unique_ptr<std::byte[]> buffer =
+      std::make_unique_for_overwrite<std::byte[]>(64 << 20);
   AllreduceOptions o;
   o.algorithm = algorithm;
   std::size_t count = std::max<std::size_t>(1, bytes / 4);
@@ -60,9 +60,10 @@ TEST_CASE("the cost model's choice is within 15% of the fastest simulated algori
   }
 }
 
-TEST_CASE("one rank per host: the model predicts recursive doubling and Rabenseifner to 2% "
-          "(25% when the ranks fold)",
-          "[cost_model]") {
+TEST_CASE(
+    "one rank per host: the model predicts recursive doubling and Rabenseifner to 2% "
+    "(25% when the ranks fold)",
+    "[cost_model]") {
   for (int ranks : {8, 24, 32}) {
     bool folds = (ranks & (ranks - 1)) != 0;
     NetworkModel model;
@@ -171,7 +172,8 @@ TEST_CASE("left to auto, hosts of several ranks allreduce in stages where the mo
   sim::SimWorld flatWorld(kRanks, flatOnly), autoWorld(kRanks, so);
   for (std::size_t bytes : {std::size_t{4}, std::size_t{16384}, std::size_t{262144}}) {
     double fastestFlat = INFINITY;
-    for (AllreduceAlgorithm a : kFlat) fastestFlat = std::min(fastestFlat, simulated(flatWorld, bytes, a));
+    for (AllreduceAlgorithm a : kFlat)
+      fastestFlat = std::min(fastestFlat, simulated(flatWorld, bytes, a));
     so.hierarchicalAllreduce = true;
     sim::SimWorld stagedWorld(kRanks, so);
     so.hierarchicalAllreduce = false;

@@ -25,7 +25,7 @@ namespace {
 
 NetworkModel simpleModel(int ranksPerHost = 1) {
   NetworkModel m;
-  m.interHost = {10e-6, 1e9};   // 10 us, 1 GB/s: round numbers for closed forms
+  m.interHost = {10e-6, 1e9};  // 10 us, 1 GB/s: round numbers for closed forms
   m.intraHost = {1e-6, 4e9};
   m.hostMemoryBytesPerSecond = 100e9;
   m.reduceBytesPerSecond = 2e9;
@@ -46,8 +46,10 @@ TEST_CASE("a message between hosts takes latency plus bytes over bandwidth", "[s
   SimWorld world(2, with(simpleModel()));
   std::vector<std::byte> buffer(1 << 20);
   SimRun run = world.run([&](Comm& comm) {
-    if (comm.rank() == 0) comm.peer(1).isend({buffer.data(), buffer.size()}, 7).wait(comm.deadline());
-    else comm.peer(0).irecv({buffer.data(), buffer.size()}, 7).wait(comm.deadline());
+    if (comm.rank() == 0)
+      comm.peer(1).isend({buffer.data(), buffer.size()}, 7).wait(comm.deadline());
+    else
+      comm.peer(0).irecv({buffer.data(), buffer.size()}, 7).wait(comm.deadline());
   });
   CHECK(run.finishSeconds[1] == Approx(10e-6 + (1 << 20) / 1e9));
   CHECK(run.finishSeconds[0] == Approx((1 << 20) / 1e9));  // the send is done once it has left
@@ -63,8 +65,10 @@ TEST_CASE("ranks of one host share its NIC; within a host they use memory", "[si
   std::vector<std::vector<std::byte>> buffers(4, std::vector<std::byte>(kBytes));
   SimRun run = world.run([&](Comm& comm) {
     auto& b = buffers[comm.rank()];
-    if (comm.rank() < 2) comm.peer(comm.rank() + 2).isend({b.data(), kBytes}, 1).wait(comm.deadline());
-    else comm.peer(comm.rank() - 2).irecv({b.data(), kBytes}, 1).wait(comm.deadline());
+    if (comm.rank() < 2)
+      comm.peer(comm.rank() + 2).isend({b.data(), kBytes}, 1).wait(comm.deadline());
+    else
+      comm.peer(comm.rank() - 2).irecv({b.data(), kBytes}, 1).wait(comm.deadline());
   });
   double one = kBytes / 1e9;
   CHECK(std::min(run.finishSeconds[2], run.finishSeconds[3]) == Approx(10e-6 + one));
@@ -90,7 +94,8 @@ TEST_CASE("the bytes arrive, and reductions are charged at the model's rate", "[
     allreduce(comm, d.data(), d.data(), kCount, DType::Float32, ReduceOp::Sum);
   });
   for (int r = 0; r < 2; ++r)
-    for (std::size_t i = 0; i < kCount; ++i) REQUIRE(data[r][i] == static_cast<float>(1000 + 2 * i));
+    for (std::size_t i = 0; i < kCount; ++i)
+      REQUIRE(data[r][i] == static_cast<float>(1000 + 2 * i));
   double bytes = kCount * 4;
   CHECK(run.seconds == Approx(10e-6 + bytes / 1e9 + bytes / 2e9));
 }
@@ -131,8 +136,10 @@ TEST_CASE("a message of another size than its receive fails that receive", "[sim
   std::vector<std::byte> b(16);
   try {
     world.run([&](Comm& comm) {
-      if (comm.rank() == 0) comm.peer(1).isend({b.data(), 8}, 9).wait(comm.deadline());
-      else comm.peer(0).irecv({b.data(), 16}, 9).wait(comm.deadline());
+      if (comm.rank() == 0)
+        comm.peer(1).isend({b.data(), 8}, 9).wait(comm.deadline());
+      else
+        comm.peer(0).irecv({b.data(), 16}, 9).wait(comm.deadline());
     });
     FAIL("the run returned");
   } catch (const InternalError& e) {

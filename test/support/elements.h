@@ -3,10 +3,10 @@
 // correctness tests, so one body covers every dtype (the test-support library, hvd_test_support).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <algorithm>
 
 #include "collectives/algorithms/dtype.h"
 #include "collectives/algorithms/half.h"
@@ -18,34 +18,67 @@ using collectives::DType;
 inline void setElement(void* buf, DType t, std::size_t i, double v) {
   using namespace collectives;
   switch (t) {
-    case DType::UInt8: static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v); break;
-    case DType::Int8: static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(v); break;
-    case DType::UInt16: static_cast<uint16_t*>(buf)[i] = static_cast<uint16_t>(v); break;
-    case DType::Int16: static_cast<int16_t*>(buf)[i] = static_cast<int16_t>(v); break;
-    case DType::Int32: static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v); break;
-    case DType::Int64: static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v); break;
-    case DType::Float16: static_cast<uint16_t*>(buf)[i] = floatToHalf(static_cast<float>(v)); break;
-    case DType::BFloat16: static_cast<uint16_t*>(buf)[i] = floatToBf16(static_cast<float>(v)); break;
-    case DType::Float32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
-    case DType::Float64: static_cast<double*>(buf)[i] = v; break;
-    case DType::Bool: static_cast<uint8_t*>(buf)[i] = v != 0; break;
+    case DType::UInt8:
+      static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v);
+      break;
+    case DType::Int8:
+      static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(v);
+      break;
+    case DType::UInt16:
+      static_cast<uint16_t*>(buf)[i] = static_cast<uint16_t>(v);
+      break;
+    case DType::Int16:
+      static_cast<int16_t*>(buf)[i] = static_cast<int16_t>(v);
+      break;
+    case DType::Int32:
+      static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v);
+      break;
+    case DType::Int64:
+      static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v);
+      break;
+    case DType::Float16:
+      static_cast<uint16_t*>(buf)[i] = floatToHalf(static_cast<float>(v));
+      break;
+    case DType::BFloat16:
+      static_cast<uint16_t*>(buf)[i] = floatToBf16(static_cast<float>(v));
+      break;
+    case DType::Float32:
+      static_cast<float*>(buf)[i] = static_cast<float>(v);
+      break;
+    case DType::Float64:
+      static_cast<double*>(buf)[i] = v;
+      break;
+    case DType::Bool:
+      static_cast<uint8_t*>(buf)[i] = v != 0;
+      break;
   }
 }
 
 inline double getElement(const void* buf, DType t, std::size_t i) {
   using namespace collectives;
   switch (t) {
-    case DType::UInt8: return static_cast<const uint8_t*>(buf)[i];
-    case DType::Int8: return static_cast<const int8_t*>(buf)[i];
-    case DType::UInt16: return static_cast<const uint16_t*>(buf)[i];
-    case DType::Int16: return static_cast<const int16_t*>(buf)[i];
-    case DType::Int32: return static_cast<const int32_t*>(buf)[i];
-    case DType::Int64: return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
-    case DType::Float16: return halfToFloat(static_cast<const uint16_t*>(buf)[i]);
-    case DType::BFloat16: return bf16ToFloat(static_cast<const uint16_t*>(buf)[i]);
-    case DType::Float32: return static_cast<const float*>(buf)[i];
-    case DType::Float64: return static_cast<const double*>(buf)[i];
-    case DType::Bool: return static_cast<const uint8_t*>(buf)[i];
+    case DType::UInt8:
+      return static_cast<const uint8_t*>(buf)[i];
+    case DType::Int8:
+      return static_cast<const int8_t*>(buf)[i];
+    case DType::UInt16:
+      return static_cast<const uint16_t*>(buf)[i];
+    case DType::Int16:
+      return static_cast<const int16_t*>(buf)[i];
+    case DType::Int32:
+      return static_cast<const int32_t*>(buf)[i];
+    case DType::Int64:
+      return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
+    case DType::Float16:
+      return halfToFloat(static_cast<const uint16_t*>(buf)[i]);
+    case DType::BFloat16:
+      return bf16ToFloat(static_cast<const uint16_t*>(buf)[i]);
+    case DType::Float32:
+      return static_cast<const float*>(buf)[i];
+    case DType::Float64:
+      return static_cast<const double*>(buf)[i];
+    case DType::Bool:
+      return static_cast<const uint8_t*>(buf)[i];
   }
   return NAN;
 }
@@ -56,11 +89,16 @@ inline bool isFloating(DType t) {
 
 inline double tolerance(DType t) {
   switch (t) {
-    case DType::Float16: return 2e-3;
-    case DType::BFloat16: return 1.6e-2;
-    case DType::Float32: return 1e-6;
-    case DType::Float64: return 1e-12;
-    default: return 0;
+    case DType::Float16:
+      return 2e-3;
+    case DType::BFloat16:
+      return 1.6e-2;
+    case DType::Float32:
+      return 1e-6;
+    case DType::Float64:
+      return 1e-12;
+    default:
+      return 0;
   }
 }
 
@@ -88,10 +126,14 @@ inline double expectedValue(DType t, collectives::ReduceOp op, int n, std::size_
     double v = fillValue(t, op, r, i);
     if (t == DType::Bool)
       acc = (op == ReduceOp::Sum || op == ReduceOp::Max) ? (acc || v) : (acc && v);
-    else if (op == ReduceOp::Min) acc = std::min(acc, v);
-    else if (op == ReduceOp::Max) acc = std::max(acc, v);
-    else if (op == ReduceOp::Product) acc *= v;
-    else acc += v;
+    else if (op == ReduceOp::Min)
+      acc = std::min(acc, v);
+    else if (op == ReduceOp::Max)
+      acc = std::max(acc, v);
+    else if (op == ReduceOp::Product)
+      acc *= v;
+    else
+      acc += v;
   }
   if (op == ReduceOp::Average) acc = isFloating(t) ? acc / n : std::trunc(acc / n);
   return acc;

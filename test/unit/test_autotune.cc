@@ -2,12 +2,12 @@
 // known functions, and the autotuner's sampling fed with synthetic training steps.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <set>
-#include <unistd.h>
 #include <sstream>
 
 #include "common/error.h"
@@ -25,8 +25,7 @@ constexpr std::size_t kMiB = std::size_t{1} << 20;
 std::vector<SearchPoint> grid(int nx, int ny) {
   std::vector<SearchPoint> points;
   for (int i = 0; i < nx; ++i)
-    for (int j = 0; j < ny; ++j)
-      points.push_back({i / double(nx - 1), j / double(ny - 1)});
+    for (int j = 0; j < ny; ++j) points.push_back({i / double(nx - 1), j / double(ny - 1)});
   return points;
 }
 
@@ -272,7 +271,8 @@ TEST_CASE("autotune keeps the configured setting when no other trains measurably
 }
 
 TEST_CASE("the autotune log is CSV with a header, appended to, and names a file it cannot open") {
-  auto dir = std::filesystem::temp_directory_path() / ("hvd_autotune_" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("hvd_autotune_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   auto path = (dir / "autotune.csv").string();
   for (int run = 0; run < 2; ++run) {

@@ -1,5 +1,6 @@
-// How a host's CPUs are shared among its local ranks (slices, compute-thread shares), and the registry's check of HVD_BIND_TO.
-// Binding a real process is tested end to end (test/e2e/test_hvdrun_runs.py).
+// How a host's CPUs are shared among its local ranks (slices, compute-thread shares), and the
+// registry's check of HVD_BIND_TO. Binding a real process is tested end to end
+// (test/e2e/test_hvdrun_runs.py).
 #include <catch2/catch.hpp>
 
 #include <set>
@@ -47,10 +48,10 @@ TEST_CASE("a rank's compute-thread share: its slice, its launcher's mask, or an 
   CHECK(cpuShare({.allowedCpus = 7, .onlineCpus = 7, .localSize = 2}) == 3);
   CHECK(cpuShare({.allowedCpus = 2, .onlineCpus = 2, .localSize = 3}) == 1);  // never 0
   // srun or mpirun that narrowed the mask chose this rank's CPUs; one that did not left a split.
-  CHECK(cpuShare({.allowedCpus = 4, .onlineCpus = 16, .localSize = 4,
-                  .externalLauncher = true}) == 4);
-  CHECK(cpuShare({.allowedCpus = 16, .onlineCpus = 16, .localSize = 4,
-                  .externalLauncher = true}) == 4);
+  CHECK(cpuShare({.allowedCpus = 4, .onlineCpus = 16, .localSize = 4, .externalLauncher = true}) ==
+        4);
+  CHECK(cpuShare({.allowedCpus = 16, .onlineCpus = 16, .localSize = 4, .externalLauncher = true}) ==
+        4);
   CHECK(cpuShare({.allowedCpus = 1, .onlineCpus = 1, .localSize = 1}) == 1);
 }
 
@@ -72,7 +73,7 @@ TEST_CASE("HVD_BIND_TO takes core or none; anything else is refused naming the v
   CHECK(Config::fromParams(ParamValues::fromMap({})).cpuBinding == CpuBinding::Core);
   CHECK(Config::fromParams(ParamValues::fromMap({{"HVD_BIND_TO", "none"}})).cpuBinding ==
         CpuBinding::None);
-  CHECK_THROWS_WITH(ParamValues::fromMap({{"HVD_BIND_TO", "socket"}}),
-                    Catch::Contains("HVD_BIND_TO='socket'") &&
-                        Catch::Contains("expected one of core, none"));
+  CHECK_THROWS_WITH(
+      ParamValues::fromMap({{"HVD_BIND_TO", "socket"}}),
+      Catch::Contains("HVD_BIND_TO='socket'") && Catch::Contains("expected one of core, none"));
 }

@@ -75,8 +75,8 @@ TEST_CASE("ranks follow the hosts' order of appearance, then the slots") {
 }
 
 TEST_CASE("discovery output: host or host:slots per line, comments and blanks skipped") {
-  auto hosts = parseDiscoveredHosts("# hosts\nnode1:4\n\n  node2  \n[::1]:2\nuser@node3:1\n", 3,
-                                    "hosts.sh");
+  auto hosts =
+      parseDiscoveredHosts("# hosts\nnode1:4\n\n  node2  \n[::1]:2\nuser@node3:1\n", 3, "hosts.sh");
   REQUIRE(hosts.size() == 4);
   CHECK(hosts[0].host == "node1");
   CHECK(hosts[0].slots == 4);
@@ -99,7 +99,8 @@ TEST_CASE("discovery output errors name the script, the line and the entry") {
 }
 
 TEST_CASE("the discovery script runs as a program, with its failures named") {
-  auto dir = std::filesystem::temp_directory_path() / ("hvd-discovery-" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("hvd-discovery-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   auto script = [&](const std::string& name, const std::string& body) {
     std::string path = (dir / name).string();
@@ -108,19 +109,18 @@ TEST_CASE("the discovery script runs as a program, with its failures named") {
     return path;
   };
   hvd::launcher::Environment env{{"PATH", "/usr/bin:/bin"}};
-  auto hosts = runDiscoveryScript(script("good.sh", "echo a:2\necho b\n"), 3, env,
-                                  std::chrono::seconds(5));
+  auto hosts =
+      runDiscoveryScript(script("good.sh", "echo a:2\necho b\n"), 3, env, std::chrono::seconds(5));
   REQUIRE(hosts.size() == 2);
   CHECK(hosts[1].host == "b");
   CHECK(hosts[1].slots == 3);
-  CHECK_THROWS_WITH(
-      runDiscoveryScript(script("bad.sh", "echo no cluster >&2\nexit 4\n"), 1, env,
-                         std::chrono::seconds(5)),
-      Catch::Contains("bad.sh exited with code 4: no cluster"));
+  CHECK_THROWS_WITH(runDiscoveryScript(script("bad.sh", "echo no cluster >&2\nexit 4\n"), 1, env,
+                                       std::chrono::seconds(5)),
+                    Catch::Contains("bad.sh exited with code 4: no cluster"));
   auto start = std::chrono::steady_clock::now();
-  CHECK_THROWS_WITH(runDiscoveryScript(script("slow.sh", "sleep 30\n"), 1, env,
-                                       std::chrono::seconds(1)),
-                    Catch::Contains("slow.sh ran longer than 1 s and was killed"));
+  CHECK_THROWS_WITH(
+      runDiscoveryScript(script("slow.sh", "sleep 30\n"), 1, env, std::chrono::seconds(1)),
+      Catch::Contains("slow.sh ran longer than 1 s and was killed"));
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
   std::filesystem::remove_all(dir);
 }

@@ -8,21 +8,30 @@ using Env = std::map<std::string, std::string>;
 
 TEST_CASE("srun job steps give rank, size and placement, with uneven nodes") {
   // 5 tasks on 2 nodes as 3 + 2; this is the second task of node 1 (global rank 4).
-  Env env{{"SLURM_PROCID", "4"},         {"SLURM_STEP_NUM_TASKS", "5"},
-          {"SLURM_LOCALID", "1"},        {"SLURM_NODEID", "1"},
-          {"SLURM_STEP_TASKS_PER_NODE", "3,2"}, {"SLURM_JOB_ID", "77"},
-          {"SLURM_STEP_ID", "0"},        {"SLURMD_NODENAME", "gpu02"},
+  Env env{{"SLURM_PROCID", "4"},
+          {"SLURM_STEP_NUM_TASKS", "5"},
+          {"SLURM_LOCALID", "1"},
+          {"SLURM_NODEID", "1"},
+          {"SLURM_STEP_TASKS_PER_NODE", "3,2"},
+          {"SLURM_JOB_ID", "77"},
+          {"SLURM_STEP_ID", "0"},
+          {"SLURMD_NODENAME", "gpu02"},
           {"SLURM_TASKS_PER_NODE", "4(x2)"}};
   auto e = detectExternalLaunch(env);
   REQUIRE(e);
   CHECK(e->launcher == "Slurm");
-  CHECK(e->params == Env{{"HVD_RANK", "4"},       {"HVD_SIZE", "5"},
-                         {"HVD_LOCAL_RANK", "1"}, {"HVD_LOCAL_SIZE", "2"},
-                         {"HVD_CROSS_RANK", "1"}, {"HVD_CROSS_SIZE", "2"},
-                         {"HVD_JOB_ID", "slurm-77.0"}, {"HVD_HOSTNAME", "gpu02"}});
+  CHECK(e->params == Env{{"HVD_RANK", "4"},
+                         {"HVD_SIZE", "5"},
+                         {"HVD_LOCAL_RANK", "1"},
+                         {"HVD_LOCAL_SIZE", "2"},
+                         {"HVD_CROSS_RANK", "1"},
+                         {"HVD_CROSS_SIZE", "2"},
+                         {"HVD_JOB_ID", "slurm-77.0"},
+                         {"HVD_HOSTNAME", "gpu02"}});
   Env third_env = env;
   for (auto [name, value] : {std::pair<const char*, const char*>{"SLURM_LOCALID", "2"},
-                             {"SLURM_PROCID", "2"}, {"SLURM_NODEID", "0"}})
+                             {"SLURM_PROCID", "2"},
+                             {"SLURM_NODEID", "0"}})
     third_env[name] = std::string(value);
   auto third = detectExternalLaunch(third_env);
   CHECK(third->params.at("HVD_CROSS_RANK") == "0");
@@ -46,18 +55,20 @@ TEST_CASE("mpirun (Open MPI) and mpiexec (MPICH) ranks are placed in blocks per 
   CHECK(ompi->launcher == "Open MPI");
   CHECK(ompi->params.at("HVD_CROSS_RANK") == "1");
   CHECK(ompi->params.at("HVD_CROSS_SIZE") == "2");
-  auto mpich = detectExternalLaunch({{"PMI_RANK", "2"}, {"PMI_SIZE", "3"},
-                                     {"MPI_LOCALRANKID", "2"}, {"MPI_LOCALNRANKS", "3"}});
+  auto mpich = detectExternalLaunch(
+      {{"PMI_RANK", "2"}, {"PMI_SIZE", "3"}, {"MPI_LOCALRANKID", "2"}, {"MPI_LOCALNRANKS", "3"}});
   CHECK(mpich->params.at("HVD_LOCAL_SIZE") == "3");
   REQUIRE_THROWS_WITH(detectExternalLaunch({{"PMI_RANK", "0"}, {"PMI_SIZE", "2"}}),
                       Catch::Contains("MPI_LOCALRANKID is not"));
-  REQUIRE_THROWS_WITH(
-      detectExternalLaunch({{"OMPI_COMM_WORLD_RANK", "4"}, {"OMPI_COMM_WORLD_SIZE", "4"},
-                            {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
-                            {"OMPI_COMM_WORLD_LOCAL_SIZE", "1"}}),
-      Catch::Contains("rank 4 is not below OMPI_COMM_WORLD_SIZE=4"));
-  REQUIRE_THROWS_WITH(detectExternalLaunch({{"SLURM_PROCID", "0"}, {"SLURM_STEP_NUM_TASKS", "2"},
-                                            {"SLURM_LOCALID", "0"}, {"SLURM_NODEID", "3"},
+  REQUIRE_THROWS_WITH(detectExternalLaunch({{"OMPI_COMM_WORLD_RANK", "4"},
+                                            {"OMPI_COMM_WORLD_SIZE", "4"},
+                                            {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
+                                            {"OMPI_COMM_WORLD_LOCAL_SIZE", "1"}}),
+                      Catch::Contains("rank 4 is not below OMPI_COMM_WORLD_SIZE=4"));
+  REQUIRE_THROWS_WITH(detectExternalLaunch({{"SLURM_PROCID", "0"},
+                                            {"SLURM_STEP_NUM_TASKS", "2"},
+                                            {"SLURM_LOCALID", "0"},
+                                            {"SLURM_NODEID", "3"},
                                             {"SLURM_STEP_TASKS_PER_NODE", "2"}}),
                       Catch::Contains("SLURM_NODEID=3"));
 }

@@ -53,11 +53,15 @@ TEST_CASE("a handle counts its waiters as blocked callers while they wait, also 
     std::thread engine([&] {
       while (blocked->load() == 0) std::this_thread::yield();
       seenWhileWaiting = blocked->load();
-      if (fails) handle.fail(std::make_exception_ptr(IoError("rank 1 exited")));
-      else handle.complete(OpResult{});
+      if (fails)
+        handle.fail(std::make_exception_ptr(IoError("rank 1 exited")));
+      else
+        handle.complete(OpResult{});
     });
-    if (fails) CHECK_THROWS_WITH(handle.wait(5000ms), "rank 1 exited");
-    else handle.wait(5000ms);
+    if (fails)
+      CHECK_THROWS_WITH(handle.wait(5000ms), "rank 1 exited");
+    else
+      handle.wait(5000ms);
     engine.join();
     CHECK(seenWhileWaiting == 1);
     CHECK(blocked->load() == 0);

@@ -19,5 +19,6 @@ TEST_CASE("host layout of uneven hosts has no cross-host ranks") {
   auto layout = HostLayout::of({"a", "a", "b"});
   CHECK_FALSE(layout.even());
   CHECK(layout.text() == "a: 2, b: 1");
-  CHECK_THROWS_WITH(layout.crossRanks(0), Catch::Contains("as many ranks on every host (a: 2, b: 1)"));
+  CHECK_THROWS_WITH(layout.crossRanks(0),
+                    Catch::Contains("as many ranks on every host (a: 2, b: 1)"));
 }

@@ -7,8 +7,8 @@
 using namespace hvd::launcher;
 
 TEST_CASE("hostfiles parse hosts, slots, comments and blank lines") {
-  auto hosts = parseHostfile("# cluster\nnode1 slots=4\n\n  node2 slots=2 max_slots=8 # gpu\nnode3\n",
-                             "hosts.txt");
+  auto hosts = parseHostfile(
+      "# cluster\nnode1 slots=4\n\n  node2 slots=2 max_slots=8 # gpu\nnode3\n", "hosts.txt");
   REQUIRE(hosts.size() == 3);
   CHECK((hosts[0].host == "node1" && hosts[0].slots == 4));
   CHECK((hosts[1].host == "node2" && hosts[1].slots == 2));
@@ -34,8 +34,7 @@ TEST_CASE("Slurm node lists expand ranges, keep zero padding and mix plain names
         std::vector<std::string>{"node01", "node02", "node03", "node04", "node07"});
   CHECK(expandNodeList("gpu5,cpu[8-10],login") ==
         std::vector<std::string>{"gpu5", "cpu8", "cpu9", "cpu10", "login"});
-  CHECK(expandNodeList("n[098-101]") ==
-        std::vector<std::string>{"n098", "n099", "n100", "n101"});
+  CHECK(expandNodeList("n[098-101]") == std::vector<std::string>{"n098", "n099", "n100", "n101"});
   CHECK(expandNodeList("single") == std::vector<std::string>{"single"});
   REQUIRE_THROWS_WITH(expandNodeList("node[01-04"), Catch::Contains("unbalanced '['"));
   REQUIRE_THROWS_WITH(expandNodeList("node[04-01]"), Catch::Contains("range '04-01'"));
@@ -50,6 +49,6 @@ TEST_CASE("Slurm tasks per node expand repeat counts and must match the nodes") 
   auto hosts = slurmHosts("node[1-3],big", "2(x3),8");
   REQUIRE(hosts.size() == 4);
   CHECK((hosts[3].host == "big" && hosts[3].slots == 8));
-  REQUIRE_THROWS_WITH(slurmHosts("node[1-3]", "2"), Catch::Contains("names 3 nodes") &&
-                                                        Catch::Contains("gives 1 counts"));
+  REQUIRE_THROWS_WITH(slurmHosts("node[1-3]", "2"),
+                      Catch::Contains("names 3 nodes") && Catch::Contains("gives 1 counts"));
 }

@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
 #include <libssh2.h>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -227,9 +227,9 @@ TEST_CASE("ssh_config: StrictHostKeyChecking and the known_hosts files") {
   auto other = lookupSshConfig(text, "cfg", "other", "/h");
   CHECK(other.strictHostKeyChecking == HostKeyPolicy::Off);
   CHECK_FALSE(other.userKnownHostsFiles);
-  REQUIRE_THROWS_WITH(lookupSshConfig("Host a\n  StrictHostKeyChecking maybe\n", "/h/.ssh/config",
-                                      "a", "/h"),
-                      Catch::Contains("/h/.ssh/config:2: StrictHostKeyChecking 'maybe'"));
+  REQUIRE_THROWS_WITH(
+      lookupSshConfig("Host a\n  StrictHostKeyChecking maybe\n", "/h/.ssh/config", "a", "/h"),
+      Catch::Contains("/h/.ssh/config:2: StrictHostKeyChecking 'maybe'"));
 }
 
 TEST_CASE("ssh targets: the flag's host key policy wins over ~/.ssh/config's") {

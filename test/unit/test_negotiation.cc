@@ -168,8 +168,9 @@ TEST_CASE("joined ranks are not waited for; they get shapes to add zeros; join r
   CHECK(list.responses[0].value == 1);
 }
 
-TEST_CASE("an operation other than allreduce fails as soon as one rank submits it while a rank "
-          "of its set is joined") {
+TEST_CASE(
+    "an operation other than allreduce fails as soon as one rank submits it while a rank "
+    "of its set is joined") {
   // It could never run: the joined rank takes part in nothing but allreduce until every rank
   // has joined. Waiting for the other ranks could wait forever: their unnamed operations may
   // carry other names (they submitted different numbers before the join).
@@ -217,7 +218,7 @@ TEST_CASE("the response cache gives ids, replaces changed requests and resolves 
   CoordinatorCache cache(2);
   uint64_t a = cache.recordExecuted(allreduce("a", 4), 1);
   uint64_t b = cache.recordExecuted(allreduce("b", 4), 1);
-  CHECK(cache.recordExecuted(allreduce("a", 4), 2) == a);  // touch: a is most recent
+  CHECK(cache.recordExecuted(allreduce("a", 4), 2) == a);   // touch: a is most recent
   uint64_t c = cache.recordExecuted(allreduce("c", 4), 3);  // evicts b
   CHECK(cache.takeEvicted() == std::vector<uint64_t>{b});
   CHECK(cache.resolve(b).name == "b");  // still resolvable until every rank saw list 3
@@ -289,18 +290,15 @@ TEST_CASE("a control message with an unknown enum code is an error naming it") {
     l.submissions = {s};
     return l.encode();
   };
-  CHECK_THROWS_WITH(RequestList::decode(requestWith([](OpRequest& r) {
-                      r.tensors[0].dtype = static_cast<DType>(77);
-                    })),
+  CHECK_THROWS_WITH(RequestList::decode(requestWith(
+                        [](OpRequest& r) { r.tensors[0].dtype = static_cast<DType>(77); })),
                     Catch::Contains("unknown dtype code 77"));
-  CHECK_THROWS_WITH(RequestList::decode(requestWith([](OpRequest& r) {
-                      r.reduceOp = static_cast<ReduceOp>(99);
-                    })),
+  CHECK_THROWS_WITH(RequestList::decode(
+                        requestWith([](OpRequest& r) { r.reduceOp = static_cast<ReduceOp>(99); })),
                     Catch::Contains("unknown reduce op code 99"));
-  CHECK_THROWS_WITH(RequestList::decode(requestWith([](OpRequest& r) {
-                      r.type = static_cast<OpType>(200);
-                    })),
-                    Catch::Contains("unknown operation type code 200"));
+  CHECK_THROWS_WITH(
+      RequestList::decode(requestWith([](OpRequest& r) { r.type = static_cast<OpType>(200); })),
+      Catch::Contains("unknown operation type code 200"));
   CHECK_NOTHROW(RequestList::decode(requestWith([](OpRequest& r) {
     r.tensors[0].dtype = DType::Bool;
     r.reduceOp = ReduceOp::Adasum;
@@ -315,11 +313,12 @@ TEST_CASE("a control message with an unknown enum code is an error naming it") {
 }
 
 TEST_CASE("fusion chunks: same dtype, within the threshold, large tensors alone") {
-  std::vector<TensorMeta> t = {{DType::Float32, {256}}, {DType::Float32, {256}},
-                               {DType::Float64, {128}}, {DType::Float32, {1 << 20}},
+  std::vector<TensorMeta> t = {{DType::Float32, {256}},
+                               {DType::Float32, {256}},
+                               {DType::Float64, {128}},
+                               {DType::Float32, {1 << 20}},
                                {DType::Float32, {256}}};
-  CHECK(planFusion(t, 1 << 20) ==
-        std::vector<std::vector<std::size_t>>{{0, 1}, {2}, {3}, {4}});
+  CHECK(planFusion(t, 1 << 20) == std::vector<std::vector<std::size_t>>{{0, 1}, {2}, {3}, {4}});
   CHECK(planFusion(t, 0) == std::vector<std::vector<std::size_t>>{{0}, {1}, {2}, {3}, {4}});
   CHECK(planFusion(t, 1024) == std::vector<std::vector<std::size_t>>{{0}, {1}, {2}, {3}, {4}});
 }
@@ -445,11 +444,13 @@ TEST_CASE("reduceInline: an integer average divides exactly, toward zero, like t
   OpRequest r = allreduce("x", 3, DType::Int16);
   r.reduceOp = ReduceOp::Average;
   std::vector<int16_t> a{10, -7, 3}, b{20, 7, 4};
-  std::string sa(reinterpret_cast<const char*>(a.data()), 6), sb(reinterpret_cast<const char*>(b.data()), 6);
+  std::string sa(reinterpret_cast<const char*>(a.data()), 6),
+      sb(reinterpret_cast<const char*>(b.data()), 6);
   std::string out = reduceInline(r, {&sa, &sb});
   std::vector<int16_t> got(3);
   std::memcpy(got.data(), out.data(), 6);
-  CHECK(got == std::vector<int16_t>{15, 0, 3});  // integer division toward zero, like the collective
+  CHECK(got ==
+        std::vector<int16_t>{15, 0, 3});  // integer division toward zero, like the collective
 }
 
 namespace {

@@ -25,8 +25,8 @@ CommandLine parse(std::vector<std::string> args) {
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   CommandLine cl;
-  int status = hvd::launcher::parseCommandLine(static_cast<int>(argv.size()), argv.data(), "test",
-                                               cl);
+  int status =
+      hvd::launcher::parseCommandLine(static_cast<int>(argv.size()), argv.data(), "test", cl);
   REQUIRE(status == -1);
   return cl;
 }
@@ -42,13 +42,20 @@ struct Sample {
 };
 Sample sampleFor(const ParamSpec& p, ValueKind kind) {
   switch (kind) {
-    case ValueKind::Integer: return {p.defaultValue, p.defaultValue, p.defaultValue};
-    case ValueKind::Number: return {"0.5", "0.5", "0.5"};
-    case ValueKind::Megabytes: return {"2", "2", "2097152"};
-    case ValueKind::Switch: return {"", "true", "1"};
-    case ValueKind::NegatedSwitch: return {"", "false", "1"};
-    case ValueKind::LogLevel: return {"WARNING", "\"warning\"", "warn"};
-    default: break;
+    case ValueKind::Integer:
+      return {p.defaultValue, p.defaultValue, p.defaultValue};
+    case ValueKind::Number:
+      return {"0.5", "0.5", "0.5"};
+    case ValueKind::Megabytes:
+      return {"2", "2", "2097152"};
+    case ValueKind::Switch:
+      return {"", "true", "1"};
+    case ValueKind::NegatedSwitch:
+      return {"", "false", "1"};
+    case ValueKind::LogLevel:
+      return {"WARNING", "\"warning\"", "warn"};
+    default:
+      break;
   }
   std::string text = p.choices.empty() ? "some-file" : p.choices.back();
   if (p.id == ParamId::CheckReplicas) text = "every:3";
@@ -117,10 +124,11 @@ TEST_CASE("every config-file key sets its variable as the table converts it") {
 
 TEST_CASE("horovodrun's spellings and no- forms, and the flags hvdrun acts on itself") {
   CHECK(variablesFrom({"--tcp"}).at(envName(ParamId::Transport)) == "tcp");
-  CHECK(variablesFrom({"--no-hierarchical-allreduce"})
-            .at(envName(ParamId::HierarchicalAllreduce)) == "0");
-  CommandLine cl = parse({"--start-timeout", "45", "--ssh-concurrency", "7",
-                          "--elastic-timeout", "90"});
+  CHECK(
+      variablesFrom({"--no-hierarchical-allreduce"}).at(envName(ParamId::HierarchicalAllreduce)) ==
+      "0");
+  CommandLine cl =
+      parse({"--start-timeout", "45", "--ssh-concurrency", "7", "--elastic-timeout", "90"});
   CHECK(cl.launch.startTimeout == std::chrono::seconds(45));
   CHECK(cl.launch.ssh.concurrency == 7);
   CHECK(cl.launch.elastic.timeout == std::chrono::seconds(90));

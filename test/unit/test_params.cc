@@ -16,7 +16,9 @@ TEST_CASE("parameters take their declared defaults") {
 }
 
 TEST_CASE("environment values override defaults, and HOROVOD_ names are accepted") {
-  auto v = ParamValues::fromMap({{"HVD_RANK", "3"}, {"HVD_SIZE", "4"}, {"HOROVOD_LOCAL_RANK", "1"},
+  auto v = ParamValues::fromMap({{"HVD_RANK", "3"},
+                                 {"HVD_SIZE", "4"},
+                                 {"HOROVOD_LOCAL_RANK", "1"},
                                  {"HOROVOD_LOCAL_SIZE", "2"}});
   CHECK(v.getInt("HVD_RANK") == 3);
   CHECK(v.getInt("HVD_LOCAL_RANK") == 1);
@@ -34,15 +36,15 @@ TEST_CASE("malformed values are rejected naming the variable") {
 }
 
 TEST_CASE("runtime config rejects inconsistent placement and missing launcher settings") {
-  REQUIRE_THROWS_WITH(Config::fromParams(ParamValues::fromMap({{"HVD_RANK", "4"}, {"HVD_SIZE", "4"}})),
-                      Catch::Contains("HVD_RANK=4 must be below HVD_SIZE=4"));
+  REQUIRE_THROWS_WITH(
+      Config::fromParams(ParamValues::fromMap({{"HVD_RANK", "4"}, {"HVD_SIZE", "4"}})),
+      Catch::Contains("HVD_RANK=4 must be below HVD_SIZE=4"));
   REQUIRE_THROWS_WITH(Config::fromParams(ParamValues::fromMap({{"HVD_SIZE", "2"}})),
                       Catch::Contains("HVD_RENDEZVOUS_ADDR is not set"));
-  REQUIRE_THROWS_WITH(
-      Config::fromParams(ParamValues::fromMap({{"HVD_SIZE", "2"},
-                                               {"HVD_RENDEZVOUS_ADDR", "127.0.0.1"},
-                                               {"HVD_RENDEZVOUS_PORT", "5000"}})),
-      Catch::Contains("HVD_SECRET is not set"));
+  REQUIRE_THROWS_WITH(Config::fromParams(ParamValues::fromMap({{"HVD_SIZE", "2"},
+                                                               {"HVD_RENDEZVOUS_ADDR", "127.0.0.1"},
+                                                               {"HVD_RENDEZVOUS_PORT", "5000"}})),
+                      Catch::Contains("HVD_SECRET is not set"));
   auto single = Config::fromParams(ParamValues::fromMap({}));
   CHECK(single.topology.size == 1);
   CHECK(single.rendezvousAddr.empty());
@@ -104,9 +106,9 @@ TEST_CASE("HVD_ALLREDUCE_ALGORITHM forces the algorithm, a bad value fails namin
         AllreduceAlgorithm::Auto);
   CHECK(Config::fromParams(ParamValues::fromMap({{"HVD_ALLREDUCE_ALGORITHM", "rabenseifner"}}))
             .allreduceAlgorithm == AllreduceAlgorithm::Rabenseifner);
-  CHECK(Config::fromParams(ParamValues::fromMap({{"HVD_ALLREDUCE_ALGORITHM",
-                                                  "recursive_doubling"}}))
-            .allreduceAlgorithm == AllreduceAlgorithm::RecursiveDoubling);
+  CHECK(
+      Config::fromParams(ParamValues::fromMap({{"HVD_ALLREDUCE_ALGORITHM", "recursive_doubling"}}))
+          .allreduceAlgorithm == AllreduceAlgorithm::RecursiveDoubling);
   REQUIRE_THROWS_AS(ParamValues::fromMap({{"HVD_ALLREDUCE_ALGORITHM", "bogus"}}),
                     hvd::InvalidArgument);
   REQUIRE_THROWS_WITH(ParamValues::fromMap({{"HVD_ALLREDUCE_ALGORITHM", "bogus"}}),

@@ -12,7 +12,8 @@
 using namespace hvd::collectives;
 
 TEST_CASE("float16 conversion is exact for representable values and rounds to nearest even") {
-  for (float f : {0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 0.000061035156f, 5.9604645e-08f, 1025.0f, 0.5f}) {
+  for (float f :
+       {0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 0.000061035156f, 5.9604645e-08f, 1025.0f, 0.5f}) {
     INFO(f);
     CHECK(halfToFloat(floatToHalf(f)) == f);
   }
@@ -68,8 +69,10 @@ TEST_CASE("the float16 kernel matches element-wise float32 arithmetic exactly") 
     reduceInto(got.data(), b.data(), got.size(), DType::Float16, op);
     for (std::size_t i = 0; i < a.size(); ++i) {
       float x = halfToFloat(a[i]), y = halfToFloat(b[i]);
-      float want = op == ReduceOp::Sum ? x + y : op == ReduceOp::Min ? std::min(x, y)
-                 : op == ReduceOp::Max ? std::max(x, y) : x * y;
+      float want = op == ReduceOp::Sum   ? x + y
+                   : op == ReduceOp::Min ? std::min(x, y)
+                   : op == ReduceOp::Max ? std::max(x, y)
+                                         : x * y;
       if (got[i] != floatToHalf(want)) FAIL(reduceOpName(op) << " element " << i);
     }
   }

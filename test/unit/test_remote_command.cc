@@ -5,12 +5,18 @@
 using namespace hvd::launcher::ssh;
 
 TEST_CASE("forwarded environment drops the remote login's and machine's variables") {
-  Environment env{{"PATH", "/usr/bin"},          {"HVD_RANK", "3"},
-                  {"PYTHONPATH", "/p"},          {"LD_LIBRARY_PATH", "/l"},
-                  {"HOME", "/root"},             {"USER", "me"},
-                  {"CUDA_VISIBLE_DEVICES", "0"}, {"BASH_FUNC_f%%", "() { :; }"},
-                  {"OLDPWD", "/x"},              {"SSH_AUTH_SOCK", "/tmp/agent"},
-                  {"MY_TOKEN", "t"},             {"SSH_CONNECTION", "1 2 3 4"},
+  Environment env{{"PATH", "/usr/bin"},
+                  {"HVD_RANK", "3"},
+                  {"PYTHONPATH", "/p"},
+                  {"LD_LIBRARY_PATH", "/l"},
+                  {"HOME", "/root"},
+                  {"USER", "me"},
+                  {"CUDA_VISIBLE_DEVICES", "0"},
+                  {"BASH_FUNC_f%%", "() { :; }"},
+                  {"OLDPWD", "/x"},
+                  {"SSH_AUTH_SOCK", "/tmp/agent"},
+                  {"MY_TOKEN", "t"},
+                  {"SSH_CONNECTION", "1 2 3 4"},
                   {"bad-name", "v"}};
   auto out = forwardedEnvironment(env);
   CHECK(out == Environment{{"PATH", "/usr/bin"},
@@ -28,8 +34,13 @@ TEST_CASE("shell quoting keeps every byte in one word") {
 }
 
 TEST_CASE("the bootstrap command line carries nothing of the job") {
-  RemoteRun run{"node1", "/work dir", {{"HVD_SECRET", "s3cr3t"}, {"PATH", "/bin"}},
-                {"python3", "train.py", "--lr=0.1"}, "", 5, ""};
+  RemoteRun run{"node1",
+                "/work dir",
+                {{"HVD_SECRET", "s3cr3t"}, {"PATH", "/bin"}},
+                {"python3", "train.py", "--lr=0.1"},
+                "",
+                5,
+                ""};
   std::string script = runScript(run);
   CHECK(bootstrapCommand().find("s3cr3t") == std::string::npos);
   CHECK(bootstrapCommand().find("train.py") == std::string::npos);

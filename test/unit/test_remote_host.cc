@@ -24,7 +24,7 @@ const HostTime t0{};
 struct FakeChannel {
   std::deque<std::string> out, err;  // chunks, one per read
   bool eof = false;
-  long readError = 0;  // nonzero: the next read of stdout fails with it
+  long readError = 0;                   // nonzero: the next read of stdout fails with it
   int closeBlocks = 0, waitBlocks = 0;  // times Close / WaitClosed would block first
   int status = 0;
   std::string exitSignal;
@@ -122,8 +122,8 @@ Kind round(RemoteHostState& s, std::vector<FakeChannel>& channels, Job& job, Hos
     job.apply(s);
     if (op.kind == Kind::Again || op.kind == Kind::Sleep || op.kind == Kind::HostDone)
       return op.kind;
-    if (ops) ops->push_back(std::to_string(static_cast<int>(op.kind)) + ":" +
-                            std::to_string(op.rank));
+    if (ops)
+      ops->push_back(std::to_string(static_cast<int>(op.kind)) + ":" + std::to_string(op.rank));
     answer(s, op, channels.at(op.rank), job);
   }
 }
@@ -271,8 +271,9 @@ TEST_CASE("remote host: a read error mid-run ends every rank on that connection,
                                         opName(Kind::CheckQueued, 2)});
   REQUIRE(job.ended.size() == 2);
   for (std::size_t rank : {0, 1}) {
-    CHECK(job.why[rank] == "host 'a' (port 22, user u): ssh connection lost while rank was "
-                           "running (-43)");
+    CHECK(job.why[rank] ==
+          "host 'a' (port 22, user u): ssh connection lost while rank was "
+          "running (-43)");
     CHECK(job.ended[rank].second.code == 255);
   }
   CHECK(job.out[1] == "partial");

@@ -38,8 +38,8 @@ Host *
 }
 
 TEST_CASE("ssh_config: keywords are case-insensitive, Match blocks are skipped") {
-  auto c = lookupSshConfig("HOST n1\n  hostname 10.0.0.5\nMatch exec true\n  User nobody\n",
-                           "cfg", "n1", "/h");
+  auto c = lookupSshConfig("HOST n1\n  hostname 10.0.0.5\nMatch exec true\n  User nobody\n", "cfg",
+                           "n1", "/h");
   CHECK(c.hostName == "10.0.0.5");
   CHECK(c.user.empty());
 }
@@ -89,7 +89,8 @@ TEST_CASE("network interface flag: one for all, or per host") {
                       Catch::Contains("host 'c' is not one of the job's hosts"));
   REQUIRE_THROWS_WITH(parseNetworkInterfaces("a=ib0,a=eth0", hosts),
                       Catch::Contains("host 'a' is given twice"));
-  REQUIRE_THROWS_WITH(parseNetworkInterfaces("a=", hosts), Catch::Contains("'a=' is not host=IFACE"));
+  REQUIRE_THROWS_WITH(parseNetworkInterfaces("a=", hosts),
+                      Catch::Contains("'a=' is not host=IFACE"));
   REQUIRE_THROWS_WITH(parseNetworkInterfaces("eth0,eth1", hosts),
                       Catch::Contains("one interface for every host"));
 }

@@ -42,9 +42,8 @@ Linked secondWorks(const Config&, const LinkSet&, const LinkSetup&) {
 }
 std::string always(const Config&, const LinkSet&) { return ""; }
 
-const std::vector<TransportEntry> kFakes = {
-    {Transport::Shm, "first", always, firstUnavailable},
-    {Transport::Tcp, "second", always, secondWorks}};
+const std::vector<TransportEntry> kFakes = {{Transport::Shm, "first", always, firstUnavailable},
+                                            {Transport::Tcp, "second", always, secondWorks}};
 
 }  // namespace
 

@@ -44,8 +44,8 @@ void forPieces(std::byte* header, std::byte* payload, std::size_t done, std::siz
 
 }  // namespace
 
-ShmConnection::ShmConnection(ShmDevice& device, int selfRank, int size, int peerRank,
-                             int peerPid, RingView in, RingView out)
+ShmConnection::ShmConnection(ShmDevice& device, int selfRank, int size, int peerRank, int peerPid,
+                             RingView in, RingView out)
     : device_(device),
       selfRank_(selfRank),
       size_(size),
@@ -58,9 +58,7 @@ ShmConnection::ShmConnection(ShmDevice& device, int selfRank, int size, int peer
 
 ShmConnection::~ShmConnection() { device_.forget(this); }
 
-std::string ShmConnection::peerAddress() const {
-  return detail::concat("shm, pid ", peerPid_);
-}
+std::string ShmConnection::peerAddress() const { return detail::concat("shm, pid ", peerPid_); }
 
 std::string ShmConnection::describe(const RequestState& request) const {
   return describeRequest(selfRank_, size_, peerRank_, peerAddress(), request);
@@ -190,9 +188,9 @@ bool ShmConnection::pumpReceives() {
               });
     if (op.done < kHeaderBytes && op.done + n >= kHeaderBytes &&
         (incoming_.tag != op.header.tag || incoming_.length != op.header.length)) {
-      failAll(std::make_exception_ptr(InternalError(detail::concat(
-          op.state->description(), ": the peer sent tag=", hexTag(incoming_.tag), " ",
-          incoming_.length, " bytes (the ranks disagree on the algorithm)"))));
+      failAll(std::make_exception_ptr(InternalError(
+          detail::concat(op.state->description(), ": the peer sent tag=", hexTag(incoming_.tag),
+                         " ", incoming_.length, " bytes (the ranks disagree on the algorithm)"))));
       return true;
     }
     consume(n);

@@ -30,8 +30,8 @@ class ShmConnection : public Connection, public RequestDescriber {
  public:
   // `in` carries the peer's bytes to this rank, `out` this rank's to the peer. The device must
   // outlive the connection.
-  ShmConnection(ShmDevice& device, int selfRank, int size, int peerRank, int peerPid,
-                RingView in, RingView out);
+  ShmConnection(ShmDevice& device, int selfRank, int size, int peerRank, int peerPid, RingView in,
+                RingView out);
   ~ShmConnection() override;
 
   int peerRank() const override { return peerRank_; }

@@ -72,10 +72,8 @@ void requireAll(const std::vector<std::string>& values, const std::string& self)
   std::string reasons;
   for (std::size_t r = 0; r < values.size(); ++r)
     if (!values[r].empty() && values[r][0] == '!')
-      reasons += detail::concat(reasons.empty() ? "" : "; ", "rank ", r, ": ",
-                                values[r].substr(1));
-  if (!reasons.empty())
-    throw ShmUnavailable(self + ": shared memory unavailable: " + reasons);
+      reasons += detail::concat(reasons.empty() ? "" : "; ", "rank ", r, ": ", values[r].substr(1));
+  if (!reasons.empty()) throw ShmUnavailable(self + ": shared memory unavailable: " + reasons);
 }
 
 int openPidFd(int pid) {
@@ -86,9 +84,8 @@ int openPidFd(int pid) {
 }  // namespace
 
 std::shared_ptr<ShmDevice> ShmDevice::create(ShmOptions options) {
-  HVD_ENFORCE(options.ringBytes >= 4096 && options.ringBytes % kCacheLine == 0,
-              "shm: ring bytes ", options.ringBytes, " must be at least 4096 and a multiple of ",
-              kCacheLine);
+  HVD_ENFORCE(options.ringBytes >= 4096 && options.ringBytes % kCacheLine == 0, "shm: ring bytes ",
+              options.ringBytes, " must be at least 4096 and a multiple of ", kCacheLine);
   return std::shared_ptr<ShmDevice>(new ShmDevice(options));
 }
 
@@ -141,15 +138,14 @@ std::unique_ptr<Comm> ShmDevice::connectAll(int rank, int size, rendezvous::Stor
     if (p == rank) continue;
     RingView in{&own_.ring(p), own_.ringData(p), options_.ringBytes};
     RingView out{&peers_[p].ring(rank), peers_[p].ringData(rank), options_.ringBytes};
-    auto c = std::make_shared<ShmConnection>(*this, rank, size, p, peers_[p].header().pid, in,
-                                             out);
+    auto c = std::make_shared<ShmConnection>(*this, rank, size, p, peers_[p].header().pid, in, out);
     connections_.push_back(c.get());
     connections[p] = std::move(c);
   }
   log->debug("{}: shared memory with {} local peers, rings of {} KiB", self, size - 1,
-            options_.ringBytes >> 10);
-  auto comm = std::make_unique<Comm>(rank, size, std::move(connections), opTimeout,
-                                     shared_from_this());
+             options_.ringBytes >> 10);
+  auto comm =
+      std::make_unique<Comm>(rank, size, std::move(connections), opTimeout, shared_from_this());
   comm->setPipelineSegmentBytes(kPipelineSegmentBytes);
   return comm;
 }
@@ -237,8 +233,10 @@ void ShmDevice::sleepOnDoorbell(Deadline deadline) {
     ready = h.doorbell.load(std::memory_order_relaxed) != seen;
   }
   h.sleepers.fetch_sub(1, std::memory_order_seq_cst);
-  if (ready) pumpAll();
-  else failDeadPeers();
+  if (ready)
+    pumpAll();
+  else
+    failDeadPeers();
 }
 
 bool ShmDevice::peerExited(int p) const {
@@ -261,9 +259,9 @@ void ShmDevice::failDeadPeers() {
   for (auto* c : connections_) {
     int p = c->peerRank();
     if (c->idle() || !peerExited(p)) continue;
-    c->failAll(std::make_exception_ptr(IoError(detail::concat(
-        "rank ", rank_, "/", size_, ": rank ", p, " (shm, pid ", pids_[p],
-        ") exited while this rank was exchanging data with it"))));
+    c->failAll(std::make_exception_ptr(
+        IoError(detail::concat("rank ", rank_, "/", size_, ": rank ", p, " (shm, pid ", pids_[p],
+                               ") exited while this rank was exchanging data with it"))));
   }
 }
 

@@ -1,9 +1,10 @@
 // The shared-memory transport's Device, for ranks on one host. connectAll creates this rank's
 // segment (shm_segment.h), publishes its name as "shm/<rank>" in the store, reads every
 // rank's from the one table rank 0 gathers (rendezvous/rank_table.h), maps every peer's, and
-// unlinks its own once all have mapped it (reported the same way, "shm-mapped/<rank>"). Any rank that cannot (no /dev/shm, too little
-// space, a peer's segment not visible from here: another host or container) makes every rank
-// throw ShmUnavailable, so all fall back to another transport together.
+// unlinks its own once all have mapped it (reported the same way, "shm-mapped/<rank>"). Any rank
+// that cannot (no /dev/shm, too little space, a peer's segment not visible from here: another host
+// or container) makes every rank throw ShmUnavailable, so all fall back to another transport
+// together.
 //
 // Waiting: a thread with nothing to move polls the rings for its SpinPolicy's spin, then sleeps
 // on its segment's doorbell (a futex). A peer that puts bytes in this rank's ring, or frees
@@ -46,7 +47,7 @@ inline constexpr std::size_t kPipelineSegmentBytes = 128 * 1024;
 struct ShmOptions {
   std::size_t ringBytes = 1 << 20;  // per direction of each link; a multiple of 64
   SpinPolicy spins{};               // polling before a sleep on the doorbell
-  std::string namePrefix = "hvd";  // of the segment's name in /dev/shm (jobSegmentPrefix)
+  std::string namePrefix = "hvd";   // of the segment's name in /dev/shm (jobSegmentPrefix)
   std::shared_ptr<log::Logs> logs = nullptr;  // the owning Runtime's; null: the process's
 };
 

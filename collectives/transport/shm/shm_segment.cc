@@ -77,7 +77,11 @@ std::size_t Segment::bytesFor(int size, std::size_t ringBytes) {
 
 Segment::Segment(std::string name, std::byte* base, std::size_t bytes, int owner,
                  std::size_t ringBytes, bool owned)
-    : name_(std::move(name)), base_(base), bytes_(bytes), owner_(owner), ringBytes_(ringBytes),
+    : name_(std::move(name)),
+      base_(base),
+      bytes_(bytes),
+      owner_(owner),
+      ringBytes_(ringBytes),
       linked_(owned) {}
 
 Segment::Segment(Segment&& other) noexcept { *this = std::move(other); }
@@ -112,10 +116,9 @@ RingHeader& Segment::ring(int sender) const {
                                         static_cast<std::size_t>(slot) * ringStride(ringBytes_));
 }
 
-Segment Segment::create(int rank, int size, std::size_t ringBytes,
-                        const std::string& namePrefix) {
-  HVD_ENFORCE(ringBytes % kCacheLine == 0, "shm: ring bytes ", ringBytes,
-              " not a multiple of ", kCacheLine);
+Segment Segment::create(int rank, int size, std::size_t ringBytes, const std::string& namePrefix) {
+  HVD_ENFORCE(ringBytes % kCacheLine == 0, "shm: ring bytes ", ringBytes, " not a multiple of ",
+              kCacheLine);
   std::size_t bytes = bytesFor(size, ringBytes);
   std::string name = randomName(namePrefix);
   int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, S_IRUSR | S_IWUSR);
@@ -126,8 +129,8 @@ Segment Segment::create(int rank, int size, std::size_t ringBytes,
     ::close(fd);
     ::shm_unlink(name.c_str());
     throw IoError(detail::concat("shm: cannot reserve ", bytes >> 20, " MiB in /dev/shm for ",
-                                 size - 1, " rings of ", ringBytes >> 10, " KiB: ",
-                                 std::strerror(error),
+                                 size - 1, " rings of ", ringBytes >> 10,
+                                 " KiB: ", std::strerror(error),
                                  " (free space in /dev/shm, or lower HVD_SHM_BUFFER_BYTES)"));
   }
   // MAP_POPULATE maps every page now: otherwise the first pass of messages through a ring takes
@@ -156,13 +159,11 @@ Segment Segment::create(int rank, int size, std::size_t ringBytes,
   return segment;
 }
 
-Segment Segment::open(const std::string& name, int expectedRank, int size,
-                      std::size_t ringBytes) {
+Segment Segment::open(const std::string& name, int expectedRank, int size, std::size_t ringBytes) {
   int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
   if (fd < 0)
-    throw IoError(systemError(detail::concat("shm: cannot open rank ", expectedRank,
-                                             "'s segment ", name),
-                              errno));
+    throw IoError(systemError(
+        detail::concat("shm: cannot open rank ", expectedRank, "'s segment ", name), errno));
   std::size_t bytes = bytesFor(size, ringBytes);
   struct stat info {};
   if (::fstat(fd, &info) != 0 || static_cast<std::size_t>(info.st_size) != bytes) {

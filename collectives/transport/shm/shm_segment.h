@@ -54,8 +54,7 @@ class Segment {
   static Segment create(int rank, int size, std::size_t ringBytes,
                         const std::string& namePrefix = "hvd");
   // Maps the segment `name` that rank `expectedRank` of `size` created; checks its header.
-  static Segment open(const std::string& name, int expectedRank, int size,
-                      std::size_t ringBytes);
+  static Segment open(const std::string& name, int expectedRank, int size, std::size_t ringBytes);
   Segment() = default;
   Segment(Segment&& other) noexcept;
   Segment& operator=(Segment&& other) noexcept;
@@ -67,7 +66,9 @@ class Segment {
   SegmentHeader& header() const { return *reinterpret_cast<SegmentHeader*>(base_); }
   // The ring that carries bytes from `sender` to this segment's owner.
   RingHeader& ring(int sender) const;
-  std::byte* ringData(int sender) const { return reinterpret_cast<std::byte*>(&ring(sender)) + sizeof(RingHeader); }
+  std::byte* ringData(int sender) const {
+    return reinterpret_cast<std::byte*>(&ring(sender)) + sizeof(RingHeader);
+  }
   std::size_t ringBytes() const { return ringBytes_; }
   void unlink();  // removes the name; mappings stay valid
 

@@ -149,9 +149,7 @@ class SimWorld::Impl::Connection : public collectives::Connection, public Reques
   Connection(Impl* impl, int rank, int peer) : impl_(impl), rank_(rank), peer_(peer) {}
   int peerRank() const override { return peer_; }
   std::string peerAddress() const override { return "simulated"; }
-  Request isend(ConstBytes data, Tag tag) override {
-    return impl_->post(rank_, peer_, data, tag);
-  }
+  Request isend(ConstBytes data, Tag tag) override { return impl_->post(rank_, peer_, data, tag); }
   Request irecv(MutableBytes data, Tag tag) override {
     return impl_->receive(rank_, peer_, data, tag);
   }
@@ -214,14 +212,13 @@ void SimWorld::Impl::buildComms() {
         links[p] = std::shared_ptr<collectives::Connection>(
             connections, &(*connections)[static_cast<std::size_t>(r) * size + p]);
     progress.push_back(std::make_shared<Progress>(*this));
-    ranks[r].comm = std::make_unique<Comm>(r, size, std::move(links),
-                                           std::chrono::milliseconds(kRealTimeout),
-                                           progress.back());
+    ranks[r].comm = std::make_unique<Comm>(
+        r, size, std::move(links), std::chrono::milliseconds(kRealTimeout), progress.back());
   }
   int perHost = options.model.ranksPerHost;
   if ((options.hierarchicalAllreduce || options.hierarchicalAllgather ||
-       options.hierarchicalAllreduceByModel) && perHost > 1 &&
-      size % perHost == 0 && size > perHost) {
+       options.hierarchicalAllreduceByModel) &&
+      perHost > 1 && size % perHost == 0 && size > perHost) {
     int hostCount = size / perHost;
     std::vector<std::vector<int>> layout(hostCount);
     for (int r = 0; r < size; ++r) layout[r / perHost].push_back(r);
@@ -288,7 +285,8 @@ Request SimWorld::Impl::post(int from, int to, ConstBytes data, Tag tag) {
   state->bytes = state->moved = data.size();
   state->describer = &link(from, to);
   double sendDone;
-  Message message{tag, data.size(), transfer(from, to, data.size(), ranks[from].clock, &sendDone), {}};
+  Message message{
+      tag, data.size(), transfer(from, to, data.size(), ranks[from].clock, &sendDone), {}};
   ++messages;
   bytesSent += data.size();
   push(sendDone, from, state);
@@ -373,12 +371,14 @@ std::string SimWorld::Impl::describeStuck(int r) const {
   out << "rank " << r << " waits for";
   int shown = 0;
   for (int from = 0; from < size; ++from) {
-    const Inbox* inbox = from == r ? nullptr : (*connections)[static_cast<std::size_t>(r) * size + from].inboxIfAny();
+    const Inbox* inbox =
+        from == r ? nullptr
+                  : (*connections)[static_cast<std::size_t>(r) * size + from].inboxIfAny();
     if (!inbox) continue;
     for (const auto& receive : inbox->receives) {
       if (shown++ < 3)
-        out << (shown > 1 ? "," : "") << " rank " << from << " (tag=" << hexTag(receive.tag)
-            << ", " << receive.data.size() << " bytes)";
+        out << (shown > 1 ? "," : "") << " rank " << from << " (tag=" << hexTag(receive.tag) << ", "
+            << receive.data.size() << " bytes)";
     }
   }
   if (shown == 0) out << " a send to complete";
@@ -471,8 +471,7 @@ SimRun SimWorld::Impl::run(const std::function<void(Comm&)>& fn) {
       std::rethrow_exception(rank.error);
     } catch (const TimeoutError& e) {
       deadlock = std::string(e.what()).find("simulated deadlock") != std::string::npos;
-    } catch (...) {
-    }
+    } catch (...) {}
     // The root cause: a rank's own failure before any deadlock it caused, earliest first.
     if (!first || (firstIsDeadlock && !deadlock) ||
         (firstIsDeadlock == deadlock && rank.errorTime < firstTime)) {

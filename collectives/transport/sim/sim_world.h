@@ -50,7 +50,7 @@ struct SimRun {
   std::vector<double> finishSeconds;  // per rank, in virtual time from the run's start
   double seconds = 0;                 // the last rank's finish
   uint64_t messages = 0;
-  uint64_t bytes = 0;                 // sent, all ranks together
+  uint64_t bytes = 0;  // sent, all ranks together
 };
 
 class SimWorld {

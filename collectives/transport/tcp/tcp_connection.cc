@@ -64,8 +64,7 @@ TcpConnection::TcpConnection(asio::ip::tcp::socket socket, TcpDevice& device, in
       peerRank_(peerRank),
       blockingReceives_(blockingReceives) {
   if (blockingReceives_) {
-    timeval slice{0, static_cast<suseconds_t>(
-                         std::chrono::microseconds(kBlockingSlice).count())};
+    timeval slice{0, static_cast<suseconds_t>(std::chrono::microseconds(kBlockingSlice).count())};
     if (::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &slice, sizeof slice) != 0)
       blockingReceives_ = false;
   }
@@ -107,8 +106,10 @@ Request TcpConnection::isend(ConstBytes data, Tag tag) {
   }
   op.state = newRequestState("send to", tag, data.size(), this);
   sends_.push_back(op);
-  if (error) failAll(ioError(op, systemError(error), 0));
-  else if (!writing_) startAsioWrite();
+  if (error)
+    failAll(ioError(op, systemError(error), 0));
+  else if (!writing_)
+    startAsioWrite();
   return Request(op.state, &device_);
 }
 
@@ -121,15 +122,19 @@ Request TcpConnection::irecv(MutableBytes data, Tag tag) {
 }
 
 void TcpConnection::startRead() {
-  if (recvs_.front().header.length <= kLatencyBoundBytes) setDirect(true);
-  else startAsioRead();
+  if (recvs_.front().header.length <= kLatencyBoundBytes)
+    setDirect(true);
+  else
+    startAsioRead();
 }
 
 void TcpConnection::setDirect(bool direct) {
   if (direct == direct_) return;
   direct_ = direct;
-  if (direct) device_.watch(this);
-  else device_.unwatch(this);
+  if (direct)
+    device_.watch(this);
+  else
+    device_.unwatch(this);
 }
 
 void TcpConnection::startAsioWrite() {
@@ -213,8 +218,8 @@ void TcpConnection::completeRead() {
   Op& done = recvs_.front();
   if (incoming_.tag != done.header.tag || incoming_.length != done.header.length)
     return failAll(std::make_exception_ptr(InternalError(detail::concat(
-        done.state->description(), ": peer sent tag=", hexTag(incoming_.tag), " ",
-        incoming_.length, " bytes instead: the ranks are running different collectives"))));
+        done.state->description(), ": peer sent tag=", hexTag(incoming_.tag), " ", incoming_.length,
+        " bytes instead: the ranks are running different collectives"))));
   done.state->done = true;
   recvs_.pop_front();
   if (!recvs_.empty()) startRead();
@@ -224,9 +229,9 @@ std::exception_ptr TcpConnection::ioError(const Op& op, const error_code& ec,
                                           std::size_t got) const {
   std::string reason = ec == asio::error::eof ? "connection closed by peer" : ec.message();
   if (ec == asio::error::operation_aborted) reason = "connection closed locally";
-  return std::make_exception_ptr(IoError(detail::concat(
-      op.state->description(), ": ", reason, " after ", got, " bytes (did rank ", peerRank_,
-      " exit or crash?)")));
+  return std::make_exception_ptr(
+      IoError(detail::concat(op.state->description(), ": ", reason, " after ", got,
+                             " bytes (did rank ", peerRank_, " exit or crash?)")));
 }
 
 void TcpConnection::failAll(std::exception_ptr error) {
@@ -246,9 +251,9 @@ void TcpConnection::failAll(std::exception_ptr error) {
 void TcpConnection::close() {
   error_code ignored;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-  failAll(std::make_exception_ptr(IoError(detail::concat(
-      "rank ", selfRank_, "/", size_, ": link to rank ", peerRank_, " (", peerAddress_,
-      ") was closed locally"))));
+  failAll(std::make_exception_ptr(
+      IoError(detail::concat("rank ", selfRank_, "/", size_, ": link to rank ", peerRank_, " (",
+                             peerAddress_, ") was closed locally"))));
 }
 
 }  // namespace hvd::collectives::tcp

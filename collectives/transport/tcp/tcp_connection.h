@@ -82,9 +82,9 @@ class TcpConnection : public Connection,
   std::string peerAddress_;
   std::deque<Op> sends_;
   std::deque<Op> recvs_;
-  bool writing_ = false;    // an Asio write is in flight
-  bool reading_ = false;    // an Asio read is in flight
-  bool direct_ = false;     // the front receive waits for the device's poll
+  bool writing_ = false;  // an Asio write is in flight
+  bool reading_ = false;  // an Asio read is in flight
+  bool direct_ = false;   // the front receive waits for the device's poll
   bool blockingReceives_;
   Header incoming_{};
   std::exception_ptr broken_;

@@ -16,8 +16,8 @@
 #include "common/asio_io.h"
 #include "common/format.h"
 #include "common/handshake_listener.h"
-#include "common/spin.h"
 #include "common/logging.h"
+#include "common/spin.h"
 
 namespace hvd::collectives::tcp {
 
@@ -64,17 +64,18 @@ std::shared_ptr<TcpDevice> TcpDevice::create(const std::string& bindAddress, std
                                              std::size_t socketBufferBytes, WaitPolicy waits,
                                              std::chrono::milliseconds handshakeTimeout,
                                              std::shared_ptr<log::Logs> logs) {
-  return std::shared_ptr<TcpDevice>(new TcpDevice(bindAddress, std::move(secret),
-                                                  socketBufferBytes, waits, handshakeTimeout,
-                                                  std::move(logs)));
+  return std::shared_ptr<TcpDevice>(new TcpDevice(bindAddress, std::move(secret), socketBufferBytes,
+                                                  waits, handshakeTimeout, std::move(logs)));
 }
 
 TcpDevice::TcpDevice(const std::string& bindAddress, std::string secret,
                      std::size_t socketBufferBytes, WaitPolicy waits,
-                     std::chrono::milliseconds handshakeTimeout,
-                     std::shared_ptr<log::Logs> logs)
-    : secret_(std::move(secret)), socketBufferBytes_(socketBufferBytes), waits_(waits),
-      handshakeTimeout_(handshakeTimeout), logs_(std::move(logs)) {
+                     std::chrono::milliseconds handshakeTimeout, std::shared_ptr<log::Logs> logs)
+    : secret_(std::move(secret)),
+      socketBufferBytes_(socketBufferBytes),
+      waits_(waits),
+      handshakeTimeout_(handshakeTimeout),
+      logs_(std::move(logs)) {
   error_code ec;
   auto address = asio::ip::make_address(bindAddress, ec);
   if (ec) throw InvalidArgument("tcp: cannot bind '" + bindAddress + "': not an IP address");
@@ -146,8 +147,10 @@ void TcpDevice::pollDirect(Deadline deadline, std::chrono::microseconds spin) {
 void TcpDevice::poll() {
   if (io_.stopped()) io_.restart();
   if (!direct_.empty()) {
-    if (asioOperations_ == 0) pollDirect(Clock::now(), {});
-    else handDirectReadsToAsio();
+    if (asioOperations_ == 0)
+      pollDirect(Clock::now(), {});
+    else
+      handDirectReadsToAsio();
   }
   io_.poll();
 }
@@ -207,17 +210,17 @@ std::unique_ptr<Comm> TcpDevice::connectAll(int rank, int size, rendezvous::Stor
         uint32_t from = claimed(claim, 0), to = claimed(claim, 4);
         if (to != static_cast<uint32_t>(rank) || from <= static_cast<uint32_t>(rank) ||
             from >= static_cast<uint32_t>(size) || seen[from]) {
-          log->warn("{}: dropped the connection from {}: it proved rank {} connecting to rank "
-                    "{}, which is not a peer this rank expects{}",
-                    self, io::peerName(socket), from, to,
-                    from < static_cast<uint32_t>(size) && seen[from] ? " (already connected)"
-                                                                      : "");
+          log->warn(
+              "{}: dropped the connection from {}: it proved rank {} connecting to rank "
+              "{}, which is not a peer this rank expects{}",
+              self, io::peerName(socket), from, to,
+              from < static_cast<uint32_t>(size) && seen[from] ? " (already connected)" : "");
           return;
         }
         seen[from] = true;
-        accepted.push_back(std::make_shared<TcpConnection>(
-            std::move(socket), *this, rank, size, static_cast<int>(from),
-            waits_.mode == WaitMode::Blocking));
+        accepted.push_back(std::make_shared<TcpConnection>(std::move(socket), *this, rank, size,
+                                                           static_cast<int>(from),
+                                                           waits_.mode == WaitMode::Blocking));
       });
   listener.start();
   log->info("{}: listening on {}", self, listenAddress());
@@ -253,8 +256,7 @@ std::unique_ptr<Comm> TcpDevice::connectAll(int rank, int size, rendezvous::Stor
   listener.stop();  // closes the listening socket: nobody may connect after set-up
   for (auto& c : accepted) connections[c->peerRank()] = c;
   log->debug("{}: connected to {} peers", self, size - 1);
-  return std::make_unique<Comm>(rank, size, std::move(connections), opTimeout,
-                                shared_from_this());
+  return std::make_unique<Comm>(rank, size, std::move(connections), opTimeout, shared_from_this());
 }
 
 std::vector<rendezvous::Bytes> TcpDevice::gatherAddresses(int rank, int size,
@@ -300,8 +302,8 @@ std::shared_ptr<Connection> TcpDevice::connectTo(int rank, int size, int peer,
                                                  const std::string& address, Deadline deadline,
                                                  rendezvous::Store& store) {
   auto [host, port] = splitAddress(address);
-  std::string what = detail::concat("rank ", rank, "/", size, ": connect to rank ", peer, " (",
-                                    address, ")");
+  std::string what =
+      detail::concat("rank ", rank, "/", size, ": connect to rank ", peer, " (", address, ")");
   tcp::socket socket(io_);
   auto nextCheck = Clock::now() + std::chrono::seconds(1);
   io::connect(socket, host, port, deadline, what, socketBufferBytes_, [&] {

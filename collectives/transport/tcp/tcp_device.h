@@ -98,7 +98,7 @@ class TcpDevice : public Device,
   std::shared_ptr<log::Logs> logs_;
   std::string listenAddress_;
   std::atomic<bool> wakeRequested_{false};  // set by wake(), cleared when a wait consumes it
-  int wakeFd_ = -1;  // eventfd; wake() adds to it
+  int wakeFd_ = -1;                         // eventfd; wake() adds to it
   boost::asio::posix::stream_descriptor wakeDescriptor_{io_};
   uint64_t wakeCount_ = 0;
   bool wakeArmed_ = false;  // an Asio read of the eventfd is in flight

@@ -23,8 +23,16 @@ typedef enum {
 
 /* Codes are fixed: new dtypes are appended. */
 typedef enum {
-  HVD_UINT8 = 0, HVD_INT8, HVD_INT16, HVD_INT32, HVD_INT64,
-  HVD_FLOAT16, HVD_BFLOAT16, HVD_FLOAT32, HVD_FLOAT64, HVD_BOOL,
+  HVD_UINT8 = 0,
+  HVD_INT8,
+  HVD_INT16,
+  HVD_INT32,
+  HVD_INT64,
+  HVD_FLOAT16,
+  HVD_BFLOAT16,
+  HVD_FLOAT32,
+  HVD_FLOAT64,
+  HVD_BOOL,
   HVD_UINT16 = 10
 } hvd_dtype;
 
