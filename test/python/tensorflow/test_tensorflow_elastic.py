@@ -110,3 +110,38 @@ def test_elastic_run_takes_a_collective_failure_inside_tf_function_for_a_horovod
     assert train(state) == 1
     assert attempts == [0, 0]
     assert hvd.is_initialized()
+
+
+def test_commit_callback_counts_batches_anew_after_a_commit_that_raised():
+    # The commit that learns of a new round raises; the workers then start fit again, the new
+    # ones counting from zero. Every rank must commit at the same batches after that (a commit
+    # is a collective): a counter left at 0 by the raise never committed again, while new
+    # workers committed at their third batch, and the job hung.
+    class Interrupted(Exception):
+        pass
+
+    class State:
+        commits = 0
+
+        def commit(self):
+            self.commits += 1
+            if self.commits == 2:
+                raise Interrupted()
+
+    state = State()
+    callback = hk.elastic.CommitStateCallback(state, batches_per_commit=3)
+    callback.on_train_begin()
+    committed_at = []
+    with pytest.raises(Interrupted):
+        for batch in range(8):
+            before = state.commits
+            callback.on_train_batch_end(batch)
+            if state.commits > before:
+                committed_at.append(("first fit", batch))
+    callback.on_train_begin()  # fit again, after the reset
+    for batch in range(8):
+        before = state.commits
+        callback.on_train_batch_end(batch)
+        if state.commits > before:
+            committed_at.append(("second fit", batch))
+    assert committed_at == [("first fit", 2), ("second fit", 2), ("second fit", 5)]

@@ -26,7 +26,12 @@ class KerasState(TensorFlowKerasState):
 
 
 class CommitStateCallback(keras.callbacks.Callback):
-    """Commits the state every `batches_per_commit` batches and at the end of every epoch."""
+    """Commits the state every `batches_per_commit` batches and at the end of every epoch.
+
+    Every rank must commit at the same batches: a commit is a collective, so a rank that
+    commits while another trains on waits for it forever. The count therefore restarts with
+    every `fit` (after a reset, old and new workers alike count from zero), and is reset before
+    committing, since the commit that learns of a new round raises."""
 
     def __init__(self, state, batches_per_commit=1):
         super().__init__()
@@ -37,15 +42,18 @@ class CommitStateCallback(keras.callbacks.Callback):
         self.batches_per_commit = batches_per_commit
         self.batches_remaining = batches_per_commit
 
+    def on_train_begin(self, logs=None):
+        self.batches_remaining = self.batches_per_commit
+
     def on_train_batch_end(self, batch, logs=None):
         self.batches_remaining -= 1
         if self.batches_remaining == 0:
-            self.state.commit()
             self.batches_remaining = self.batches_per_commit
+            self.state.commit()
 
     def on_epoch_end(self, epoch, logs=None):
-        self.state.commit()
         self.batches_remaining = self.batches_per_commit
+        self.state.commit()
 
 
 class UpdateBatchStateCallback(keras.callbacks.Callback):
