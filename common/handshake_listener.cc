@@ -1,9 +1,13 @@
 #include "common/handshake_listener.h"
 
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstring>
 #include <list>
 
 #include "common/asio_io.h"
@@ -24,6 +28,8 @@ namespace {
 constexpr int kWarnedRejections = 10;
 // How long accepting pauses when the process is out of descriptors.
 constexpr std::chrono::milliseconds kDescriptorPause{100};
+// Descriptors a listener leaves to its process (at most a quarter of ulimit -n).
+constexpr rlim_t kDescriptorsKept = 64;
 
 bool outOfDescriptors(const error_code& ec) {
   if (ec.category() != boost::system::system_category()) return false;
@@ -35,6 +41,23 @@ std::string descriptorLimit() {
   rlimit limit{};
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return "unknown";
   return std::to_string(limit.rlim_cur);
+}
+
+// Why accepting must pause although accept() itself would still succeed, or "" when it need
+// not. A listener takes one descriptor per connection, and strangers can open connections
+// faster than handshakes time out; the listener's own process (hvdrun starting workers, a
+// worker opening files) must still find descriptors, so the last ones are left to it. The
+// kernel hands out the lowest free descriptor, so a duplicate's number counts the ones in use.
+std::string descriptorsKeptForTheProcess(int anyDescriptor) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return "";
+  int lowestFree = ::fcntl(anyDescriptor, F_DUPFD_CLOEXEC, 0);
+  if (lowestFree < 0) return errno == EMFILE ? std::strerror(EMFILE) : "";
+  ::close(lowestFree);
+  rlim_t kept = std::min<rlim_t>(kDescriptorsKept, limit.rlim_cur / 4);
+  if (static_cast<rlim_t>(lowestFree) + kept < limit.rlim_cur) return "";
+  return detail::concat(lowestFree, " in use, the last ", kept,
+                        " kept for the process's own files and pipes");
 }
 
 }  // namespace
@@ -79,21 +102,7 @@ struct HandshakeListener::State : std::enable_shared_from_this<State> {
 
   void onAccept(const error_code& ec, tcp::socket socket) {
     if (stopped || ec == asio::error::operation_aborted) return;
-    if (outOfDescriptors(ec)) {
-      if (!starved)
-        log()->warn(
-            "{}: out of file descriptors ({}; ulimit -n is {}), so new connections "
-            "wait in the kernel until some are free; {} unauthenticated connections "
-            "are pending and each closes within {} ms",
-            options.name, ec.message(), descriptorLimit(), pending.size(),
-            options.handshakeTimeout.count());
-      starved = true;
-      pause.expires_after(kDescriptorPause);
-      pause.async_wait([self = shared_from_this()](const error_code& e) {
-        if (!e) self->accept();
-      });
-      return;
-    }
+    if (outOfDescriptors(ec)) return starve(ec.message());
     if (starved) {
       starved = false;
       log()->info("{}: file descriptors are free again, accepting connections", options.name);
@@ -107,7 +116,31 @@ struct HandshakeListener::State : std::enable_shared_from_this<State> {
     } else {
       log()->debug("{}: accept: {}", options.name, ec.message());
     }
+    acceptUnlessShort();
+  }
+
+  // Accepts the next connection, or pauses while the process is short of descriptors.
+  void acceptUnlessShort() {
+    if (stopped) return;
+    std::string why = descriptorsKeptForTheProcess(acceptor.native_handle());
+    if (!why.empty()) return starve(why);
     accept();
+  }
+
+  // Pauses accepting (new connections wait in the kernel's backlog) and looks again later; one
+  // log line per pause, however long it lasts.
+  void starve(const std::string& why) {
+    if (!starved)
+      log()->warn(
+          "{}: out of file descriptors ({}; ulimit -n is {}), so new connections "
+          "wait in the kernel until some are free; {} unauthenticated connections "
+          "are pending and each closes within {} ms",
+          options.name, why, descriptorLimit(), pending.size(), options.handshakeTimeout.count());
+    starved = true;
+    pause.expires_after(kDescriptorPause);
+    pause.async_wait([self = shared_from_this()](const error_code& e) {
+      if (!e) self->acceptUnlessShort();
+    });
   }
 
   void begin(tcp::socket socket) {

@@ -2,15 +2,18 @@
 // without letting a stranger hold anything up. Every accepted connection runs its handshake
 // concurrently, under its own deadline; at most `maxPending` are unauthenticated at once (a new
 // one evicts the oldest: honest peers answer within milliseconds); when the process is out of
-// descriptors (EMFILE, ENFILE) accepting pauses with one log line instead of spinning on the
-// ready listener. A failed handshake is logged with the peer's address (the first few at
-// warning level, the rest at debug) and dropped; it is never blamed on the job's secret unless
-// the peer's proof was wrong. The owner gets authenticated sockets and the bytes the peer
-// claimed, which are bound into its proof (a peer cannot claim another rank than the one it
-// proved).
+// descriptors (EMFILE, ENFILE), or down to the last ones it keeps for itself (64, or a quarter
+// of ulimit -n if less: hvdrun must still open its workers' pipes while strangers flood its
+// rendezvous), accepting pauses with one log line instead of spinning on the ready listener.
+// A failed handshake is logged with the peer's address (the first few at warning level, the
+// rest at debug) and dropped; it is never blamed on the job's secret unless the peer's proof
+// was wrong. The owner gets authenticated sockets and the bytes the peer claimed, which are
+// bound into its proof (a peer cannot claim another rank than the one it proved).
+//
 // Handshake on the wire: acceptor -> "HVD1" + nonce_a; connector -> nonce_c + proof + claim;
 // acceptor -> answer; proofs over `context` followed by the claim (io::authenticateAsConnector
 // is the other side).
+//
 // Thread model: everything runs on the acceptor's io_context, on the thread that runs it; call
 // start() and stop() on that thread, or while no thread runs it.
 #pragma once

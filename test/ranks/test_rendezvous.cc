@@ -1,7 +1,15 @@
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <boost/asio.hpp>
 
+#include <csignal>
 #include <thread>
 
 #include "collectives/rendezvous/prefix_store.h"
@@ -114,6 +122,83 @@ TEST_CASE("200 silent connections to the rendezvous delay no client, and each is
   CHECK(client.get("k") == bytes("v"));
   // Every stranger is evicted or times out.
   CHECK(rejectedReaches(server, 200));
+}
+
+namespace {
+// The lowest descriptor number free in this process: how many are in use below it.
+int lowestFreeDescriptor() {
+  int fd = ::dup(0);
+  if (fd >= 0) ::close(fd);
+  return fd;
+}
+
+// A child process that opens `n` silent connections to 127.0.0.1 on the port it reads from
+// `portPipe`, and holds them until it is killed. It is forked before the test starts any
+// thread and makes only async-signal-safe calls.
+pid_t forkSilentConnector(int portPipe, int n) {
+  pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  uint16_t port = 0;
+  if (::read(portPipe, &port, sizeof port) != sizeof port) ::_exit(2);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(port);
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  for (int i = 0; i < n; ++i) {
+    int s = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (s < 0 || ::connect(s, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) ::_exit(3);
+  }
+  for (;;) ::pause();
+}
+}  // namespace
+
+TEST_CASE("strangers flooding the rendezvous leave its process descriptors for pipes") {
+  int portPipe[2];
+  REQUIRE(::pipe(portPipe) == 0);
+  pid_t strangers = forkSilentConnector(portPipe[0], 150);
+  REQUIRE(strangers > 0);
+  rlimit before{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &before) == 0);
+  // 100 descriptors above those in use: the server could take them all before the fix.
+  rlimit low = before;
+  low.rlim_cur = static_cast<rlim_t>(lowestFreeDescriptor()) + 100;
+  REQUIRE(low.rlim_cur <= before.rlim_max);
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &low) == 0);
+  struct Restore {
+    rlimit limit;
+    ~Restore() { ::setrlimit(RLIMIT_NOFILE, &limit); }
+  } restore{before};
+  int pipes = 0;
+  {
+    rendezvous::RendezvousServer server("127.0.0.1", "secret", 0, 2s);
+    uint16_t port = server.port();
+    REQUIRE(::write(portPipe[1], &port, sizeof port) == sizeof port);
+    // The server accepts strangers until it keeps the last descriptors (a quarter of 100 or
+    // so); their handshakes run for 2 s, so none is freed meanwhile.
+    int kept = static_cast<int>(low.rlim_cur / 4);
+    for (int i = 0; i < 100 && lowestFreeDescriptor() + kept > static_cast<int>(low.rlim_cur); ++i)
+      std::this_thread::sleep_for(10ms);
+    std::this_thread::sleep_for(200ms);  // it would go on accepting if it were to
+    INFO("lowest free descriptor " << lowestFreeDescriptor() << " of " << low.rlim_cur);
+    CHECK(lowestFreeDescriptor() + kept - 1 <= static_cast<int>(low.rlim_cur));
+    // hvdrun's pipes for its workers: five workers' stdout and stderr.
+    std::vector<int> fds;
+    for (; pipes < 10; ++pipes) {
+      int p[2];
+      if (::pipe(p) != 0) break;
+      fds.insert(fds.end(), {p[0], p[1]});
+    }
+    for (int fd : fds) ::close(fd);
+    ::kill(strangers, SIGKILL);
+    ::waitpid(strangers, nullptr, 0);
+    // Once the strangers are gone, an honest client is served.
+    TcpStoreClient client(server.address(), server.port(), "secret", test::scaled(5s));
+    client.set("k", bytes("v"));
+    CHECK(client.get("k") == bytes("v"));
+  }
+  ::close(portPipe[0]);
+  ::close(portPipe[1]);
+  CHECK(pipes == 10);
 }
 
 TEST_CASE("a frame whose body stops arriving is dropped after the handshake timeout") {
