@@ -16,7 +16,10 @@ HVD_PARAM(NetworkModel, networkModel, networkModel,
     .unsetMeans = "(built in)",
     .description = "A JSON file describing the cluster for `HVD_ALLREDUCE_ALGORITHM=auto`'s cost "
                    "model across hosts: `intra_host_latency_seconds`, "
-                   "`intra_host_bytes_per_second`, `host_memory_bytes_per_second`, "
+                   "`intra_host_bytes_per_second` (shared memory), "
+                   "`same_host_tcp_latency_seconds`, `same_host_tcp_bytes_per_second` (TCP "
+                   "within a host, as a job of several hosts is linked), "
+                   "`host_memory_bytes_per_second`, "
                    "`inter_host_latency_seconds`, `inter_host_bytes_per_second`, "
                    "`switch_hop_latency_seconds`, `uplink_bytes_per_second`, "
                    "`reduce_bytes_per_second`, `hosts_per_switch` (any subset; the rest keep the "

@@ -180,7 +180,7 @@ int main(int argc, char** argv) {
         base = hvd::collectives::NetworkModel::fromFile(save, "--save " + save);
       config.allreduceAlgorithm = hvd::collectives::AllreduceAlgorithm::RecursiveDoubling;
       auto rt = hvd::runtime::DirectCollectives::create(config);
-      auto c = hvd::bench::calibrate(*rt, base);
+      auto c = hvd::bench::calibrate(*rt, base, config.transport == hvd::runtime::Transport::Tcp);
       if (rt->topology().rank == 0) {
         hvd::bench::printCalibration(std::cout, c);
         if (!save.empty()) {

@@ -55,13 +55,15 @@ double reduceRate() {
 
 }  // namespace
 
-Calibration calibrate(runtime::BlockingCollectives& rt, const collectives::NetworkModel& base) {
+Calibration calibrate(runtime::BlockingCollectives& rt, const collectives::NetworkModel& base,
+                      bool overTcp) {
   const auto& topology = rt.topology();
   if (topology.size != 2)
     throw InvalidArgument(
         detail::concat("--calibrate measures one link: run it on 2 ranks, not ", topology.size));
   Calibration c;
   c.sameHost = topology.localSize == 2;
+  c.overTcp = c.sameHost && overTcp;
   c.reduceBytesPerSecond = reduceRate();
   // Both ranks must use the same figure for the fit below.
   collectives::Tensor rate{&c.reduceBytesPerSecond, DType::Float64, {1}};
@@ -80,8 +82,8 @@ Calibration calibrate(runtime::BlockingCollectives& rt, const collectives::Netwo
   collectives::LinkModel link{c.smallSeconds, c.largeBytes / transfer};
   c.model = base;
   c.model.reduceBytesPerSecond = c.reduceBytesPerSecond;
-  (c.sameHost ? c.model.intraHost : c.model.interHost) = link;
-  if (c.sameHost)
+  (c.overTcp ? c.model.sameHostTcp : c.sameHost ? c.model.intraHost : c.model.interHost) = link;
+  if (c.sameHost && !c.overTcp)
     c.model.hostMemoryBytesPerSecond =
         std::max(c.model.hostMemoryBytesPerSecond, link.bytesPerSecond);
   return c;
@@ -92,8 +94,10 @@ void printCalibration(std::ostream& out, const Calibration& c) {
   std::snprintf(line, sizeof line,
                 "# hvd-bench --calibrate: the link %s: 4 B allreduce %.2f us, 4 MiB %.1f us; "
                 "reduction %.2f GB/s\n",
-                c.sameHost ? "within a host" : "between two hosts", c.smallSeconds * 1e6,
-                c.largeSeconds * 1e6, c.reduceBytesPerSecond / 1e9);
+                c.overTcp    ? "within a host over TCP"
+                : c.sameHost ? "within a host"
+                             : "between two hosts",
+                c.smallSeconds * 1e6, c.largeSeconds * 1e6, c.reduceBytesPerSecond / 1e9);
   out << line << "# model: " << c.model.describe() << "\n";
 }
 

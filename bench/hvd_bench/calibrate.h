@@ -1,7 +1,9 @@
 // hvd-bench --calibrate: measures the link between two ranks and the reduction speed, and
 // writes them into a network model (collectives/transport/network_model.h) that the simulator
 // (hvd-bench --simulate --model) and the runtime (HVD_NETWORK_MODEL) read. Run under hvdrun on
-// two ranks: on one host it measures the link within a host, on two hosts the link between them.
+// two ranks: on one host it measures the link within a host (shared memory, or with
+// --transport tcp the TCP loopback that a job of several hosts uses within each), on two hosts
+// the link between them.
 #pragma once
 
 #include <string>
@@ -13,6 +15,7 @@ namespace hvd::bench {
 
 struct Calibration {
   bool sameHost = true;
+  bool overTcp = false;     // within a host: the TCP link (NetworkModel::sameHostTcp)
   double smallSeconds = 0;  // median 4-byte allreduce
   double largeSeconds = 0;  // median allreduce of largeBytes
   double largeBytes = 0;
@@ -22,7 +25,9 @@ struct Calibration {
 
 // Collective: every rank calls it. `rt` must run recursive doubling (one exchange of the whole
 // buffer on two ranks, whose time is latency + bytes/bandwidth + bytes/reduction speed).
-Calibration calibrate(runtime::BlockingCollectives& rt, const collectives::NetworkModel& base);
+// `overTcp`: the ranks are linked by TCP (HVD_TRANSPORT=tcp).
+Calibration calibrate(runtime::BlockingCollectives& rt, const collectives::NetworkModel& base,
+                      bool overTcp);
 void printCalibration(std::ostream& out, const Calibration& c);
 
 }  // namespace hvd::bench

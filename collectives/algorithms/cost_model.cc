@@ -13,17 +13,18 @@ namespace {
 constexpr std::size_t kSegmentLimit = 512 * 1024;
 
 // One round of messages: every rank sends `bytes` at once. `cross`: to another host, where
-// `sharing` ranks of a host use its NIC together; within a host all of its ranks copy at once
-// and share its memory bandwidth.
+// `sharing` ranks of a host use its NIC together; within a host all of its ranks copy at once,
+// over `within`, and share its memory bandwidth.
 struct Rounds {
   const NetworkModel& m;
   int ranksPerHost;
-  int nicSharing;  // how many of a host's ranks cross at once in a cross-host round
+  int nicSharing;           // how many of a host's ranks cross at once in a cross-host round
+  const LinkModel& within;  // between ranks of one host: shared memory, or TCP (sameHostLink)
 
   double round(bool cross, double bytes) const {
     if (cross) return m.interHost.latencySeconds + nicSharing * bytes / m.interHost.bytesPerSecond;
-    return m.intraHost.latencySeconds + std::max(bytes / m.intraHost.bytesPerSecond,
-                                                 ranksPerHost * bytes / m.hostMemoryBytesPerSecond);
+    return within.latencySeconds + std::max(bytes / within.bytesPerSecond,
+                                            ranksPerHost * bytes / m.hostMemoryBytesPerSecond);
   }
   // Whether a round whose partners are r and r XOR `distance` (a power of two) has a pair on
   // different hosts, consecutive ranks sharing one: none does only when host boundaries fall
@@ -78,9 +79,9 @@ double ring(double s, int n, const Rounds& r) {
       block, static_cast<double>(ringSegmentBytes(static_cast<std::size_t>(s), n, kSegmentLimit)));
   double segments = std::ceil(block / segment);
   // Within a host, all but one of its ranks copy a block each step.
-  double latency = r.m.intraHost.latencySeconds;
-  double perByte = std::max(1 / r.m.intraHost.bytesPerSecond,
-                            (r.ranksPerHost - 1) / r.m.hostMemoryBytesPerSecond);
+  double latency = r.within.latencySeconds;
+  double perByte =
+      std::max(1 / r.within.bytesPerSecond, (r.ranksPerHost - 1) / r.m.hostMemoryBytesPerSecond);
   if (n > r.ranksPerHost) {
     // A flat ring crosses each host's NIC once per step, so its first segment's chain pays the
     // NIC's latency on one hop of every ranksPerHost; a ring of one rank per host (the
@@ -113,6 +114,13 @@ double flat(AllreduceAlgorithm algorithm, double s, int n, const Rounds& r) {
   throw InvalidArgument("predictAllreduce: auto is a choice, not an algorithm");
 }
 
+// The link between two ranks of one host in a communicator of `size` ranks: a communicator
+// that spans several hosts is linked by TCP alone (runtime/transport_table.h), also within a
+// host.
+const LinkModel& sameHostLink(const NetworkModel& model, int size, int ranksPerHost) {
+  return size > ranksPerHost ? model.sameHostTcp : model.intraHost;
+}
+
 constexpr AllreduceAlgorithm kCandidates[] = {AllreduceAlgorithm::RecursiveDoubling,
                                               AllreduceAlgorithm::Ring,
                                               AllreduceAlgorithm::Rabenseifner};
@@ -122,7 +130,8 @@ constexpr AllreduceAlgorithm kCandidates[] = {AllreduceAlgorithm::RecursiveDoubl
 double predictAllreduce(AllreduceAlgorithm algorithm, std::size_t bytes, const CommShape& shape,
                         const NetworkModel& model) {
   int perHost = std::min(shape.ranksPerHost, shape.size);
-  Rounds r{model, perHost, shape.nicSharing > 0 ? shape.nicSharing : perHost};
+  Rounds r{model, perHost, shape.nicSharing > 0 ? shape.nicSharing : perHost,
+           sameHostLink(model, shape.size, perHost)};
   return flat(algorithm, static_cast<double>(bytes), shape.size, r);
 }
 
@@ -133,12 +142,12 @@ double predictHierarchicalAllreduce(std::size_t bytes, const CommShape& shape,
               "hierarchical allreduce needs whole hosts of several ranks: ", shape.size, " ranks, ",
               l, " per host");
   double s = static_cast<double>(bytes);
-  Rounds within{model, l, l};
+  Rounds within{model, l, l, model.intraHost};
   // A ring reduce-scatter and a ring allgather within the host: (l-1) steps of s / l each.
   double block = s / l;
   double local = 2 * (l - 1) * within.round(false, block) + (l - 1) * within.reduce(block);
   // Across hosts, every local rank's column at once: l ranks share each NIC.
-  Rounds across{model, 1, l};
+  Rounds across{model, 1, l, model.intraHost};
   double best = INFINITY;
   for (AllreduceAlgorithm a : kCandidates) best = std::min(best, flat(a, block, hosts, across));
   return local + best;

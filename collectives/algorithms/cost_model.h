@@ -2,7 +2,9 @@
 // shape of the communicator (ranks, ranks per host), and the choice of the fastest. The formulas
 // follow each algorithm's rounds as allreduce.cc, rabenseifner.cc and ring_allreduce.cc run them:
 // which rounds stay within a host (partners closer than ranksPerHost, as launchers place
-// consecutive ranks on one host), and how many of a host's ranks share its NIC in a round.
+// consecutive ranks on one host), over which link (a communicator that spans several hosts is
+// TCP throughout, also within a host; the hierarchical form's stages within a host are shared
+// memory), and how many of a host's ranks share its NIC in a round.
 // The simulated transport (transport/sim) runs the same algorithms on the same model, which is
 // how these predictions are checked (bench: hvd-bench --simulate).
 #pragma once

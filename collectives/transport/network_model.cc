@@ -27,6 +27,10 @@ const std::vector<Field>& fields() {
        [](NetworkModel& m) -> double& { return m.intraHost.latencySeconds; }},
       {"intra_host_bytes_per_second",
        [](NetworkModel& m) -> double& { return m.intraHost.bytesPerSecond; }},
+      {"same_host_tcp_latency_seconds",
+       [](NetworkModel& m) -> double& { return m.sameHostTcp.latencySeconds; }},
+      {"same_host_tcp_bytes_per_second",
+       [](NetworkModel& m) -> double& { return m.sameHostTcp.bytesPerSecond; }},
       {"host_memory_bytes_per_second",
        [](NetworkModel& m) -> double& { return m.hostMemoryBytesPerSecond; }},
       {"inter_host_latency_seconds",
@@ -49,20 +53,6 @@ std::string micros(double seconds) { return detail::concat(std::round(seconds * 
 
 }  // namespace
 
-double NetworkModel::messageSeconds(int from, int to, double bytes) const {
-  if (sameHost(from, to)) {
-    double bw = std::min(intraHost.bytesPerSecond, hostMemoryBytesPerSecond);
-    return intraHost.latencySeconds + bytes / bw;
-  }
-  double bw = interHost.bytesPerSecond;
-  double latency = interHost.latencySeconds;
-  if (switchOf(hostOf(from)) != switchOf(hostOf(to))) {
-    latency += switchHopLatency;
-    if (uplinkBytesPerSecond > 0) bw = std::min(bw, uplinkBytesPerSecond);
-  }
-  return latency + bytes / bw;
-}
-
 std::string NetworkModel::describe() const {
   std::string switches =
       hostsPerSwitch > 0 ? detail::concat(", ", hostsPerSwitch, " hosts per switch") : "";
@@ -70,7 +60,8 @@ std::string NetworkModel::describe() const {
                         micros(interHost.latencySeconds), " ", rate(interHost.bytesPerSecond),
                         "; shm ", micros(intraHost.latencySeconds), " ",
                         rate(intraHost.bytesPerSecond), " (host ", rate(hostMemoryBytesPerSecond),
-                        "); reduce ", rate(reduceBytesPerSecond));
+                        "); same host over TCP ", micros(sameHostTcp.latencySeconds), " ",
+                        rate(sameHostTcp.bytesPerSecond), "; reduce ", rate(reduceBytesPerSecond));
 }
 
 std::string NetworkModel::toJson() const {
@@ -124,10 +115,11 @@ void NetworkModel::validate(const std::string& origin) const {
   auto need = [&](bool ok, const char* what) {
     if (!ok) throw InvalidArgument(detail::concat(origin, ": ", what));
   };
-  need(intraHost.latencySeconds >= 0 && interHost.latencySeconds >= 0 && switchHopLatency >= 0,
+  need(intraHost.latencySeconds >= 0 && sameHostTcp.latencySeconds >= 0 &&
+           interHost.latencySeconds >= 0 && switchHopLatency >= 0,
        "latencies must be >= 0");
-  need(intraHost.bytesPerSecond > 0 && interHost.bytesPerSecond > 0 &&
-           hostMemoryBytesPerSecond > 0 && reduceBytesPerSecond > 0,
+  need(intraHost.bytesPerSecond > 0 && sameHostTcp.bytesPerSecond > 0 &&
+           interHost.bytesPerSecond > 0 && hostMemoryBytesPerSecond > 0 && reduceBytesPerSecond > 0,
        "bandwidths and the reduction rate must be > 0");
   need(uplinkBytesPerSecond >= 0, "uplink_bytes_per_second must be >= 0 (0: non-blocking)");
   need(ranksPerHost >= 1, "ranks_per_host must be >= 1");

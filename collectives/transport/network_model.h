@@ -17,6 +17,10 @@ struct LinkModel {
 struct NetworkModel {
   // Between two ranks of one host (shared memory): each rank's copies run at this rate...
   LinkModel intraHost{0.3e-6, 6e9};
+  // Between two ranks of one host in a communicator that spans several hosts: hvd links such a
+  // communicator with one transport, TCP, so they talk through the host's loopback (the
+  // hierarchical form's stages within a host use shared memory).
+  LinkModel sameHostTcp{4e-6, 2.5e9};
   // ...and all copies of one host together at most at this rate (its memory bandwidth).
   double hostMemoryBytesPerSecond = 20e9;
   // Between hosts: every host has one NIC, which its ranks share, full duplex.
@@ -35,8 +39,6 @@ struct NetworkModel {
   int hostOf(int rank) const { return rank / ranksPerHost; }
   int switchOf(int host) const { return hostsPerSwitch > 0 ? host / hostsPerSwitch : 0; }
   bool sameHost(int a, int b) const { return hostOf(a) == hostOf(b); }
-  // The cost of one message of `bytes` from rank `from` to rank `to`, alone on its links.
-  double messageSeconds(int from, int to, double bytes) const;
   double reduceSeconds(double bytes) const { return bytes / reduceBytesPerSecond; }
 
   // "8 ranks/host, hosts of 16 per switch, NIC 5.0 us 12.5 GB/s, shm 0.3 us 6.0 GB/s, ..."

@@ -27,6 +27,7 @@ NetworkModel simpleModel(int ranksPerHost = 1) {
   NetworkModel m;
   m.interHost = {10e-6, 1e9};  // 10 us, 1 GB/s: round numbers for closed forms
   m.intraHost = {1e-6, 4e9};
+  m.sameHostTcp = {2e-6, 2e9};
   m.hostMemoryBytesPerSecond = 100e9;
   m.reduceBytesPerSecond = 2e9;
   m.ranksPerHost = ranksPerHost;
@@ -57,10 +58,15 @@ TEST_CASE("a message between hosts takes latency plus bytes over bandwidth", "[s
   CHECK(run.bytes == (1u << 20));
 }
 
-TEST_CASE("ranks of one host share its NIC; within a host they use memory", "[sim]") {
+TEST_CASE(
+    "ranks of one host share its NIC; within a host they use TCP, or shared memory "
+    "when staged",
+    "[sim]") {
   // Ranks 0, 1 on host 0 both send 1 MB to ranks 2, 3 on host 1: the NIC carries them one after
   // the other. Rank 0 -> 1 within the host is not held up by the NIC.
-  SimWorld world(4, with(simpleModel(2)));
+  SimOptions options = with(simpleModel(2));
+  options.hierarchicalAllreduce = true;
+  SimWorld world(4, options);
   constexpr std::size_t kBytes = 1000000;
   std::vector<std::vector<std::byte>> buffers(4, std::vector<std::byte>(kBytes));
   SimRun run = world.run([&](Comm& comm) {
@@ -79,7 +85,16 @@ TEST_CASE("ranks of one host share its NIC; within a host they use memory", "[si
     if (comm.rank() == 0) comm.peer(1).isend({b.data(), kBytes}, 2).wait(comm.deadline());
     if (comm.rank() == 1) comm.peer(0).irecv({b.data(), kBytes}, 2).wait(comm.deadline());
   });
-  CHECK(local.finishSeconds[1] == Approx(1e-6 + kBytes / 4e9));
+  // On the world's communicator, which spans both hosts, ranks of one host talk over TCP...
+  CHECK(local.finishSeconds[1] == Approx(2e-6 + kBytes / 2e9));
+  // ...and on the hierarchy's communicator within the host, over shared memory.
+  SimRun staged = world.run([&](Comm& comm) {
+    auto& b = buffers[comm.rank()];
+    Comm& host = *comm.hierarchy()->local;
+    if (comm.rank() == 0) host.peer(1).isend({b.data(), kBytes}, 3).wait(comm.deadline());
+    if (comm.rank() == 1) host.peer(0).irecv({b.data(), kBytes}, 3).wait(comm.deadline());
+  });
+  CHECK(staged.finishSeconds[1] == Approx(1e-6 + kBytes / 4e9));
 }
 
 TEST_CASE("the bytes arrive, and reductions are charged at the model's rate", "[sim]") {

@@ -104,12 +104,19 @@ struct SimWorld::Impl {
 
   Impl(int size, SimOptions o);
 
+  // Which links a message takes, as the runtime builds them: a communicator that spans several
+  // hosts is linked by one transport, TCP, also between ranks of one host (through the host's
+  // loopback); the hierarchical form's communicators within a host, and a world of one host,
+  // use shared memory.
+  enum class Plane { Flat, WithinHost };
+
   void buildComms();
-  Request post(int from, int to, ConstBytes data, Tag tag);
-  Request receive(int at, int from, MutableBytes data, Tag tag);
+  Request post(Plane plane, int from, int to, ConstBytes data, Tag tag);
+  Request receive(Plane plane, int at, int from, MutableBytes data, Tag tag);
   void deliver(int at, int from, Message& message, PostedReceive& receive);
-  double transfer(int from, int to, std::size_t bytes, double at, double* sendDone);
-  Connection& link(int rank, int peer);
+  double transfer(Plane plane, int from, int to, std::size_t bytes, double at, double* sendDone);
+  Connection& link(Plane plane, int rank, int peer);
+  const Connection* linkIfAny(Plane plane, int rank, int peer) const;
   void push(double time, int rank, std::shared_ptr<RequestState> request = nullptr,
             std::exception_ptr error = nullptr) {
     events.push({time, sequence++, rank, std::move(request), std::move(error)});
@@ -137,21 +144,26 @@ struct SimWorld::Impl {
   int current = -1;  // the rank whose fiber runs
   ctx::fiber scheduler;
   uint64_t messages = 0, bytesSent = 0;
-  // Connections of all ranks, allocated once (size^2 of them; a Comm holds shared_ptrs that
-  // alias this block instead of owning one allocation each).
+  // Connections of all ranks, allocated once (size^2 of them, then size * ranksPerHost within
+  // hosts when the world has a hierarchy; a Comm holds shared_ptrs that alias this block instead
+  // of owning one allocation each).
   std::shared_ptr<std::vector<Connection>> connections;
+  bool withinHostPlane = false;
   std::vector<std::shared_ptr<Progress>> progress;
 };
 
 class SimWorld::Impl::Connection : public collectives::Connection, public RequestDescriber {
  public:
   Connection() = default;
-  Connection(Impl* impl, int rank, int peer) : impl_(impl), rank_(rank), peer_(peer) {}
+  Connection(Impl* impl, Plane plane, int rank, int peer)
+      : impl_(impl), plane_(plane), rank_(rank), peer_(peer) {}
   int peerRank() const override { return peer_; }
   std::string peerAddress() const override { return "simulated"; }
-  Request isend(ConstBytes data, Tag tag) override { return impl_->post(rank_, peer_, data, tag); }
+  Request isend(ConstBytes data, Tag tag) override {
+    return impl_->post(plane_, rank_, peer_, data, tag);
+  }
   Request irecv(MutableBytes data, Tag tag) override {
-    return impl_->receive(rank_, peer_, data, tag);
+    return impl_->receive(plane_, rank_, peer_, data, tag);
   }
   void close() override {}
   // At the receiving end: what came from the peer, or waits for it. Made on first use (most
@@ -169,13 +181,25 @@ class SimWorld::Impl::Connection : public collectives::Connection, public Reques
 
  private:
   Impl* impl_ = nullptr;
+  Plane plane_ = Plane::Flat;
   int rank_ = 0;
   int peer_ = 0;
   std::unique_ptr<Inbox> inbox_;
 };
 
-SimWorld::Impl::Connection& SimWorld::Impl::link(int rank, int peer) {
-  return (*connections)[static_cast<std::size_t>(rank) * size + peer];
+// Within a host, rank r's link to a rank of its host is at r * ranksPerHost + that rank's index
+// on the host, after the flat plane's size^2.
+SimWorld::Impl::Connection& SimWorld::Impl::link(Plane plane, int rank, int peer) {
+  auto n = static_cast<std::size_t>(size);
+  if (plane == Plane::Flat) return (*connections)[rank * n + peer];
+  auto perHost = static_cast<std::size_t>(options.model.ranksPerHost);
+  return (*connections)[n * n + rank * perHost + peer % perHost];
+}
+
+const SimWorld::Impl::Connection* SimWorld::Impl::linkIfAny(Plane plane, int rank, int peer) const {
+  if (rank == peer || (plane == Plane::WithinHost && !withinHostPlane)) return nullptr;
+  if (plane == Plane::WithinHost && !options.model.sameHost(rank, peer)) return nullptr;
+  return &const_cast<Impl*>(this)->link(plane, rank, peer);
 }
 
 // A rank's waits hand the thread to the scheduler until one of its operations completes.
@@ -201,44 +225,55 @@ SimWorld::Impl::Impl(int n, SimOptions o) : size(n), options(std::move(o)), rank
 }
 
 void SimWorld::Impl::buildComms() {
+  int perHost = options.model.ranksPerHost;
+  withinHostPlane = (options.hierarchicalAllreduce || options.hierarchicalAllgather ||
+                     options.hierarchicalAllreduceByModel) &&
+                    perHost > 1 && size % perHost == 0 && size > perHost;
+  auto n = static_cast<std::size_t>(size);
   connections = std::make_shared<std::vector<Connection>>();
-  connections->reserve(static_cast<std::size_t>(size) * size);
+  connections->reserve(n * n + (withinHostPlane ? n * perHost : 0));
   for (int r = 0; r < size; ++r)
-    for (int p = 0; p < size; ++p) connections->emplace_back(this, r, p);
+    for (int p = 0; p < size; ++p) connections->emplace_back(this, Plane::Flat, r, p);
+  if (withinHostPlane)
+    for (int r = 0; r < size; ++r)
+      for (int i = 0; i < perHost; ++i)
+        connections->emplace_back(this, Plane::WithinHost, r, r / perHost * perHost + i);
+  auto aliased = [&](Plane plane, int r, int p) {
+    return std::shared_ptr<collectives::Connection>(connections, &link(plane, r, p));
+  };
   for (int r = 0; r < size; ++r) {
     std::vector<std::shared_ptr<collectives::Connection>> links(size);
     for (int p = 0; p < size; ++p)
-      if (p != r)
-        links[p] = std::shared_ptr<collectives::Connection>(
-            connections, &(*connections)[static_cast<std::size_t>(r) * size + p]);
+      if (p != r) links[p] = aliased(Plane::Flat, r, p);
     progress.push_back(std::make_shared<Progress>(*this));
     ranks[r].comm = std::make_unique<Comm>(
         r, size, std::move(links), std::chrono::milliseconds(kRealTimeout), progress.back());
   }
-  int perHost = options.model.ranksPerHost;
-  if ((options.hierarchicalAllreduce || options.hierarchicalAllgather ||
-       options.hierarchicalAllreduceByModel) &&
-      perHost > 1 && size % perHost == 0 && size > perHost) {
-    int hostCount = size / perHost;
-    std::vector<std::vector<int>> layout(hostCount);
-    for (int r = 0; r < size; ++r) layout[r / perHost].push_back(r);
-    for (int r = 0; r < size; ++r) {
-      Comm::Hierarchy h;
-      h.local = ranks[r].comm->subset(layout[r / perHost]);
-      std::vector<int> column;
-      for (int host = 0; host < hostCount; ++host) column.push_back(host * perHost + r % perHost);
-      h.cross = ranks[r].comm->subset(column);
-      h.hosts = layout;
-      h.allreduce = options.hierarchicalAllreduce;
-      h.allgather = options.hierarchicalAllgather;
-      h.allreduceByModel = options.hierarchicalAllreduceByModel;
-      ranks[r].comm->setHierarchy(std::move(h));
-    }
+  if (!withinHostPlane) return;
+  int hostCount = size / perHost;
+  std::vector<std::vector<int>> layout(hostCount);
+  for (int r = 0; r < size; ++r) layout[r / perHost].push_back(r);
+  for (int r = 0; r < size; ++r) {
+    Comm::Hierarchy h;
+    std::vector<std::shared_ptr<collectives::Connection>> local(perHost);
+    for (int p : layout[r / perHost])
+      if (p != r) local[p % perHost] = aliased(Plane::WithinHost, r, p);
+    h.local = std::make_unique<Comm>(r % perHost, perHost, std::move(local),
+                                     std::chrono::milliseconds(kRealTimeout), progress[r]);
+    std::vector<int> column;
+    for (int host = 0; host < hostCount; ++host) column.push_back(host * perHost + r % perHost);
+    h.cross = ranks[r].comm->subset(column);
+    h.hosts = layout;
+    h.allreduce = options.hierarchicalAllreduce;
+    h.allgather = options.hierarchicalAllgather;
+    h.allreduceByModel = options.hierarchicalAllreduceByModel;
+    ranks[r].comm->setHierarchy(std::move(h));
   }
 }
 
 // The time the last byte of a transfer posted at `at` arrives; *sendDone: when it has left.
-double SimWorld::Impl::transfer(int from, int to, std::size_t bytes, double at, double* sendDone) {
+double SimWorld::Impl::transfer(Plane plane, int from, int to, std::size_t bytes, double at,
+                                double* sendDone) {
   const NetworkModel& m = options.model;
   double b = static_cast<double>(bytes);
   struct Use {
@@ -249,9 +284,11 @@ double SimWorld::Impl::transfer(int from, int to, std::size_t bytes, double at, 
   int uses = 0;
   double latency;
   if (m.sameHost(from, to)) {
-    latency = m.intraHost.latencySeconds;
-    path[uses++] = {&ranks[from].sendPort, m.intraHost.bytesPerSecond};
-    path[uses++] = {&ranks[to].receivePort, m.intraHost.bytesPerSecond};
+    const LinkModel& within =
+        plane == Plane::Flat && size > m.ranksPerHost ? m.sameHostTcp : m.intraHost;
+    latency = within.latencySeconds;
+    path[uses++] = {&ranks[from].sendPort, within.bytesPerSecond};
+    path[uses++] = {&ranks[to].receivePort, within.bytesPerSecond};
     path[uses++] = {&hosts[m.hostOf(from)].memory, m.hostMemoryBytesPerSecond};
   } else {
     latency = m.interHost.latencySeconds;
@@ -266,31 +303,33 @@ double SimWorld::Impl::transfer(int from, int to, std::size_t bytes, double at, 
       }
     }
   }
-  double start = at, slowest = path[0].rate;
+  // Each resource serves the message's bytes at its own rate as soon as it is free, and the
+  // message has arrived once every resource has carried it (a fluid model). So a fast shared
+  // resource (a host's memory) interleaves the transfers of several ranks, a slow one (a NIC)
+  // serialises them, and a resource never idles while a transfer waits on another one.
+  double done = at;
   for (int i = 0; i < uses; ++i) {
-    start = std::max(start, path[i].port->freeAt);
-    slowest = std::min(slowest, path[i].rate);
+    Port& port = *path[i].port;
+    port.freeAt = std::max(at, port.freeAt) + b / path[i].rate;
+    done = std::max(done, port.freeAt);
   }
-  // Each resource is busy for its own share, so a fast one (a host's memory) carries several
-  // transfers at once while a slow one (a NIC) serialises them.
-  for (int i = 0; i < uses; ++i) path[i].port->freeAt = start + b / path[i].rate;
-  *sendDone = start + b / slowest;
-  return start + latency + b / slowest;
+  *sendDone = done;
+  return done + latency;
 }
 
-Request SimWorld::Impl::post(int from, int to, ConstBytes data, Tag tag) {
+Request SimWorld::Impl::post(Plane plane, int from, int to, ConstBytes data, Tag tag) {
   auto state = std::make_shared<RequestState>();
   state->verb = "send to";
   state->tag = tag;
   state->bytes = state->moved = data.size();
-  state->describer = &link(from, to);
+  state->describer = &link(plane, from, to);
   double sendDone;
   Message message{
-      tag, data.size(), transfer(from, to, data.size(), ranks[from].clock, &sendDone), {}};
+      tag, data.size(), transfer(plane, from, to, data.size(), ranks[from].clock, &sendDone), {}};
   ++messages;
   bytesSent += data.size();
   push(sendDone, from, state);
-  Inbox& inbox = link(to, from).inbox();
+  Inbox& inbox = link(plane, to, from).inbox();
   if (!inbox.receives.empty()) {
     PostedReceive receive = std::move(inbox.receives.front());
     inbox.receives.pop_front();
@@ -304,14 +343,14 @@ Request SimWorld::Impl::post(int from, int to, ConstBytes data, Tag tag) {
   return Request(state, progress[from].get());
 }
 
-Request SimWorld::Impl::receive(int at, int from, MutableBytes data, Tag tag) {
+Request SimWorld::Impl::receive(Plane plane, int at, int from, MutableBytes data, Tag tag) {
   auto state = std::make_shared<RequestState>();
   state->verb = "recv from";
   state->tag = tag;
   state->bytes = data.size();
-  state->describer = &link(at, from);
+  state->describer = &link(plane, at, from);
   PostedReceive receive{data, tag, ranks[at].clock, state};
-  Inbox& inbox = link(at, from).inbox();
+  Inbox& inbox = link(plane, at, from).inbox();
   if (!inbox.messages.empty()) {
     Message message = std::move(inbox.messages.front());
     inbox.messages.pop_front();
@@ -370,17 +409,17 @@ std::string SimWorld::Impl::describeStuck(int r) const {
   std::ostringstream out;
   out << "rank " << r << " waits for";
   int shown = 0;
-  for (int from = 0; from < size; ++from) {
-    const Inbox* inbox =
-        from == r ? nullptr
-                  : (*connections)[static_cast<std::size_t>(r) * size + from].inboxIfAny();
-    if (!inbox) continue;
-    for (const auto& receive : inbox->receives) {
-      if (shown++ < 3)
-        out << (shown > 1 ? "," : "") << " rank " << from << " (tag=" << hexTag(receive.tag) << ", "
-            << receive.data.size() << " bytes)";
+  for (Plane plane : {Plane::Flat, Plane::WithinHost})
+    for (int from = 0; from < size; ++from) {
+      const Connection* link = linkIfAny(plane, r, from);
+      const Inbox* inbox = link ? link->inboxIfAny() : nullptr;
+      if (!inbox) continue;
+      for (const auto& receive : inbox->receives) {
+        if (shown++ < 3)
+          out << (shown > 1 ? "," : "") << " rank " << from << " (tag=" << hexTag(receive.tag)
+              << ", " << receive.data.size() << " bytes)";
+      }
     }
-  }
   if (shown == 0) out << " a send to complete";
   return out.str();
 }

@@ -6,11 +6,15 @@
 //
 // Time. A discrete-event scheduler resumes ranks in virtual-time order: a rank runs until it
 // waits (Request::wait -> ProgressEngine::progressUntil) or reduces, and is resumed when the
-// earliest of its pending operations completes. A message of b bytes posted at time t starts
-// when every resource on its path is free (the sender's and receiver's copy ports and the
-// host's memory within a host; the hosts' NICs and any switch uplinks between hosts), holds
-// each resource for b / its bandwidth, and arrives `latency + b / (slowest bandwidth)` after it
-// started. A receive completes when both the message has arrived and the receive was posted.
+// earliest of its pending operations completes. A message of b bytes posted at time t takes
+// every resource on its path (the sender's and receiver's copy ports and the host's memory
+// within a host; the hosts' NICs and any switch uplinks between hosts): each carries it for
+// b / its bandwidth from when it is free (after t) and serves messages in the order they were
+// posted; the message arrives `latency` after the last resource has carried it. Within a host,
+// the link is the TCP loopback on a communicator that spans several hosts (hvd links those with
+// TCP alone) and shared memory otherwise (a world of one host; the hierarchical form's
+// communicators within a host). A receive completes when both the message has arrived and the
+// receive was posted.
 //
 // Failure. A rank's exception ends that rank; ranks left waiting for messages that can never
 // come (the event queue is empty) get a TimeoutError naming every stuck rank and the messages it
