@@ -27,6 +27,8 @@ def simulate(bench, ranks, args):
                "--json", out.name]
         if args.model:
             cmd += ["--model", args.model]
+        if args.no_ring_from and ranks >= args.no_ring_from:
+            cmd += ["--algorithms", "recursive_doubling,rabenseifner,hierarchical"]
         start = time.time()
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         print(f"scale_sim: {ranks} ranks simulated in {time.time() - start:.0f} s", file=sys.stderr)
@@ -91,6 +93,9 @@ def main():
     p.add_argument("--min-bytes", default="4")
     p.add_argument("--max-bytes", default="1G")
     p.add_argument("--step-factor", type=int, default=16)
+    p.add_argument("--no-ring-from", type=int, default=4096,
+                   help="leave the flat ring out from this many ranks on (0: never): its 2(N-1) "
+                        "steps of N messages take about 25 min to simulate at 4,096 ranks")
     p.add_argument("--bench", default=os.path.join(REPO, "build", "apps", "hvd-bench"))
     p.add_argument("--json", help="write every run here")
     p.add_argument("--plot", help="write the PNG here")
