@@ -115,6 +115,7 @@ struct SimWorld::Impl {
   Request receive(Plane plane, int at, int from, MutableBytes data, Tag tag);
   void deliver(int at, int from, Message& message, PostedReceive& receive);
   double transfer(Plane plane, int from, int to, std::size_t bytes, double at, double* sendDone);
+  std::size_t linkIndex(Plane plane, int rank, int peer) const;
   Connection& link(Plane plane, int rank, int peer);
   const Connection* linkIfAny(Plane plane, int rank, int peer) const;
   void push(double time, int rank, std::shared_ptr<RequestState> request = nullptr,
@@ -189,17 +190,22 @@ class SimWorld::Impl::Connection : public collectives::Connection, public Reques
 
 // Within a host, rank r's link to a rank of its host is at r * ranksPerHost + that rank's index
 // on the host, after the flat plane's size^2.
-SimWorld::Impl::Connection& SimWorld::Impl::link(Plane plane, int rank, int peer) {
+std::size_t SimWorld::Impl::linkIndex(Plane plane, int rank, int peer) const {
   auto n = static_cast<std::size_t>(size);
-  if (plane == Plane::Flat) return (*connections)[rank * n + peer];
+  if (plane == Plane::Flat) return rank * n + peer;
   auto perHost = static_cast<std::size_t>(options.model.ranksPerHost);
-  return (*connections)[n * n + rank * perHost + peer % perHost];
+  return n * n + rank * perHost + peer % perHost;
+}
+
+SimWorld::Impl::Connection& SimWorld::Impl::link(Plane plane, int rank, int peer) {
+  return (*connections)[linkIndex(plane, rank, peer)];
 }
 
 const SimWorld::Impl::Connection* SimWorld::Impl::linkIfAny(Plane plane, int rank, int peer) const {
-  if (rank == peer || (plane == Plane::WithinHost && !withinHostPlane)) return nullptr;
-  if (plane == Plane::WithinHost && !options.model.sameHost(rank, peer)) return nullptr;
-  return &const_cast<Impl*>(this)->link(plane, rank, peer);
+  if (rank == peer) return nullptr;
+  if (plane == Plane::WithinHost && !(withinHostPlane && options.model.sameHost(rank, peer)))
+    return nullptr;
+  return &(*connections)[linkIndex(plane, rank, peer)];
 }
 
 // A rank's waits hand the thread to the scheduler until one of its operations completes.
