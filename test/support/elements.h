@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "collectives/algorithms/dtype.h"
 #include "collectives/algorithms/half.h"
@@ -17,70 +18,24 @@ using collectives::DType;
 
 inline void setElement(void* buf, DType t, std::size_t i, double v) {
   using namespace collectives;
-  switch (t) {
-    case DType::UInt8:
-      static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v);
-      break;
-    case DType::Int8:
-      static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(v);
-      break;
-    case DType::UInt16:
-      static_cast<uint16_t*>(buf)[i] = static_cast<uint16_t>(v);
-      break;
-    case DType::Int16:
-      static_cast<int16_t*>(buf)[i] = static_cast<int16_t>(v);
-      break;
-    case DType::Int32:
-      static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v);
-      break;
-    case DType::Int64:
-      static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v);
-      break;
-    case DType::Float16:
-      static_cast<uint16_t*>(buf)[i] = floatToHalf(static_cast<float>(v));
-      break;
-    case DType::BFloat16:
-      static_cast<uint16_t*>(buf)[i] = floatToBf16(static_cast<float>(v));
-      break;
-    case DType::Float32:
-      static_cast<float*>(buf)[i] = static_cast<float>(v);
-      break;
-    case DType::Float64:
-      static_cast<double*>(buf)[i] = v;
-      break;
-    case DType::Bool:
-      static_cast<uint8_t*>(buf)[i] = v != 0;
-      break;
-  }
+  if (withNativeType(buf, t, [&](auto* p) { p[i] = static_cast<std::decay_t<decltype(*p)>>(v); }))
+    return;
+  if (t == DType::Bool)
+    static_cast<uint8_t*>(buf)[i] = v != 0;
+  else
+    static_cast<uint16_t*>(buf)[i] = t == DType::Float16 ? floatToHalf(static_cast<float>(v))
+                                                         : floatToBf16(static_cast<float>(v));
 }
 
 inline double getElement(const void* buf, DType t, std::size_t i) {
   using namespace collectives;
-  switch (t) {
-    case DType::UInt8:
-      return static_cast<const uint8_t*>(buf)[i];
-    case DType::Int8:
-      return static_cast<const int8_t*>(buf)[i];
-    case DType::UInt16:
-      return static_cast<const uint16_t*>(buf)[i];
-    case DType::Int16:
-      return static_cast<const int16_t*>(buf)[i];
-    case DType::Int32:
-      return static_cast<const int32_t*>(buf)[i];
-    case DType::Int64:
-      return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
-    case DType::Float16:
-      return halfToFloat(static_cast<const uint16_t*>(buf)[i]);
-    case DType::BFloat16:
-      return bf16ToFloat(static_cast<const uint16_t*>(buf)[i]);
-    case DType::Float32:
-      return static_cast<const float*>(buf)[i];
-    case DType::Float64:
-      return static_cast<const double*>(buf)[i];
-    case DType::Bool:
-      return static_cast<const uint8_t*>(buf)[i];
-  }
-  return NAN;
+  double out = NAN;
+  // withNativeType takes a mutable pointer; this only reads through it.
+  if (withNativeType(const_cast<void*>(buf), t, [&](auto* p) { out = static_cast<double>(p[i]); }))
+    return out;
+  if (t == DType::Bool) return static_cast<const uint8_t*>(buf)[i];
+  uint16_t bits = static_cast<const uint16_t*>(buf)[i];
+  return t == DType::Float16 ? halfToFloat(bits) : bf16ToFloat(bits);
 }
 
 inline bool isFloating(DType t) {
