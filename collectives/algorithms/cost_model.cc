@@ -19,7 +19,7 @@ struct Rounds {
   const NetworkModel& m;
   int ranksPerHost;
   int nicSharing;           // how many of a host's ranks cross at once in a cross-host round
-  const LinkModel& within;  // between ranks of one host: shared memory, or TCP (sameHostLink)
+  const LinkModel& within;  // between ranks of one host (NetworkModel::sameHostLink)
 
   double round(bool cross, double bytes) const {
     if (cross) return m.interHost.latencySeconds + nicSharing * bytes / m.interHost.bytesPerSecond;
@@ -114,13 +114,6 @@ double flat(AllreduceAlgorithm algorithm, double s, int n, const Rounds& r) {
   throw InvalidArgument("predictAllreduce: auto is a choice, not an algorithm");
 }
 
-// The link between two ranks of one host in a communicator of `size` ranks: a communicator
-// that spans several hosts is linked by TCP alone (runtime/transport_table.h), also within a
-// host.
-const LinkModel& sameHostLink(const NetworkModel& model, int size, int ranksPerHost) {
-  return size > ranksPerHost ? model.sameHostTcp : model.intraHost;
-}
-
 constexpr AllreduceAlgorithm kCandidates[] = {AllreduceAlgorithm::RecursiveDoubling,
                                               AllreduceAlgorithm::Ring,
                                               AllreduceAlgorithm::Rabenseifner};
@@ -131,7 +124,7 @@ double predictAllreduce(AllreduceAlgorithm algorithm, std::size_t bytes, const C
                         const NetworkModel& model) {
   int perHost = std::min(shape.ranksPerHost, shape.size);
   Rounds r{model, perHost, shape.nicSharing > 0 ? shape.nicSharing : perHost,
-           sameHostLink(model, shape.size, perHost)};
+           model.sameHostLink(shape.size > perHost)};
   return flat(algorithm, static_cast<double>(bytes), shape.size, r);
 }
 

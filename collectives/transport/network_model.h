@@ -37,6 +37,11 @@ struct NetworkModel {
   int ranksPerHost = 1;
 
   int hostOf(int rank) const { return rank / ranksPerHost; }
+  // The link between two ranks of one host on a communicator that does or does not span
+  // several hosts (the rule of runtime/transport_table.h: one transport per communicator).
+  const LinkModel& sameHostLink(bool spansHosts) const {
+    return spansHosts ? sameHostTcp : intraHost;
+  }
   int switchOf(int host) const { return hostsPerSwitch > 0 ? host / hostsPerSwitch : 0; }
   bool sameHost(int a, int b) const { return hostOf(a) == hostOf(b); }
   double reduceSeconds(double bytes) const { return bytes / reduceBytesPerSecond; }

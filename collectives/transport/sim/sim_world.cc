@@ -290,8 +290,7 @@ double SimWorld::Impl::transfer(Plane plane, int from, int to, std::size_t bytes
   int uses = 0;
   double latency;
   if (m.sameHost(from, to)) {
-    const LinkModel& within =
-        plane == Plane::Flat && size > m.ranksPerHost ? m.sameHostTcp : m.intraHost;
+    const LinkModel& within = m.sameHostLink(plane == Plane::Flat && size > m.ranksPerHost);
     latency = within.latencySeconds;
     path[uses++] = {&ranks[from].sendPort, within.bytesPerSecond};
     path[uses++] = {&ranks[to].receivePort, within.bytesPerSecond};
