@@ -98,7 +98,10 @@ SimBenchResult runSimBench(const SimBenchOptions& o) {
       if (predicted < bestPredicted) bestPredicted = predicted, row.chosen = name;
     }
     if (staged) {
-      double t = simulate(*staged, buffer.get(), bytes, {});
+      // As the runtime runs it: the stage across hosts picks its algorithm by the model.
+      AllreduceOptions options;
+      options.model = &o.model;
+      double t = simulate(*staged, buffer.get(), bytes, options);
       double predicted = predictHierarchicalAllreduce(bytes, shape, o.model);
       row.simulatedSeconds[kHierarchical] = t;
       row.predictedSeconds[kHierarchical] = predicted;
