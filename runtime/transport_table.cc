@@ -49,8 +49,8 @@ Linked tcpConnect(const Config& config, const LinkSet& set, const LinkSetup& set
     return {setup.existing->subset(setup.ranks), Transport::Tcp, "the job's TCP links"};
   auto device = tcp::TcpDevice::create(setup.bindAddress, config.secret, config.socketBufferBytes,
                                        setup.waits, config.handshakeTimeout, setup.logs);
-  auto comm =
-      device->connectAll(set.rank, set.size, *setup.store, config.startTimeout, config.opTimeout);
+  auto comm = device->connectAll(set.rank, set.size, *setup.store, config.startTimeout,
+                                 config.opTimeout, setup.shape);
   return {std::move(comm), Transport::Tcp, detail::concat("tcp on ", device->listenAddress())};
 }
 

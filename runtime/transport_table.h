@@ -14,6 +14,7 @@
 
 #include "collectives/rendezvous/store.h"
 #include "collectives/transport/comm.h"
+#include "collectives/transport/device.h"
 #include "collectives/transport/wait_policy.h"
 #include "runtime/config.h"
 
@@ -43,6 +44,9 @@ struct LinkSetup {
   rendezvous::Store* store = nullptr;  // scoped to this communicator (PrefixStore)
   collectives::WaitPolicy waits;       // each transport takes the parts it implements
   Traffic traffic = Traffic::Data;
+  // The pairs to link: the engine's control channel talks between rank 0 and each other rank
+  // only, so its links form a star (collectives/transport/device.h).
+  collectives::LinkShape shape = collectives::LinkShape::AllPairs;
   std::string bindAddress = "127.0.0.1";  // where TCP listens
   // A TCP communicator that links these ranks already (the host hierarchy's ranks of one host
   // are a subset of the job's), at the indices `ranks`: TCP then reuses its links instead of

@@ -198,6 +198,7 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
   if (withControl) {
     setup.waits = {.mode = collectives::WaitMode::Interruptible};
     setup.traffic = Traffic::Control;
+    setup.shape = collectives::LinkShape::StarAroundRankZero;
     world.control = connectScope(config, *store, setup, epoch, "control", transports);
   }
   return world;

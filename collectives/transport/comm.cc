@@ -22,6 +22,8 @@ Comm::~Comm() {
 
 Connection& Comm::peer(int r) {
   HVD_ENFORCE(r >= 0 && r < size_ && r != rank_, describe(), ": no connection to rank ", r);
+  HVD_ENFORCE(connections_[r], describe(), ": no link to rank ", r,
+              " (this communicator links only the pairs its LinkShape asked for)");
   return *connections_[r];
 }
 

@@ -16,7 +16,8 @@ namespace hvd::collectives {
 
 class Comm {
  public:
-  // connections[r] is the link to rank r; connections[rank] is null. `progress` is the
+  // connections[r] is the link to rank r; connections[rank] is null, and so is a pair the
+  // device left unlinked (LinkShape). `progress` is the
   // transport's device, which the connections depend on (null for a single rank).
   Comm(int rank, int size, std::vector<std::shared_ptr<Connection>> connections,
        std::chrono::milliseconds timeout, std::shared_ptr<ProgressEngine> progress);

@@ -19,15 +19,23 @@ class TransportUnavailable : public IoError {
   using IoError::IoError;
 };
 
+// Which pairs of ranks a communicator links. A star suits the engine's control channel, whose
+// messages only ever go between rank 0 and each other rank: over TCP it opens N-1 links where
+// all pairs open N(N-1)/2 (2,016 connections at 64 ranks, which a launch waits for). A transport
+// may link more pairs than asked (shared memory maps every peer's segment anyway).
+enum class LinkShape { AllPairs, StarAroundRankZero };
+
 class Device {
  public:
   virtual ~Device() = default;
-  // Blocks until every peer is connected and authenticated, or throws TimeoutError naming the
-  // ranks that did not publish or connect within `connectTimeout`. The Comm's operations use
-  // `opTimeout`. `store` should be scoped to this communicator (PrefixStore).
+  // Blocks until every peer `shape` asks for is connected and authenticated, or throws
+  // TimeoutError naming the ranks that did not publish or connect within `connectTimeout`. The
+  // Comm's operations use `opTimeout`; Comm::peer throws for a pair the shape leaves unlinked.
+  // `store` should be scoped to this communicator (PrefixStore).
   virtual std::unique_ptr<Comm> connectAll(int rank, int size, rendezvous::Store& store,
                                            std::chrono::milliseconds connectTimeout,
-                                           std::chrono::milliseconds opTimeout) = 0;
+                                           std::chrono::milliseconds opTimeout,
+                                           LinkShape shape = LinkShape::AllPairs) = 0;
 };
 
 }  // namespace hvd::collectives

@@ -2,6 +2,8 @@
 
 #include <boost/asio.hpp>
 
+#include <filesystem>
+
 #include "collectives/algorithms/allreduce.h"
 #include "collectives/rendezvous/in_memory_store.h"
 #include "collectives/transport/tcp/tcp_device.h"
@@ -18,10 +20,11 @@ namespace {
 std::exception_ptr runRank(int rank, int n, rendezvous::Store& store, const std::string& secret,
                            std::chrono::milliseconds timeout,
                            const std::function<void(Comm&)>& fn = nullptr,
-                           std::chrono::milliseconds handshakeTimeout = std::chrono::seconds(5)) {
+                           std::chrono::milliseconds handshakeTimeout = std::chrono::seconds(5),
+                           LinkShape shape = LinkShape::AllPairs) {
   try {
     auto device = tcp::TcpDevice::create("127.0.0.1", secret, 0, {}, handshakeTimeout);
-    auto comm = device->connectAll(rank, n, store, timeout, timeout);
+    auto comm = device->connectAll(rank, n, store, timeout, timeout, shape);
     if (fn) fn(*comm);
     return nullptr;
   } catch (...) {
@@ -41,7 +44,74 @@ std::vector<uint8_t> claim(uint32_t from, uint32_t to) {
   return out;
 }
 
+// Sockets this process holds open (listening, connected or connecting).
+int openSockets() {
+  int n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    auto target = std::filesystem::read_symlink(entry.path(), ec);
+    if (!ec && target.string().rfind("socket:", 0) == 0) ++n;
+  }
+  return n;
+}
+
 }  // namespace
+
+TEST_CASE("a star of links connects rank 0 to each rank and no other pair") {
+  // The engine's control links: 4 ranks open 3 links (6 sockets in this one process), where
+  // all pairs open 6 (12 sockets); a pair left out is refused by name, not dereferenced.
+  constexpr int kRanks = 4;
+  auto sockets = [](LinkShape shape) {
+    rendezvous::InMemoryStore store;
+    int before = openSockets();
+    std::atomic<int> linked{0}, counted{0};
+    int during = -1;
+    std::vector<std::string> refusals(kRanks), errors(kRanks);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < kRanks; ++r)
+      threads.emplace_back([&, r] {
+        errors[r] = messageOf(runRank(
+            r, kRanks, store, "s", std::chrono::seconds(5),
+            [&](Comm& comm) {
+              // A message each way on every link rank 0 has; the others answer it.
+              int32_t out = r, in = -1;
+              for (int peer = 0; peer < kRanks; ++peer) {
+                if (peer == r || (shape == LinkShape::StarAroundRankZero && r != 0 && peer != 0))
+                  continue;
+                auto send = comm.peer(peer).isend(asBytes(&out, sizeof out), 7);
+                comm.peer(peer).irecv(asWritableBytes(&in, sizeof in), 7).wait(comm.deadline());
+                send.wait(comm.deadline());
+                CHECK(in == peer);
+              }
+              if (++linked == kRanks) {
+                during = openSockets() - before;
+                counted = 1;
+              }
+              while (!counted) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+              if (r != 0)
+                refusals[r] = messageOf([&] {
+                  try {
+                    comm.peer(r == 1 ? 2 : 1);
+                    return std::exception_ptr();
+                  } catch (...) {
+                    return std::current_exception();
+                  }
+                }());
+            },
+            std::chrono::seconds(5), shape));
+      });
+    for (auto& t : threads) t.join();
+    for (const auto& e : errors) CHECK(e == "");
+    return std::make_pair(during, refusals);
+  };
+  auto [star, refused] = sockets(LinkShape::StarAroundRankZero);
+  CHECK(star == 2 * (kRanks - 1));
+  CHECK_THAT(refused[1], Catch::Contains("rank 1/4: no link to rank 2"));
+  CHECK_THAT(refused[3], Catch::Contains("rank 3/4: no link to rank 1"));
+  auto [all, none] = sockets(LinkShape::AllPairs);
+  CHECK(all == kRanks * (kRanks - 1));
+  CHECK(none[1] == "");
+}
 
 TEST_CASE("silent strangers on a rank's port delay nobody: handshakes run side by side") {
   // Three connections that never speak, made while rank 0 waits for its peers. One at a time

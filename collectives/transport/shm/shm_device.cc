@@ -101,7 +101,8 @@ ShmDevice::~ShmDevice() {
 
 std::unique_ptr<Comm> ShmDevice::connectAll(int rank, int size, rendezvous::Store& store,
                                             std::chrono::milliseconds connectTimeout,
-                                            std::chrono::milliseconds opTimeout) {
+                                            std::chrono::milliseconds opTimeout, LinkShape) {
+  // Every shape gets all pairs: each segment holds a ring per peer whichever are used.
   HVD_ENFORCE(rank >= 0 && rank < size, "rank ", rank, " outside [0, ", size, ")");
   HVD_ENFORCE(size_ == 0, "shm: connectAll called twice on one device");
   std::string self = detail::concat("rank ", rank, "/", size);

@@ -60,7 +60,8 @@ class ShmDevice : public Device,
 
   std::unique_ptr<Comm> connectAll(int rank, int size, rendezvous::Store& store,
                                    std::chrono::milliseconds connectTimeout,
-                                   std::chrono::milliseconds opTimeout) override;
+                                   std::chrono::milliseconds opTimeout,
+                                   LinkShape shape = LinkShape::AllPairs) override;
   void progressUntil(Deadline deadline, bool latencyBound) override;
   void poll() override;
   void wake() override;

@@ -192,9 +192,14 @@ void TcpDevice::drainWake() {
 
 std::unique_ptr<Comm> TcpDevice::connectAll(int rank, int size, rendezvous::Store& store,
                                             std::chrono::milliseconds connectTimeout,
-                                            std::chrono::milliseconds opTimeout) {
+                                            std::chrono::milliseconds opTimeout, LinkShape shape) {
   HVD_ENFORCE(rank >= 0 && rank < size, "rank ", rank, " outside [0, ", size, ")");
   auto deadline = Clock::now() + connectTimeout;
+  auto linked = [&](int peer) {
+    return peer != rank && (shape == LinkShape::AllPairs || rank == 0 || peer == 0);
+  };
+  int higherPeers = 0;
+  for (int r = rank + 1; r < size; ++r) higherPeers += linked(r);
   auto log = log::logger(logs_.get(), "tcp");
   std::string self = detail::concat("rank ", rank, "/", size);
   std::vector<std::shared_ptr<Connection>> connections(size);
@@ -205,11 +210,11 @@ std::unique_ptr<Comm> TcpDevice::connectAll(int rank, int size, rendezvous::Stor
   io::HandshakeListener listener(
       acceptor_,
       {self, "tcp", secret_, kAuthContext, kClaimBytes, handshakeTimeout_,
-       kStrangerHandshakes + static_cast<std::size_t>(size - 1 - rank), logs_},
+       kStrangerHandshakes + static_cast<std::size_t>(higherPeers), logs_},
       [&](tcp::socket socket, std::vector<uint8_t> claim) {
         uint32_t from = claimed(claim, 0), to = claimed(claim, 4);
         if (to != static_cast<uint32_t>(rank) || from <= static_cast<uint32_t>(rank) ||
-            from >= static_cast<uint32_t>(size) || seen[from]) {
+            from >= static_cast<uint32_t>(size) || !linked(static_cast<int>(from)) || seen[from]) {
           log->warn(
               "{}: dropped the connection from {}: it proved rank {} connecting to rank "
               "{}, which is not a peer this rank expects{}",
@@ -228,16 +233,18 @@ std::unique_ptr<Comm> TcpDevice::connectAll(int rank, int size, rendezvous::Stor
   // Lower ranks accept and higher ranks connect; rank k's connects depend only on ranks below
   // k reaching their accept loop, so this order cannot deadlock.
   for (int r = 0; r < rank; ++r)
-    connections[r] = connectTo(rank, size, r, std::string(addresses[r].begin(), addresses[r].end()),
-                               deadline, store);
+    if (linked(r))
+      connections[r] = connectTo(
+          rank, size, r, std::string(addresses[r].begin(), addresses[r].end()), deadline, store);
   auto nextCheck = Clock::now() + std::chrono::seconds(1);
-  while (static_cast<int>(accepted.size()) < size - 1 - rank) {
+  while (static_cast<int>(accepted.size()) < higherPeers) {
     auto now = Clock::now();
     if (now >= deadline) {
       // Every rank published its address (the table holds them all), so a missing peer joined
       // the rendezvous and then did not connect.
       std::set<int> silent;
-      for (int r = rank + 1; r < size; ++r) silent.insert(r);
+      for (int r = rank + 1; r < size; ++r)
+        if (linked(r)) silent.insert(r);
       for (auto& c : accepted) silent.erase(c->peerRank());
       throw TimeoutError(detail::concat(
           self, ": timed out after ", connectTimeout.count() / 1000.0,
@@ -255,7 +262,9 @@ std::unique_ptr<Comm> TcpDevice::connectAll(int rank, int size, rendezvous::Stor
   }
   listener.stop();  // closes the listening socket: nobody may connect after set-up
   for (auto& c : accepted) connections[c->peerRank()] = c;
-  log->debug("{}: connected to {} peers", self, size - 1);
+  log->debug("{}: connected to {} peers", self,
+             std::count_if(connections.begin(), connections.end(),
+                           [](const auto& c) { return c != nullptr; }));
   return std::make_unique<Comm>(rank, size, std::move(connections), opTimeout, shared_from_this());
 }
 

@@ -1,18 +1,17 @@
 // The TCP transport's Device: owns one io_context and a listening socket. connectAll publishes
 // "tcp/<rank>" = "ip:port" in the store, reads every rank's from the one table rank 0 gathers
 // (collectives/rendezvous/rank_table.h: O(N) store requests for the job, not N²), connects to
-// every lower rank and accepts every higher rank, each link authenticated with the job secret
-// and the two ranks bound into the proof (common/handshake_listener.h: handshakes run
-// concurrently under a deadline, so a stranger cannot hold up the job); a connection that
-// fails the handshake is logged and dropped, and the listening socket closes once every peer
-// is connected.
-// Thread model: there is no I/O thread. The thread that waits on a Request runs the io_context
-// (progressUntil), so a waiting rank sleeps in the kernel (after the bounded spin its
-// WaitPolicy gives), and a small message costs no thread hand-off.
-// A wait whose only pending operations are direct receives (see TcpConnection) sleeps in
-// poll() on their sockets, or in a blocking recvmsg when there is one and the device is
-// WaitMode::Blocking, and reads them itself; any other wait runs Asio, with the direct
-// receives handed to it first. wake() writes an eventfd that both kinds of wait watch.
+// every lower rank and accepts every higher rank (of the pairs its LinkShape links), each link
+// authenticated with the job secret and the two ranks bound into the proof
+// (common/handshake_listener.h: handshakes run concurrently under a deadline, so a stranger cannot
+// hold up the job); a connection that fails the handshake is logged and dropped, and the listening
+// socket closes once every peer is connected. Thread model: there is no I/O thread. The thread that
+// waits on a Request runs the io_context (progressUntil), so a waiting rank sleeps in the kernel
+// (after the bounded spin its WaitPolicy gives), and a small message costs no thread hand-off. A
+// wait whose only pending operations are direct receives (see TcpConnection) sleeps in poll() on
+// their sockets, or in a blocking recvmsg when there is one and the device is WaitMode::Blocking,
+// and reads them itself; any other wait runs Asio, with the direct receives handed to it first.
+// wake() writes an eventfd that both kinds of wait watch.
 #pragma once
 
 #include <poll.h>
@@ -49,7 +48,8 @@ class TcpDevice : public Device,
 
   std::unique_ptr<Comm> connectAll(int rank, int size, rendezvous::Store& store,
                                    std::chrono::milliseconds connectTimeout,
-                                   std::chrono::milliseconds opTimeout) override;
+                                   std::chrono::milliseconds opTimeout,
+                                   LinkShape shape = LinkShape::AllPairs) override;
   void progressUntil(Deadline deadline, bool latencyBound) override;
   void poll() override;
   void wake() override;
