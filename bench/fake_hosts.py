@@ -108,7 +108,8 @@ class Launchers:
         args = ["-b", "4", "-e", str(max_bytes), "-f", "4", "-w", "3", "-n", str(iters)]
         if tool == "hvd":
             with tempfile.NamedTemporaryFile(suffix=".json") as f:
-                run(self.hvdrun + [str(WORKER)] + args + ["-c", "0", "--json", f.name],
+                run(self.hvdrun + [str(WORKER)] + args + ["-c", "0", "--placement", "out",
+                                                          "--json", f.name],
                     self.env, timeout)
                 report = json.load(open(f.name))
             return {row["size"]: row["out_of_place"]["time_us"] for row in report["rows"]}

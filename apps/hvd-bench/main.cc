@@ -54,7 +54,7 @@ std::size_t parseSize(const std::string& text, const std::string& flag) {
 int main(int argc, char** argv) {
   hvd::bench::BenchOptions o;
   std::string minBytes = "8", maxBytes = "64M", stepBytes = "0", op = "allreduce",
-              dtype = "float32", redop = "sum", json;
+              dtype = "float32", redop = "sum", placement = "both", json;
   int check = 1;
   CLI::App app{"hvd-bench: time hvd's collectives over a sweep of sizes (run under hvdrun)"};
   app.add_option("-b,--minbytes", minBytes, "Smallest size (K, M, G suffixes)");
@@ -73,6 +73,8 @@ int main(int argc, char** argv) {
   app.add_option("-n,--iters", o.iterations, "Timed runs per measurement")
       ->check(CLI::Range(1, 1000000));
   app.add_option("-c,--check", check, "Check results (1) or not (0)");
+  app.add_option("--placement", placement,
+                 "Which runs to time: both, out (out of place only) or in (in place only)");
   app.add_option("--json", json, "Also write the rows to this JSON file (rank 0)");
   bool engine = false;
   hvd::bench::EngineBenchOptions eo;
@@ -145,6 +147,7 @@ int main(int argc, char** argv) {
     o.dtype = hvd::collectives::parseDType(dtype);
     o.redop = hvd::collectives::parseReduceOp(redop);
     o.check = check != 0;
+    o.placement = hvd::bench::parsePlacement(placement);
     if (simulate > 0) {
       if (!modelFile.empty()) {
         int perHost = so.model.ranksPerHost, perSwitch = so.model.hostsPerSwitch;

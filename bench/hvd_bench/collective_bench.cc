@@ -75,6 +75,7 @@ class Sweep {
   }
 
   bool applicable(bool inPlace) const {
+    if (o_.placement == (inPlace ? Placement::OutOfPlace : Placement::InPlace)) return false;
     switch (o_.op) {
       case Collective::Broadcast:
         return inPlace;  // hvd's broadcast is in place by nature
@@ -218,6 +219,14 @@ Collective parseCollective(const std::string& name) {
   throw InvalidArgument("-o '" + name +
                         "': unknown collective (use allreduce, allgather, broadcast, alltoall, "
                         "reducescatter or barrier)");
+}
+
+Placement parsePlacement(const std::string& name) {
+  if (name == "both") return Placement::Both;
+  if (name == "out") return Placement::OutOfPlace;
+  if (name == "in") return Placement::InPlace;
+  throw InvalidArgument("--placement '" + name +
+                        "': use both, out (out of place) or in (in place)");
 }
 
 const char* collectiveName(Collective c) {

@@ -13,6 +13,9 @@
 namespace hvd::bench {
 
 enum class Collective { Allreduce, Allgather, Broadcast, Alltoall, Reducescatter, Barrier };
+// Which of a row's two runs to time: a caller that reads one column (bench/fake_hosts.py reads
+// out of place) halves the sweep, which at 64 ranks on 2 cores is seconds per size.
+enum class Placement { Both, OutOfPlace, InPlace };
 
 struct BenchOptions {
   Collective op = Collective::Allreduce;
@@ -26,6 +29,7 @@ struct BenchOptions {
   int iterations = 20;
   int root = 0;
   bool check = true;
+  Placement placement = Placement::Both;
 };
 
 struct Timing {
@@ -43,6 +47,7 @@ struct Row {
 };
 
 Collective parseCollective(const std::string& name);  // throws InvalidArgument
+Placement parsePlacement(const std::string& name);    // both, out, in; throws InvalidArgument
 const char* collectiveName(Collective c);
 // nccl-tests' bus bandwidth factor for `n` ranks.
 double busBandwidthFactor(Collective c, int n);

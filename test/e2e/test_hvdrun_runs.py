@@ -402,3 +402,17 @@ def test_gradient_overlap_comes_from_the_flag_the_environment_or_the_config_file
                    env=dict(env, HVD_GRADIENT_OVERLAP="sometimes"))
     assert r.returncode != 0 and "HVD_GRADIENT_OVERLAP='sometimes'" in r.stderr
     assert "overlap" not in r.stdout
+
+
+def test_hvd_bench_times_only_the_placement_asked_for(tmp_path):
+    bench = BUILD / "apps" / "hvd-bench"
+    report = tmp_path / "rows.json"
+    r = run_hvdrun("-np", 2, bench, "-b", "4", "-e", "64", "-f", "4", "-w", "1", "-n", "2",
+                   "--placement", "out", "--json", report)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(report.read_text())["rows"]
+    assert [row["size"] for row in rows] == [4, 16, 64]
+    assert all(row["out_of_place"]["wrong"] == 0 and row["in_place"] is None for row in rows)
+    r = run_hvdrun("-np", 1, bench, "--placement", "sideways")
+    assert r.returncode != 0
+    assert "--placement 'sideways': use both, out (out of place) or in (in place)" in r.stderr
