@@ -24,6 +24,7 @@ also when interrupted).
     sudo python bench/fake_hosts.py --json bench/results/fake_hosts.json
 """
 import argparse
+import importlib.util
 import json
 import os
 import pathlib
@@ -366,6 +367,9 @@ def main():
     reason = unavailable_reason()
     if reason:
         raise SystemExit(f"fake_hosts: {reason}")
+    if args.plot and importlib.util.find_spec("matplotlib") is None:
+        raise SystemExit(f"fake_hosts: --plot needs matplotlib, which {sys.executable} lacks "
+                         "(run it with the project's venv python)")
     for tool in (HVDRUN, WORKER):
         if not tool.exists():
             raise SystemExit(f"fake_hosts: {tool} not found; build first (scripts/build.sh)")
@@ -403,8 +407,6 @@ def main():
     print_tables(results)
     print_training(training)
     print("\n" + markdown(results, training))
-    if args.plot:
-        plot(results, args.plot)
     if args.json:
         pathlib.Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         pathlib.Path(args.json).write_text(json.dumps({
@@ -415,6 +417,8 @@ def main():
                                       text=True).stdout.splitlines()[0],
             "launch_rounds": args.launch_rounds, "sweep_rounds": args.sweep_rounds,
             "results": results, "training": training}, indent=1) + "\n")
+    if args.plot:
+        plot(results, args.plot)
     if any("error" in r for r in results + training):
         sys.exit(1)
 

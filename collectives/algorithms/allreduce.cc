@@ -11,13 +11,15 @@
 // - Rabenseifner's (forced only, for now): reduce-scatter by recursive halving, allgather by
 //   recursive doubling (rabenseifner.h). Rounds: 2 log2 n (+2 for non-powers of two). Bytes
 //   sent per rank: about 2(n-1)/n * size.
-// - Hierarchical (a communicator with a Comm::Hierarchy: H hosts of L ranks each): a ring
-//   reduce-scatter among the ranks of each host leaves local rank i with the host's reduction
-//   of block i; the ranks of local index i on all hosts allreduce that block (by size, as
-//   above, or by the forced algorithm); a ring allgather within each host puts the blocks back
-//   together. A host still sends 2(H-1)/H * size across the network, but over its L ranks' links at
-//   once, in 2(H-1) rounds instead of 2(HL-1), and the 2(L-1) rounds within the host run over
-//   shared memory.
+// - Hierarchical (a communicator with a Comm::Hierarchy: H hosts of L ranks each), split in
+//   one of two ways (HierarchicalStaging). Blocks: a ring reduce-scatter among the ranks of
+//   each host leaves local rank i with the host's reduction of block i; the ranks of local
+//   index i on all hosts allreduce that block (by size, as above, or by the forced algorithm);
+//   a ring allgather within each host puts the blocks back together. A host still sends
+//   2(H-1)/H * size across the network, but over its L ranks' links at once, in 2(H-1) rounds
+//   instead of 2(HL-1), and the 2(L-1) rounds within the host run over shared memory. Whole:
+//   recursive doubling within each host, then every column allreduces the whole payload across
+//   hosts: log2 L + log2 H rounds, for small payloads.
 #include "collectives/algorithms/allreduce.h"
 
 #include <algorithm>
@@ -69,6 +71,13 @@ std::size_t segmentBytesFor(std::size_t bytes, const Comm& comm, const Allreduce
   return ringSegmentBytes(bytes, comm.size(), segmentLimit(comm, options.maxSegmentBytes));
 }
 
+HierarchicalStaging stagingFor(std::size_t bytes, const AllreduceOptions& options, int worldSize,
+                               int localSize) {
+  if (options.staging != HierarchicalStaging::Auto) return options.staging;
+  if (!options.model || localSize < 2) return HierarchicalStaging::Blocks;
+  return fastestStaging(bytes, CommShape{worldSize, localSize, options.nicSharing}, *options.model);
+}
+
 void hierarchical(const Comm::Hierarchy& hierarchy, const std::byte* source, std::byte* data,
                   std::size_t count, DType dtype, ReduceOp op, const AllreduceOptions& options,
                   int worldSize) {
@@ -77,9 +86,23 @@ void hierarchical(const Comm::Hierarchy& hierarchy, const std::byte* source, std
   std::size_t bytes = count * elementSize;
   // The stages reduce; the world's Average is taken once, on this rank's block.
   ReduceOp stageOp = op == ReduceOp::Average ? ReduceOp::Sum : op;
+  Tag tag = makeTag(TagPrefix::Allreduce, local.nextSequence());
+  AllreduceOptions crossOptions = options;
+  crossOptions.prescale = crossOptions.postscale = 1.0;
+  crossOptions.ranksPerHost = 1;
+  crossOptions.nicSharing = local.size();
+  if (stagingFor(bytes, options, worldSize, local.size()) == HierarchicalStaging::Whole) {
+    // Recursive doubling leaves every local rank with the same bits, so every column reduces
+    // the same operands across hosts and all ranks end bit-identical.
+    if (local.size() > 1)
+      recursiveDoubling(local, source, data, count, dtype, stageOp, tag);
+    else if (source != data)
+      std::memcpy(data, source, bytes);
+    allreduce(*hierarchy.cross, data, data, count, dtype, stageOp, crossOptions);
+    return finishAllreduce(data, count, dtype, op, worldSize, options.postscale);
+  }
   Blocks blocks = evenBlocks(count, local.size());
   int me = local.rank();
-  Tag tag = makeTag(TagPrefix::Allreduce, local.nextSequence());
   std::size_t segmentBytes = segmentBytesFor(bytes, local, options);
   // shift -1: local rank i ends holding block i.
   if (local.size() > 1)
@@ -87,10 +110,6 @@ void hierarchical(const Comm::Hierarchy& hierarchy, const std::byte* source, std
   else if (source != data)
     std::memcpy(data, source, bytes);
   std::byte* block = data + blocks.offsets[me] * elementSize;
-  AllreduceOptions crossOptions = options;
-  crossOptions.prescale = crossOptions.postscale = 1.0;
-  crossOptions.ranksPerHost = 1;
-  crossOptions.nicSharing = local.size();
   allreduce(*hierarchy.cross, block, block, blocks.counts[me], dtype, stageOp, crossOptions);
   finishAllreduce(block, blocks.counts[me], dtype, op, worldSize, options.postscale);
   if (local.size() > 1) ringAllgather(local, data, blocks, elementSize, 0, segmentBytes, tag);

@@ -22,6 +22,18 @@ const char* allreduceAlgorithmName(AllreduceAlgorithm algorithm);
 // Throws InvalidArgument naming `name` and the valid names.
 AllreduceAlgorithm parseAllreduceAlgorithm(const std::string& name);
 
+// How the hierarchical form (a communicator with a Comm::Hierarchy) splits its work:
+// - Blocks: a ring reduce-scatter within each host leaves local rank i with block i of the
+//   host's sum; the ranks of local index i allreduce that block across hosts; a ring allgather
+//   within each host. A host's NIC carries 2(H-1)/H of the payload: for bandwidth.
+// - Whole: recursive doubling within each host leaves every local rank with the host's sum;
+//   every local rank's column then allreduces the whole payload across hosts at once. That is
+//   log2 L + log2 H rounds, as many as flat recursive doubling, but the host's rounds go over
+//   shared memory where a flat algorithm's go through TCP, and half as many as Blocks' rings
+//   take within the host; each NIC carries L times the payload: for latency.
+// Auto: the one the cost model predicts faster (Blocks without a model).
+enum class HierarchicalStaging { Auto, Blocks, Whole };
+
 struct AllreduceOptions {
   // Largest message of the ring, which is pipelined in segments (about a quarter of a block,
   // at least 128 KiB, at most this) so that sending, receiving and reducing overlap; 0: the
@@ -42,6 +54,8 @@ struct AllreduceOptions {
   // stage across hosts is one rank per host, with every local rank's column crossing at once.
   int ranksPerHost = 0;
   int nicSharing = 0;
+  // The hierarchical form's split; tests force each to run both through the matrix.
+  HierarchicalStaging staging = HierarchicalStaging::Auto;
 };
 
 // Auto's rule: the algorithm for a flat allreduce of `bytes` over `comm` (never Auto). With a

@@ -129,21 +129,36 @@ double predictAllreduce(AllreduceAlgorithm algorithm, std::size_t bytes, const C
 }
 
 double predictHierarchicalAllreduce(std::size_t bytes, const CommShape& shape,
-                                    const NetworkModel& model) {
+                                    const NetworkModel& model, HierarchicalStaging staging) {
   int l = shape.ranksPerHost, hosts = shape.size / std::max(1, l);
   HVD_ENFORCE(l > 1 && hosts > 1 && hosts * l == shape.size,
               "hierarchical allreduce needs whole hosts of several ranks: ", shape.size, " ranks, ",
               l, " per host");
+  if (staging == HierarchicalStaging::Auto)
+    return std::min(predictHierarchicalAllreduce(bytes, shape, model, HierarchicalStaging::Blocks),
+                    predictHierarchicalAllreduce(bytes, shape, model, HierarchicalStaging::Whole));
   double s = static_cast<double>(bytes);
   Rounds within{model, l, l, model.intraHost};
+  // Across hosts, every local rank's column at once: l ranks share each NIC.
+  Rounds across{model, 1, l, model.intraHost};
+  auto bestAcross = [&](double payload) {
+    double best = INFINITY;
+    for (AllreduceAlgorithm a : kCandidates) best = std::min(best, flat(a, payload, hosts, across));
+    return best;
+  };
+  if (staging == HierarchicalStaging::Whole) return recursiveDoubling(s, l, within) + bestAcross(s);
   // A ring reduce-scatter and a ring allgather within the host: (l-1) steps of s / l each.
   double block = s / l;
   double local = 2 * (l - 1) * within.round(false, block) + (l - 1) * within.reduce(block);
-  // Across hosts, every local rank's column at once: l ranks share each NIC.
-  Rounds across{model, 1, l, model.intraHost};
-  double best = INFINITY;
-  for (AllreduceAlgorithm a : kCandidates) best = std::min(best, flat(a, block, hosts, across));
-  return local + best;
+  return local + bestAcross(block);
+}
+
+HierarchicalStaging fastestStaging(std::size_t bytes, const CommShape& shape,
+                                   const NetworkModel& model) {
+  return predictHierarchicalAllreduce(bytes, shape, model, HierarchicalStaging::Whole) <
+                 predictHierarchicalAllreduce(bytes, shape, model, HierarchicalStaging::Blocks)
+             ? HierarchicalStaging::Whole
+             : HierarchicalStaging::Blocks;
 }
 
 double allreduceLowerBound(std::size_t bytes, const CommShape& shape, const NetworkModel& model) {

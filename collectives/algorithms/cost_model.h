@@ -27,10 +27,14 @@ struct CommShape {
 // pipeline segment (AllreduceOptions' rule).
 double predictAllreduce(AllreduceAlgorithm algorithm, std::size_t bytes, const CommShape& shape,
                         const NetworkModel& model);
-// The hierarchical form (a ring within each host, the best flat algorithm across hosts, a ring
-// within each host again); needs size a multiple of ranksPerHost > 1.
+// The hierarchical form split as `staging` says (allreduce.h), with the best flat algorithm
+// across hosts; Auto: the faster split. Needs size a multiple of ranksPerHost > 1.
 double predictHierarchicalAllreduce(std::size_t bytes, const CommShape& shape,
-                                    const NetworkModel& model);
+                                    const NetworkModel& model,
+                                    HierarchicalStaging staging = HierarchicalStaging::Auto);
+// The split with the least predicted time (ties: Blocks).
+HierarchicalStaging fastestStaging(std::size_t bytes, const CommShape& shape,
+                                   const NetworkModel& model);
 // The α-β-γ lower bound: ceil(log2 H) inter-host and ceil(log2 L) intra-host latencies; the
 // largest of the bandwidth bounds (each rank receives 2(n-1)/n of the payload through its copy
 // port and its NIC share; a host's ranks receive L times that through its memory and its NIC;

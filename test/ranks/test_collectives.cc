@@ -236,14 +236,26 @@ TEST_CASE("hierarchical allreduce matrix: hosts of several ranks, every dtype, o
         allreduceMatrix(
             comm, AllreduceOptions{kSegmentBytes, 0, 1.0, 1.0, AllreduceAlgorithm::Rabenseifner},
             "hierarchical, rabenseifner across", 0);
+        // Whole: recursive doubling within the host, the whole payload across.
+        AllreduceOptions whole{kSegmentBytes, 0};
+        whole.staging = HierarchicalStaging::Whole;
+        allreduceMatrix(comm, whole, "hierarchical whole, ring across");
+        whole.ringThresholdBytes = SIZE_MAX;
+        allreduceMatrix(comm, whole, "hierarchical whole, recursive doubling across", 0);
         for (AllreduceAlgorithm a : kForcedAlgorithms) {
           std::vector<float> buf(301);
           for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = 2.0f * (i % 5);
-          AllreduceOptions o{kSegmentBytes, 0, 0.5, 3.0, a};
-          allreduce(comm, buf.data(), buf.data(), buf.size(), DType::Float32, ReduceOp::Average, o);
-          for (std::size_t i = 0; i < buf.size(); ++i)
-            HVD_ENFORCE(buf[i] == (i % 5) * 3.0f, "scaled hierarchical average: element ", i,
-                        " is ", buf[i], ", want ", (i % 5) * 3.0f);
+          for (HierarchicalStaging staging :
+               {HierarchicalStaging::Blocks, HierarchicalStaging::Whole}) {
+            for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = 2.0f * (i % 5);
+            AllreduceOptions o{kSegmentBytes, 0, 0.5, 3.0, a};
+            o.staging = staging;
+            allreduce(comm, buf.data(), buf.data(), buf.size(), DType::Float32, ReduceOp::Average,
+                      o);
+            for (std::size_t i = 0; i < buf.size(); ++i)
+              HVD_ENFORCE(buf[i] == (i % 5) * 3.0f, "scaled hierarchical average: element ", i,
+                          " is ", buf[i], ", want ", (i % 5) * 3.0f);
+          }
         }
       },
       over(hosts.transport)));

@@ -190,3 +190,79 @@ TEST_CASE("left to auto, hosts of several ranks allreduce in stages where the mo
     CHECK(automaticTime <= 1.25 * std::min(fastestFlat, staged));
   }
 }
+
+TEST_CASE(
+    "the hierarchical form splits small payloads whole and large ones in blocks, as simulated",
+    "[cost_model]") {
+  // 64 ranks, 8 per host. Whole takes log2 8 + log2 8 = 6 rounds where Blocks' rings within the
+  // host take 14 and recursive doubling across 3; Blocks sends an eighth of the payload across.
+  constexpr int kRanks = 64;
+  NetworkModel model;
+  model.ranksPerHost = 8;
+  sim::SimOptions so;
+  so.model = model;
+  so.hierarchicalAllreduce = true;
+  so.moveData = false;
+  sim::SimWorld world(kRanks, so);
+  CommShape shape{kRanks, 8};
+  auto simulatedSplit = [&](std::size_t bytes, HierarchicalStaging staging) {
+    static std::vector<std::byte> buffer(4 << 20);
+    AllreduceOptions o;
+    o.model = &model;
+    o.staging = staging;
+    return world
+        .run([&](Comm& comm) {
+          allreduce(comm, buffer.data(), buffer.data(), bytes / 4, DType::Float32, ReduceOp::Sum,
+                    o);
+        })
+        .seconds;
+  };
+  for (std::size_t bytes : {std::size_t{4}, std::size_t{256}, std::size_t{1024}, std::size_t{4096},
+                            std::size_t{4} << 20}) {
+    double whole = simulatedSplit(bytes, HierarchicalStaging::Whole);
+    double blocks = simulatedSplit(bytes, HierarchicalStaging::Blocks);
+    double automatic = simulatedSplit(bytes, HierarchicalStaging::Auto);
+    HierarchicalStaging pick = fastestStaging(bytes, shape, model);
+    INFO(bytes << " bytes: whole " << whole * 1e6 << " us (predicted "
+               << predictHierarchicalAllreduce(bytes, shape, model, HierarchicalStaging::Whole) *
+                      1e6
+               << "), blocks " << blocks * 1e6 << " us (predicted "
+               << predictHierarchicalAllreduce(bytes, shape, model, HierarchicalStaging::Blocks) *
+                      1e6
+               << "), picked " << (pick == HierarchicalStaging::Whole ? "whole" : "blocks"));
+    CHECK(automatic == (pick == HierarchicalStaging::Whole ? whole : blocks));
+    CHECK(automatic <= 1.15 * std::min(whole, blocks));
+    if (bytes <= 256) CHECK(pick == HierarchicalStaging::Whole);
+    if (bytes >= (1u << 20)) CHECK(pick == HierarchicalStaging::Blocks);
+  }
+}
+
+TEST_CASE("both hierarchical splits sum every rank's data at 64 ranks in the simulator",
+          "[cost_model]") {
+  constexpr int kRanks = 64;
+  NetworkModel model;
+  model.ranksPerHost = 8;
+  sim::SimOptions so;
+  so.model = model;
+  so.hierarchicalAllreduce = true;
+  sim::SimWorld world(kRanks, so);
+  for (HierarchicalStaging staging : {HierarchicalStaging::Whole, HierarchicalStaging::Blocks})
+    for (std::size_t count : {std::size_t{1}, std::size_t{7}, std::size_t{1001}}) {
+      std::vector<std::vector<int32_t>> data(kRanks, std::vector<int32_t>(count));
+      world.run([&](Comm& comm) {
+        auto& d = data[comm.rank()];
+        for (std::size_t i = 0; i < count; ++i) d[i] = comm.rank() + static_cast<int32_t>(i);
+        AllreduceOptions o;
+        o.model = &model;
+        o.staging = staging;
+        allreduce(comm, d.data(), d.data(), count, DType::Int32, ReduceOp::Sum, o);
+      });
+      std::size_t wrong = 0;
+      for (int r = 0; r < kRanks; ++r)
+        for (std::size_t i = 0; i < count; ++i)
+          wrong += data[r][i] != kRanks * (kRanks - 1) / 2 + static_cast<int32_t>(i) * kRanks;
+      INFO((staging == HierarchicalStaging::Whole ? "whole" : "blocks")
+           << ", " << count << " elements");
+      CHECK(wrong == 0);
+    }
+}
