@@ -24,6 +24,7 @@ void DirectCollectives::allreduce(const Tensor& input, const Tensor& output, Red
 void DirectCollectives::broadcast(const Tensor& tensor, int root) {
   BroadcastOptions options;
   options.maxSegmentBytes = config_.segmentBytes;
+  options.model = world_.networkModel.get();
   collectives::broadcast(*world_.data, tensor, root, options);
 }
 

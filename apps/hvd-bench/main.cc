@@ -103,7 +103,8 @@ int main(int argc, char** argv) {
   std::string modelFile, algorithms;
   double nicGbps = 0, nicLatencyUs = -1;
   app.add_option("--simulate", simulate,
-                 "Instead of a sweep, simulate an allreduce on this many ranks (virtual time, one "
+                 "Instead of a sweep, simulate an allreduce (or -o broadcast) on this many ranks "
+                 "(virtual time, one "
                  "process; no hvdrun): every algorithm against the lower bound and the cost "
                  "model's choice, -b to -e by -f")
       ->check(CLI::Range(1, 65536));
@@ -159,6 +160,7 @@ int main(int argc, char** argv) {
       if (nicLatencyUs >= 0) so.model.interHost.latencySeconds = nicLatencyUs * 1e-6;
       so.model.validate("--simulate");
       so.ranks = simulate;
+      so.op = op;
       if (app.count("--minbytes")) so.minBytes = o.minBytes;
       if (app.count("--maxbytes")) so.maxBytes = o.maxBytes;
       if (app.count("--stepfactor")) so.stepFactor = o.stepFactor;

@@ -1,14 +1,17 @@
 #include "bench/hvd_bench/sim_bench.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <memory>
 
 #include <nlohmann/json.hpp>
 
 #include "collectives/algorithms/allreduce.h"
+#include "collectives/algorithms/broadcast.h"
 #include "collectives/algorithms/cost_model.h"
 #include "collectives/transport/sim/sim_world.h"
 #include "common/error.h"
@@ -25,10 +28,31 @@ bool hierarchyFits(const SimBenchOptions& o) {
   return l > 1 && o.ranks > l && o.ranks % l == 0;
 }
 
-// Simulated seconds of one in-place float32 sum allreduce of `bytes` on every rank of `world`.
+// One algorithm as the bench runs it: its simulated and its predicted seconds for a size.
+struct Candidate {
+  std::string name;
+  std::function<double(std::size_t)> simulate;
+  std::function<double(std::size_t)> predict;
+};
+
+// The pipeline segment of the transport the runtime would use across hosts (TCP: Comm's
+// default), which the chain's prediction takes.
+constexpr std::size_t kChainSegment = 512 * 1024;
+
+std::string us(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", seconds * 1e6);
+  return buf;
+}
+
+struct Worlds {
+  std::unique_ptr<sim::SimWorld> flat, staged;
+  std::unique_ptr<std::byte[]> buffer;
+};
+
 // Timing only: every rank passes the same (never touched) buffer.
-double simulate(sim::SimWorld& world, std::byte* buffer, std::size_t bytes,
-                const AllreduceOptions& options) {
+double simulateAllreduce(sim::SimWorld& world, std::byte* buffer, std::size_t bytes,
+                         const AllreduceOptions& options) {
   std::size_t count = std::max<std::size_t>(1, bytes / 4);
   return world
       .run([&](Comm& comm) {
@@ -37,10 +61,85 @@ double simulate(sim::SimWorld& world, std::byte* buffer, std::size_t bytes,
       .seconds;
 }
 
-std::string us(double seconds) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", seconds * 1e6);
-  return buf;
+std::vector<Candidate> allreduceCandidates(const SimBenchOptions& o,
+                                           std::vector<std::string>& names, Worlds& w) {
+  if (names.empty()) {
+    names = {"recursive_doubling", "ring", "rabenseifner"};
+    if (hierarchyFits(o)) names.push_back(kHierarchical);
+  }
+  CommShape shape{o.ranks, o.model.ranksPerHost};
+  std::vector<Candidate> out;
+  for (const auto& name : names) {
+    if (name == kHierarchical) {
+      if (!hierarchyFits(o))
+        throw InvalidArgument(
+            detail::concat("--algorithms hierarchical: needs whole hosts of several ranks, not ",
+                           o.ranks, " ranks with ", o.model.ranksPerHost, " per host"));
+      sim::SimOptions so{.model = o.model, .moveData = false};
+      so.hierarchicalAllreduce = true;
+      w.staged = std::make_unique<sim::SimWorld>(o.ranks, so);
+      // As the runtime runs it: the split and the stage across hosts picked by the model.
+      out.push_back({name,
+                     [&o, &w](std::size_t bytes) {
+                       AllreduceOptions options;
+                       options.model = &o.model;
+                       return simulateAllreduce(*w.staged, w.buffer.get(), bytes, options);
+                     },
+                     [&o, shape](std::size_t bytes) {
+                       return predictHierarchicalAllreduce(bytes, shape, o.model);
+                     }});
+      continue;
+    }
+    AllreduceAlgorithm a = parseAllreduceAlgorithm(name);
+    if (a == AllreduceAlgorithm::Auto)
+      throw InvalidArgument("--algorithms: auto is reported in every row (column 'chosen')");
+    out.push_back(
+        {name,
+         [&w, a](std::size_t bytes) {
+           AllreduceOptions options;
+           options.algorithm = a;
+           return simulateAllreduce(*w.flat, w.buffer.get(), bytes, options);
+         },
+         [&o, shape, a](std::size_t bytes) { return predictAllreduce(a, bytes, shape, o.model); }});
+  }
+  return out;
+}
+
+std::vector<Candidate> broadcastCandidates(const SimBenchOptions& o,
+                                           std::vector<std::string>& names, Worlds& w) {
+  constexpr BroadcastAlgorithm kAll[] = {BroadcastAlgorithm::BinomialTree,
+                                         BroadcastAlgorithm::PipelinedChain,
+                                         BroadcastAlgorithm::ScatterAllgather};
+  if (names.empty())
+    for (BroadcastAlgorithm a : kAll) names.push_back(broadcastAlgorithmName(a));
+  CommShape shape{o.ranks, o.model.ranksPerHost};
+  std::vector<Candidate> out;
+  for (const auto& name : names) {
+    auto it = std::find_if(std::begin(kAll), std::end(kAll),
+                           [&](BroadcastAlgorithm a) { return name == broadcastAlgorithmName(a); });
+    if (it == std::end(kAll))
+      throw InvalidArgument("--algorithms: unknown broadcast algorithm '" + name +
+                            "' (use binomial_tree, pipelined_chain, scatter_allgather)");
+    BroadcastAlgorithm a = *it;
+    out.push_back(
+        {name,
+         [&w, a](std::size_t bytes) {
+           BroadcastOptions options;
+           options.algorithm = a;
+           options.maxSegmentBytes = kChainSegment;
+           return w.flat
+               ->run([&](Comm& comm) { broadcast(comm, w.buffer.get(), bytes, 0, options); })
+               .seconds;
+         },
+         [&o, shape, a](std::size_t bytes) {
+           // Fewer bytes than ranks run the tree (broadcast.cc).
+           bool tree = a == BroadcastAlgorithm::ScatterAllgather &&
+                       bytes < static_cast<std::size_t>(o.ranks);
+           return predictBroadcast(tree ? BroadcastAlgorithm::BinomialTree : a, bytes, shape,
+                                   o.model, kChainSegment);
+         }});
+  }
+  return out;
 }
 
 }  // namespace
@@ -48,66 +147,33 @@ std::string us(double seconds) {
 SimBenchResult runSimBench(const SimBenchOptions& o) {
   auto wallStart = std::chrono::steady_clock::now();
   HVD_ENFORCE(o.ranks >= 1, "--simulate: ranks must be >= 1");
+  bool isBroadcast = o.op == "broadcast";
+  if (!isBroadcast && o.op != "allreduce")
+    throw InvalidArgument("--simulate -o '" + o.op + "': simulates allreduce or broadcast");
   SimBenchResult result{o, {}, 0};
+  Worlds worlds;
+  worlds.flat = std::make_unique<sim::SimWorld>(
+      o.ranks, sim::SimOptions{.model = o.model, .moveData = false});
+  worlds.buffer = std::make_unique_for_overwrite<std::byte[]>(o.maxBytes + 4);
   std::vector<std::string>& names = result.options.algorithms;
-  if (names.empty()) {
-    names = {"recursive_doubling", "ring", "rabenseifner"};
-    if (hierarchyFits(o)) names.push_back(kHierarchical);
-  }
-  std::vector<AllreduceAlgorithm> flat;
-  bool hierarchical = false;
-  for (const auto& name : names) {
-    if (name == kHierarchical) {
-      if (!hierarchyFits(o))
-        throw InvalidArgument(
-            detail::concat("--algorithms hierarchical: needs whole hosts of several ranks, not ",
-                           o.ranks, " ranks with ", o.model.ranksPerHost, " per host"));
-      hierarchical = true;
-      continue;
-    }
-    AllreduceAlgorithm a = parseAllreduceAlgorithm(name);
-    if (a == AllreduceAlgorithm::Auto)
-      throw InvalidArgument("--algorithms: auto is reported in every row (column 'chosen')");
-    flat.push_back(a);
-  }
-  sim::SimOptions so;
-  so.model = o.model;
-  so.moveData = false;
-  sim::SimWorld world(o.ranks, so);
-  std::unique_ptr<sim::SimWorld> staged;
-  if (hierarchical) {
-    so.hierarchicalAllreduce = true;
-    staged = std::make_unique<sim::SimWorld>(o.ranks, so);
-  }
-  auto buffer = std::make_unique_for_overwrite<std::byte[]>(o.maxBytes + 4);
+  std::vector<Candidate> candidates =
+      isBroadcast ? broadcastCandidates(o, names, worlds) : allreduceCandidates(o, names, worlds);
   CommShape shape{o.ranks, o.model.ranksPerHost};
   for (std::size_t bytes = o.minBytes; bytes <= o.maxBytes;) {
     SimRow row;
     row.bytes = bytes;
-    row.boundSeconds = allreduceLowerBound(bytes, shape, o.model);
+    row.boundSeconds = isBroadcast ? broadcastLowerBound(bytes, shape, o.model)
+                                   : allreduceLowerBound(bytes, shape, o.model);
     double best = INFINITY, bestPredicted = INFINITY;
-    for (AllreduceAlgorithm a : flat) {
-      AllreduceOptions options;
-      options.algorithm = a;
-      std::string name = allreduceAlgorithmName(a);
-      double t = simulate(world, buffer.get(), bytes, options);
-      double predicted = predictAllreduce(a, bytes, shape, o.model);
-      row.simulatedSeconds[name] = t;
-      row.predictedSeconds[name] = predicted;
-      if (t < best) best = t, row.fastest = name;
-      if (predicted < bestPredicted) bestPredicted = predicted, row.chosen = name;
-    }
-    if (staged) {
-      // As the runtime runs it: the stage across hosts picks its algorithm by the model.
-      AllreduceOptions options;
-      options.model = &o.model;
-      double t = simulate(*staged, buffer.get(), bytes, options);
-      double predicted = predictHierarchicalAllreduce(bytes, shape, o.model);
-      row.simulatedSeconds[kHierarchical] = t;
-      row.predictedSeconds[kHierarchical] = predicted;
-      if (t < best) best = t, row.fastest = kHierarchical;
-      // Auto's choice includes the staged form, as runsHierarchicalAllreduce decides it.
-      if (predicted < bestPredicted) bestPredicted = predicted, row.chosen = kHierarchical;
+    for (const Candidate& c : candidates) {
+      double t = c.simulate(bytes);
+      double predicted = c.predict(bytes);
+      row.simulatedSeconds[c.name] = t;
+      row.predictedSeconds[c.name] = predicted;
+      if (t < best) best = t, row.fastest = c.name;
+      // Auto's choice: the least predicted (for allreduce including the staged form, as
+      // runsHierarchicalAllreduce decides it).
+      if (predicted < bestPredicted) bestPredicted = predicted, row.chosen = c.name;
     }
     result.rows.push_back(std::move(row));
     std::size_t next = static_cast<std::size_t>(static_cast<double>(bytes) * o.stepFactor);
@@ -121,8 +187,9 @@ SimBenchResult runSimBench(const SimBenchOptions& o) {
 
 void printSimReport(std::ostream& out, const SimBenchResult& r) {
   const auto& o = r.options;
-  out << "# hvd-bench --simulate: allreduce float32 sum, " << o.ranks << " ranks; "
-      << o.model.describe() << "\n";
+  out << "# hvd-bench --simulate: "
+      << (o.op == "broadcast" ? "broadcast from rank 0" : "allreduce float32 sum") << ", "
+      << o.ranks << " ranks; " << o.model.describe() << "\n";
   out << "# simulated microseconds per algorithm; bound: the alpha-beta-gamma lower bound; "
          "chosen: the cost model's pick (auto), fastest: the simulator's\n";
   std::vector<std::string> columns;
@@ -164,7 +231,8 @@ void printSimReport(std::ostream& out, const SimBenchResult& r) {
 
 void writeSimJson(const std::string& path, const SimBenchResult& r) {
   nlohmann::ordered_json j;
-  j["benchmark"] = "simulated allreduce";
+  j["benchmark"] = "simulated " + r.options.op;
+  j["op"] = r.options.op;
   j["ranks"] = r.options.ranks;
   j["model"] = nlohmann::json::parse(r.options.model.toJson());
   j["wall_seconds"] = r.wallSeconds;

@@ -73,10 +73,15 @@ double rabenseifner(double s, int n, const Rounds& r) {
 // host sends one block across (its last rank's) and its other ranks one block each within it.
 // Each rank's link carries all 2(n-1) blocks one after the other, while the first segment's
 // chain of 2(n-1) hops bounds it from below when the blocks are small.
-double ring(double s, int n, const Rounds& r) {
+struct RingPass {
+  double seconds;   // the transfers of `steps` steps
+  double segments;  // per block
+};
+
+RingPass ringPass(double s, int n, const Rounds& r, double steps, std::size_t segmentLimitBytes) {
   double block = s / n;
-  double segment = std::min(
-      block, static_cast<double>(ringSegmentBytes(static_cast<std::size_t>(s), n, kSegmentLimit)));
+  double segment = std::min(block, static_cast<double>(ringSegmentBytes(static_cast<std::size_t>(s),
+                                                                        n, segmentLimitBytes)));
   double segments = std::ceil(block / segment);
   // Within a host, all but one of its ranks copy a block each step.
   double latency = r.within.latencySeconds;
@@ -91,12 +96,16 @@ double ring(double s, int n, const Rounds& r) {
     latency = ((r.ranksPerHost - 1) * latency + r.m.interHost.latencySeconds) / r.ranksPerHost;
     perByte = r.ranksPerHost > 1 ? std::max(perByte, nic) : nic;
   }
-  double steps = 2.0 * (n - 1);
-  double link = std::max(steps * block * perByte + latency, steps * (latency + segment * perByte));
+  return {std::max(steps * block * perByte + latency, steps * (latency + segment * perByte)),
+          segments};
+}
+
+double ring(double s, int n, const Rounds& r) {
+  RingPass pass = ringPass(s, n, r, 2.0 * (n - 1), kSegmentLimit);
   // A segment is reduced while the next one arrives: with several segments per block the
   // reductions and the transfers overlap, but for one segment they alternate.
-  double reductions = (n - 1) * r.reduce(block);
-  return std::max(link, reductions) + std::min(link, reductions) / segments;
+  double reductions = (n - 1) * r.reduce(s / n);
+  return std::max(pass.seconds, reductions) + std::min(pass.seconds, reductions) / pass.segments;
 }
 
 double flat(AllreduceAlgorithm algorithm, double s, int n, const Rounds& r) {
@@ -196,6 +205,68 @@ AllreduceAlgorithm fastestAllreduce(std::size_t bytes, const CommShape& shape,
     }
   }
   return best;
+}
+
+double predictBroadcast(BroadcastAlgorithm algorithm, std::size_t bytes, const CommShape& shape,
+                        const NetworkModel& model, std::size_t segmentBytes) {
+  int n = shape.size;
+  if (n <= 1 || bytes == 0) return 0;
+  int perHost = std::min(shape.ranksPerHost, n);
+  const LinkModel& within = model.sameHostLink(n > perHost);
+  Rounds r{model, perHost, 1, within};
+  double s = static_cast<double>(bytes);
+  auto hop = [&](bool cross, double b) {
+    return cross ? model.interHost.latencySeconds + b / model.interHost.bytesPerSecond
+                 : within.latencySeconds + b / within.bytesPerSecond;
+  };
+  if (algorithm == BroadcastAlgorithm::BinomialTree || n == 2) {
+    double t = 0;
+    for (int d = 1; d < n; d *= 2) t += hop(r.crosses(d, n), s);
+    return t;
+  }
+  if (algorithm == BroadcastAlgorithm::ScatterAllgather) {
+    // The scatter's path to its last rank: distance d carries d blocks of s / n; then the ring.
+    double t = 0;
+    for (int d = 1; d < n; d *= 2) t += hop(r.crosses(d, n), s * d / n);
+    return t + ringPass(s, n, r, n - 1.0, segmentBytes).seconds;
+  }
+  if (algorithm != BroadcastAlgorithm::PipelinedChain)
+    throw InvalidArgument("predictBroadcast: auto is a choice, not an algorithm");
+  double segment = std::min(s, static_cast<double>(std::max<std::size_t>(1, segmentBytes)));
+  double segments = std::ceil(s / segment);
+  int hosts = (n + perHost - 1) / perHost;
+  int crossHops = hosts - 1, withinHops = n - 1 - crossHops;
+  double fill = crossHops * hop(true, segment) + withinHops * hop(false, segment);
+  double slowest = 0;
+  if (crossHops > 0) slowest = segment / model.interHost.bytesPerSecond;
+  if (withinHops > 0)
+    slowest = std::max({slowest, segment / within.bytesPerSecond,
+                        (perHost - 1) * segment / model.hostMemoryBytesPerSecond});
+  return fill + (segments - 1) * slowest;
+}
+
+BroadcastAlgorithm fastestBroadcast(std::size_t bytes, const CommShape& shape,
+                                    const NetworkModel& model, std::size_t segmentBytes) {
+  BroadcastAlgorithm best = BroadcastAlgorithm::BinomialTree;
+  double bestTime = predictBroadcast(best, bytes, shape, model, segmentBytes);
+  for (BroadcastAlgorithm a :
+       {BroadcastAlgorithm::PipelinedChain, BroadcastAlgorithm::ScatterAllgather}) {
+    // Fewer bytes than ranks run the tree (broadcast.cc).
+    if (a == BroadcastAlgorithm::ScatterAllgather && bytes < static_cast<std::size_t>(shape.size))
+      continue;
+    double t = predictBroadcast(a, bytes, shape, model, segmentBytes);
+    if (t < bestTime) best = a, bestTime = t;
+  }
+  return best;
+}
+
+double broadcastLowerBound(std::size_t bytes, const CommShape& shape, const NetworkModel& model) {
+  int n = shape.size;
+  if (n <= 1 || bytes == 0) return 0;
+  int perHost = std::min(shape.ranksPerHost, n);
+  double s = static_cast<double>(bytes);
+  if (n > perHost) return model.interHost.latencySeconds + s / model.interHost.bytesPerSecond;
+  return model.intraHost.latencySeconds + s / model.intraHost.bytesPerSecond;
 }
 
 }  // namespace hvd::collectives

@@ -12,6 +12,7 @@
 #include <cstddef>
 
 #include "collectives/algorithms/allreduce.h"
+#include "collectives/algorithms/broadcast.h"
 #include "collectives/transport/network_model.h"
 
 namespace hvd::collectives {
@@ -46,5 +47,23 @@ double allreduceLowerBound(std::size_t bytes, const CommShape& shape, const Netw
 // recursive doubling, ring, Rabenseifner).
 AllreduceAlgorithm fastestAllreduce(std::size_t bytes, const CommShape& shape,
                                     const NetworkModel& model);
+
+// Seconds for a broadcast of `bytes` from rank 0 by `algorithm` (not Auto); `segmentBytes`: the
+// pipeline segment (the chain's, and the limit of the ring allgather's). The tree's time is the
+// path to its last rank: one send of the payload per round, across hosts while the distance is a
+// host or more, within a host after. The chain's is its first segment's n-1 hops, then one
+// segment per remaining segment through its slowest resource (a NIC, a rank's copy, or a host's
+// memory, which its L-1 hops share). Scatter-allgather's: the scatter's path to its last rank
+// (distance d carries d of the n blocks), then the ring allgather as the allreduce ring's second
+// half.
+double predictBroadcast(BroadcastAlgorithm algorithm, std::size_t bytes, const CommShape& shape,
+                        const NetworkModel& model, std::size_t segmentBytes);
+// The fastest (ties: the tree; scatter-allgather only from as many bytes as ranks).
+BroadcastAlgorithm fastestBroadcast(std::size_t bytes, const CommShape& shape,
+                                    const NetworkModel& model, std::size_t segmentBytes);
+// A lower bound for any broadcast: a latency of each kind of link the data must cross, and the
+// payload's time through the slowest resource every byte must pass: each other host's NIC, or,
+// on one host, a rank's copy.
+double broadcastLowerBound(std::size_t bytes, const CommShape& shape, const NetworkModel& model);
 
 }  // namespace hvd::collectives

@@ -186,6 +186,7 @@ void Executor::runOne(LocalOp& op, collectives::Comm& comm) {
     case OpType::Broadcast: {
       collectives::BroadcastOptions options;
       options.maxSegmentBytes = options_.segmentBytes;
+      options.model = options_.networkModel.get();
       for (std::size_t i = 0; i < inputs.size(); ++i) {
         const Tensor& t = op.op.outputs.empty() ? inputs[i] : op.op.outputs[i];
         if (t.data != inputs[i].data && comm.rank() == op.op.root)

@@ -282,15 +282,35 @@ TEST_CASE("hierarchical allreduce matrix: hosts of several ranks, every dtype, o
   if (!hosts.interleaved) CHECK(stagedSizes > 0);
 }
 
-TEST_CASE("broadcast from every root, tree and pipelined chain", "[broadcast]") {
+TEST_CASE("broadcast from every root: tree, pipelined chain, scatter-allgather, the model's pick",
+          "[broadcast]") {
   int n = GENERATE(1, 2, 3, 4, 7);
   Transport transport = GENERATE(Transport::Tcp, Transport::Shm);
   INFO(nameOf(transport));
   REQUIRE_NOTHROW(runRanks(
       n,
       [n](Comm& comm) {
-        for (BroadcastOptions options :
-             {BroadcastOptions{SIZE_MAX, kSegmentBytes}, BroadcastOptions{0, kSegmentBytes}})
+        // Left to a model of hosts of 2 ranks (the communicator spans hosts from 3 ranks), whose
+        // pick changes with the size: with a slow NIC the chain of 1 KiB segments wins at 3 MiB,
+        // the tree below.
+        NetworkModel model;
+        model.ranksPerHost = 2;
+        model.interHost = {1e-6, 1e7};
+        BroadcastOptions byModel{SIZE_MAX, kSegmentBytes};
+        byModel.model = &model;
+        if (n >= 3) {
+          HVD_ENFORCE(
+              chooseBroadcastAlgorithm(comm, 1, byModel) == BroadcastAlgorithm::BinomialTree,
+              "the model should pick the tree for 1 byte");
+          HVD_ENFORCE(chooseBroadcastAlgorithm(comm, 3u << 20, byModel) ==
+                          BroadcastAlgorithm::PipelinedChain,
+                      "the model should pick the chain for 3 MiB");
+        }
+        BroadcastOptions scatterAllgather{SIZE_MAX, kSegmentBytes};
+        scatterAllgather.algorithm = BroadcastAlgorithm::ScatterAllgather;
+        for (BroadcastOptions options : {BroadcastOptions{SIZE_MAX, kSegmentBytes},
+                                         BroadcastOptions{0, kSegmentBytes}, byModel,
+                                         scatterAllgather})
           for (std::size_t bytes :
                {std::size_t{0}, std::size_t{1}, std::size_t{4097}, std::size_t{3u << 20}})
             for (int root = 0; root < n; ++root) {

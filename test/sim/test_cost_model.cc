@@ -5,10 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
+#include <sstream>
 #include <vector>
 
 #include "collectives/algorithms/allreduce.h"
+#include "collectives/algorithms/broadcast.h"
 #include "collectives/algorithms/cost_model.h"
 #include "collectives/transport/sim/sim_world.h"
 
@@ -265,4 +268,55 @@ TEST_CASE("both hierarchical splits sum every rank's data at 64 ranks in the sim
            << ", " << count << " elements");
       CHECK(wrong == 0);
     }
+}
+
+namespace {
+
+double simulatedBroadcast(sim::SimWorld& world, std::size_t bytes, BroadcastAlgorithm algorithm) {
+  static std::unique_ptr<std::byte[]> buffer =
+      std::make_unique_for_overwrite<std::byte[]>(64 << 20);
+  BroadcastOptions o;
+  o.algorithm = algorithm;
+  return world.run([&](Comm& comm) { broadcast(comm, buffer.get(), bytes, 0, o); }).seconds;
+}
+
+}  // namespace
+
+TEST_CASE("broadcast: the model's pick is within 15% of the faster simulated, its times close",
+          "[cost_model][broadcast]") {
+  int ranks = GENERATE(16, 64, 256, 1024);
+  int perHost = GENERATE(1, 8);
+  NetworkModel model;
+  model.ranksPerHost = perHost;
+  sim::SimOptions options;
+  options.model = model;
+  options.moveData = false;
+  sim::SimWorld world(ranks, options);
+  CommShape shape{ranks, perHost};
+  constexpr std::size_t kSegment = 512 * 1024;  // TCP's pipeline segment (Comm's default)
+  for (std::size_t bytes :
+       {std::size_t{4}, std::size_t{65536}, std::size_t{1} << 20, std::size_t{16} << 20}) {
+    std::map<BroadcastAlgorithm, double> simulatedTime, predicted;
+    for (BroadcastAlgorithm a :
+         {BroadcastAlgorithm::BinomialTree, BroadcastAlgorithm::PipelinedChain,
+          BroadcastAlgorithm::ScatterAllgather}) {
+      if (a == BroadcastAlgorithm::ScatterAllgather && bytes < static_cast<std::size_t>(ranks))
+        continue;  // runs the tree
+      simulatedTime[a] = simulatedBroadcast(world, bytes, a);
+      predicted[a] = predictBroadcast(a, bytes, shape, model, kSegment);
+    }
+    BroadcastAlgorithm pick = fastestBroadcast(bytes, shape, model, kSegment);
+    double fastest = INFINITY;
+    std::ostringstream times;
+    for (auto [a, t] : simulatedTime) {
+      fastest = std::min(fastest, t);
+      times << broadcastAlgorithmName(a) << " " << t * 1e6 << " us (predicted "
+            << predicted[a] * 1e6 << "); ";
+    }
+    INFO(ranks << " ranks, " << perHost << " per host, " << bytes << " bytes: " << times.str()
+               << "picked " << broadcastAlgorithmName(pick));
+    CHECK(simulatedTime.at(pick) <= 1.15 * fastest);
+    for (auto [a, t] : simulatedTime) CHECK(predicted[a] == Approx(t).epsilon(0.25));
+    CHECK(fastest >= broadcastLowerBound(bytes, shape, model));
+  }
 }
