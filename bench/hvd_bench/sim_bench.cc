@@ -110,11 +110,38 @@ std::vector<Candidate> broadcastCandidates(const SimBenchOptions& o,
   constexpr BroadcastAlgorithm kAll[] = {BroadcastAlgorithm::BinomialTree,
                                          BroadcastAlgorithm::PipelinedChain,
                                          BroadcastAlgorithm::ScatterAllgather};
-  if (names.empty())
+  if (names.empty()) {
     for (BroadcastAlgorithm a : kAll) names.push_back(broadcastAlgorithmName(a));
+    if (hierarchyFits(o)) names.push_back(kHierarchical);
+  }
   CommShape shape{o.ranks, o.model.ranksPerHost};
   std::vector<Candidate> out;
   for (const auto& name : names) {
+    if (name == kHierarchical) {
+      if (!hierarchyFits(o))
+        throw InvalidArgument(
+            detail::concat("--algorithms hierarchical: needs whole hosts of several ranks, not ",
+                           o.ranks, " ranks with ", o.model.ranksPerHost, " per host"));
+      sim::SimOptions so{.model = o.model, .moveData = false};
+      so.hierarchicalAllreduceByModel = true;  // attaches the hierarchy, as the runtime does
+      w.staged = std::make_unique<sim::SimWorld>(o.ranks, so);
+      out.push_back(
+          {name,
+           [&o, &w](std::size_t bytes) {
+             BroadcastOptions options;
+             options.model = &o.model;
+             options.byHost = true;
+             options.maxSegmentBytes = kChainSegment;
+             return w.staged
+                 ->run([&](Comm& comm) { broadcast(comm, w.buffer.get(), bytes, 0, options); })
+                 .seconds;
+           },
+           [&o, shape](std::size_t bytes) {
+             return predictHierarchicalBroadcast(bytes, shape, o.model, kChainSegment,
+                                                 BroadcastOptions{}.pipelineThresholdBytes);
+           }});
+      continue;
+    }
     auto it = std::find_if(std::begin(kAll), std::end(kAll),
                            [&](BroadcastAlgorithm a) { return name == broadcastAlgorithmName(a); });
     if (it == std::end(kAll))

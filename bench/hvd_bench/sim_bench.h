@@ -22,8 +22,8 @@ struct SimBenchOptions {
   std::size_t maxBytes = 1 << 30;
   double stepFactor = 4;
   // Which to simulate. Allreduce: ring, recursive_doubling, rabenseifner, hierarchical;
-  // broadcast: binomial_tree, pipelined_chain, scatter_allgather. Empty: all that fit the topology
-  // (hierarchical needs whole hosts of several ranks).
+  // broadcast: binomial_tree, pipelined_chain, scatter_allgather, hierarchical. Empty: all that fit
+  // the topology (hierarchical needs whole hosts of several ranks).
   std::vector<std::string> algorithms;
 };
 

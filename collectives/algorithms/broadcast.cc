@@ -4,6 +4,10 @@
 // - Pipelined chain (n > 2): root -> root+1 -> ... in segments; each rank forwards a segment as
 //   soon as it has it. Time ~ size/bandwidth + (n-2) segment times; bytes sent per rank: size
 //   (the last rank sends nothing).
+// - Hierarchical (a communicator with a Comm::Hierarchy, where the model says): the ranks of
+//   the root's local index broadcast across hosts, then each of them within its host; each
+//   stage picks its algorithm as a flat broadcast would (by the model across hosts, by the
+//   threshold within a host, over shared memory).
 // - Scatter-allgather (n > 2): the payload cut into n blocks; a binomial scatter leaves block i
 //   on the rank i above the root (the root sends half the payload in its first round, a
 //   quarter in its second, ...), then a ring allgather (n-1 steps of one block). Bytes received
@@ -96,7 +100,55 @@ void scatterAllgather(Comm& comm, std::byte* data, std::size_t bytes, int root, 
   ringAllgather(comm, data, blocks, 1, -root, ringSegmentBytes(bytes, n, segmentLimitBytes), tag);
 }
 
+// The root's host and local index in the hierarchy, and its rank on the cross communicator
+// (the column's ranks in ascending order).
+struct RootPlace {
+  int local = -1;
+  int cross = 0;
+};
+
+RootPlace placeOf(const Comm::Hierarchy& h, int root) {
+  RootPlace place;
+  for (const auto& host : h.hosts)
+    for (std::size_t i = 0; i < host.size(); ++i)
+      if (host[i] == root) place.local = static_cast<int>(i);
+  HVD_ENFORCE(place.local >= 0, "broadcast: root ", root, " is on no host of the hierarchy");
+  for (const auto& host : h.hosts) place.cross += host[place.local] < root;
+  return place;
+}
+
+void hierarchicalBroadcast(const Comm::Hierarchy& h, std::byte* data, std::size_t bytes, int root,
+                           const BroadcastOptions& options) {
+  RootPlace place = placeOf(h, root);
+  if (h.local->rank() == place.local) {
+    BroadcastOptions across = options;
+    across.ranksPerHost = 1;
+    across.byHost = false;
+    broadcast(*h.cross, data, bytes, place.cross, across);
+  }
+  BroadcastOptions within = options;
+  within.model = nullptr;  // one host: the measured threshold
+  within.byHost = false;
+  broadcast(*h.local, data, bytes, place.local, within);
+}
+
 }  // namespace
+
+bool runsHierarchicalBroadcast(const Comm& comm, std::size_t bytes,
+                               const BroadcastOptions& options) {
+  const Comm::Hierarchy* h = comm.hierarchy();
+  if (!h || bytes == 0) return false;
+  if (options.byHost) return true;
+  if (!options.model || options.algorithm != BroadcastAlgorithm::Auto) return false;
+  int perHost = h->local->size();
+  if (perHost < 2 || h->cross->size() < 2) return false;
+  CommShape shape{comm.size(), perHost};
+  std::size_t segment = segmentLimit(comm, options.maxSegmentBytes);
+  double staged = predictHierarchicalBroadcast(bytes, shape, *options.model, segment,
+                                               options.pipelineThresholdBytes);
+  return staged < predictBroadcast(fastestBroadcast(bytes, shape, *options.model, segment), bytes,
+                                   shape, *options.model, segment);
+}
 
 const char* broadcastAlgorithmName(BroadcastAlgorithm algorithm) {
   switch (algorithm) {
@@ -136,6 +188,8 @@ void broadcast(Comm& comm, void* data, std::size_t bytes, int root,
   Tag tag = makeTag(TagPrefix::Broadcast, comm.nextSequence());
   if (n == 1 || bytes == 0) return;
   auto* buf = static_cast<std::byte*>(data);
+  if (runsHierarchicalBroadcast(comm, bytes, options))
+    return hierarchicalBroadcast(*comm.hierarchy(), buf, bytes, root, options);
   BroadcastAlgorithm algorithm =
       n > 2 ? chooseBroadcastAlgorithm(comm, bytes, options) : BroadcastAlgorithm::BinomialTree;
   // Fewer bytes than ranks would leave blocks empty: the tree sends the few bytes as well.

@@ -24,6 +24,9 @@ struct BroadcastOptions {
   // The cluster as the cost model sees it (cost_model.h), or null. Not owned.
   const NetworkModel* model = nullptr;
   int ranksPerHost = 0;  // consecutive ranks per host for the model (0: the model's)
+  // Stage by host whenever the communicator has a hierarchy, whatever the model says (the
+  // simulator's column for the staged form; tests).
+  bool byHost = false;
 };
 
 // Auto's rule: with a model and a communicator that spans hosts, the algorithm the cost model
@@ -33,6 +36,13 @@ struct BroadcastOptions {
 // Never Auto; the tree for two ranks, where both are the same single message.
 BroadcastAlgorithm chooseBroadcastAlgorithm(const Comm& comm, std::size_t bytes,
                                             const BroadcastOptions& options);
+
+// Whether a broadcast of `bytes` over `comm` runs in stages: across hosts among the ranks of
+// the root's local index, then within each host from that rank (shared memory there). Only
+// with a Comm::Hierarchy, and then with options.byHost, or with algorithm Auto and a model that
+// predicts the stages faster than the best flat algorithm; the same on every rank.
+bool runsHierarchicalBroadcast(const Comm& comm, std::size_t bytes,
+                               const BroadcastOptions& options);
 
 // Throws InvalidArgument if root is outside [0, size).
 void broadcast(Comm& comm, void* data, std::size_t bytes, int root,

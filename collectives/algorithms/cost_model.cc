@@ -260,6 +260,22 @@ BroadcastAlgorithm fastestBroadcast(std::size_t bytes, const CommShape& shape,
   return best;
 }
 
+double predictHierarchicalBroadcast(std::size_t bytes, const CommShape& shape,
+                                    const NetworkModel& model, std::size_t segmentBytes,
+                                    std::size_t pipelineThresholdBytes) {
+  int l = shape.ranksPerHost, hosts = shape.size / std::max(1, l);
+  HVD_ENFORCE(l > 1 && hosts > 1 && hosts * l == shape.size,
+              "hierarchical broadcast needs whole hosts of several ranks: ", shape.size, " ranks, ",
+              l, " per host");
+  CommShape across{hosts, 1};
+  double cross = predictBroadcast(fastestBroadcast(bytes, across, model, segmentBytes), bytes,
+                                  across, model, segmentBytes);
+  BroadcastAlgorithm local = l > 2 && bytes >= pipelineThresholdBytes
+                                 ? BroadcastAlgorithm::PipelinedChain
+                                 : BroadcastAlgorithm::BinomialTree;
+  return cross + predictBroadcast(local, bytes, CommShape{l, l}, model, segmentBytes);
+}
+
 double broadcastLowerBound(std::size_t bytes, const CommShape& shape, const NetworkModel& model) {
   int n = shape.size;
   if (n <= 1 || bytes == 0) return 0;

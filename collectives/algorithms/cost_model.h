@@ -61,6 +61,12 @@ double predictBroadcast(BroadcastAlgorithm algorithm, std::size_t bytes, const C
 // The fastest (ties: the tree; scatter-allgather only from as many bytes as ranks).
 BroadcastAlgorithm fastestBroadcast(std::size_t bytes, const CommShape& shape,
                                     const NetworkModel& model, std::size_t segmentBytes);
+// The broadcast staged by host (broadcast.h): the best algorithm across hosts among one rank
+// per host, then within each host over its own links (shared memory) by the size threshold, as
+// the runtime runs a broadcast within one host. Needs size a multiple of ranksPerHost > 1.
+double predictHierarchicalBroadcast(std::size_t bytes, const CommShape& shape,
+                                    const NetworkModel& model, std::size_t segmentBytes,
+                                    std::size_t pipelineThresholdBytes);
 // A lower bound for any broadcast: a latency of each kind of link the data must cross, and the
 // payload's time through the slowest resource every byte must pass: each other host's NIC, or,
 // on one host, a rank's copy.

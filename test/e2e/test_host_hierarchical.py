@@ -1,5 +1,6 @@
 """Hierarchical allreduce and allgather of host memory (--hierarchical-allreduce,
---hierarchical-allgather, and the cost model's choice of the staged allreduce by default) on real
+--hierarchical-allgather, and the cost model's choice of the staged allreduce and broadcast by
+default) on real
 processes. One machine stands in for two hosts of two ranks: each rank gets the HVD_HOSTNAME and placement
 (local and cross rank) of its fake host, so the job's global links are TCP and the ranks of a
 "host" are linked again over shared memory for the stages within it."""
@@ -41,6 +42,13 @@ for rows, width in ((lambda q: q + 1, 3), (lambda q: 0 if q == 1 else q + 2, 1),
 parts = hvd.grouped_allgather([np.full((r + 1, 2), float(r)), np.full((1,), r)], name="ggroup")
 assert np.array_equal(parts[0], np.concatenate([np.full((q + 1, 2), float(q)) for q in range(n)]))
 assert np.array_equal(parts[1], np.arange(n))
+# Broadcasts from every root (staged by host where the cost model says so).
+for root in range(n):
+    for count in (1, 1001, 300_001):
+        want = ((np.arange(count) % 251) + root).astype(np.uint8)
+        x = want.copy() if r == root else np.zeros(count, np.uint8)
+        got = hvd.broadcast(x, root_rank=root, name=f"bcast.{root}.{count}")
+        assert np.array_equal(got, want), (root, count)
 # A process set of one rank per host runs flat on its own links.
 ps = hvd.add_process_set([0, 2])
 if r in (0, 2):

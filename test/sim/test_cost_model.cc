@@ -320,3 +320,68 @@ TEST_CASE("broadcast: the model's pick is within 15% of the faster simulated, it
     CHECK(fastest >= broadcastLowerBound(bytes, shape, model));
   }
 }
+
+TEST_CASE("broadcast staged by host where the model says: correct from any root, and faster",
+          "[cost_model][broadcast]") {
+  // 64 ranks, 8 per host: a flat broadcast's rounds within a host go over TCP, the staged
+  // one's over shared memory.
+  constexpr int kRanks = 64;
+  NetworkModel model;
+  model.ranksPerHost = 8;
+  sim::SimOptions so;
+  so.model = model;
+  so.hierarchicalAllreduceByModel = true;  // the hierarchy a job of several hosts gets
+  sim::SimWorld world(kRanks, so);
+  for (int root : {0, 13, 63})
+    for (std::size_t bytes : {std::size_t{1}, std::size_t{1000}, std::size_t{300001}}) {
+      std::vector<std::vector<uint8_t>> data(kRanks, std::vector<uint8_t>(bytes, 0xEE));
+      for (std::size_t i = 0; i < bytes; ++i) data[root][i] = static_cast<uint8_t>(i * 7 + root);
+      std::vector<int> staged(kRanks);
+      world.run([&](Comm& comm) {
+        BroadcastOptions o;
+        o.model = &model;
+        staged[comm.rank()] = runsHierarchicalBroadcast(comm, bytes, o);
+        broadcast(comm, data[comm.rank()].data(), bytes, root, o);
+      });
+      std::size_t wrong = 0;
+      for (int r = 0; r < kRanks; ++r)
+        for (std::size_t i = 0; i < bytes; ++i)
+          wrong += data[r][i] != static_cast<uint8_t>(i * 7 + root);
+      INFO("root " << root << ", " << bytes << " bytes, staged " << staged[0]);
+      CHECK(wrong == 0);
+      CHECK(std::count(staged.begin(), staged.end(), staged[0]) == kRanks);
+    }
+  // Timing: auto (staged or flat, as the model says) against the best flat algorithm and the
+  // staged form's prediction.
+  so.moveData = false;
+  sim::SimWorld timing(kRanks, so);
+  CommShape shape{kRanks, 8};
+  constexpr std::size_t kSegment = 512 * 1024;
+  int stagedSizes = 0;
+  for (std::size_t bytes : {std::size_t{4}, std::size_t{65536}, std::size_t{4} << 20}) {
+    double flat = INFINITY;
+    for (BroadcastAlgorithm a :
+         {BroadcastAlgorithm::BinomialTree, BroadcastAlgorithm::PipelinedChain,
+          BroadcastAlgorithm::ScatterAllgather})
+      flat = std::min(flat, simulatedBroadcast(timing, bytes, a));
+    BroadcastOptions o;
+    o.model = &model;
+    bool staged = false;
+    static std::vector<std::byte> buffer(4 << 20);
+    double automatic = timing
+                           .run([&](Comm& comm) {
+                             if (comm.rank() == 0)
+                               staged = runsHierarchicalBroadcast(comm, bytes, o);
+                             broadcast(comm, buffer.data(), bytes, 0, o);
+                           })
+                           .seconds;
+    double predicted = predictHierarchicalBroadcast(bytes, shape, model, kSegment, 256 * 1024);
+    INFO(bytes << " bytes: auto " << automatic * 1e6 << " us (staged " << staged
+               << ", staged predicted " << predicted * 1e6 << " us), best flat " << flat * 1e6
+               << " us");
+    stagedSizes += staged;
+    CHECK(automatic <= 1.15 * flat);
+    if (staged) CHECK(predicted == Approx(automatic).epsilon(0.25));
+  }
+  CHECK(stagedSizes > 0);
+}
