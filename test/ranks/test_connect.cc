@@ -66,6 +66,7 @@ TEST_CASE("a star of links connects rank 0 to each rank and no other pair") {
     int before = openSockets();
     std::atomic<int> linked{0}, counted{0};
     int during = -1;
+    std::atomic<int> wrongMessages{0};  // Catch's assertions are for the main thread only
     std::vector<std::string> refusals(kRanks), errors(kRanks);
     std::vector<std::thread> threads;
     for (int r = 0; r < kRanks; ++r)
@@ -81,7 +82,7 @@ TEST_CASE("a star of links connects rank 0 to each rank and no other pair") {
                 auto send = comm.peer(peer).isend(asBytes(&out, sizeof out), 7);
                 comm.peer(peer).irecv(asWritableBytes(&in, sizeof in), 7).wait(comm.deadline());
                 send.wait(comm.deadline());
-                CHECK(in == peer);
+                wrongMessages += in != peer;
               }
               if (++linked == kRanks) {
                 during = openSockets() - before;
@@ -102,6 +103,7 @@ TEST_CASE("a star of links connects rank 0 to each rank and no other pair") {
       });
     for (auto& t : threads) t.join();
     for (const auto& e : errors) CHECK(e == "");
+    CHECK(wrongMessages == 0);
     return std::make_pair(during, refusals);
   };
   auto [star, refused] = sockets(LinkShape::StarAroundRankZero);
