@@ -57,8 +57,9 @@ HVD_PARAM(AllreduceAlgorithm, allreduceAlgorithm, asIs,
 HVD_PARAM(SegmentBytes, segmentBytes, asIs,
     .name = "HVD_SEGMENT_BYTES",
     .type = ParamType::Int, .defaultValue = "0", .min = 0, .max = 1 << 30,
-    .description = "Largest message of allreduce's pipelined ring and of the broadcast chain (the "
-                   "ring uses about a quarter of a block, at least 128 KiB). 0: the transport's, "
+    .description = "Largest message of allreduce's pipelined ring, of the broadcast chain and of "
+                   "scatter-allgather's ring (the ring uses about a quarter of a block, at least "
+                   "128 KiB). 0: the transport's, "
                    "524288 (512 KiB) over TCP, where fewer system calls win, and 131072 (128 KiB) "
                    "over shared memory, where segments that stay in the core's cache win (4 and 16"
                    " MiB allreduces 9-12% faster on this project's machine). Otherwise at least "
