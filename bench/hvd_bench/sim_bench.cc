@@ -50,6 +50,18 @@ struct Worlds {
   std::unique_ptr<std::byte[]> buffer;
 };
 
+// The world of the "hierarchical" column: `so` with the host hierarchy attached. Throws when
+// the topology has no whole hosts of several ranks.
+void makeStagedWorld(const SimBenchOptions& o, sim::SimOptions so, Worlds& w) {
+  if (!hierarchyFits(o))
+    throw InvalidArgument(
+        detail::concat("--algorithms hierarchical: needs whole hosts of several ranks, not ",
+                       o.ranks, " ranks with ", o.model.ranksPerHost, " per host"));
+  so.model = o.model;
+  so.moveData = false;
+  w.staged = std::make_unique<sim::SimWorld>(o.ranks, so);
+}
+
 // Timing only: every rank passes the same (never touched) buffer.
 double simulateAllreduce(sim::SimWorld& world, std::byte* buffer, std::size_t bytes,
                          const AllreduceOptions& options) {
@@ -71,13 +83,7 @@ std::vector<Candidate> allreduceCandidates(const SimBenchOptions& o,
   std::vector<Candidate> out;
   for (const auto& name : names) {
     if (name == kHierarchical) {
-      if (!hierarchyFits(o))
-        throw InvalidArgument(
-            detail::concat("--algorithms hierarchical: needs whole hosts of several ranks, not ",
-                           o.ranks, " ranks with ", o.model.ranksPerHost, " per host"));
-      sim::SimOptions so{.model = o.model, .moveData = false};
-      so.hierarchicalAllreduce = true;
-      w.staged = std::make_unique<sim::SimWorld>(o.ranks, so);
+      makeStagedWorld(o, {.hierarchicalAllreduce = true}, w);
       // As the runtime runs it: the split and the stage across hosts picked by the model.
       out.push_back({name,
                      [&o, &w](std::size_t bytes) {
@@ -118,13 +124,8 @@ std::vector<Candidate> broadcastCandidates(const SimBenchOptions& o,
   std::vector<Candidate> out;
   for (const auto& name : names) {
     if (name == kHierarchical) {
-      if (!hierarchyFits(o))
-        throw InvalidArgument(
-            detail::concat("--algorithms hierarchical: needs whole hosts of several ranks, not ",
-                           o.ranks, " ranks with ", o.model.ranksPerHost, " per host"));
-      sim::SimOptions so{.model = o.model, .moveData = false};
-      so.hierarchicalAllreduceByModel = true;  // attaches the hierarchy, as the runtime does
-      w.staged = std::make_unique<sim::SimWorld>(o.ranks, so);
+      // The hierarchy a job of several hosts gets; byHost stages every size on it.
+      makeStagedWorld(o, {.hierarchicalAllreduceByModel = true}, w);
       out.push_back(
           {name,
            [&o, &w](std::size_t bytes) {
@@ -159,11 +160,7 @@ std::vector<Candidate> broadcastCandidates(const SimBenchOptions& o,
                .seconds;
          },
          [&o, shape, a](std::size_t bytes) {
-           // Fewer bytes than ranks run the tree (broadcast.cc).
-           bool tree = a == BroadcastAlgorithm::ScatterAllgather &&
-                       bytes < static_cast<std::size_t>(o.ranks);
-           return predictBroadcast(tree ? BroadcastAlgorithm::BinomialTree : a, bytes, shape,
-                                   o.model, kChainSegment);
+           return predictBroadcast(a, bytes, shape, o.model, kChainSegment);
          }});
   }
   return out;

@@ -219,6 +219,9 @@ double predictBroadcast(BroadcastAlgorithm algorithm, std::size_t bytes, const C
     return cross ? model.interHost.latencySeconds + b / model.interHost.bytesPerSecond
                  : within.latencySeconds + b / within.bytesPerSecond;
   };
+  // Fewer bytes than ranks would leave scatter-allgather's blocks empty: broadcast runs the tree.
+  if (algorithm == BroadcastAlgorithm::ScatterAllgather && bytes < static_cast<std::size_t>(n))
+    algorithm = BroadcastAlgorithm::BinomialTree;
   if (algorithm == BroadcastAlgorithm::BinomialTree || n == 2) {
     double t = 0;
     for (int d = 1; d < n; d *= 2) t += hop(r.crosses(d, n), s);
@@ -251,9 +254,6 @@ BroadcastAlgorithm fastestBroadcast(std::size_t bytes, const CommShape& shape,
   double bestTime = predictBroadcast(best, bytes, shape, model, segmentBytes);
   for (BroadcastAlgorithm a :
        {BroadcastAlgorithm::PipelinedChain, BroadcastAlgorithm::ScatterAllgather}) {
-    // Fewer bytes than ranks run the tree (broadcast.cc).
-    if (a == BroadcastAlgorithm::ScatterAllgather && bytes < static_cast<std::size_t>(shape.size))
-      continue;
     double t = predictBroadcast(a, bytes, shape, model, segmentBytes);
     if (t < bestTime) best = a, bestTime = t;
   }

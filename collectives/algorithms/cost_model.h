@@ -58,7 +58,8 @@ AllreduceAlgorithm fastestAllreduce(std::size_t bytes, const CommShape& shape,
 // half.
 double predictBroadcast(BroadcastAlgorithm algorithm, std::size_t bytes, const CommShape& shape,
                         const NetworkModel& model, std::size_t segmentBytes);
-// The fastest (ties: the tree; scatter-allgather only from as many bytes as ranks).
+// The fastest (ties: the tree, which is also what scatter-allgather runs for fewer bytes than
+// ranks).
 BroadcastAlgorithm fastestBroadcast(std::size_t bytes, const CommShape& shape,
                                     const NetworkModel& model, std::size_t segmentBytes);
 // The broadcast staged by host (broadcast.h): the best algorithm across hosts among one rank
