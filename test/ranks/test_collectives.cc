@@ -14,7 +14,7 @@
 
 #include "collectives/algorithms/allgather.h"
 #include "collectives/operations.h"
-#include "runtime/engine/host_layout.h"
+#include "test/ranks/host_layouts.h"
 #include "test/ranks/run_ranks.h"
 #include "test/support/elements.h"
 
@@ -183,41 +183,6 @@ TEST_CASE("a ring or Rabenseifner average equals the sum divided by the ranks, b
       over(transport)));
 }
 
-namespace {
-
-// ByModel: allreduce left to Auto's cost model, flat or staged size by size.
-enum class Staged { Allreduce, Allgather, ByModel };
-
-// A job seen as hosts of `perHost` ranks each: contiguous (ranks 0..L-1 on the first host) or
-// interleaved (rank r on host r mod H), as a launcher's placement may give them.
-struct Hosts {
-  int ranks, perHost;
-  bool interleaved;
-  Transport transport;
-};
-
-std::ostream& operator<<(std::ostream& out, const Hosts& h) {
-  return out << nameOf(h.transport) << ", " << h.ranks << " ranks, " << h.perHost << " per host"
-             << (h.interleaved ? ", interleaved" : "");
-}
-
-// Attaches `hosts` to comm, grouped as the runtime groups them (HostLayout), with `staged` the
-// collective that runs in stages on them.
-void attachHosts(Comm& comm, const Hosts& hosts, Staged staged) {
-  int count = comm.size() / hosts.perHost;
-  std::vector<std::string> hostOfRank;
-  for (int r = 0; r < comm.size(); ++r)
-    hostOfRank.push_back("host" +
-                         std::to_string(hosts.interleaved ? r % count : r / hosts.perHost));
-  auto layout = runtime::HostLayout::of(hostOfRank);
-  comm.setHierarchy({comm.subset(layout.localRanks(comm.rank())),
-                     comm.subset(layout.crossRanks(comm.rank())), layout.ranksOf,
-                     staged == Staged::Allreduce, staged == Staged::Allgather,
-                     staged == Staged::ByModel});
-}
-
-}  // namespace
-
 TEST_CASE("hierarchical allreduce matrix: hosts of several ranks, every dtype, op and count",
           "[allreduce]") {
   // The algorithm is the same over either transport (the flat matrix covers both), so each
@@ -262,9 +227,7 @@ TEST_CASE("hierarchical allreduce matrix: hosts of several ranks, every dtype, o
   if (hosts.perHost == 1) return;  // the runtime leaves hosts of one rank flat
   // Left to the model (the runtime's default across hosts): a model whose NIC is slow next to
   // memory stages the middle sizes, so the matrix runs both forms on the same communicator.
-  NetworkModel model;
-  model.interHost = {100e-6, 1e8};
-  model.ranksPerHost = hosts.perHost;
+  NetworkModel model = slowNicModel(hosts.perHost);
   std::atomic<int> stagedSizes = 0;
   REQUIRE_NOTHROW(runRanks(
       hosts.ranks,
@@ -280,87 +243,6 @@ TEST_CASE("hierarchical allreduce matrix: hosts of several ranks, every dtype, o
       over(hosts.transport)));
   // The model takes consecutive ranks to share a host; interleaved, it may keep all sizes flat.
   if (!hosts.interleaved) CHECK(stagedSizes > 0);
-}
-
-TEST_CASE("broadcast from every root: tree, pipelined chain, scatter-allgather, the model's pick",
-          "[broadcast]") {
-  int n = GENERATE(1, 2, 3, 4, 7);
-  Transport transport = GENERATE(Transport::Tcp, Transport::Shm);
-  INFO(nameOf(transport));
-  REQUIRE_NOTHROW(runRanks(
-      n,
-      [n](Comm& comm) {
-        // Large enough for hundreds of 1 KiB segments; under the sanitizers a 3 MiB chain of 7
-        // ranks came near the op timeout.
-        const std::size_t large = kSanitized ? std::size_t{300} << 10 : std::size_t{3} << 20;
-        // Left to a model of hosts of 2 ranks (the communicator spans hosts from 3 ranks), whose
-        // pick changes with the size: with a slow NIC the chain of 1 KiB segments wins at the
-        // large size, the tree at 1 byte.
-        NetworkModel model;
-        model.ranksPerHost = 2;
-        model.interHost = {1e-6, 1e7};
-        BroadcastOptions byModel{SIZE_MAX, kSegmentBytes};
-        byModel.model = &model;
-        if (n >= 3) {
-          HVD_ENFORCE(
-              chooseBroadcastAlgorithm(comm, 1, byModel) == BroadcastAlgorithm::BinomialTree,
-              "the model should pick the tree for 1 byte");
-          HVD_ENFORCE(
-              chooseBroadcastAlgorithm(comm, large, byModel) == BroadcastAlgorithm::PipelinedChain,
-              "the model should pick the chain for ", large, " bytes");
-        }
-        BroadcastOptions scatterAllgather{SIZE_MAX, kSegmentBytes};
-        scatterAllgather.algorithm = BroadcastAlgorithm::ScatterAllgather;
-        for (BroadcastOptions options :
-             {BroadcastOptions{SIZE_MAX, kSegmentBytes}, BroadcastOptions{0, kSegmentBytes},
-              byModel, scatterAllgather})
-          for (std::size_t bytes : {std::size_t{0}, std::size_t{1}, std::size_t{4097}, large})
-            for (int root = 0; root < n; ++root) {
-              std::vector<uint8_t> buf(bytes, 0xEE);
-              if (comm.rank() == root)
-                for (std::size_t i = 0; i < bytes; ++i)
-                  buf[i] = static_cast<uint8_t>(i * 31 + root);
-              Tensor t{buf.data(), DType::UInt8, {static_cast<int64_t>(bytes)}};
-              broadcast(comm, t, root, options);
-              for (std::size_t i = 0; i < bytes; ++i)
-                HVD_ENFORCE(buf[i] == static_cast<uint8_t>(i * 31 + root), "root ", root, " bytes ",
-                            bytes, ": byte ", i, " wrong on rank ", comm.rank());
-            }
-      },
-      over(transport)));
-}
-
-TEST_CASE("broadcast staged by host where the model says, from every root", "[broadcast]") {
-  Hosts hosts = GENERATE(Hosts{6, 3, false, Transport::Tcp}, Hosts{4, 2, true, Transport::Shm});
-  INFO(hosts);
-  // A NIC slow next to memory: the staged form (one crossing per host) wins the small sizes.
-  NetworkModel model;
-  model.interHost = {100e-6, 1e8};
-  model.ranksPerHost = hosts.perHost;
-  std::atomic<int> stagedSizes = 0;
-  REQUIRE_NOTHROW(runRanks(
-      hosts.ranks,
-      [&](Comm& comm) {
-        attachHosts(comm, hosts, Staged::ByModel);
-        BroadcastOptions o{SIZE_MAX, kSegmentBytes};
-        o.model = &model;
-        for (std::size_t bytes :
-             {std::size_t{0}, std::size_t{1}, std::size_t{4097}, std::size_t{1u << 20}}) {
-          if (comm.rank() == 0) stagedSizes += runsHierarchicalBroadcast(comm, bytes, o);
-          for (int root = 0; root < comm.size(); ++root) {
-            std::vector<uint8_t> buf(bytes, 0xEE);
-            if (comm.rank() == root)
-              for (std::size_t i = 0; i < bytes; ++i) buf[i] = static_cast<uint8_t>(i * 13 + root);
-            broadcast(comm, buf.data(), bytes, root, o);
-            for (std::size_t i = 0; i < bytes; ++i)
-              HVD_ENFORCE(buf[i] == static_cast<uint8_t>(i * 13 + root), "staged broadcast, root ",
-                          root, ", ", bytes, " bytes: byte ", i, " wrong on rank ", comm.rank());
-          }
-        }
-      },
-      over(hosts.transport)));
-  // 1 and 4097 bytes at least (1 MiB may go flat: scatter-allgather crosses in pieces).
-  CHECK(stagedSizes >= 2);
 }
 
 namespace {
