@@ -2,6 +2,9 @@
 
 #include <fcntl.h>
 
+#include <algorithm>
+#include <array>
+#include <memory>
 #include <thread>
 
 #include "common/error.h"
@@ -49,19 +52,23 @@ void setBufferSizes(tcp::acceptor& acceptor, std::size_t bytes) {
   acceptor.set_option(asio::socket_base::receive_buffer_size(static_cast<int>(bytes)), ignored);
 }
 
+asio::ip::address resolveAddress(const asio::any_io_executor& executor, const std::string& host,
+                                 uint16_t port, const std::string& what) {
+  error_code ec;
+  auto address = asio::ip::make_address(host, ec);
+  if (!ec) return address;
+  tcp::resolver resolver(executor);
+  auto results = resolver.resolve(host, std::to_string(port), ec);
+  if (ec || results.empty())
+    throw IoError(what + ": cannot resolve host '" + host + "': " + ec.message());
+  return results.begin()->endpoint().address();
+}
+
 void connect(tcp::socket& socket, const std::string& host, uint16_t port, Deadline deadline,
              const std::string& what, std::size_t bufferBytes,
              const std::function<void()>& betweenTries) {
   error_code ec;
-  auto address = asio::ip::make_address(host, ec);
-  if (ec) {
-    tcp::resolver resolver(socket.get_executor());
-    auto results = resolver.resolve(host, std::to_string(port), ec);
-    if (ec || results.empty())
-      throw IoError(what + ": cannot resolve host '" + host + "': " + ec.message());
-    address = results.begin()->endpoint().address();
-  }
-  tcp::endpoint endpoint(address, port);
+  tcp::endpoint endpoint(resolveAddress(socket.get_executor(), host, port, what), port);
   auto backoff = std::chrono::milliseconds(1);
   for (;;) {
     if (socket.is_open()) socket.close(ec);
@@ -76,9 +83,7 @@ void connect(tcp::socket& socket, const std::string& host, uint16_t port, Deadli
     });
     runUntil(socket, done, deadline, what + ": connect to " + host + ":" + std::to_string(port));
     if (!result) break;
-    bool retriable = result == asio::error::connection_refused ||
-                     result == asio::error::connection_reset || result == asio::error::try_again;
-    if (!retriable || Clock::now() + backoff >= deadline)
+    if (!retriableConnectError(result) || Clock::now() + backoff >= deadline)
       throw IoError(what + ": connect to " + host + ":" + std::to_string(port) + ": " +
                     result.message());
     if (betweenTries) betweenTries();
@@ -111,10 +116,20 @@ void readExact(tcp::socket& socket, asio::mutable_buffer buffer, Deadline deadli
     done = true;
   });
   runUntil(socket, done, deadline, what + ": read");
-  if (result == asio::error::eof)
-    throw IoError(detail::concat(what, ": connection closed by ", peerName(socket), " after ", got,
-                                 "/", buffer.size(), " bytes"));
-  throwIfError(result, what + ": read");
+  if (result) throw IoError(readFailure(socket, result, got, buffer.size(), what));
+}
+
+std::string readFailure(const tcp::socket& socket, const error_code& ec, std::size_t got,
+                        std::size_t wanted, const std::string& what) {
+  if (ec == asio::error::eof)
+    return detail::concat(what, ": connection closed by ", peerName(socket), " after ", got, "/",
+                          wanted, " bytes");
+  return what + ": read: " + ec.message();
+}
+
+bool retriableConnectError(const error_code& ec) {
+  return ec == asio::error::connection_refused || ec == asio::error::connection_reset ||
+         ec == asio::error::try_again;
 }
 
 void writeFrame(tcp::socket& socket, const std::vector<uint8_t>& payload, Deadline deadline,
@@ -131,36 +146,103 @@ std::vector<uint8_t> readFrame(tcp::socket& socket, Deadline deadline, const std
   return payload;
 }
 
-void authenticateAsConnector(tcp::socket& socket, const std::string& secret,
-                             const std::string& context, const std::vector<uint8_t>& claim,
-                             Deadline deadline, const std::string& what) {
-  std::array<uint8_t, auth::kMagic.size()> magic{};
-  auth::Nonce acceptorNonce{};
-  readExact(socket, asio::buffer(magic), deadline, what + ": handshake");
-  if (magic != auth::kMagic)
-    throw IoError(what + ": " + peerName(socket) + " does not speak the hvd protocol");
-  readExact(socket, asio::buffer(acceptorNonce), deadline, what + ": handshake");
-  std::string bound = context;
-  bound.append(claim.begin(), claim.end());
-  auth::Nonce ownNonce = auth::randomNonce();
-  auth::Digest proof = auth::connectorProof(secret, acceptorNonce, ownNonce, bound);
-  writeAll(socket, {asio::buffer(ownNonce), asio::buffer(proof), asio::buffer(claim)}, deadline,
-           what + ": handshake");
+namespace {
+
+// The connector's side of one handshake, step by step on the socket's io_context.
+struct ConnectorHandshake : std::enable_shared_from_this<ConnectorHandshake> {
+  ConnectorHandshake(tcp::socket& s, const std::string& secretIn, std::string boundIn,
+                     std::vector<uint8_t> claimIn, std::string whatIn,
+                     std::function<void(std::exception_ptr)> doneIn)
+      : socket(s),
+        secret(secretIn),
+        bound(std::move(boundIn)),
+        claim(std::move(claimIn)),
+        what(std::move(whatIn)),
+        done(std::move(doneIn)) {}
+
+  tcp::socket& socket;
+  std::string secret;
+  std::string bound;  // context + claim
+  std::vector<uint8_t> claim;
+  std::string what;
+  std::function<void(std::exception_ptr)> done;
+  std::array<uint8_t, auth::kMagic.size() + auth::kNonceBytes> hello{};
+  auth::Nonce ownNonce{};
+  auth::Digest proof{};
   auth::Digest answer{};
-  try {
-    readExact(socket, asio::buffer(answer), deadline, what + ": handshake");
-  } catch (const IoError& e) {
-    // The acceptor also drops handshakes that take longer than its deadline, so this is not
-    // necessarily about the secret; its log says which.
-    throw IoError(what + ": authentication failed: " + peerName(socket) +
+
+  void fail(const std::string& message) { done(std::make_exception_ptr(IoError(message))); }
+
+  void start() {
+    asio::async_read(
+        socket, asio::buffer(hello),
+        [self = shared_from_this()](const error_code& e, std::size_t n) { self->onHello(e, n); });
+  }
+
+  void onHello(const error_code& e, std::size_t n) {
+    if (e) return fail(readFailure(socket, e, n, hello.size(), what + ": handshake"));
+    if (!std::equal(auth::kMagic.begin(), auth::kMagic.end(), hello.begin()))
+      return fail(what + ": " + peerName(socket) + " does not speak the hvd protocol");
+    auth::Nonce acceptorNonce{};
+    std::copy(hello.begin() + auth::kMagic.size(), hello.end(), acceptorNonce.begin());
+    ownNonce = auth::randomNonce();
+    proof = auth::connectorProof(secret, acceptorNonce, ownNonce, bound);
+    answer = auth::acceptorProof(secret, acceptorNonce, ownNonce, bound);  // what we expect
+    std::vector<asio::const_buffer> out{asio::buffer(ownNonce), asio::buffer(proof),
+                                        asio::buffer(claim)};
+    asio::async_write(socket, out, [self = shared_from_this()](const error_code& e, std::size_t) {
+      if (e) return self->fail(self->what + ": handshake: write: " + e.message());
+      self->readAnswer();
+    });
+  }
+
+  void readAnswer() {
+    asio::async_read(
+        socket, asio::buffer(proof),
+        [self = shared_from_this()](const error_code& e, std::size_t n) { self->onAnswer(e, n); });
+  }
+
+  void onAnswer(const error_code& e, std::size_t n) {
+    // The acceptor also drops handshakes that take longer than its deadline, so a closed
+    // connection is not necessarily about the secret; its log says which.
+    if (e)
+      return fail(what + ": authentication failed: " + peerName(socket) +
                   " closed the connection after our proof (it refuses a proof made with another "
                   "secret, HVD_SECRET, and drops a handshake slower than its "
                   "HVD_HANDSHAKE_TIMEOUT_SECONDS): " +
-                  e.what());
-  }
-  if (!auth::digestsEqual(answer, auth::acceptorProof(secret, acceptorNonce, ownNonce, bound)))
-    throw IoError(what + ": authentication failed: " + peerName(socket) +
+                  readFailure(socket, e, n, proof.size(), what + ": handshake"));
+    // `proof` now holds the acceptor's answer.
+    if (!auth::digestsEqual(proof, answer))
+      return fail(what + ": authentication failed: " + peerName(socket) +
                   " does not know the job secret");
+    done(nullptr);
+  }
+};
+
+}  // namespace
+
+void asyncAuthenticateAsConnector(tcp::socket& socket, const std::string& secret,
+                                  const std::string& context, const std::vector<uint8_t>& claim,
+                                  const std::string& what,
+                                  std::function<void(std::exception_ptr)> done) {
+  std::string bound = context;
+  bound.append(claim.begin(), claim.end());
+  std::make_shared<ConnectorHandshake>(socket, secret, std::move(bound), claim, what,
+                                       std::move(done))
+      ->start();
+}
+
+void authenticateAsConnector(tcp::socket& socket, const std::string& secret,
+                             const std::string& context, const std::vector<uint8_t>& claim,
+                             Deadline deadline, const std::string& what) {
+  bool done = false;
+  std::exception_ptr error;
+  asyncAuthenticateAsConnector(socket, secret, context, claim, what, [&](std::exception_ptr e) {
+    error = std::move(e);
+    done = true;
+  });
+  runUntil(socket, done, deadline, what + ": handshake");
+  if (error) std::rethrow_exception(error);
 }
 
 void setCloseOnExec(int fd) {

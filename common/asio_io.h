@@ -9,6 +9,7 @@
 #include <boost/asio.hpp>
 
 #include <chrono>
+#include <exception>
 #include <functional>
 #include <string>
 #include <vector>
@@ -22,6 +23,9 @@ using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 using Deadline = Clock::time_point;
 
+// An IP address as it is, or a host name's first address (blocking); IoError naming `what`.
+asio::ip::address resolveAddress(const asio::any_io_executor& executor, const std::string& host,
+                                 uint16_t port, const std::string& what);
 // Connects to host:port, retrying refused connections until the deadline (the peer may not be
 // listening yet). Sets TCP_NODELAY. A non-zero bufferBytes sets SO_SNDBUF/SO_RCVBUF before the
 // connect, when it still decides the TCP window scale. `betweenTries` runs before each retry and
@@ -36,6 +40,13 @@ void writeAll(tcp::socket& socket, const std::vector<asio::const_buffer>& buffer
               Deadline deadline, const std::string& what);
 void readExact(tcp::socket& socket, asio::mutable_buffer buffer, Deadline deadline,
                const std::string& what);
+// What a failed read of `wanted` bytes, `got` of them read, says: "<what>: connection closed by
+// <peer> after 3/36 bytes", or "<what>: read: <error>".
+std::string readFailure(const tcp::socket& socket, const boost::system::error_code& ec,
+                        std::size_t got, std::size_t wanted, const std::string& what);
+// A connect that may succeed when tried again (the peer is not listening yet, or its backlog
+// was full): refused, reset, EAGAIN.
+bool retriableConnectError(const boost::system::error_code& ec);
 
 // One length-prefixed frame (common/frame.h).
 void writeFrame(tcp::socket& socket, const std::vector<uint8_t>& payload, Deadline deadline,
@@ -48,6 +59,13 @@ std::vector<uint8_t> readFrame(tcp::socket& socket, Deadline deadline, const std
 void authenticateAsConnector(tcp::socket& socket, const std::string& secret,
                              const std::string& context, const std::vector<uint8_t>& claim,
                              Deadline deadline, const std::string& what);
+// The same without waiting, for many connections at once (io::HandshakeDialer): `done` runs on
+// the socket's io_context with null, or the IoError above (also when the socket was closed or
+// cancelled under it). The caller keeps `socket` open and alive until then, and bounds the wait.
+void asyncAuthenticateAsConnector(tcp::socket& socket, const std::string& secret,
+                                  const std::string& context, const std::vector<uint8_t>& claim,
+                                  const std::string& what,
+                                  std::function<void(std::exception_ptr)> done);
 
 // Marks a descriptor close-on-exec. Asio opens and accepts sockets without it; a worker's
 // socket inherited by a process it starts would keep the link open after the worker dies.

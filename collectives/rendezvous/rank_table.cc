@@ -87,6 +87,24 @@ std::vector<Bytes> gatherRankTable(Store& store, const std::string& prefix, int 
   return readTable(store, prefix, size, timeout);
 }
 
+Bytes shareRankZeroValue(Store& store, const std::string& prefix, int rank, const Bytes& value,
+                         std::chrono::milliseconds timeout) {
+  HVD_ENFORCE(rank >= 0, "rank ", rank, " is negative");
+  std::string key = keyOf(prefix, 0);
+  if (rank == 0) {
+    store.set(key, value);
+    return value;
+  }
+  try {
+    store.wait({key}, timeout);
+  } catch (const StoreTimeout&) {
+    throwTimeout(timeout, prefix, {0});
+  }
+  auto read = store.get(key);
+  HVD_ENFORCE(read.has_value(), "rendezvous: key ", key, " vanished after the wait");
+  return std::move(*read);
+}
+
 Bytes encodeRankTable(const std::vector<Bytes>& values) {
   Bytes out;
   std::size_t bytes = 4;

@@ -33,6 +33,13 @@ class RankTableTimeout : public TimeoutError {
 std::vector<Bytes> gatherRankTable(Store& store, const std::string& prefix, int rank, int size,
                                    const Bytes& value, std::chrono::milliseconds timeout);
 
+// Rank 0's value alone, for links that form a star around rank 0 (every other rank needs rank 0's
+// address, rank 0 nobody's): rank 0 sets <prefix>0 and returns `value`; every other rank waits
+// for that key and returns it (`value` unused). One request per rank, and no rank waits for
+// the slowest to publish. Throws RankTableTimeout naming rank 0, and what the store throws.
+Bytes shareRankZeroValue(Store& store, const std::string& prefix, int rank, const Bytes& value,
+                         std::chrono::milliseconds timeout);
+
 // The table's encoding, for tests: a 4-byte big-endian count, then per value a 4-byte
 // big-endian length and the bytes. decode throws IoError naming `key` when malformed.
 Bytes encodeRankTable(const std::vector<Bytes>& values);

@@ -1,7 +1,8 @@
 // The TCP transport's Device: owns one io_context and a listening socket. connectAll publishes
 // "tcp/<rank>" = "ip:port" in the store, reads every rank's from the one table rank 0 gathers
 // (collectives/rendezvous/rank_table.h: O(N) store requests for the job, not N²), connects to
-// every lower rank and accepts every higher rank (of the pairs its LinkShape links), each link
+// every lower rank, all at once (common/handshake_dialer.h), and accepts every higher rank (of
+// the pairs its LinkShape links), each link
 // authenticated with the job secret and the two ranks bound into the proof
 // (common/handshake_listener.h: handshakes run concurrently under a deadline, so a stranger cannot
 // hold up the job); a connection that fails the handshake is logged and dropped, and the listening
@@ -81,14 +82,11 @@ class TcpDevice : public Device,
   // the listener meanwhile: the table is gathered on a helper thread while this one runs io_,
   // so a connection that arrives first (a stranger, a peer that read the table sooner) is
   // answered at once, as before the table existed. Throws TimeoutError naming the ranks that
-  // did not publish within `timeout`.
+  // did not publish within `timeout`. A star needs only rank 0's address: the others wait for
+  // it alone (entries of other ranks stay empty), not for the slowest rank to publish.
   std::vector<rendezvous::Bytes> gatherAddresses(int rank, int size, rendezvous::Store& store,
                                                  std::chrono::milliseconds timeout,
-                                                 const std::string& self);
-  // Refused connections are retried until `deadline`, checking once a second that the job has
-  // not given this rendezvous up (the peer may have died after publishing its address).
-  std::shared_ptr<Connection> connectTo(int rank, int size, int peer, const std::string& address,
-                                        Deadline deadline, rendezvous::Store& store);
+                                                 const std::string& self, LinkShape shape);
   boost::asio::io_context io_;
   boost::asio::ip::tcp::acceptor acceptor_{io_};
   std::string secret_;
