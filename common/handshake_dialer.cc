@@ -20,7 +20,8 @@ constexpr std::chrono::milliseconds kLongestPause{100};
 
 // One dial, from the first connect to its end.
 struct Dial {
-  Dial(asio::io_context& io, std::size_t idIn) : socket(io), pause(io), deadlineTimer(io), id(idIn) {}
+  Dial(asio::io_context& io, std::size_t idIn)
+      : socket(io), pause(io), deadlineTimer(io), id(idIn) {}
   tcp::socket socket;
   asio::steady_timer pause;  // between connect attempts
   asio::steady_timer deadlineTimer;
@@ -126,8 +127,7 @@ HandshakeDialer::HandshakeDialer(asio::io_context& io, DialerOptions options, Do
 HandshakeDialer::~HandshakeDialer() { stop(); }
 
 std::size_t HandshakeDialer::dial(const std::string& host, uint16_t port,
-                                  std::vector<uint8_t> claim, Deadline deadline,
-                                  std::string what) {
+                                  std::vector<uint8_t> claim, Deadline deadline, std::string what) {
   HVD_ENFORCE(!state_->stopped, "HandshakeDialer::dial after stop()");
   auto address = resolveAddress(state_->io.get_executor(), host, port, what);
   auto d = std::make_shared<Dial>(state_->io, state_->dials.size());

@@ -33,10 +33,11 @@ struct Ended {
 // A dialer on `io` whose ends are recorded by dial number.
 struct RecordingDialer {
   RecordingDialer(asio::io_context& io, const std::string& secret)
-      : dialer(io, {secret, kContext, 0}, [this](std::size_t dial, tcp::socket s, std::exception_ptr e) {
-          REQUIRE(ended.count(dial) == 0);  // each dial ends once
-          ended[dial] = {e ? std::nullopt : std::optional<tcp::socket>(std::move(s)), e};
-        }) {}
+      : dialer(io, {secret, kContext, 0},
+               [this](std::size_t dial, tcp::socket s, std::exception_ptr e) {
+                 REQUIRE(ended.count(dial) == 0);  // each dial ends once
+                 ended[dial] = {e ? std::nullopt : std::optional<tcp::socket>(std::move(s)), e};
+               }) {}
   std::map<std::size_t, Ended> ended;
   io::HandshakeDialer dialer;
 };
@@ -75,8 +76,8 @@ TEST_CASE("a dialer links to several listeners at once, each proving its claim")
     uint16_t port = portOf(acceptors.back());
     listeners.push_back(std::make_unique<io::HandshakeListener>(
         acceptors.back(),
-        io::ListenerOptions{.name = "listener", .secret = "s3cret", .context = kContext,
-                            .claimBytes = 2},
+        io::ListenerOptions{
+            .name = "listener", .secret = "s3cret", .context = kContext, .claimBytes = 2},
         [&claimsByPort, port](tcp::socket, std::vector<uint8_t> claim) {
           claimsByPort[port] = claim;
         }));
@@ -87,8 +88,8 @@ TEST_CASE("a dialer links to several listeners at once, each proving its claim")
   std::vector<uint16_t> ports;
   for (int i = 0; i < 3; ++i) {
     ports.push_back(portOf(acceptors[static_cast<std::size_t>(i)]));
-    CHECK(d.dialer.dial("127.0.0.1", ports.back(), claimOf(static_cast<uint8_t>(10 * i)),
-                        deadline, "dial " + std::to_string(i)) == static_cast<std::size_t>(i));
+    CHECK(d.dialer.dial("127.0.0.1", ports.back(), claimOf(static_cast<uint8_t>(10 * i)), deadline,
+                        "dial " + std::to_string(i)) == static_cast<std::size_t>(i));
   }
   CHECK(d.dialer.unfinished() == 3);
   REQUIRE(runUntil(
@@ -132,7 +133,8 @@ TEST_CASE("a dialer connects to every peer before any of them answers") {
   CHECK(d.ended.empty());
   // Each peer hangs up without a word: each dial says so, naming the peer and the bytes.
   for (auto& s : accepted) s.close();
-  REQUIRE(runUntil(io, [&] { return d.ended.size() == silent.size(); }, test::scaled(5s)));
+  REQUIRE(runUntil(
+      io, [&] { return d.ended.size() == silent.size(); }, test::scaled(5s)));
   for (auto& [dial, e] : d.ended) {
     std::string m = messageOf(e.error);
     CHECK_THAT(m, Catch::StartsWith("silent: handshake: connection closed by 127.0.0.1:"));
@@ -149,7 +151,8 @@ TEST_CASE("a dialer retries a refused connection until the peer listens") {
   }  // closed: connects to the port are refused until the listener below opens it
   RecordingDialer d(io, "s3cret");
   d.dialer.dial("127.0.0.1", port, claimOf(7), Clock::now() + test::scaled(10s), "late peer");
-  runUntil(io, [] { return false; }, 50ms);  // a few refused attempts
+  runUntil(
+      io, [] { return false; }, 50ms);  // a few refused attempts
   CHECK(d.ended.empty());
   tcp::acceptor late(io);
   late.open(tcp::v4());
@@ -161,7 +164,8 @@ TEST_CASE("a dialer retries a refused connection until the peer listens") {
       late, {.name = "late", .secret = "s3cret", .context = kContext, .claimBytes = 2},
       [&](tcp::socket, std::vector<uint8_t> c) { claim = c; });
   listener.start();
-  REQUIRE(runUntil(io, [&] { return d.ended.size() == 1 && !claim.empty(); }, test::scaled(10s)));
+  REQUIRE(runUntil(
+      io, [&] { return d.ended.size() == 1 && !claim.empty(); }, test::scaled(10s)));
   CHECK(messageOf(d.ended[0].error) == "");
   CHECK(claim == claimOf(7));
 }
@@ -178,7 +182,8 @@ TEST_CASE("a dial that cannot succeed says why, naming the peer and the step") {
     }
     auto start = Clock::now();
     d.dialer.dial("127.0.0.1", port, claimOf(1), start + 300ms, "rank 2/4: connect to rank 1");
-    REQUIRE(runUntil(io, [&] { return d.ended.size() == 1; }, test::scaled(5s)));
+    REQUIRE(runUntil(
+        io, [&] { return d.ended.size() == 1; }, test::scaled(5s)));
     std::string m = messageOf(d.ended[0].error);
     CHECK_THAT(m, Catch::StartsWith("rank 2/4: connect to rank 1: connect to 127.0.0.1:" +
                                     std::to_string(port) + ": "));
@@ -189,7 +194,8 @@ TEST_CASE("a dial that cannot succeed says why, naming the peer and the step") {
   SECTION("a peer that accepts and never answers: the dial's deadline") {
     auto silent = listeningAcceptor(io);
     d.dialer.dial("127.0.0.1", portOf(silent), claimOf(1), Clock::now() + 300ms, "silent peer");
-    REQUIRE(runUntil(io, [&] { return d.ended.size() == 1; }, test::scaled(5s)));
+    REQUIRE(runUntil(
+        io, [&] { return d.ended.size() == 1; }, test::scaled(5s)));
     CHECK_THROWS_AS(std::rethrow_exception(d.ended[0].error), TimeoutError);
     CHECK(messageOf(d.ended[0].error) ==
           "silent peer: connect to 127.0.0.1:" + std::to_string(portOf(silent)) + ": timed out");
@@ -206,9 +212,11 @@ TEST_CASE("a dial that cannot succeed says why, naming the peer and the step") {
       static const std::string reply = "HTTP/1.1 400 Bad Request\r\n\r\n0123456789";
       asio::write(s, asio::buffer(reply));
     });
-    REQUIRE(runUntil(io, [&] { return d.ended.size() == 1; }, test::scaled(5s)));
-    CHECK_THAT(messageOf(d.ended[0].error),
-               Catch::Matches("web server: 127\\.0\\.0\\.1:[0-9]+ does not speak the hvd protocol"));
+    REQUIRE(runUntil(
+        io, [&] { return d.ended.size() == 1; }, test::scaled(5s)));
+    CHECK_THAT(
+        messageOf(d.ended[0].error),
+        Catch::Matches("web server: 127\\.0\\.0\\.1:[0-9]+ does not speak the hvd protocol"));
   }
 
   SECTION("a listener with another secret") {
@@ -220,12 +228,14 @@ TEST_CASE("a dial that cannot succeed says why, naming the peer and the step") {
     listener.start();
     d.dialer.dial("127.0.0.1", portOf(acceptor), claimOf(1), Clock::now() + test::scaled(5s),
                   "rank 1/2: connect to rank 0");
-    REQUIRE(runUntil(io, [&] { return d.ended.size() == 1; }, test::scaled(5s)));
+    REQUIRE(runUntil(
+        io, [&] { return d.ended.size() == 1; }, test::scaled(5s)));
     CHECK_FALSE(accepted);
-    CHECK_THAT(messageOf(d.ended[0].error),
-               Catch::StartsWith("rank 1/2: connect to rank 0: authentication failed: 127.0.0.1:") &&
-                   Catch::Contains("closed the connection after our proof") &&
-                   Catch::Contains("HVD_SECRET"));
+    CHECK_THAT(
+        messageOf(d.ended[0].error),
+        Catch::StartsWith("rank 1/2: connect to rank 0: authentication failed: 127.0.0.1:") &&
+            Catch::Contains("closed the connection after our proof") &&
+            Catch::Contains("HVD_SECRET"));
     CHECK(listener.rejected() == 1);
   }
 }
@@ -235,10 +245,12 @@ TEST_CASE("a stopped dialer ends its dials without calling back") {
   auto silent = listeningAcceptor(io);
   RecordingDialer d(io, "s3cret");
   d.dialer.dial("127.0.0.1", portOf(silent), claimOf(1), Clock::now() + 200ms, "silent");
-  runUntil(io, [] { return false; }, 50ms);  // connected, waiting for the hello
+  runUntil(
+      io, [] { return false; }, 50ms);  // connected, waiting for the hello
   d.dialer.stop();
   CHECK(d.dialer.unfinished() == 0);
-  runUntil(io, [] { return false; }, 400ms);  // past the deadline: its timer must not report
+  runUntil(
+      io, [] { return false; }, 400ms);  // past the deadline: its timer must not report
   CHECK(d.ended.empty());
   CHECK_THROWS_WITH(d.dialer.dial("127.0.0.1", portOf(silent), claimOf(1), Clock::now() + 1s, "x"),
                     Catch::Contains("after stop()"));
