@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -171,6 +172,7 @@ void SshSession::establish() {
     loadKnownHosts(*known, files);
     preferKnownKeyTypes(*known);
   }
+  preferCheapKeyExchange();
   if (int rc = libssh2_session_handshake(s, fd); rc != 0) {
     if (rc == LIBSSH2_ERROR_TIMEOUT)
       throw SshError(SshFailure::Timeout, where + "no SSH greeting within the connect timeout (" +
@@ -226,6 +228,28 @@ std::string SshSession::localAddress() const {
   else
     ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&addr)->sin6_addr, text, sizeof text);
   return text;
+}
+
+std::string keyExchangePreference(const std::vector<std::string>& supported) {
+  const std::string first = "ecdh-sha2-nistp256";
+  if (std::find(supported.begin(), supported.end(), first) == supported.end()) return "";
+  std::string out = first;
+  for (const auto& method : supported)
+    if (method != first) out.append(",").append(method);
+  return out;
+}
+
+void SshSession::preferCheapKeyExchange() {
+  const char** methods = nullptr;
+  int count = libssh2_session_supported_algs(session_, LIBSSH2_METHOD_KEX, &methods);
+  if (count <= 0) return;
+  std::vector<std::string> supported(methods, methods + count);
+  libssh2_free(session_, methods);
+  std::string preference = keyExchangePreference(supported);
+  if (!preference.empty() &&
+      libssh2_session_method_pref(session_, LIBSSH2_METHOD_KEX, preference.c_str()) != 0)
+    throw SshError(SshFailure::Protocol, where() + "cannot prefer key exchange methods " +
+                                             preference + ": " + lastError());
 }
 
 void SshSession::preferKnownKeyTypes(const KnownHosts& known) {

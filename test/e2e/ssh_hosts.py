@@ -37,17 +37,20 @@ def sh(*args, check=True):
 class SshHosts:
     """`count` hosts at 10.N.0.2, 10.N.0.3, ...; the bridge (hvdrun's side) is 10.N.0.1."""
 
-    def __init__(self, count, subnet, login_home=None, host_keys=None, own_hostnames=False):
+    def __init__(self, count, subnet, login_home=None, host_keys=None, own_hostnames=False,
+                 sshd_options=None):
         """login_home: the HOME sshd gives sessions (its shell reads that .bashrc); default: the
         user's own, so remote shells run this machine's login scripts. host_keys: per host, the
         key types its sshd offers (ssh-keygen -t names); default: ed25519 only. own_hostnames:
         each sshd (and so every process started through it) runs in a UTS namespace of its own
         whose host name is the host's address with dashes, as on separate machines; OpenMPI's
-        daemons need that to route among themselves."""
+        daemons need that to route among themselves. sshd_options: per host, more sshd_config
+        lines (e.g. "KexAlgorithms curve25519-sha256"); the log is each host's sshd_log(i)."""
         self.count = count
         self.own_hostnames = own_hostnames
         self.login_home = login_home
         self.host_keys = host_keys or [("ed25519",)] * count
+        self.sshd_options = sshd_options or [""] * count
         self.tag = f"{os.getpid() % 10000}x{subnet}"
         self.prefix = f"10.{subnet}.0"
         self.bridge = f"hvdbr{self.tag}"
@@ -127,8 +130,9 @@ PermitRootLogin prohibit-password
 PrintMotd no
 MaxStartups 100:30:200
 MaxSessions 100
-""" + (f"SetEnv HOME={self.login_home}\n" if self.login_home else ""))
-        log = open(self.dir / f"sshd{i}.log", "w")
+""" + (f"SetEnv HOME={self.login_home}\n" if self.login_home else "")
+                          + (self.sshd_options[i] + "\n" if self.sshd_options[i] else ""))
+        log = open(self.sshd_log(i), "w")
         sshd = [SSHD, "-D", "-e", "-f", str(config)]
         if self.own_hostnames:
             name = "fake-" + self.addresses[i].replace(".", "-")
@@ -143,6 +147,9 @@ MaxSessions 100
                 return
             time.sleep(0.05)
         raise RuntimeError(f"sshd on {address}:{SSH_PORT} did not come up; see {self.dir}")
+
+    def sshd_log(self, i):
+        return self.dir / f"sshd{i}.log"
 
     def host_key(self, i, kind="ed25519"):
         """'TYPE BASE64' of host i's public key of that kind (as known_hosts holds it)."""

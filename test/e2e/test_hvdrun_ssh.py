@@ -536,3 +536,21 @@ def test_login_script_chatter_does_not_reach_the_ranks_output(tmp_path):
         assert (home / "bashrc-ran").exists(), "the remote shells read the login script"
     finally:
         h.close()
+
+
+def test_key_exchange_is_ecdh_p256_where_offered_and_falls_back_where_not():
+    """hvdrun asks for ECDH on P-256 first (cheaper for sshd than curve25519, see
+    keyExchangePreference); a server whose admin allows only curve25519 still gets a login."""
+    h = SshHosts(2, 70 + os.getpid() % 19, sshd_options=[
+        "LogLevel DEBUG1", "LogLevel DEBUG1\nKexAlgorithms curve25519-sha256"]).start()
+    try:
+        r = subprocess.run([str(HVDRUN), "--ssh-port", str(SSH_PORT), "-np", "2", "-H",
+                            h.hosts(1), "sh", "-c", "echo rank=$HVD_RANK"],
+                           capture_output=True, text=True, timeout=60, env=h.env(), cwd=REPO)
+        assert r.returncode == 0, r.stderr
+        assert sorted(re.findall(r"rank=(\d)", r.stdout)) == ["0", "1"]
+        kex = [re.findall(r"kex: algorithm: (\S+)", h.sshd_log(i).read_text()) for i in (0, 1)]
+        assert kex[0] and set(kex[0]) == {"ecdh-sha2-nistp256"}, kex
+        assert kex[1] and set(kex[1]) == {"curve25519-sha256"}, kex
+    finally:
+        h.close()

@@ -12,6 +12,7 @@
 #include "launcher/ssh/host_key_policy.h"
 #include "launcher/ssh/known_hosts.h"
 #include "launcher/ssh/ssh_config.h"
+#include "launcher/ssh/ssh_session.h"
 
 using namespace hvd::launcher;
 using namespace hvd::launcher::ssh;
@@ -213,6 +214,16 @@ TEST_CASE("host key algorithms: the types known_hosts lists come first") {
             supported, {LIBSSH2_KNOWNHOST_KEY_ED25519, LIBSSH2_KNOWNHOST_KEY_ECDSA_256}) ==
         "ecdsa-sha2-nistp256,ssh-ed25519,ecdsa-sha2-nistp256-cert-v01@openssh.com,ssh-rsa,ssh-dss");
   CHECK(hostKeyAlgorithmPreference(supported, {}).empty());
+}
+
+TEST_CASE("key exchange: ECDH P-256 first, the others in libssh2's order") {
+  std::vector<std::string> supported{"curve25519-sha256", "curve25519-sha256@libssh.org",
+                                     "ecdh-sha2-nistp256", "ecdh-sha2-nistp384",
+                                     "diffie-hellman-group14-sha256"};
+  CHECK(keyExchangePreference(supported) ==
+        "ecdh-sha2-nistp256,curve25519-sha256,curve25519-sha256@libssh.org,ecdh-sha2-nistp384,"
+        "diffie-hellman-group14-sha256");
+  CHECK(keyExchangePreference({"curve25519-sha256", "diffie-hellman-group14-sha256"}).empty());
 }
 
 TEST_CASE("ssh_config: StrictHostKeyChecking and the known_hosts files") {
