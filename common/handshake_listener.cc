@@ -14,6 +14,7 @@
 #include "common/auth.h"
 #include "common/error.h"
 #include "common/logging.h"
+#include "common/open_files.h"
 
 namespace hvd::io {
 
@@ -29,7 +30,7 @@ constexpr int kWarnedRejections = 10;
 // How long accepting pauses when the process is out of descriptors.
 constexpr std::chrono::milliseconds kDescriptorPause{100};
 // Descriptors a listener leaves to its process (at most a quarter of ulimit -n).
-constexpr rlim_t kDescriptorsKept = 64;
+constexpr rlim_t kDescriptorsKept = kOpenFilesKept;
 
 bool outOfDescriptors(const error_code& ec) {
   if (ec.category() != boost::system::system_category()) return false;

@@ -77,6 +77,9 @@ class ElasticStrategy : public LaunchStrategy {
     return detail::concat("elastic job ", job.jobId, ": --min-np ", options_.minNp, " --max-np ",
                           options_.maxNp);
   }
+  std::size_t mostRanks() const override {
+    return options_.maxNp > 0 ? static_cast<std::size_t>(options_.maxNp) : 0;
+  }
   JobStart start(rendezvous::RendezvousServer& server, const JobIdentity& job,
                  const Environment& extra, RemoteRanks& remote) override;
 

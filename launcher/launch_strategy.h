@@ -61,6 +61,9 @@ class LaunchStrategy {
   virtual HostReach reach() = 0;
   // The job as its first log line names it, before "; rendezvous at ...".
   virtual std::string describe(const JobIdentity& job) const = 0;
+  // The most ranks the job runs at once (0: no bound is known, an elastic job without
+  // --max-np), for the open files hvdrun needs (common/open_files.h).
+  virtual std::size_t mostRanks() const = 0;
   // With the server listening and `job` complete (rendezvousAddr: the bound address): the
   // workers to start, remote ranks added to `remote`. `extra`: the common worker settings
   // with addWorkerParams'.

@@ -12,6 +12,7 @@
 #include "common/auth.h"
 #include "common/error.h"
 #include "common/logging.h"
+#include "common/open_files.h"
 #include "common/params.h"
 #include "launcher/host_spec.h"
 #include "launcher/job.h"
@@ -74,6 +75,19 @@ void removeLeftSegments(const JobIdentity& job) {
             left);
 }
 
+// Before anything opens them: hvdrun's streams and rendezvous connections for every rank.
+void ensureLauncherFiles(std::size_t ranks) {
+  if (ranks == 0) return;
+  auto limit = ensureOpenFiles(ranks * kLauncherFilesPerRank + kOpenFilesKept, "",
+                               detail::concat("starting ", ranks,
+                                              " ranks (each one's output streams and "
+                                              "rendezvous connection in hvdrun)"));
+  if (limit.raised())
+    log::logger("launcher")
+        ->info("raised the open-file limit (ulimit -n) from {} to {} for {} ranks", limit.before,
+               limit.after, ranks);
+}
+
 }  // namespace
 
 int launch(const LaunchOptions& options) {
@@ -83,6 +97,7 @@ int launch(const LaunchOptions& options) {
   // Read before anything starts: a malformed HVD_SSH_CONCURRENCY is refused at once.
   LaunchContext context{options, base, workingDirectory(), sshConcurrency(options.ssh, base)};
   auto strategy = options.elastic.requested() ? elasticStrategy(context) : staticStrategy(context);
+  ensureLauncherFiles(strategy->mostRanks());
   JobIdentity job = newJobIdentity();
   Environment extra = commonWorkerParams(options);
   strategy->addWorkerParams(extra);

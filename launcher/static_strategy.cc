@@ -50,6 +50,7 @@ class StaticStrategy : public LaunchStrategy {
     return detail::concat("job ", job.jobId, ": ", placements_.size(), " ranks on ",
                           describeHosts(plan_.hosts));
   }
+  std::size_t mostRanks() const override { return placements_.size(); }
   JobStart start(rendezvous::RendezvousServer& server, const JobIdentity& job,
                  const Environment& extra, RemoteRanks& remote) override;
 

@@ -8,6 +8,7 @@
 #include "collectives/transport/wait_policy.h"
 #include "common/logging.h"
 #include "common/network.h"
+#include "common/open_files.h"
 #include "runtime/cpu_binding.h"
 #include "runtime/host_hierarchy.h"
 #include "runtime/malloc_retention.h"
@@ -139,6 +140,16 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
     bool bound = config.externalLauncher.empty() && config.cpuBinding == CpuBinding::Core &&
                  bindToLocalShare(t, world.logs->get("runtime"));
     world.cpuShare = cpuShareOf(config, bound);
+    // Before the links open: a large job's would run past the usual soft limit of 1,024.
+    auto files =
+        ensureOpenFiles(rankLinkFiles(t.rank, t.size) + kOpenFilesKept,
+                        detail::concat("rank ", t.rank, "/", t.size, " on host ", t.hostname),
+                        detail::concat("a job of ", t.size, " ranks (a socket to each peer",
+                                       t.rank == 0 ? ", two on rank 0)" : ")"));
+    if (files.raised())
+      world.logs->get("runtime")->info(
+          "raised the open-file limit (ulimit -n) from {} to {} for the links of {} ranks",
+          files.before, files.after, t.size);
     if (!launcherClient) {
       auto opened = std::make_unique<rendezvous::TcpStoreClient>(
           config.rendezvousAddr, config.rendezvousPort, config.secret, config.startTimeout);
