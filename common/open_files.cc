@@ -11,9 +11,7 @@
 namespace hvd {
 namespace {
 
-std::size_t asSize(rlim_t v) {
-  return v == RLIM_INFINITY ? SIZE_MAX : static_cast<std::size_t>(v);
-}
+std::size_t asSize(rlim_t v) { return v == RLIM_INFINITY ? SIZE_MAX : static_cast<std::size_t>(v); }
 
 }  // namespace
 

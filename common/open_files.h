@@ -28,8 +28,7 @@ struct OpenFilesLimit {
 // <what> needs about N open files, but the hard limit (ulimit -Hn) is H ...: raise it ..."
 // (no "<who>: " when empty), when the hard limit is lower, and IoError when the limit cannot be
 // read or set.
-OpenFilesLimit ensureOpenFiles(std::size_t needed, const std::string& who,
-                               const std::string& what);
+OpenFilesLimit ensureOpenFiles(std::size_t needed, const std::string& who, const std::string& what);
 
 // Descriptors a rank's links take in a job of `size` ranks: a socket per peer on the global
 // communicator, and the engine's control star (rank 0 one per peer, the others one).
