@@ -1,5 +1,7 @@
 #include "runtime/host_hierarchy.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -55,14 +57,16 @@ const Choice kChoices[] = {
      }}};
 constexpr std::size_t kChoiceCount = std::size(kChoices);
 
-// One rank's record in the exchange: a byte per setting, a number per choice, then its host
-// name, NUL-padded.
+// One rank's record in the exchange: a byte per setting, a number per choice, its host's
+// online CPUs, then its host name, NUL-padded.
 constexpr std::size_t kRecordBytes = 256;
-constexpr std::size_t kHostAt = kSettingCount + kChoiceCount * sizeof(uint64_t);
+constexpr std::size_t kCoresAt = kSettingCount + kChoiceCount * sizeof(uint64_t);
+constexpr std::size_t kHostAt = kCoresAt + sizeof(uint32_t);
 
 struct Exchanged {
   HostLayout layout;
   std::vector<int> on[kSettingCount], off[kSettingCount];  // ranks by each setting
+  int fewestCores = 0;                                     // of any rank's host
 };
 
 // Throws InvalidArgument naming the ranks on each side when a choice differs between ranks.
@@ -99,6 +103,8 @@ Exchanged exchange(const Config& config, Comm& data) {
     uint64_t v = kChoices[k].of(config);
     std::memcpy(mine.data() + kSettingCount + k * sizeof v, &v, sizeof v);
   }
+  auto cores = static_cast<uint32_t>(std::max(0L, ::sysconf(_SC_NPROCESSORS_ONLN)));
+  std::memcpy(mine.data() + kCoresAt, &cores, sizeof cores);
   std::memcpy(mine.data() + kHostAt, host.data(), host.size());
   std::vector<std::byte> all;
   collectives::allgather(data, {mine.data(), collectives::DType::UInt8, {int64_t(kRecordBytes)}},
@@ -114,6 +120,10 @@ Exchanged exchange(const Config& config, Comm& data) {
     for (std::size_t k = 0; k < kSettingCount; ++k)
       (record[k] == std::byte{1} ? out.on[k] : out.off[k]).push_back(r);
     hostOfRank.emplace_back(reinterpret_cast<const char*>(record + kHostAt));
+    uint32_t theirs;
+    std::memcpy(&theirs, record + kCoresAt, sizeof theirs);
+    if (r == 0 || static_cast<int>(theirs) < out.fewestCores)
+      out.fewestCores = static_cast<int>(theirs);
   }
   out.layout = HostLayout::of(hostOfRank);
   return out;
@@ -141,11 +151,12 @@ Linked connectLocal(const Config& config, Comm& data, rendezvous::Store& store,
 
 }  // namespace
 
-int attachHostHierarchy(const Config& config, Comm& data, rendezvous::Store& store,
-                        const std::string& scopePrefix, collectives::WaitPolicy waits,
-                        const std::shared_ptr<log::Logs>& logs) {
+HostShape attachHostHierarchy(const Config& config, Comm& data, rendezvous::Store& store,
+                              const std::string& scopePrefix, collectives::WaitPolicy waits,
+                              const std::shared_ptr<log::Logs>& logs) {
   Exchanged x = exchange(config, data);
   const int ranksPerHost = x.layout.even() ? static_cast<int>(x.layout.ranksOf.front().size()) : 1;
+  const HostShape shape{ranksPerHost, x.fewestCores};
   bool everywhere[kSettingCount];
   std::string what, variables;
   for (std::size_t k = 0; k < kSettingCount; ++k) {
@@ -167,16 +178,16 @@ int attachHostHierarchy(const Config& config, Comm& data, rendezvous::Store& sto
   const bool byModel = !everywhere[0] &&
                        config.allreduceAlgorithm == collectives::AllreduceAlgorithm::Auto &&
                        layout.hosts.size() > 1 && layout.even() && ranksPerHost > 1;
-  if (what.empty() && !byModel) return ranksPerHost;
+  if (what.empty() && !byModel) return shape;
   auto log = logs->get("runtime");
-  if (layout.hosts.size() == 1) return ranksPerHost;  // one host: the flat ones are already local
+  if (layout.hosts.size() == 1) return shape;  // one host: the flat ones are already local
   if (!layout.even()) {
     if (data.rank() == 0)
       log->warn(
           "hierarchical {} ({}) needs as many ranks on every host (ranks per host: {}); "
           "it runs flat",
           what, variables, layout.text());
-    return ranksPerHost;
+    return shape;
   }
   if (what.empty()) what = "allreduce (chosen by the cost model)";
   const std::vector<int>& mine = layout.localRanks(data.rank());
@@ -200,7 +211,7 @@ int attachHostHierarchy(const Config& config, Comm& data, rendezvous::Store& sto
   }
   data.setHierarchy({std::move(local.comm), std::move(crossComm), layout.ranksOf, everywhere[0],
                      everywhere[1], byModel});
-  return ranksPerHost;
+  return shape;
 }
 
 }  // namespace hvd::runtime

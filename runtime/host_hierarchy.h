@@ -29,10 +29,16 @@ namespace hvd::runtime {
 // unavailable there; else this host's links of `data`)
 // and attaches them with the cross-host subset of `data`. Uneven hosts keep the flat
 // collectives, with a warning from rank 0. Logs through `logs` (the Runtime's).
-// Returns the ranks per host of the exchanged layout, the same on every rank: the count when every
-// host has as many, else 1 (what the allreduce cost model assumes of the job).
-int attachHostHierarchy(const Config& config, collectives::Comm& data, rendezvous::Store& store,
-                        const std::string& scopePrefix, collectives::WaitPolicy waits,
-                        const std::shared_ptr<log::Logs>& logs);
+// What the allreduce cost model assumes of the job's hosts, the same on every rank.
+struct HostShape {
+  int ranksPerHost = 1;  // of the exchanged layout when every host has as many, else 1
+  int coresPerHost = 0;  // the fewest online CPUs of any rank's host
+};
+
+// Returns the job's HostShape.
+HostShape attachHostHierarchy(const Config& config, collectives::Comm& data,
+                              rendezvous::Store& store, const std::string& scopePrefix,
+                              collectives::WaitPolicy waits,
+                              const std::shared_ptr<log::Logs>& logs);
 
 }  // namespace hvd::runtime

@@ -197,13 +197,19 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
   world.data = connectScope(config, *store, setup, epoch, "global", transports);
   // The cost model's ranks per host come from the layout every rank agreed on (the local
   // counts the launcher gave may differ between ranks, e.g. after an elastic job resized).
-  int ranksPerHost = t.size;
+  HostShape hosts{t.size, 0};
   if (t.localSize < t.size)
-    ranksPerHost = attachHostHierarchy(config, *world.data, *store,
-                                       detail::concat("job/", config.jobId, "/epoch/", epoch), data,
-                                       world.logs);
+    hosts = attachHostHierarchy(config, *world.data, *store,
+                                detail::concat("job/", config.jobId, "/epoch/", epoch), data,
+                                world.logs);
   auto model = std::make_shared<collectives::NetworkModel>(*config.networkModel);
-  model->ranksPerHost = ranksPerHost;
+  model->ranksPerHost = hosts.ranksPerHost;
+  *model = model->sharingCores(hosts.coresPerHost);
+  if (t.rank == 0 && hosts.coresPerHost > 0 && hosts.coresPerHost < hosts.ranksPerHost)
+    world.logs->get("runtime")->info(
+        "allreduce cost model: {} ranks per host share {} cores, so each copies within its host "
+        "and reduces at {}/{} of the model's rates",
+        hosts.ranksPerHost, hosts.coresPerHost, hosts.coresPerHost, hosts.ranksPerHost);
   world.networkModel = std::move(model);
   // The engine loop does its own polling of the control links (Engine::loop).
   if (withControl) {

@@ -53,6 +53,16 @@ std::string micros(double seconds) { return detail::concat(std::round(seconds * 
 
 }  // namespace
 
+NetworkModel NetworkModel::sharingCores(int coresPerHost) const {
+  NetworkModel m = *this;
+  if (coresPerHost <= 0 || coresPerHost >= ranksPerHost) return m;
+  double share = static_cast<double>(coresPerHost) / ranksPerHost;
+  m.intraHost.bytesPerSecond *= share;
+  m.sameHostTcp.bytesPerSecond *= share;
+  m.reduceBytesPerSecond *= share;
+  return m;
+}
+
 std::string NetworkModel::describe() const {
   std::string switches =
       hostsPerSwitch > 0 ? detail::concat(", ", hostsPerSwitch, " hosts per switch") : "";
