@@ -105,7 +105,10 @@ HVD_PARAM(SpinMicroseconds, spinTime, microseconds,
                    "vCPUs halt); between polls the thread yields its core to any other runnable "
                    "thread. 0 always sleeps at once. The engine polls through a larger transfer "
                    "only while a caller is blocked waiting on an operation: otherwise polling "
-                   "would take CPU from the training step that shares the engine's core.")
+                   "would take CPU from the training step that shares the engine's core. A poll "
+                   "also stops at a yield that took over 200 us (other threads were waiting for "
+                   "the core: more ranks than cores several times over), and the next waits "
+                   "sleep at once, polling again now and then to look.")
 
 HVD_PARAM(DirectSpinMicroseconds, directSpinTime, microseconds,
     .name = "HVD_DIRECT_SPIN_MICROSECONDS",
@@ -115,7 +118,8 @@ HVD_PARAM(DirectSpinMicroseconds, directSpinTime, microseconds,
                    "as MPI's blocking calls do: its caller has nothing else to do meanwhile. On "
                    "this project's VM, where each sleep on a large transfer cost a slow wake-up, "
                    "256 KiB-4 MiB allreduces were 10-30% faster with it (docs/performance.md). 0 "
-                   "always sleeps at once.")
+                   "always sleeps at once. As with `HVD_SPIN_MICROSECONDS`, a poll stops where "
+                   "the core is contended.")
 
 HVD_PARAM(BindTo, cpuBinding, asIs,
     .name = "HVD_BIND_TO",

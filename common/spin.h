@@ -1,21 +1,78 @@
 // Bounded polling before a thread sleeps: a result that arrives within microseconds costs no
 // kernel wake-up (5-20 us each on a VM). Between polls the thread yields, so a runnable thread
 // on the same core (often the one that will produce the result) runs first.
+//
+// Polling pays only while the core is nearly free. When many threads wait for it (more ranks
+// than cores several times over, or a compute thread of the rank's own), each yield hands it to
+// another poller or to work for a whole turn, and every poller takes turns from the ranks that
+// have work: 8 fake hosts of 8 ranks on 2 cores ran a 4-byte allreduce in 4.5 ms polling for
+// up to 2 ms, and in 2.0 ms sleeping at once, while 8 ranks on one host took 12 us polling and
+// 75 us sleeping. A yield that comes back late tells the two apart (ContentionWatch).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
 namespace hvd {
 
-// Calls `ready` until it returns true (then returns true) or `until` has passed (then false).
+// A yield this long means other threads were waiting for this core (hand-offs between a few
+// busy threads take a few microseconds): the poll gives up.
+inline constexpr std::chrono::microseconds kContendedYield{200};
+// After a poll gave up, the next 1, 2, 4, ... (at most this many) waits sleep at once, and the
+// one after polls again to look; a poll that ends well resets it.
+inline constexpr int kMostSkippedPolls = 256;
+
+// Whether polling pays on this thread's core, learnt from its polls. One per waiting thread
+// (a transport device's, used by the thread that owns its communicator).
+class ContentionWatch {
+ public:
+  // Whether this wait should poll: false while recent polls found the core contended.
+  bool beginPoll() {
+    if (skipped_ < skipFor_) {
+      ++skipped_;
+      return false;
+    }
+    skipped_ = 0;
+    return true;
+  }
+  // Yields the core; false when the poll should give up (the yield came back late).
+  bool yield() {
+    auto before = std::chrono::steady_clock::now();
+    std::this_thread::yield();
+    if (std::chrono::steady_clock::now() - before <= kContendedYield) return true;
+    skipFor_ = std::min(std::max(1, 2 * skipFor_), kMostSkippedPolls);
+    return false;
+  }
+  // The poll found its result, or ran its time without a late yield: polling pays again.
+  void pollEnded() { skipFor_ = 0; }
+
+ private:
+  int skipFor_ = 0;
+  int skipped_ = 0;
+};
+
+// Calls `ready` until it returns true (then returns true), or `until` has passed or the core
+// turned out to be contended (then false, after one more look).
+template <typename Ready>
+bool spinUntil(std::chrono::steady_clock::time_point until, Ready&& ready, ContentionWatch& watch) {
+  if (!watch.beginPoll()) return ready();
+  while (!ready()) {
+    if (std::chrono::steady_clock::now() >= until) {
+      watch.pollEnded();
+      return false;
+    }
+    if (!watch.yield()) return ready();
+  }
+  watch.pollEnded();
+  return true;
+}
+
+// The same for a one-off wait.
 template <typename Ready>
 bool spinUntil(std::chrono::steady_clock::time_point until, Ready&& ready) {
-  while (!ready()) {
-    if (std::chrono::steady_clock::now() >= until) return false;
-    std::this_thread::yield();
-  }
-  return true;
+  ContentionWatch watch;
+  return spinUntil(until, std::forward<Ready>(ready), watch);
 }
 
 }  // namespace hvd

@@ -16,6 +16,7 @@
 #include "collectives/transport/shm/shm_connection.h"
 #include "common/format.h"
 #include "common/logging.h"
+#include "common/spin.h"
 
 namespace hvd::collectives::shm {
 namespace {
@@ -202,19 +203,23 @@ void ShmDevice::wake() {
 void ShmDevice::progressUntil(Deadline deadline, bool latencyBound) {
   if (pumpAll()) return;
   auto spin = options_.spins.spinFor(latencyBound);
-  if (spin.count() > 0) {
+  // Not where the core is contended (common/spin.h).
+  if (spin.count() > 0 && contention_.beginPoll()) {
     // A look at the rings costs a few loads, where TCP's costs a system call: look often, and
     // yield the core (to a thread of this rank that may be the one to produce the message)
     // every kPollsPerYield looks and when checking the time.
     auto until = std::min(deadline, Clock::now() + spin);
     for (unsigned i = 1;; ++i) {
-      if (pumpAll()) return;
+      if (pumpAll()) return contention_.pollEnded();
       if (i % kPollsPerYield != 0) {
         cpuRelax();
         continue;
       }
-      if (Clock::now() >= until) break;
-      std::this_thread::yield();
+      if (Clock::now() >= until) {
+        contention_.pollEnded();
+        break;
+      }
+      if (!contention_.yield()) break;
     }
   }
   sleepOnDoorbell(deadline);

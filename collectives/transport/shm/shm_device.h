@@ -23,6 +23,7 @@
 #include "collectives/transport/device.h"
 #include "collectives/transport/shm/shm_segment.h"
 #include "common/error.h"
+#include "common/spin.h"
 
 namespace hvd::log {
 class Logs;  // common/logging.h
@@ -94,6 +95,7 @@ class ShmDevice : public Device,
   std::vector<int> pidFds_;  // by rank; -1 where a peer's exit cannot be watched this way
   std::vector<int> pids_;    // by rank; 0 where pids are not comparable (another namespace)
   std::atomic<bool> wakeRequested_{false};
+  ContentionWatch contention_;  // whether polling pays (common/spin.h)
 };
 
 }  // namespace hvd::collectives::shm

@@ -109,7 +109,8 @@ void TcpDevice::progressWithSpin(Deadline deadline, std::chrono::microseconds sp
   }
   armWake();
   if (spin.count() > 0 &&
-      spinUntil(std::min(deadline, Clock::now() + spin), [&] { return io_.poll_one() > 0; }))
+      spinUntil(
+          std::min(deadline, Clock::now() + spin), [&] { return io_.poll_one() > 0; }, contention_))
     return;
   io_.run_one_until(deadline);
 }
@@ -120,10 +121,13 @@ void TcpDevice::pollDirect(Deadline deadline, std::chrono::microseconds spin) {
   for (auto* c : polled_) pollFds_.push_back(pollfd{c->nativeHandle(), POLLIN, 0});
   int ready = 0;
   if (spin.count() > 0)
-    spinUntil(std::min(deadline, Clock::now() + spin), [&] {
-      ready = ::poll(pollFds_.data(), pollFds_.size(), 0);
-      return ready != 0;
-    });
+    spinUntil(
+        std::min(deadline, Clock::now() + spin),
+        [&] {
+          ready = ::poll(pollFds_.data(), pollFds_.size(), 0);
+          return ready != 0;
+        },
+        contention_);
   if (ready == 0 && waits_.mode == WaitMode::Blocking && polled_.size() == 1 &&
       Clock::now() < deadline) {
     if (wakeRequested_) return drainWake();

@@ -27,6 +27,7 @@
 #include "collectives/transport/device.h"
 #include "collectives/transport/wait_policy.h"
 #include "common/handshake_listener.h"
+#include "common/spin.h"
 
 namespace hvd::collectives::tcp {
 
@@ -96,6 +97,7 @@ class TcpDevice : public Device,
   std::shared_ptr<log::Logs> logs_;
   std::string listenAddress_;
   std::atomic<bool> wakeRequested_{false};  // set by wake(), cleared when a wait consumes it
+  ContentionWatch contention_;              // whether polling pays (common/spin.h)
   int wakeFd_ = -1;                         // eventfd; wake() adds to it
   boost::asio::posix::stream_descriptor wakeDescriptor_{io_};
   uint64_t wakeCount_ = 0;
