@@ -17,8 +17,11 @@
 namespace hvd {
 
 // A yield this long means other threads were waiting for this core (hand-offs between a few
-// busy threads take a few microseconds): the poll gives up.
-inline constexpr std::chrono::microseconds kContendedYield{200};
+// busy threads take a few microseconds). A poll gives up after kContendedYields of them, when
+// they are at least a quarter of its yields: one now and then is the hypervisor's or another
+// process's moment (a vCPU descheduled for a while), not a crowd at the core.
+inline constexpr std::chrono::microseconds kContendedYield{50};
+inline constexpr int kContendedYields = 2;
 // After a poll gave up, the next 1, 2, 4, ... (at most this many) waits sleep at once, and the
 // one after polls again to look; a poll that ends well resets it.
 inline constexpr int kMostSkippedPolls = 256;
@@ -34,13 +37,16 @@ class ContentionWatch {
       return false;
     }
     skipped_ = 0;
+    yields_ = slow_ = 0;
     return true;
   }
-  // Yields the core; false when the poll should give up (the yield came back late).
+  // Yields the core; false when the poll should give up (its yields came back late).
   bool yield() {
     auto before = std::chrono::steady_clock::now();
     std::this_thread::yield();
+    ++yields_;
     if (std::chrono::steady_clock::now() - before <= kContendedYield) return true;
+    if (++slow_ < kContendedYields || 4 * slow_ < yields_) return true;
     skipFor_ = std::min(std::max(1, 2 * skipFor_), kMostSkippedPolls);
     return false;
   }
@@ -48,6 +54,8 @@ class ContentionWatch {
   void pollEnded() { skipFor_ = 0; }
 
  private:
+  int yields_ = 0;  // of this poll
+  int slow_ = 0;
   int skipFor_ = 0;
   int skipped_ = 0;
 };
