@@ -106,7 +106,7 @@ HVD_PARAM(SpinMicroseconds, spinTime, microseconds,
                    "thread. 0 always sleeps at once. The engine polls through a larger transfer "
                    "only while a caller is blocked waiting on an operation: otherwise polling "
                    "would take CPU from the training step that shares the engine's core. A poll "
-                   "also stops once a quarter of its yields (two at least) took over 200 us "
+                   "also stops once a quarter of its yields (two at least) took over 50 us "
                    "each (other threads were waiting for the core: more ranks than cores several "
                    "times over), and the next waits sleep at once, polling again now and then "
                    "to look.")
