@@ -65,8 +65,7 @@ asio::ip::address resolveAddress(const asio::any_io_executor& executor, const st
 }
 
 void connect(tcp::socket& socket, const std::string& host, uint16_t port, Deadline deadline,
-             const std::string& what, std::size_t bufferBytes,
-             const std::function<void()>& betweenTries) {
+             const std::string& what) {
   error_code ec;
   tcp::endpoint endpoint(resolveAddress(socket.get_executor(), host, port, what), port);
   auto backoff = std::chrono::milliseconds(1);
@@ -74,7 +73,6 @@ void connect(tcp::socket& socket, const std::string& host, uint16_t port, Deadli
     if (socket.is_open()) socket.close(ec);
     socket.open(endpoint.protocol());
     setCloseOnExec(socket.native_handle());
-    if (bufferBytes > 0) setBufferSizes(socket, bufferBytes);
     bool done = false;
     error_code result;
     socket.async_connect(endpoint, [&](const error_code& e) {
@@ -86,7 +84,6 @@ void connect(tcp::socket& socket, const std::string& host, uint16_t port, Deadli
     if (!retriableConnectError(result) || Clock::now() + backoff >= deadline)
       throw IoError(what + ": connect to " + host + ":" + std::to_string(port) + ": " +
                     result.message());
-    if (betweenTries) betweenTries();
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(100));
   }

@@ -27,12 +27,9 @@ using Deadline = Clock::time_point;
 asio::ip::address resolveAddress(const asio::any_io_executor& executor, const std::string& host,
                                  uint16_t port, const std::string& what);
 // Connects to host:port, retrying refused connections until the deadline (the peer may not be
-// listening yet). Sets TCP_NODELAY. A non-zero bufferBytes sets SO_SNDBUF/SO_RCVBUF before the
-// connect, when it still decides the TCP window scale. `betweenTries` runs before each retry and
-// may end the wait by throwing.
+// listening yet). Sets TCP_NODELAY. (Many connections at once: io::HandshakeDialer.)
 void connect(tcp::socket& socket, const std::string& host, uint16_t port, Deadline deadline,
-             const std::string& what, std::size_t bufferBytes = 0,
-             const std::function<void()>& betweenTries = {});
+             const std::string& what);
 // Sets SO_SNDBUF and SO_RCVBUF (the kernel caps them at net.core.[rw]mem_max).
 void setBufferSizes(tcp::socket& socket, std::size_t bytes);
 void setBufferSizes(tcp::acceptor& acceptor, std::size_t bytes);
