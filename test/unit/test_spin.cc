@@ -14,17 +14,22 @@ using namespace hvd;
 
 namespace {
 
-// Pins the calling thread to `cpu` for the scope; restores its mask after.
+// Pins the calling thread to `cpu` for the scope; restores its mask after. No Catch assertion
+// here: busy threads pin themselves too, and Catch is not thread-safe (ok() says how it went).
 struct Pinned {
   explicit Pinned(int cpu) {
-    REQUIRE(pthread_getaffinity_np(pthread_self(), sizeof before, &before) == 0);
+    got = pthread_getaffinity_np(pthread_self(), sizeof before, &before) == 0;
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(cpu, &one);
-    REQUIRE(pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0);
+    pinned = pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;
   }
-  ~Pinned() { pthread_setaffinity_np(pthread_self(), sizeof before, &before); }
+  ~Pinned() {
+    if (got) pthread_setaffinity_np(pthread_self(), sizeof before, &before);
+  }
+  bool ok() const { return got && pinned; }
   cpu_set_t before{};
+  bool got = false, pinned = false;
 };
 
 int someAllowedCpu() {
@@ -41,15 +46,18 @@ int someAllowedCpu() {
 TEST_CASE("a core that busy threads share makes polls give up, and skip more waits each time") {
   int cpu = someAllowedCpu();
   std::atomic<bool> stop{false};
+  std::atomic<int> pinnedBusy{0};
   std::vector<std::thread> busy;
   for (int i = 0; i < 3; ++i)
     busy.emplace_back([&] {
       Pinned same(cpu);
+      if (same.ok()) ++pinnedBusy;
       while (!stop.load(std::memory_order_relaxed)) {}
     });
   std::vector<int> skippedBeforeEachPoll;
   {
     Pinned same(cpu);
+    REQUIRE(same.ok());
     ContentionWatch watch;
     int skipped = 0;
     for (int wait = 0; wait < 40 && skippedBeforeEachPoll.size() < 5; ++wait) {
@@ -80,15 +88,17 @@ TEST_CASE("a core that busy threads share makes polls give up, and skip more wai
     watch.pollEnded();
     CHECK(watch.beginPoll());
   }
+  CHECK(pinnedBusy == 3);
   CHECK(skippedBeforeEachPoll == std::vector<int>{0, 1, 2, 4, 8});
 }
 
-TEST_CASE("spinUntil returns what it was waiting for, or false at its time") {
+TEST_CASE("spinUntil returns what it was waiting for, or false by its time") {
   std::atomic<int> polls{0};
   CHECK(spinUntil(std::chrono::steady_clock::now() + std::chrono::seconds(5),
                   [&] { return ++polls >= 3; }));
   CHECK(polls == 3);
+  // At its time, or sooner where its yields found the core crowded (a sanitizer's run).
   auto start = std::chrono::steady_clock::now();
   CHECK_FALSE(spinUntil(start + std::chrono::milliseconds(20), [] { return false; }));
-  CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(20));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
 }
