@@ -166,6 +166,7 @@ struct ConnectorHandshake : std::enable_shared_from_this<ConnectorHandshake> {
   std::array<uint8_t, auth::kMagic.size() + auth::kNonceBytes> hello{};
   auth::Nonce ownNonce{};
   auth::Digest proof{};
+  auth::Digest expected{};  // the acceptor's answer, if it knows the secret
   auth::Digest answer{};
 
   void fail(const std::string& message) { done(std::make_exception_ptr(IoError(message))); }
@@ -184,7 +185,7 @@ struct ConnectorHandshake : std::enable_shared_from_this<ConnectorHandshake> {
     std::copy(hello.begin() + auth::kMagic.size(), hello.end(), acceptorNonce.begin());
     ownNonce = auth::randomNonce();
     proof = auth::connectorProof(secret, acceptorNonce, ownNonce, bound);
-    answer = auth::acceptorProof(secret, acceptorNonce, ownNonce, bound);  // what we expect
+    expected = auth::acceptorProof(secret, acceptorNonce, ownNonce, bound);
     std::vector<asio::const_buffer> out{asio::buffer(ownNonce), asio::buffer(proof),
                                         asio::buffer(claim)};
     asio::async_write(socket, out, [self = shared_from_this()](const error_code& e, std::size_t) {
@@ -195,7 +196,7 @@ struct ConnectorHandshake : std::enable_shared_from_this<ConnectorHandshake> {
 
   void readAnswer() {
     asio::async_read(
-        socket, asio::buffer(proof),
+        socket, asio::buffer(answer),
         [self = shared_from_this()](const error_code& e, std::size_t n) { self->onAnswer(e, n); });
   }
 
@@ -207,9 +208,8 @@ struct ConnectorHandshake : std::enable_shared_from_this<ConnectorHandshake> {
                   " closed the connection after our proof (it refuses a proof made with another "
                   "secret, HVD_SECRET, and drops a handshake slower than its "
                   "HVD_HANDSHAKE_TIMEOUT_SECONDS): " +
-                  readFailure(socket, e, n, proof.size(), what + ": handshake"));
-    // `proof` now holds the acceptor's answer.
-    if (!auth::digestsEqual(proof, answer))
+                  readFailure(socket, e, n, answer.size(), what + ": handshake"));
+    if (!auth::digestsEqual(answer, expected))
       return fail(what + ": authentication failed: " + peerName(socket) +
                   " does not know the job secret");
     done(nullptr);

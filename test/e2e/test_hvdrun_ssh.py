@@ -519,6 +519,14 @@ def test_keys_from_ssh_agent_authenticate(hosts, tmp_path):
         agent.wait(10)
 
 
+def echo_ranks(hosts, host_list):
+    """Two ranks on `host_list` that print their rank; checks both ran, returns the result."""
+    r = hvdrun(hosts, "-np", 2, "-H", host_list, "sh", "-c", "echo rank=$HVD_RANK", timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert sorted(re.findall(r"rank=(\d)", r.stdout)) == ["0", "1"]
+    return r
+
+
 def test_login_script_chatter_does_not_reach_the_ranks_output(tmp_path):
     """A remote ~/.bashrc that prints (and is slow) runs before the checks; hvdrun waits for
     its ready line, and nothing the login printed shows up as rank output."""
@@ -527,11 +535,7 @@ def test_login_script_chatter_does_not_reach_the_ranks_output(tmp_path):
     (home / ".bashrc").write_text("echo welcome-from-bashrc\nsleep 0.2\ntouch ~/bashrc-ran\n")
     h = SshHosts(1, 30 + os.getpid() % 19, login_home=home).start()
     try:
-        r = subprocess.run([str(HVDRUN), "--ssh-port", str(SSH_PORT), "-np", "2", "-H",
-                            h.hosts(2), "sh", "-c", "echo rank=$HVD_RANK"],
-                           capture_output=True, text=True, timeout=60, env=h.env(), cwd=REPO)
-        assert r.returncode == 0, r.stderr
-        assert sorted(re.findall(r"rank=(\d)", r.stdout)) == ["0", "1"]
+        r = echo_ranks(h, h.hosts(2))
         assert "welcome-from-bashrc" not in r.stdout + r.stderr
         assert (home / "bashrc-ran").exists(), "the remote shells read the login script"
     finally:
@@ -544,11 +548,7 @@ def test_key_exchange_is_ecdh_p256_where_offered_and_falls_back_where_not():
     h = SshHosts(2, 70 + os.getpid() % 19, sshd_options=[
         "LogLevel DEBUG1", "LogLevel DEBUG1\nKexAlgorithms curve25519-sha256"]).start()
     try:
-        r = subprocess.run([str(HVDRUN), "--ssh-port", str(SSH_PORT), "-np", "2", "-H",
-                            h.hosts(1), "sh", "-c", "echo rank=$HVD_RANK"],
-                           capture_output=True, text=True, timeout=60, env=h.env(), cwd=REPO)
-        assert r.returncode == 0, r.stderr
-        assert sorted(re.findall(r"rank=(\d)", r.stdout)) == ["0", "1"]
+        echo_ranks(h, h.hosts(1))
         kex = [re.findall(r"kex: algorithm: (\S+)", h.sshd_log(i).read_text()) for i in (0, 1)]
         assert kex[0] and set(kex[0]) == {"ecdh-sha2-nistp256"}, kex
         assert kex[1] and set(kex[1]) == {"curve25519-sha256"}, kex
