@@ -15,10 +15,11 @@ class OperationRejectedError(tf.errors.FailedPreconditionError, _core.OperationR
     """Every rank's collective was refused alike (the ranks disagreed on its shape, dtype, root
     or op; it needed a rank that has joined): tf.errors.FailedPreconditionError, as Horovod's
     kernels raise, and hvd.OperationRejectedError (a HorovodInternalError). Later collectives
-    still run."""
+    still run. Its arguments are TensorFlow's (node_def, op, message[, error_code]): Keras
+    re-raises an OpError from a layer's call as e.__class__(node_def, op, message, code)."""
 
-    def __init__(self, message, node_def=None, op=None):
-        tf.errors.FailedPreconditionError.__init__(self, node_def, op, message)
+    def __init__(self, node_def, op, message, *args):
+        tf.errors.FailedPreconditionError.__init__(self, node_def, op, message, *args)
 
 
 # Inside a graph a collective is a py_function, whose errors TensorFlow reports as UnknownError
@@ -30,7 +31,7 @@ _REJECTED = f"{OperationRejectedError.__name__}: "
 
 def _as_rejection(e):
     if isinstance(e, tf.errors.UnknownError) and _REJECTED in (e.message or ""):
-        return OperationRejectedError(e.message, e.node_def, e.op)
+        return OperationRejectedError(e.node_def, e.op, e.message)
     return e
 
 
@@ -64,10 +65,11 @@ def raise_rejections_by_type():
 
 class InvalidCollectiveArgument(tf.errors.InvalidArgumentError, ValueError):
     """This rank's arguments cannot make the collective (alltoall splits that do not add up):
-    tf.errors.InvalidArgumentError, as Horovod's kernels raise, and ValueError."""
+    tf.errors.InvalidArgumentError, as Horovod's kernels raise, and ValueError. Its arguments
+    are TensorFlow's, as OperationRejectedError's."""
 
-    def __init__(self, message):
-        tf.errors.InvalidArgumentError.__init__(self, None, None, message)
+    def __init__(self, node_def, op, message, *args):
+        tf.errors.InvalidArgumentError.__init__(self, node_def, op, message, *args)
 
 
 class UnsupportedForIndexedSlices(NotImplementedError, ValueError):
@@ -82,10 +84,10 @@ def tf_errors(eager_fn):
         try:
             return eager_fn(*args)
         except _core.OperationRejectedError as e:
-            raise OperationRejectedError(str(e)) from None
+            raise OperationRejectedError(None, None, str(e)) from None
         except ValueError as e:
             if isinstance(e, (tf.errors.OpError, NotImplementedError)):
                 raise
-            raise InvalidCollectiveArgument(str(e)) from None
+            raise InvalidCollectiveArgument(None, None, str(e)) from None
 
     return run

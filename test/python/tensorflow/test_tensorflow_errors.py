@@ -57,6 +57,31 @@ def test_a_dtype_mismatch_inside_a_v1_session_or_a_tf_function_is_failed_precond
     assert htf.allreduce(tf.constant([1.0]), op=htf.Sum).numpy()[0] == hvd.size()
 
 
+def test_a_rejection_inside_a_keras_layer_keeps_its_type_when_keras_adds_its_context():
+    # Keras re-raises an OpError from a layer's call as e.__class__(node_def, op, message,
+    # code), to name the layer and its arguments: hvd's types must take TensorFlow's arguments.
+    needs_two_ranks()
+    keras = pytest.importorskip("keras")
+
+    class Reducing(keras.layers.Layer):
+        def call(self, x):
+            return htf.allreduce(x, name="layer.mismatch")
+
+    with pytest.raises(htf.OperationRejectedError, match='allreduce "layer.mismatch"') as caught:
+        Reducing(name="reducing")(tf.ones([hvd.rank() + 2]))
+    assert isinstance(caught.value, hvd.OperationRejectedError)
+    assert "Reducing" in str(caught.value), str(caught.value)  # Keras names the layer
+    e = htf.OperationRejectedError(None, None, "m", caught.value.error_code)
+    assert e.message == "m" and e.error_code == caught.value.error_code
+    with pytest.raises(tf.errors.InvalidArgumentError, match="splits"):
+        class Exchanging(keras.layers.Layer):
+            def call(self, x):
+                return htf.alltoall(x, splits=tf.constant([5] * hvd.size()))
+
+        Exchanging()(tf.ones([3]))
+    assert htf.allreduce(tf.constant([1.0]), op=htf.Sum).numpy()[0] == hvd.size()
+
+
 def test_broadcast_roots_that_differ_are_rejected_on_every_rank():
     needs_two_ranks()
     with pytest.raises(tf.errors.FailedPreconditionError, match="root"):

@@ -173,7 +173,7 @@ def test_a_keras_optimizer_stepping_twice_on_models_apart_fails_the_replica_chec
 def test_a_tape_guard_is_not_inherited_by_sources_that_reuse_freed_ids():
     from hvd.tensorflow import replicas
 
-    class Source:  # CPython gives a freed object's id to the next one of its size
+    class Source:
         pass
 
     guards = replicas.TapeGuards()
@@ -183,8 +183,16 @@ def test_a_tape_guard_is_not_inherited_by_sources_that_reuse_freed_ids():
     if old is not None:
         old.tick()
     del first
+    # CPython gives a freed object's memory to a later one of its size: usually the next, but
+    # another thread's allocation may take it first (it did in CI). Keep allocating until one
+    # lands there; the ones that do not stay alive, so each takes fresh memory.
+    others = []
     second = Source()
+    while id(second) != reused and len(others) < 1_000_000:
+        others.append(second)
+        second = Source()
     assert id(second) == reused  # the case this test is about
+    del others
     new = guards.get([second], htf.global_process_set)
     assert new is not old or old is None
     assert guards.get([second], htf.global_process_set) is new  # kept while it lives
