@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "collectives/rendezvous/prefix_store.h"
 #include "collectives/rendezvous/rendezvous_server.h"
 #include "collectives/rendezvous/tcp_store_client.h"
@@ -98,12 +100,32 @@ int cpuShareOf(const Config& config, bool boundByHvd) {
   return cpuShare(facts);
 }
 
+// The CPUs this host's ranks run on, for directCollectiveSpins; 0 where hvd bound each rank to
+// a share of its own (so there was a CPU per rank). A launcher's mask (taskset) is the ranks'
+// common one; srun's or mpirun's may be this rank's alone, so under them the host's count.
+int hostCpusOfRanks(const Config& config, bool boundByHvd) {
+  if (boundByHvd) return 0;
+  if (!config.externalLauncher.empty()) return static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  try {
+    return static_cast<int>(allowedCpus().size());
+  } catch (const Error&) {
+    return 0;
+  }
+}
+
 }  // namespace
 
 World::World() = default;
 World::~World() = default;
 World::World(World&&) noexcept = default;
 World& World::operator=(World&&) noexcept = default;
+
+collectives::SpinPolicy directCollectiveSpins(const Config& config, int localSize, int hostCpus) {
+  if (hostCpus <= 0 || localSize <= hostCpus)
+    return {.smallSpin = config.directSpinTime, .largeSpin = config.directSpinTime};
+  return {.smallSpin = std::min(config.spinTime, config.directSpinTime),
+          .largeSpin = std::chrono::microseconds(0)};
+}
 
 log::LogSettings logSettings(const Config& config) {
   const Topology& t = config.topology;
@@ -134,11 +156,12 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
     world.rendezvousServer = serveRendezvous(config, world.logs);
   world.storeServedByRankZero =
       !store && !config.externalLauncher.empty() && !config.servesRendezvous;
+  bool bound = false;
   if (!store) {
     // One process per rank (not ranks sharing a process in tests): bind before the engine's
     // and the transport's threads start, so they inherit it.
-    bool bound = config.externalLauncher.empty() && config.cpuBinding == CpuBinding::Core &&
-                 bindToLocalShare(t, world.logs->get("runtime"));
+    bound = config.externalLauncher.empty() && config.cpuBinding == CpuBinding::Core &&
+            bindToLocalShare(t, world.logs->get("runtime"));
     world.cpuShare = cpuShareOf(config, bound);
     // Before the links open: a large job's would run past the usual soft limit of 1,024.
     auto files =
@@ -190,7 +213,13 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
       data.spins.stall = {
           .warnAfter = config.stallWarning, .failAfter = config.stallShutdown, .logs = world.logs};
   } else {
-    data.spins = {.smallSpin = config.directSpinTime, .largeSpin = config.directSpinTime};
+    int hostCpus = hostCpusOfRanks(config, bound);
+    data.spins = directCollectiveSpins(config, t.localSize, hostCpus);
+    if (t.rank == 0 && data.spins.largeSpin != config.directSpinTime)
+      world.logs->get("runtime")->info(
+          "{} ranks share {} CPU{} of this host: collectives poll only for messages of at "
+          "most 64 KiB, for {} us (HVD_SPIN_MICROSECONDS), and sleep at once on larger ones",
+          t.localSize, hostCpus, hostCpus == 1 ? "" : "s", data.spins.smallSpin.count());
   }
   TransportChooser transports;
   LinkSetup setup{.waits = data, .bindAddress = bindAddress, .logs = world.logs};

@@ -404,6 +404,38 @@ def test_gradient_overlap_comes_from_the_flag_the_environment_or_the_config_file
     assert "overlap" not in r.stdout
 
 
+CROWDED = "of this host: collectives poll only"
+
+
+@pytest.mark.parametrize("crowded", [True, False])
+def test_direct_collectives_poll_like_the_engines_where_ranks_outnumber_the_cpus(
+        tmp_path, crowded):
+    """hvdrun started on one CPU (taskset's way): its 2 ranks share it, so hvd-bench's
+    collectives poll only for small messages, briefly, and rank 0 says so; on 2 CPUs each rank
+    is bound to one of its own and polls as MPI's blocking calls do."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if not crowded and len(allowed) < 2:
+        pytest.skip("needs 2 CPUs")
+    cpus = {allowed[0]} if crowded else set(allowed)
+    bench = BUILD / "apps" / "hvd-bench"
+    report = tmp_path / "rows.json"
+    r = run_hvdrun("-np", 2, "--log-level", "info", bench, "-b", "4", "-e", "1M", "-f", "64",
+                   "-w", "1", "-n", "2", "--placement", "out", "--json", report,
+                   preexec_fn=lambda: os.sched_setaffinity(0, cpus), timeout=120)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(report.read_text())["rows"]
+    assert [row["size"] for row in rows] == [4, 256, 16384, 1 << 20]
+    assert all(row["out_of_place"]["wrong"] == 0 for row in rows), rows
+    said = [line for line in r.stderr.splitlines() if CROWDED in line]
+    if crowded:
+        assert len(said) == 1 and "[rank 0/2]" in said[0], r.stderr[-2000:]
+        assert ("2 ranks share 1 CPU of this host: collectives poll only for messages of at "
+                "most 64 KiB, for 30 us (HVD_SPIN_MICROSECONDS), and sleep at once on larger "
+                "ones") in said[0]
+    else:
+        assert not said, said
+
+
 def test_hvd_bench_times_only_the_placement_asked_for(tmp_path):
     bench = BUILD / "apps" / "hvd-bench"
     report = tmp_path / "rows.json"

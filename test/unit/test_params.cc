@@ -3,6 +3,7 @@
 #include "common/error.h"
 #include "common/params.h"
 #include "runtime/config.h"
+#include "runtime/world.h"
 
 using namespace hvd::params;
 using hvd::runtime::Config;
@@ -69,6 +70,31 @@ TEST_CASE("the engine's and the direct collectives' polling times come from thei
   CHECK(set.directSpinTime == std::chrono::microseconds(150));
   REQUIRE_THROWS_WITH(ParamValues::fromMap({{"HVD_DIRECT_SPIN_MICROSECONDS", "-5"}}),
                       Catch::Contains("HVD_DIRECT_SPIN_MICROSECONDS"));
+}
+
+TEST_CASE(
+    "collectives called directly poll like the engine's where a host's ranks outnumber its CPUs") {
+  using std::chrono::microseconds;
+  auto config = Config::fromParams(ParamValues::fromMap({}));
+  // A CPU per rank: every message polls for HVD_DIRECT_SPIN_MICROSECONDS.
+  for (auto [ranks, cpus] : {std::pair{2, 2}, {1, 2}, {8, 16}, {4, 0}}) {
+    auto spins = directCollectiveSpins(config, ranks, cpus);
+    CHECK(spins.smallSpin == microseconds(2000));
+    CHECK(spins.largeSpin == microseconds(2000));
+  }
+  // More ranks than CPUs: small messages for HVD_SPIN_MICROSECONDS, large ones sleep at once.
+  for (auto [ranks, cpus] : {std::pair{3, 2}, {16, 2}, {17, 16}}) {
+    auto spins = directCollectiveSpins(config, ranks, cpus);
+    CHECK(spins.smallSpin == microseconds(30));
+    CHECK(spins.largeSpin == microseconds(0));
+    CHECK(spins.spinFor(true) == microseconds(30));
+    CHECK(spins.spinFor(false) == microseconds(0));
+  }
+  // Neither polls longer than HVD_DIRECT_SPIN_MICROSECONDS says.
+  auto shorter = Config::fromParams(ParamValues::fromMap(
+      {{"HVD_SPIN_MICROSECONDS", "500"}, {"HVD_DIRECT_SPIN_MICROSECONDS", "10"}}));
+  CHECK(directCollectiveSpins(shorter, 16, 2).smallSpin == microseconds(10));
+  CHECK(directCollectiveSpins(shorter, 2, 2).largeSpin == microseconds(10));
 }
 
 TEST_CASE("HVD_SEGMENT_BYTES is 0 (each transport's own) or at least 1024") {
