@@ -42,6 +42,11 @@ int cpuShare(const CpuShareFacts& f) {
   return std::max(1, f.allowedCpus / std::max(1, f.localSize));
 }
 
+int cpusOfLocalRanks(const CpuShareFacts& f) {
+  if (f.boundByHvd) return 0;
+  return f.externalLauncher ? f.onlineCpus : f.allowedCpus;
+}
+
 std::string cpuListText(const std::vector<int>& cpus) {
   std::string out;
   for (std::size_t i = 0; i < cpus.size();) {

@@ -27,12 +27,12 @@ std::vector<int> cpuSliceFor(const std::vector<int>& allowed, int localRank, int
 // Throws IoError naming the CPUs and the reason when the kernel refuses.
 void bindProcessTo(const std::vector<int>& cpus);
 
-// What cpuShare needs to know about one rank's process.
+// What cpuShare and cpusOfLocalRanks need to know about one rank's process.
 struct CpuShareFacts {
-  int allowedCpus = 1;            // the CPUs this process may run on now, after any binding
-  int onlineCpus = 1;             // the host's
-  int localSize = 1;              // ranks on this host
-  bool boundByHvd = false;        // bindProcessTo narrowed the mask to this rank's slice
+  int allowedCpus = 1;      // the CPUs this process may run on now, after any binding (0: unknown)
+  int onlineCpus = 1;       // the host's
+  int localSize = 1;        // ranks on this host
+  bool boundByHvd = false;  // bindProcessTo narrowed the mask to this rank's slice
   bool externalLauncher = false;  // srun or mpirun started the rank and chose its mask
 };
 
@@ -42,6 +42,12 @@ struct CpuShareFacts {
 // machine then ran 2 spinning OpenMP threads each on 1 core, and a ResNet-18 step took 4.5 s
 // instead of 2.1 s. At least 1.
 int cpuShare(const CpuShareFacts& facts);
+
+// The CPUs this host's ranks share, to tell whether they outnumber them: 0 where hvd bound each
+// rank to a slice of its own (there was a CPU per rank) or where unknown; the host's online CPUs
+// under srun or mpirun (whose mask may be this rank's alone); else the mask, common to the
+// ranks hvdrun started (all CPUs, or taskset's).
+int cpusOfLocalRanks(const CpuShareFacts& facts);
 
 // "0-3,8" style, as /proc/self/status and taskset write CPU lists.
 std::string cpuListText(const std::vector<int>& cpus);

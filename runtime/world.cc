@@ -87,30 +87,17 @@ bool bindToLocalShare(const Topology& t, const std::shared_ptr<spdlog::logger>& 
   }
 }
 
-int cpuShareOf(const Config& config, bool boundByHvd) {
+CpuShareFacts cpuFactsOf(const Config& config, bool boundByHvd) {
   CpuShareFacts facts{.localSize = config.topology.localSize,
                       .boundByHvd = boundByHvd,
                       .externalLauncher = !config.externalLauncher.empty()};
   try {
     facts.allowedCpus = static_cast<int>(allowedCpus().size());
   } catch (const Error&) {
-    facts.allowedCpus = 1;
+    facts.allowedCpus = 0;
   }
   facts.onlineCpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-  return cpuShare(facts);
-}
-
-// The CPUs this host's ranks run on, for directCollectiveSpins; 0 where hvd bound each rank to
-// a share of its own (so there was a CPU per rank). A launcher's mask (taskset) is the ranks'
-// common one; srun's or mpirun's may be this rank's alone, so under them the host's count.
-int hostCpusOfRanks(const Config& config, bool boundByHvd) {
-  if (boundByHvd) return 0;
-  if (!config.externalLauncher.empty()) return static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-  try {
-    return static_cast<int>(allowedCpus().size());
-  } catch (const Error&) {
-    return 0;
-  }
+  return facts;
 }
 
 }  // namespace
@@ -148,7 +135,7 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
   if (t.size == 1) {
     world.data = singleRank(config);
     if (withControl) world.control = singleRank(config);
-    world.cpuShare = cpuShareOf(config, false);
+    world.cpuShare = cpuShare(cpuFactsOf(config, false));
     return world;
   }
   std::string bindAddress = "127.0.0.1";
@@ -156,13 +143,13 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
     world.rendezvousServer = serveRendezvous(config, world.logs);
   world.storeServedByRankZero =
       !store && !config.externalLauncher.empty() && !config.servesRendezvous;
+  // One process per rank (not ranks sharing a process in tests).
+  const bool ownProcess = !store;
   bool bound = false;
-  if (!store) {
-    // One process per rank (not ranks sharing a process in tests): bind before the engine's
-    // and the transport's threads start, so they inherit it.
+  if (ownProcess) {
+    // Bind before the engine's and the transport's threads start, so they inherit it.
     bound = config.externalLauncher.empty() && config.cpuBinding == CpuBinding::Core &&
             bindToLocalShare(t, world.logs->get("runtime"));
-    world.cpuShare = cpuShareOf(config, bound);
     // Before the links open: a large job's would run past the usual soft limit of 1,024.
     auto files =
         ensureOpenFiles(rankLinkFiles(t.rank, t.size) + kOpenFilesKept,
@@ -188,6 +175,10 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
       bindAddress = launcherClient->localAddress();
     store = launcherClient;
   }
+  // This rank's CPUs after any binding: the compute threads that fit them, and whether the
+  // host's ranks outnumber them (directCollectiveSpins).
+  CpuShareFacts cpus = cpuFactsOf(config, bound);
+  if (ownProcess) world.cpuShare = cpuShare(cpus);
   if (wrap) {
     world.wrappedStore = wrap(*store);
     store = world.wrappedStore.get();
@@ -213,7 +204,7 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
       data.spins.stall = {
           .warnAfter = config.stallWarning, .failAfter = config.stallShutdown, .logs = world.logs};
   } else {
-    int hostCpus = hostCpusOfRanks(config, bound);
+    int hostCpus = cpusOfLocalRanks(cpus);
     data.spins = directCollectiveSpins(config, t.localSize, hostCpus);
     if (t.rank == 0 && data.spins.largeSpin != config.directSpinTime)
       world.logs->get("runtime")->info(

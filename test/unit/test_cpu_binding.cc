@@ -55,6 +55,21 @@ TEST_CASE("a rank's compute-thread share: its slice, its launcher's mask, or an 
   CHECK(cpuShare({.allowedCpus = 1, .onlineCpus = 1, .localSize = 1}) == 1);
 }
 
+TEST_CASE(
+    "the CPUs a host's ranks share: none to count where hvd bound them, else the mask or "
+    "the host's") {
+  CHECK(cpusOfLocalRanks({.allowedCpus = 1, .onlineCpus = 2, .localSize = 2, .boundByHvd = true}) ==
+        0);
+  CHECK(cpusOfLocalRanks({.allowedCpus = 1, .onlineCpus = 16, .localSize = 2}) == 1);  // taskset
+  CHECK(cpusOfLocalRanks({.allowedCpus = 2, .onlineCpus = 2, .localSize = 16}) == 2);
+  CHECK(cpusOfLocalRanks({.allowedCpus = 0, .onlineCpus = 2, .localSize = 16}) == 0);  // unknown
+  // srun or mpirun may have given this rank a mask of its own: the host's CPUs.
+  CHECK(cpusOfLocalRanks(
+            {.allowedCpus = 1, .onlineCpus = 16, .localSize = 8, .externalLauncher = true}) == 16);
+  // An unknown mask still leaves a compute thread.
+  CHECK(cpuShare({.allowedCpus = 0, .onlineCpus = 2, .localSize = 2}) == 1);
+}
+
 TEST_CASE("CPU lists print as /proc and taskset write them") {
   CHECK(cpuListText({0}) == "0");
   CHECK(cpuListText({0, 1, 2, 3, 8, 10, 11}) == "0-3,8,10-11");
