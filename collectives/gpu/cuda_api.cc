@@ -96,16 +96,23 @@ std::byte* PinnedBuffer::reserve(std::size_t bytes) {
 }
 
 void synchronize(cudaStream_t stream, Deadline deadline, const std::string& what,
-                 const std::function<void()>& check, const std::function<void()>& onTimeout) {
+                 const std::function<void()>& check, const std::function<void()>& abandon) {
   // Spin briefly (short collectives finish in microseconds), then back off to 50 us sleeps.
   for (int polls = 0;; ++polls) {
     cudaError_t status = cudaStreamQuery(stream);
     if (status == cudaSuccess) return;
     if (status != cudaErrorNotReady) checkCuda(status, "cudaStreamQuery", what);
-    if (check) check();
-    pulseIfDue();  // the engine's heartbeats go on through a long GPU collective
+    try {
+      if (check) check();
+      pulseIfDue();  // the engine's heartbeats go on through a long GPU collective
+    } catch (...) {
+      // A silent peer or a failed job ends the wait while the work may never finish (a stopped
+      // peer's NCCL kernel spins on): left running, it would hang the communicator's teardown.
+      if (abandon) abandon();
+      throw;
+    }
     if (Clock::now() >= deadline) {
-      if (onTimeout) onTimeout();
+      if (abandon) abandon();
       throw TimeoutError(what +
                          ": the GPU work did not finish within the operation timeout "
                          "(HVD_OP_TIMEOUT); a peer may have stopped, or NCCL hung "

@@ -98,11 +98,12 @@ class PinnedBuffer {
 
 // Waits until the work queued on `stream` so far has finished, polling (never blocking inside
 // CUDA, so a hung kernel or collective cannot hang the caller). `check` runs at every poll and
-// throws to stop the wait (a backend's asynchronous error); past `deadline`, `onTimeout` runs
-// (it may abort the hung work) and TimeoutError is thrown naming `what`.
+// throws to stop the wait (a backend's asynchronous error), and so may the engine's heartbeat
+// (collectives::pulseIfDue: a silent peer, a failed job); past `deadline` TimeoutError is thrown
+// naming `what`. Before any exception leaves, `abandon` runs (it aborts the unfinished work).
 void synchronize(cudaStream_t stream, Deadline deadline, const std::string& what,
                  const std::function<void()>& check = {},
-                 const std::function<void()>& onTimeout = {});
+                 const std::function<void()>& abandon = {});
 
 // Memory for an output tensor on `device`, freed with cudaFree when the last owner lets go.
 std::shared_ptr<std::byte> allocateOnDevice(int device, std::size_t bytes);
