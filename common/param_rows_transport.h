@@ -92,7 +92,8 @@ HVD_PARAM(ShmBufferBytes, shmBufferBytes, asIs,
     .description = "Bytes of each shared-memory ring, a multiple of 64 (4096 to 1 GiB). Each "
                    "rank's segment in `/dev/shm` holds one such ring per local peer, and its "
                    "control links' segment one of 64 KiB (or this, if smaller), so a host with L "
-                   "ranks uses about L·(L-1)·(this + 64 KiB) of `/dev/shm`: 60 MiB for 8 ranks.")
+                   "ranks needs room for L·(L-1)·(this + 64 KiB) in `/dev/shm` (60 MiB for 8 "
+                   "ranks), of which it takes a ring's share when two ranks first use it.")
 
 HVD_PARAM(SpinMicroseconds, spinTime, microseconds,
     .name = "HVD_SPIN_MICROSECONDS",

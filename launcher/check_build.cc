@@ -141,7 +141,7 @@ void describeShm(std::ostringstream& out, const Environment& env) {
   std::size_t freeBytes = static_cast<std::size_t>(fs.f_bavail) * fs.f_frsize;
   std::size_t need = collectives::shm::jobBytesOnHost(8, ringBytes);
   out << mark(freeBytes >= need) << "/dev/shm: " << (freeBytes >> 20)
-      << " MiB free; 8 ranks on one host take about " << ((need + (1 << 20) - 1) >> 20)
+      << " MiB free; 8 ranks on one host need room for " << ((need + (1 << 20) - 1) >> 20)
       << " MiB with HVD_SHM_BUFFER_BYTES=" << ringBytes
       << (freeBytes >= need
               ? ""

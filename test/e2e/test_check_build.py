@@ -62,7 +62,7 @@ def test_reports_the_room_in_dev_shm_for_the_ring_size_workers_would_use(ring):
         env["HVD_SHM_BUFFER_BYTES"] = str(ring)
     r = run_hvdrun("--check-build", env=env)
     assert "[X] shared-memory transport (host memory tensors, ranks of one host)" in r.stdout
-    m = re.search(r"\[( |X)\] /dev/shm: (\d+) MiB free; 8 ranks on one host take about (\d+) MiB "
+    m = re.search(r"\[( |X)\] /dev/shm: (\d+) MiB free; 8 ranks on one host need room for (\d+) MiB "
                   r"with HVD_SHM_BUFFER_BYTES=(\d+)(.*)", r.stdout)
     assert m, r.stdout
     mark, free_mib, need_mib, shown, note = m.groups()

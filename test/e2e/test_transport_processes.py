@@ -1,11 +1,15 @@
 """Which transport a job's workers use, through hvdrun with real processes: shared memory when
 all ranks are on one host (TCP when asked, or when ranks are on several hosts), the collective
 fallback to TCP when one rank cannot use shared memory, and no segment left in /dev/shm."""
+import os
+import re
+import subprocess
 import sys
+import time
 
 import pytest
 
-from conftest import FAKE_HOST, WORKER, hvd_segments, run_hvdrun
+from conftest import FAKE_HOST, HVDRUN, WORKER, hvd_segments, run_hvdrun
 
 
 def assert_ranks_ok(r, np):
@@ -78,3 +82,91 @@ def test_a_job_stopped_during_init_leaves_no_segment_in_dev_shm():
     assert r.returncode == 3, r.stderr
     assert "removed 1 shared-memory segments the job's ranks left in /dev/shm" in r.stderr, r.stderr
     assert hvd_segments() - before == set()
+
+
+def in_own_dev_shm(mib, *command):
+    """`command` in a mount namespace whose /dev/shm is a fresh tmpfs of `mib` MiB."""
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+            f'mount -t tmpfs -o size={mib}m tmpfs /dev/shm && exec "$@"', "sh", *command]
+
+
+def own_dev_shm_reason():
+    if os.geteuid() != 0:
+        return "needs root to mount a tmpfs of its own on /dev/shm"
+    r = subprocess.run(in_own_dev_shm(1, "true"), capture_output=True, text=True)
+    return None if r.returncode == 0 else f"unshare/mount failed: {r.stderr.strip()}"
+
+
+def hvdrun_in_own_dev_shm(mib, *args, timeout):
+    return subprocess.run(in_own_dev_shm(mib, str(HVDRUN), *map(str, args)), capture_output=True,
+                          text=True, timeout=timeout)
+
+
+needs_own_dev_shm = pytest.mark.skipif(own_dev_shm_reason() is not None,
+                                       reason=str(own_dev_shm_reason()))
+
+# Rank 0 reads how much of its private /dev/shm the job's rings hold after init and after a
+# 4 MiB allreduce, and then, where asked, fills the rest with a file, so that rings the next
+# allreduce uses for the first time find no room.
+DEV_SHM_WORKER = r"""
+import os, sys
+import numpy as np
+import hvd, hvd.numpy as hn
+hvd.init()
+def used_mib():
+    s = os.statvfs("/dev/shm")
+    return (s.f_blocks - s.f_bfree) * s.f_frsize / 2**20
+hn.allreduce(np.ones(4, np.float32), name="small")
+at_init = used_mib()
+x = hn.allreduce(np.ones(1 << 20, np.float32), op=hvd.Sum, name="grad.4mib")
+assert (x == hvd.size()).all()
+if hvd.rank() == 0:
+    print(f"used {at_init:.1f} MiB after init, {used_mib():.1f} MiB after 4 MiB", flush=True)
+    if sys.argv[1] == "fill":
+        with open("/dev/shm/filler", "wb") as f:
+            try:
+                while True:
+                    f.write(b"\0" * (1 << 20))
+                    f.flush()
+            except OSError:
+                pass
+hn.allreduce(np.ones(1, np.float32), name="filled")  # rank 0 has filled /dev/shm
+try:
+    hn.alltoall(np.ones(hvd.size() << 18, np.float32), name="grad.every_pair")
+    print(f"rank {hvd.rank()} alltoall ok", flush=True)
+except Exception as e:
+    print(f"rank {hvd.rank()} failed: {e}", flush=True)
+    sys.exit(3)
+"""
+
+
+@needs_own_dev_shm
+def test_rings_take_their_dev_shm_pages_when_first_used():
+    # 16 ranks could need 16 x 15 rings of 1 MiB and 64 KiB (255 MiB), which they took at start;
+    # now a ring is taken by the pairs that use it (20 MiB after init here). An alltoall then
+    # uses every pair.
+    r = hvdrun_in_own_dev_shm(300, "-np", 16, "--transport", "shm", sys.executable, "-c",
+                              DEV_SHM_WORKER, "keep", timeout=120)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    m = re.search(r"used ([\d.]+) MiB after init, ([\d.]+) MiB after 4 MiB", r.stdout)
+    assert m, r.stdout
+    assert float(m.group(1)) < 64, m.group(0)  # all at start: 255 MiB
+    assert float(m.group(2)) < 128, m.group(0)
+    assert r.stdout.count("alltoall ok") == 16
+
+
+@needs_own_dev_shm
+def test_a_ring_that_finds_dev_shm_full_at_first_use_fails_the_job_naming_both_ranks():
+    # /dev/shm had room for every ring when the job started, then something else filled it.
+    start = time.monotonic()
+    r = hvdrun_in_own_dev_shm(300, "-np", 16, "--transport", "shm", sys.executable, "-c",
+                              DEV_SHM_WORKER, "fill", timeout=120)
+    took = time.monotonic() - start
+    out = r.stdout + r.stderr
+    assert r.returncode == 3, out[-3000:]
+    assert "Bus error" not in out and "SIGBUS" not in out and "signal 7" not in out
+    m = re.search(r"rank \d+ failed: .*(rank (\d+)/16: (send to|recv from) rank (\d+) \(shm, "
+                  r"pid \d+\): /dev/shm has no room for the 1024 KiB ring between them "
+                  r"\(it is full\): free space in /dev/shm .*HVD_SHM_BUFFER_BYTES)", r.stdout)
+    assert m, out[-3000:]
+    assert took < 60, took

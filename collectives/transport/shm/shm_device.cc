@@ -123,7 +123,7 @@ std::unique_ptr<Comm> ShmDevice::connectAll(int rank, int size, rendezvous::Stor
   std::string mapped = "ok";
   try {
     for (int r = 0; r < size; ++r)
-      if (r != rank) peers_[r] = Segment::open(names[r], r, size, options_.ringBytes);
+      if (r != rank) peers_[r] = Segment::open(names[r], r, size, options_.ringBytes, rank);
   } catch (const IoError& e) {
     mapped = std::string("!") + e.what() + " (ranks on different hosts or containers?)";
   }
@@ -138,8 +138,9 @@ std::unique_ptr<Comm> ShmDevice::connectAll(int rank, int size, rendezvous::Stor
   std::vector<std::shared_ptr<Connection>> connections(size);
   for (int p = 0; p < size; ++p) {
     if (p == rank) continue;
-    RingView in{&own_.ring(p), own_.ringData(p), options_.ringBytes};
-    RingView out{&peers_[p].ring(rank), peers_[p].ringData(rank), options_.ringBytes};
+    RingView in{&own_.ring(p), own_.ringData(p), options_.ringBytes, own_.ringPages(p)};
+    RingView out{&peers_[p].ring(rank), peers_[p].ringData(rank), options_.ringBytes,
+                 peers_[p].ringPages(rank)};
     auto c = std::make_shared<ShmConnection>(*this, rank, size, p, peers_[p].header().pid, in, out);
     connections_.push_back(c.get());
     connections[p] = std::move(c);

@@ -4,8 +4,10 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -22,6 +24,44 @@ constexpr uint64_t kMagic = 0x6876642d73686d31;  // "hvd-shm1"
 constexpr uint32_t kVersion = 1;
 
 std::size_t ringStride(std::size_t ringBytes) { return sizeof(RingHeader) + ringBytes; }
+
+// Where the ring from `sender` starts in the segment of `owner`.
+std::size_t ringOffset(int owner, int sender, std::size_t ringBytes) {
+  auto slot = static_cast<std::size_t>(sender < owner ? sender : sender - 1);
+  return sizeof(SegmentHeader) + slot * ringStride(ringBytes);
+}
+
+std::size_t pageBytes() {
+  static const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+// Whether this kernel populates a mapping's pages on request, failing instead of raising SIGBUS
+// where they cannot be had (MADV_POPULATE_WRITE, Linux 5.14).
+bool lazyRings() {
+  static const bool supported = [] {
+    std::size_t page = pageBytes();
+    void* probe = ::mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (probe == MAP_FAILED) return false;
+    bool ok = ::madvise(probe, page, MADV_POPULATE_WRITE) == 0;
+    ::munmap(probe, page);
+    return ok;
+  }();
+  return supported;
+}
+
+// Populated now (MAP_POPULATE) where rings are not prepared lazily: otherwise the first pass of
+// messages through a ring takes a page fault per 4 KiB on each side (a 256-byte allreduce
+// measured 0.8 us instead of 0.3).
+void* mapShared(int fd, std::size_t bytes, std::size_t offset) {
+  return ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                MAP_SHARED | (lazyRings() ? 0 : MAP_POPULATE), fd, static_cast<off_t>(offset));
+}
+
+// posix_fallocate's error, or 0.
+int reserve(int fd, std::size_t offset, std::size_t bytes) {
+  return ::posix_fallocate(fd, static_cast<off_t>(offset), static_cast<off_t>(bytes));
+}
 
 std::string randomName(const std::string& prefix) {
   std::random_device device;
@@ -64,6 +104,19 @@ int removeSegments(const std::string& prefix) {
   return removed;
 }
 
+void prepareRing(const RingPages& pages, std::size_t ringBytes, const std::string& what) {
+  if (!lazyRings() || pages.bytes == 0) return;
+  if (::madvise(pages.begin, pages.bytes, MADV_POPULATE_WRITE) != 0) {
+    int error = errno;
+    // EFAULT: a page could not be had, where touching it would have raised SIGBUS.
+    throw IoError(detail::concat(
+        what, ": /dev/shm has no room for the ", ringBytes >> 10, " KiB ring between them (",
+        error == EFAULT ? std::string("it is full") : std::string(std::strerror(error)),
+        "): free space in /dev/shm (a container's is often 64 MiB: docker run --shm-size), or "
+        "lower HVD_SHM_BUFFER_BYTES"));
+  }
+}
+
 std::string pidNamespace() {
   char target[64] = {};
   ssize_t n = ::readlink("/proc/self/ns/pid", target, sizeof target - 1);
@@ -92,6 +145,10 @@ Segment& Segment::operator=(Segment&& other) noexcept {
   name_ = std::move(other.name_);
   base_ = std::exchange(other.base_, nullptr);
   bytes_ = std::exchange(other.bytes_, 0);
+  viewer_ = std::exchange(other.viewer_, -1);
+  viewMap_ = std::exchange(other.viewMap_, nullptr);
+  viewMapBytes_ = std::exchange(other.viewMapBytes_, 0);
+  viewRingOffset_ = other.viewRingOffset_;
   owner_ = other.owner_;
   ringBytes_ = other.ringBytes_;
   linked_ = std::exchange(other.linked_, false);
@@ -101,7 +158,9 @@ Segment& Segment::operator=(Segment&& other) noexcept {
 Segment::~Segment() {
   unlink();
   if (base_) ::munmap(base_, bytes_);
+  if (viewMap_) ::munmap(viewMap_, viewMapBytes_);
   base_ = nullptr;
+  viewMap_ = nullptr;
 }
 
 void Segment::unlink() {
@@ -111,9 +170,25 @@ void Segment::unlink() {
 
 RingHeader& Segment::ring(int sender) const {
   HVD_ENFORCE(sender != owner_, "shm: rank ", owner_, " has no ring from itself");
-  int slot = sender < owner_ ? sender : sender - 1;
-  return *reinterpret_cast<RingHeader*>(base_ + sizeof(SegmentHeader) +
-                                        static_cast<std::size_t>(slot) * ringStride(ringBytes_));
+  if (viewer_ >= 0) {
+    HVD_ENFORCE(sender == viewer_, "shm: rank ", viewer_, "'s view of rank ", owner_,
+                "'s segment has no ring from rank ", sender);
+    return *reinterpret_cast<RingHeader*>(viewMap_ + viewRingOffset_);
+  }
+  return *reinterpret_cast<RingHeader*>(base_ + ringOffset(owner_, sender, ringBytes_));
+}
+
+RingPages Segment::ringPages(int sender) const {
+  if (viewer_ >= 0) {
+    ring(sender);  // checks that it is the viewer's
+    return {viewMap_, viewMapBytes_};
+  }
+  std::size_t page = pageBytes();
+  std::size_t begin = ringOffset(owner_, sender, ringBytes_) / page * page;
+  std::size_t end = std::min(
+      bytes_,
+      (ringOffset(owner_, sender, ringBytes_) + ringStride(ringBytes_) + page - 1) / page * page);
+  return {base_ + begin, end - begin};
 }
 
 Segment Segment::create(int rank, int size, std::size_t ringBytes, const std::string& namePrefix) {
@@ -123,8 +198,28 @@ Segment Segment::create(int rank, int size, std::size_t ringBytes, const std::st
   std::string name = randomName(namePrefix);
   int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, S_IRUSR | S_IWUSR);
   if (fd < 0) throw IoError(systemError("shm: cannot create " + name, errno));
-  // Reserve the pages now: a tmpfs that runs out later would kill the process with SIGBUS.
-  int error = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  // Reserve the pages written now (a tmpfs that runs out later would kill the process with
+  // SIGBUS): all of them where rings cannot be prepared lazily.
+  int error = ::ftruncate(fd, static_cast<off_t>(bytes)) == 0 ? 0 : errno;
+  if (error == 0 && !lazyRings()) error = reserve(fd, 0, bytes);
+  // Rings taken lazily must still fit, all of them, as they did when each rank reserved its
+  // segment whole: a job whose host cannot hold them fails here (HVD_TRANSPORT=auto then moves
+  // it to TCP), not at some later first use.
+  struct statvfs space {};
+  std::size_t need = jobBytesOnHost(size, ringBytes);
+  if (error == 0 && lazyRings() && ::fstatvfs(fd, &space) == 0 &&
+      static_cast<std::size_t>(space.f_bavail) * space.f_frsize < need) {
+    ::close(fd);
+    ::shm_unlink(name.c_str());
+    throw IoError(detail::concat(
+        "shm: /dev/shm has ", (static_cast<std::size_t>(space.f_bavail) * space.f_frsize) >> 20,
+        " MiB free, and the ", size, " ranks of this host may need ", (need + (1 << 20) - 1) >> 20,
+        " MiB for their rings of ", ringBytes >> 10,
+        " KiB (free space in /dev/shm, or lower HVD_SHM_BUFFER_BYTES)"));
+  }
+  if (error == 0) error = reserve(fd, 0, sizeof(SegmentHeader));
+  for (int p = 0; p < size && error == 0; ++p)
+    if (p != rank) error = reserve(fd, ringOffset(rank, p, ringBytes), sizeof(RingHeader));
   if (error != 0) {
     ::close(fd);
     ::shm_unlink(name.c_str());
@@ -133,9 +228,7 @@ Segment Segment::create(int rank, int size, std::size_t ringBytes, const std::st
                                  " KiB: ", std::strerror(error),
                                  " (free space in /dev/shm, or lower HVD_SHM_BUFFER_BYTES)"));
   }
-  // MAP_POPULATE maps every page now: otherwise the first pass of messages through a ring takes
-  // a page fault per 4 KiB on each side (a 256-byte allreduce measured 0.8 us instead of 0.3).
-  void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  void* base = mapShared(fd, bytes, 0);
   error = errno;
   ::close(fd);
   if (base == MAP_FAILED) {
@@ -159,7 +252,10 @@ Segment Segment::create(int rank, int size, std::size_t ringBytes, const std::st
   return segment;
 }
 
-Segment Segment::open(const std::string& name, int expectedRank, int size, std::size_t ringBytes) {
+Segment Segment::open(const std::string& name, int expectedRank, int size, std::size_t ringBytes,
+                      int viewer) {
+  HVD_ENFORCE(viewer >= 0 && viewer < size && viewer != expectedRank, "shm: rank ", viewer,
+              " cannot view rank ", expectedRank, "/", size, "'s segment");
   int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
   if (fd < 0)
     throw IoError(systemError(
@@ -172,11 +268,26 @@ Segment Segment::open(const std::string& name, int expectedRank, int size, std::
                                  info.st_size, " bytes, expected ", bytes,
                                  " (do all ranks use the same HVD_SHM_BUFFER_BYTES?)"));
   }
-  void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  std::size_t page = pageBytes();
+  std::size_t headerBytes = (sizeof(SegmentHeader) + page - 1) / page * page;
+  std::size_t ring = ringOffset(expectedRank, viewer, ringBytes);
+  std::size_t ringPages = ring / page * page;
+  std::size_t ringMapBytes = ring + ringStride(ringBytes) - ringPages;
+  void* base = mapShared(fd, headerBytes, 0);
   int error = errno;
+  void* view = base == MAP_FAILED ? MAP_FAILED : mapShared(fd, ringMapBytes, ringPages);
+  if (view == MAP_FAILED && base != MAP_FAILED) {
+    error = errno;
+    ::munmap(base, headerBytes);
+    base = MAP_FAILED;
+  }
   ::close(fd);
   if (base == MAP_FAILED) throw IoError(systemError("shm: cannot map " + name, error));
-  Segment segment(name, static_cast<std::byte*>(base), bytes, expectedRank, ringBytes, false);
+  Segment segment(name, static_cast<std::byte*>(base), headerBytes, expectedRank, ringBytes, false);
+  segment.viewer_ = viewer;
+  segment.viewMap_ = static_cast<std::byte*>(view);
+  segment.viewMapBytes_ = ringMapBytes;
+  segment.viewRingOffset_ = ring - ringPages;
   std::atomic_thread_fence(std::memory_order_acquire);
   const auto& h = segment.header();
   if (h.magic != kMagic || h.version != kVersion || h.rank != expectedRank || h.size != size ||

@@ -46,15 +46,34 @@ struct RingHeader {
   alignas(kCacheLine) std::atomic<uint64_t> tail;  // bytes consumed by the owner
 };
 
+// The pages of one process's mapping that hold a ring (its header and data).
+struct RingPages {
+  std::byte* begin = nullptr;
+  std::size_t bytes = 0;
+};
+
+// A ring's pages are taken from /dev/shm when either of its two ranks first uses it, not when the
+// segment is made: most pairs of a host's ranks never exchange data (a ring allreduce uses two
+// rings per rank, not L-1), and taking every ring's pages at start cost 64 ranks on one host
+// about 4 GiB and seconds. Reserves (without SIGBUS if /dev/shm is full: an IoError naming
+// `what`) and maps the pages for this process, so the first pass through the ring takes no page
+// faults. Where the kernel cannot populate a mapping without SIGBUS (before Linux 5.14) every
+// segment is reserved and mapped whole when it is made or opened, and this does nothing.
+void prepareRing(const RingPages& pages, std::size_t ringBytes, const std::string& what);
+
 class Segment {
  public:
   // Creates and maps a new segment "/<namePrefix>-<pid>-<random>" for `rank` of `size` with
-  // rings of ringBytes, reserving its memory now (so a full /dev/shm is an IoError here, not a
-  // SIGBUS mid-transfer).
+  // rings of ringBytes, reserving its header and the rings' headers now (so a full /dev/shm is
+  // an IoError, not a SIGBUS mid-transfer); a ring's data pages, when first used (prepareRing).
   static Segment create(int rank, int size, std::size_t ringBytes,
                         const std::string& namePrefix = "hvd");
-  // Maps the segment `name` that rank `expectedRank` of `size` created; checks its header.
-  static Segment open(const std::string& name, int expectedRank, int size, std::size_t ringBytes);
+  // Maps, of the segment `name` that rank `expectedRank` of `size` created, its header and the
+  // ring that carries `viewer`'s bytes to it, the only parts a peer uses; checks the header.
+  // Mapping (and populating) the whole segment in every peer cost L^3 rings' page tables on a
+  // host of L ranks: 64 ranks took 14 s to start on 2 cores, most of it there.
+  static Segment open(const std::string& name, int expectedRank, int size, std::size_t ringBytes,
+                      int viewer);
   Segment() = default;
   Segment(Segment&& other) noexcept;
   Segment& operator=(Segment&& other) noexcept;
@@ -64,11 +83,13 @@ class Segment {
 
   const std::string& name() const { return name_; }
   SegmentHeader& header() const { return *reinterpret_cast<SegmentHeader*>(base_); }
-  // The ring that carries bytes from `sender` to this segment's owner.
+  // The ring that carries bytes from `sender` to this segment's owner (in a peer's view, only
+  // the viewer's ring).
   RingHeader& ring(int sender) const;
   std::byte* ringData(int sender) const {
     return reinterpret_cast<std::byte*>(&ring(sender)) + sizeof(RingHeader);
   }
+  RingPages ringPages(int sender) const;
   std::size_t ringBytes() const { return ringBytes_; }
   void unlink();  // removes the name; mappings stay valid
 
@@ -78,8 +99,13 @@ class Segment {
   Segment(std::string name, std::byte* base, std::size_t bytes, int owner, std::size_t ringBytes,
           bool owned);
   std::string name_;
-  std::byte* base_ = nullptr;
+  std::byte* base_ = nullptr;  // the whole segment (its creator), or its header's pages (a peer)
   std::size_t bytes_ = 0;
+  // A peer's view: the pages that hold the viewer's ring, and where in them the ring starts.
+  int viewer_ = -1;
+  std::byte* viewMap_ = nullptr;
+  std::size_t viewMapBytes_ = 0;
+  std::size_t viewRingOffset_ = 0;
   int owner_ = 0;
   std::size_t ringBytes_ = 0;
   bool linked_ = false;  // this process created the name and has not unlinked it
