@@ -6,7 +6,9 @@ an MPI_Init + MPI_Barrier program on the same hosts as its peer. The SSH cases r
 this machine's own login scripts (every remote shell reads ~/.bashrc) and with a plain login
 (an empty HOME), since a slow ~/.bashrc is paid once per remote shell by any SSH launcher.
 Where Horovod is installed (bench/install_horovod.sh), one horovod.torch script (init, barrier)
-also runs under Horovod's horovodrun and under hvdrun --horovod-compat.
+also runs under Horovod's horovodrun and under hvdrun --horovod-compat. `--local-ranks 16,64`
+adds jobs of that many ranks on this one machine (more ranks than cores: hvdrun's shared memory,
+mpirun --oversubscribe with vader).
 Rounds alternate the configurations; medians are reported because the machine is shared and
 noisy.
 
@@ -70,7 +72,13 @@ def main():
     ap.add_argument("--no-horovod", action="store_true",
                     help="skip the Python pair: a horovod.torch script under horovodrun "
                          "(Horovod, from bench/install_horovod.sh) and hvdrun --horovod-compat")
+    ap.add_argument("--local-ranks", default="",
+                    help="also time jobs of these many ranks on this machine, e.g. 16,64")
     args = ap.parse_args()
+    try:
+        local_ranks = [int(n) for n in args.local_ranks.split(",") if n.strip()]
+    except ValueError:
+        raise SystemExit(f"--local-ranks: '{args.local_ranks}' is not a list of rank counts")
 
     configs = {"hvdrun local 4 ranks": lambda: timed(
         [str(HVDRUN), "-np", "4", "-H", "localhost:4", str(WORKER), "--startup"])}
@@ -83,6 +91,14 @@ def main():
                         str(mpi_program)], check=True)
     elif not args.no_mpirun:
         skipped["mpirun ssh"] = "mpicc/mpirun not found (Debian: openmpi-bin libopenmpi-dev)"
+    mpi_env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    for n in local_ranks:
+        configs[f"hvdrun local {n} ranks"] = lambda n=n: timed(
+            [str(HVDRUN), "-np", str(n), str(WORKER), "--startup"], ranks=n)
+        if mpi_program:
+            configs[f"mpirun local {n} ranks (oversubscribed)"] = lambda n=n: timed(
+                ["mpirun", "--oversubscribe", "-np", str(n), "--mca", "btl", "vader,self",
+                 "--mca", "mpi_yield_when_idle", "1", str(mpi_program)], env=mpi_env, ranks=n)
     if not args.no_ssh:
         from ssh_hosts import SSH_PORT, SshHosts, unavailable_reason
         reason = unavailable_reason()
