@@ -95,24 +95,35 @@ std::byte* PinnedBuffer::reserve(std::size_t bytes) {
   return data_;
 }
 
+namespace {
+
+// The error that ended the wait is the one to report: a failure to abort comes second.
+void abandonQuietly(const std::function<void()>& abandon) {
+  try {
+    if (abandon) abandon();
+  } catch (...) {}
+}
+
+}  // namespace
+
 void synchronize(cudaStream_t stream, Deadline deadline, const std::string& what,
                  const std::function<void()>& check, const std::function<void()>& abandon) {
   // Spin briefly (short collectives finish in microseconds), then back off to 50 us sleeps.
   for (int polls = 0;; ++polls) {
     cudaError_t status = cudaStreamQuery(stream);
     if (status == cudaSuccess) return;
-    if (status != cudaErrorNotReady) checkCuda(status, "cudaStreamQuery", what);
     try {
+      if (status != cudaErrorNotReady) checkCuda(status, "cudaStreamQuery", what);
       if (check) check();
       pulseIfDue();  // the engine's heartbeats go on through a long GPU collective
     } catch (...) {
       // A silent peer or a failed job ends the wait while the work may never finish (a stopped
       // peer's NCCL kernel spins on): left running, it would hang the communicator's teardown.
-      if (abandon) abandon();
+      abandonQuietly(abandon);
       throw;
     }
     if (Clock::now() >= deadline) {
-      if (abandon) abandon();
+      abandonQuietly(abandon);
       throw TimeoutError(what +
                          ": the GPU work did not finish within the operation timeout "
                          "(HVD_OP_TIMEOUT); a peer may have stopped, or NCCL hung "

@@ -40,6 +40,10 @@ class GpuCollectives {
   // Waits for everything queued on `stream`; a hung or failed collective ends in an hvd::Error
   // (TimeoutError past `deadline`) naming `what`, after the backend has aborted its work.
   virtual void synchronize(cudaStream_t stream, Deadline deadline, const std::string& what) = 0;
+  // Stops this backend's queued work that may never finish (a peer stopped): called when a wait
+  // on a stream it shares with another backend ended in an error. Nothing for backends whose
+  // GPU work never waits on a peer.
+  virtual void abandon() {}
 };
 
 }  // namespace hvd::collectives::gpu

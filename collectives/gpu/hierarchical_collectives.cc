@@ -93,8 +93,20 @@ Tensor HierarchicalCollectives::reducescatter(const Tensor& input, ReduceOp op,
 
 void HierarchicalCollectives::synchronize(cudaStream_t stream, Deadline deadline,
                                           const std::string& what) {
-  local_->synchronize(stream, deadline, what);
-  flat_->synchronize(stream, deadline, what);
+  // One stream carries both backends' kernels: a wait that ends in an error leaves the other
+  // backend's running, so both are stopped.
+  try {
+    local_->synchronize(stream, deadline, what);
+    flat_->synchronize(stream, deadline, what);
+  } catch (...) {
+    abandon();
+    throw;
+  }
+}
+
+void HierarchicalCollectives::abandon() {
+  local_->abandon();
+  flat_->abandon();
 }
 
 }  // namespace hvd::collectives::gpu

@@ -43,6 +43,7 @@ class HierarchicalCollectives : public GpuCollectives {
                        cudaStream_t stream) override;
   // Waits with `local`'s checks (its failures abort it), then `flat`'s.
   void synchronize(cudaStream_t stream, Deadline deadline, const std::string& what) override;
+  void abandon() override;
 
  private:
   // Declared first: the backends below refer to them.

@@ -58,6 +58,7 @@ class NcclCollectives : public gpu::GpuCollectives {
   Tensor reducescatter(const Tensor& input, ReduceOp op, const Allocate& allocate,
                        cudaStream_t stream) override;
   void synchronize(cudaStream_t stream, Deadline deadline, const std::string& what) override;
+  void abandon() override { abort(); }
 
  private:
   // Completes a non-blocking NCCL call: polls while NCCL reports it in progress (up to the

@@ -84,21 +84,22 @@ def test_a_job_stopped_during_init_leaves_no_segment_in_dev_shm():
     assert hvd_segments() - before == set()
 
 
-def in_own_dev_shm(mib, *command):
-    """`command` in a mount namespace whose /dev/shm is a fresh tmpfs of `mib` MiB."""
+def in_own_dev_shm(size, *command):
+    """`command` in a mount namespace whose /dev/shm is a fresh tmpfs of `size` (mount's
+    spelling: "300m"; "0" for no limit)."""
     return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-            f'mount -t tmpfs -o size={mib}m tmpfs /dev/shm && exec "$@"', "sh", *command]
+            f'mount -t tmpfs -o size={size} tmpfs /dev/shm && exec "$@"', "sh", *command]
 
 
 def own_dev_shm_reason():
     if os.geteuid() != 0:
         return "needs root to mount a tmpfs of its own on /dev/shm"
-    r = subprocess.run(in_own_dev_shm(1, "true"), capture_output=True, text=True)
+    r = subprocess.run(in_own_dev_shm("1m", "true"), capture_output=True, text=True)
     return None if r.returncode == 0 else f"unshare/mount failed: {r.stderr.strip()}"
 
 
-def hvdrun_in_own_dev_shm(mib, *args, timeout):
-    return subprocess.run(in_own_dev_shm(mib, str(HVDRUN), *map(str, args)), capture_output=True,
+def hvdrun_in_own_dev_shm(size, *args, timeout):
+    return subprocess.run(in_own_dev_shm(size, str(HVDRUN), *map(str, args)), capture_output=True,
                           text=True, timeout=timeout)
 
 
@@ -145,7 +146,7 @@ def test_rings_take_their_dev_shm_pages_when_first_used():
     # 16 ranks could need 16 x 15 rings of 1 MiB and 64 KiB (255 MiB), which they took at start;
     # now a ring is taken by the pairs that use it (20 MiB after init here). An alltoall then
     # uses every pair.
-    r = hvdrun_in_own_dev_shm(300, "-np", 16, "--transport", "shm", sys.executable, "-c",
+    r = hvdrun_in_own_dev_shm("300m", "-np", 16, "--transport", "shm", sys.executable, "-c",
                               DEV_SHM_WORKER, "keep", timeout=120)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     m = re.search(r"used ([\d.]+) MiB after init, ([\d.]+) MiB after 4 MiB", r.stdout)
@@ -159,7 +160,7 @@ def test_rings_take_their_dev_shm_pages_when_first_used():
 def test_a_ring_that_finds_dev_shm_full_at_first_use_fails_the_job_naming_both_ranks():
     # /dev/shm had room for every ring when the job started, then something else filled it.
     start = time.monotonic()
-    r = hvdrun_in_own_dev_shm(300, "-np", 16, "--transport", "shm", sys.executable, "-c",
+    r = hvdrun_in_own_dev_shm("300m", "-np", 16, "--transport", "shm", sys.executable, "-c",
                               DEV_SHM_WORKER, "fill", timeout=120)
     took = time.monotonic() - start
     out = r.stdout + r.stderr
@@ -170,3 +171,19 @@ def test_a_ring_that_finds_dev_shm_full_at_first_use_fails_the_job_naming_both_r
                   r"\(it is full\): free space in /dev/shm .*HVD_SHM_BUFFER_BYTES)", r.stdout)
     assert m, out[-3000:]
     assert took < 60, took
+
+
+@needs_own_dev_shm
+@pytest.mark.parametrize("size, links", [("0", "shared memory with 7 local peers"),
+                                         ("32m", "tcp on 127.0.0.1:")])
+def test_init_still_checks_that_dev_shm_has_room_for_every_ring(size, links):
+    # 8 ranks may need 57 MiB of data rings. A tmpfs without a limit (which reports no blocks)
+    # has room; 32 MiB has not, so the job moves to TCP at init, as when every ring was taken
+    # there, instead of failing at a first use later.
+    r = hvdrun_in_own_dev_shm(size, "-np", 8, "--log-level", "info", WORKER, "allreduce",
+                              1_000_000, timeout=60)
+    assert_ranks_ok(r, 8)
+    assert_links(r, 8, links)
+    if size == "32m":
+        assert ("shm: /dev/shm has 32 MiB free, and the 8 ranks of this host may need 57 MiB for "
+                "their rings of 1024 KiB" in r.stderr), r.stderr[-2000:]

@@ -17,11 +17,18 @@
 
 #include "common/error.h"
 
+// Linux 5.14's; glibc declares it from 2.35 on. Where the kernel lacks it, madvise says EINVAL.
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
 namespace hvd::collectives::shm {
 namespace {
 
 constexpr uint64_t kMagic = 0x6876642d73686d31;  // "hvd-shm1"
-constexpr uint32_t kVersion = 1;
+// 2: rings are taken when first used, so a segment may be sparse; a version-1 peer would map it
+// as if every page were reserved.
+constexpr uint32_t kVersion = 2;
 
 std::size_t ringStride(std::size_t ringBytes) { return sizeof(RingHeader) + ringBytes; }
 
@@ -37,15 +44,17 @@ std::size_t pageBytes() {
 }
 
 // Whether this kernel populates a mapping's pages on request, failing instead of raising SIGBUS
-// where they cannot be had (MADV_POPULATE_WRITE, Linux 5.14).
+// where they cannot be had (MADV_POPULATE_WRITE, Linux 5.14). Only EINVAL (an unknown advice)
+// says no: every rank of a host must decide alike, since a rank that took the segments for
+// reserved whole would write into a sparse one unprepared.
 bool lazyRings() {
   static const bool supported = [] {
     std::size_t page = pageBytes();
     void* probe = ::mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (probe == MAP_FAILED) return false;
-    bool ok = ::madvise(probe, page, MADV_POPULATE_WRITE) == 0;
+    if (probe == MAP_FAILED) return true;  // the kernel's answer is unknown; 5.14 is from 2021
+    bool unknown = ::madvise(probe, page, MADV_POPULATE_WRITE) != 0 && errno == EINVAL;
     ::munmap(probe, page);
-    return ok;
+    return !unknown;
   }();
   return supported;
 }
@@ -205,9 +214,10 @@ Segment Segment::create(int rank, int size, std::size_t ringBytes, const std::st
   // Rings taken lazily must still fit, all of them, as they did when each rank reserved its
   // segment whole: a job whose host cannot hold them fails here (HVD_TRANSPORT=auto then moves
   // it to TCP), not at some later first use.
+  // (A tmpfs without a size limit reports no blocks at all.)
   struct statvfs space {};
-  std::size_t need = jobBytesOnHost(size, ringBytes);
-  if (error == 0 && lazyRings() && ::fstatvfs(fd, &space) == 0 &&
+  std::size_t need = static_cast<std::size_t>(size) * bytes;
+  if (error == 0 && lazyRings() && ::fstatvfs(fd, &space) == 0 && space.f_blocks > 0 &&
       static_cast<std::size_t>(space.f_bavail) * space.f_frsize < need) {
     ::close(fd);
     ::shm_unlink(name.c_str());
@@ -223,10 +233,11 @@ Segment Segment::create(int rank, int size, std::size_t ringBytes, const std::st
   if (error != 0) {
     ::close(fd);
     ::shm_unlink(name.c_str());
-    throw IoError(detail::concat("shm: cannot reserve ", bytes >> 20, " MiB in /dev/shm for ",
-                                 size - 1, " rings of ", ringBytes >> 10,
-                                 " KiB: ", std::strerror(error),
-                                 " (free space in /dev/shm, or lower HVD_SHM_BUFFER_BYTES)"));
+    throw IoError(detail::concat(
+        "shm: cannot reserve ",
+        lazyRings() ? std::string("the headers of a segment") : detail::concat(bytes >> 20, " MiB"),
+        " in /dev/shm for ", size - 1, " rings of ", ringBytes >> 10, " KiB: ",
+        std::strerror(error), " (free space in /dev/shm, or lower HVD_SHM_BUFFER_BYTES)"));
   }
   void* base = mapShared(fd, bytes, 0);
   error = errno;
