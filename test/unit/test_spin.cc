@@ -5,6 +5,7 @@
 #include <sched.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -54,6 +55,11 @@ TEST_CASE("a core that busy threads share makes polls give up, and skip more wai
       if (same.ok()) ++pinnedBusy;
       while (!stop.load(std::memory_order_relaxed)) {}
     });
+  // The busy threads must hold the core before the watch looks: a thread still starting (slow
+  // under a sanitizer) leaves the core free, and every yield comes back at once.
+  auto started = std::chrono::steady_clock::now();
+  while (pinnedBusy < 3 && std::chrono::steady_clock::now() - started < std::chrono::seconds(10))
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   std::vector<int> skippedBeforeEachPoll;
   {
     Pinned same(cpu);
