@@ -75,12 +75,13 @@ std::exception_ptr ShmConnection::error(const Op& op, const std::string& what) c
   return std::make_exception_ptr(IoError(op.state->description() + ": " + what));
 }
 
-bool ShmConnection::prepare(RingView& ring, bool& prepared, const char* verb) {
+bool ShmConnection::prepare(RingView& ring, const char* verb) {
+  if (ring.prepared) return true;
   try {
     prepareRing(ring.pages, ring.bytes,
                 detail::concat("rank ", selfRank_, "/", size_, ": ", verb, " rank ", peerRank_,
                                " (", peerAddress(), ")"));
-    prepared = true;
+    ring.prepared = true;
     return true;
   } catch (const IoError&) {
     failAll(std::current_exception());
@@ -89,8 +90,7 @@ bool ShmConnection::prepare(RingView& ring, bool& prepared, const char* verb) {
 }
 
 Request ShmConnection::isend(ConstBytes data, Tag tag) {
-  if (broken_ || closed_ || (!outPrepared_ && !prepare(out_, outPrepared_, "send to")))
-    return failed("send to", tag, data.size());
+  if (broken_ || closed_ || !prepare(out_, "send to")) return failed("send to", tag, data.size());
   // With nothing queued ahead, a message that fits in the ring's free space is written now and
   // needs no request: a tiny collective would otherwise spend most of its time on bookkeeping.
   if (sends_.empty() && sendWhole(data, tag)) return Request();
@@ -102,7 +102,7 @@ Request ShmConnection::isend(ConstBytes data, Tag tag) {
 }
 
 Request ShmConnection::irecv(MutableBytes data, Tag tag) {
-  if (broken_ || closed_ || (!inPrepared_ && !prepare(in_, inPrepared_, "recv from")))
+  if (broken_ || closed_ || !prepare(in_, "recv from"))
     return failed("recv from", tag, data.size());
   if (recvs_.empty() && receiveWhole(data, tag)) return Request();
   auto state = newRequestState("recv from", tag, data.size(), this);

@@ -25,6 +25,7 @@ struct RingView {
   std::byte* data;
   std::size_t bytes;
   RingPages pages;  // prepared (shm_segment.h) at the first send or receive through it
+  bool prepared = false;
 };
 
 class ShmConnection : public Connection, public RequestDescriber {
@@ -55,7 +56,7 @@ class ShmConnection : public Connection, public RequestDescriber {
   Request failed(const char* verb, Tag tag, std::size_t bytes) const;
   // Takes and maps the ring's pages at its first use; false, with the connection failed, where
   // /dev/shm has no room for them.
-  bool prepare(RingView& ring, bool& prepared, const char* verb);
+  bool prepare(RingView& ring, const char* verb);
   // The fast paths of isend and irecv, with their queue empty: move a whole message now (one
   // that fits in the ring's free space and one chunk; one already in the ring with the
   // expected tag and size). False when it cannot, having moved nothing.
@@ -85,8 +86,6 @@ class ShmConnection : public Connection, public RequestDescriber {
   MessageHeader incoming_{};
   std::exception_ptr broken_;
   bool closed_ = false;
-  bool inPrepared_ = false;
-  bool outPrepared_ = false;
 };
 
 }  // namespace hvd::collectives::shm

@@ -7,7 +7,6 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -41,6 +40,16 @@ std::size_t ringOffset(int owner, int sender, std::size_t ringBytes) {
 std::size_t pageBytes() {
   static const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   return page;
+}
+
+// The bytes of `owner`'s segment from the start of the page where the ring from `sender` begins
+// to the ring's end: what a peer maps of it, and what prepareRing takes.
+struct Span {
+  std::size_t begin, end;
+};
+Span ringSpan(int owner, int sender, std::size_t ringBytes) {
+  std::size_t offset = ringOffset(owner, sender, ringBytes);
+  return {offset / pageBytes() * pageBytes(), offset + ringStride(ringBytes)};
 }
 
 // Whether this kernel populates a mapping's pages on request, failing instead of raising SIGBUS
@@ -156,8 +165,6 @@ Segment& Segment::operator=(Segment&& other) noexcept {
   bytes_ = std::exchange(other.bytes_, 0);
   viewer_ = std::exchange(other.viewer_, -1);
   viewMap_ = std::exchange(other.viewMap_, nullptr);
-  viewMapBytes_ = std::exchange(other.viewMapBytes_, 0);
-  viewRingOffset_ = other.viewRingOffset_;
   owner_ = other.owner_;
   ringBytes_ = other.ringBytes_;
   linked_ = std::exchange(other.linked_, false);
@@ -167,7 +174,7 @@ Segment& Segment::operator=(Segment&& other) noexcept {
 Segment::~Segment() {
   unlink();
   if (base_) ::munmap(base_, bytes_);
-  if (viewMap_) ::munmap(viewMap_, viewMapBytes_);
+  if (viewMap_) ::munmap(viewMap_, ringPages(viewer_).bytes);
   base_ = nullptr;
   viewMap_ = nullptr;
 }
@@ -179,25 +186,16 @@ void Segment::unlink() {
 
 RingHeader& Segment::ring(int sender) const {
   HVD_ENFORCE(sender != owner_, "shm: rank ", owner_, " has no ring from itself");
-  if (viewer_ >= 0) {
-    HVD_ENFORCE(sender == viewer_, "shm: rank ", viewer_, "'s view of rank ", owner_,
-                "'s segment has no ring from rank ", sender);
-    return *reinterpret_cast<RingHeader*>(viewMap_ + viewRingOffset_);
-  }
-  return *reinterpret_cast<RingHeader*>(base_ + ringOffset(owner_, sender, ringBytes_));
+  // ringPages begins at the start of the ring's first page.
+  return *reinterpret_cast<RingHeader*>(ringPages(sender).begin +
+                                        ringOffset(owner_, sender, ringBytes_) % pageBytes());
 }
 
 RingPages Segment::ringPages(int sender) const {
-  if (viewer_ >= 0) {
-    ring(sender);  // checks that it is the viewer's
-    return {viewMap_, viewMapBytes_};
-  }
-  std::size_t page = pageBytes();
-  std::size_t begin = ringOffset(owner_, sender, ringBytes_) / page * page;
-  std::size_t end = std::min(
-      bytes_,
-      (ringOffset(owner_, sender, ringBytes_) + ringStride(ringBytes_) + page - 1) / page * page);
-  return {base_ + begin, end - begin};
+  HVD_ENFORCE(viewer_ < 0 || sender == viewer_, "shm: rank ", viewer_, "'s view of rank ", owner_,
+              "'s segment has no ring from rank ", sender);
+  Span span = ringSpan(owner_, sender, ringBytes_);
+  return {viewer_ >= 0 ? viewMap_ : base_ + span.begin, span.end - span.begin};
 }
 
 Segment Segment::create(int rank, int size, std::size_t ringBytes, const std::string& namePrefix) {
@@ -207,6 +205,11 @@ Segment Segment::create(int rank, int size, std::size_t ringBytes, const std::st
   std::string name = randomName(namePrefix);
   int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, S_IRUSR | S_IWUSR);
   if (fd < 0) throw IoError(systemError("shm: cannot create " + name, errno));
+  auto fail = [&](const std::string& message) {
+    ::close(fd);
+    ::shm_unlink(name.c_str());
+    throw IoError(message);
+  };
   // Reserve the pages written now (a tmpfs that runs out later would kill the process with
   // SIGBUS): all of them where rings cannot be prepared lazily.
   int error = ::ftruncate(fd, static_cast<off_t>(bytes)) == 0 ? 0 : errno;
@@ -218,27 +221,21 @@ Segment Segment::create(int rank, int size, std::size_t ringBytes, const std::st
   struct statvfs space {};
   std::size_t need = static_cast<std::size_t>(size) * bytes;
   if (error == 0 && lazyRings() && ::fstatvfs(fd, &space) == 0 && space.f_blocks > 0 &&
-      static_cast<std::size_t>(space.f_bavail) * space.f_frsize < need) {
-    ::close(fd);
-    ::shm_unlink(name.c_str());
-    throw IoError(detail::concat(
-        "shm: /dev/shm has ", (static_cast<std::size_t>(space.f_bavail) * space.f_frsize) >> 20,
-        " MiB free, and the ", size, " ranks of this host may need ", (need + (1 << 20) - 1) >> 20,
-        " MiB for their rings of ", ringBytes >> 10,
-        " KiB (free space in /dev/shm, or lower HVD_SHM_BUFFER_BYTES)"));
-  }
+      static_cast<std::size_t>(space.f_bavail) * space.f_frsize < need)
+    fail(detail::concat("shm: /dev/shm has ",
+                        (static_cast<std::size_t>(space.f_bavail) * space.f_frsize) >> 20,
+                        " MiB free, and the ", size, " ranks of this host may need ",
+                        (need + (1 << 20) - 1) >> 20, " MiB for their rings of ", ringBytes >> 10,
+                        " KiB (free space in /dev/shm, or lower HVD_SHM_BUFFER_BYTES)"));
   if (error == 0) error = reserve(fd, 0, sizeof(SegmentHeader));
   for (int p = 0; p < size && error == 0; ++p)
     if (p != rank) error = reserve(fd, ringOffset(rank, p, ringBytes), sizeof(RingHeader));
-  if (error != 0) {
-    ::close(fd);
-    ::shm_unlink(name.c_str());
-    throw IoError(detail::concat(
+  if (error != 0)
+    fail(detail::concat(
         "shm: cannot reserve ",
         lazyRings() ? std::string("the headers of a segment") : detail::concat(bytes >> 20, " MiB"),
         " in /dev/shm for ", size - 1, " rings of ", ringBytes >> 10, " KiB: ",
         std::strerror(error), " (free space in /dev/shm, or lower HVD_SHM_BUFFER_BYTES)"));
-  }
   void* base = mapShared(fd, bytes, 0);
   error = errno;
   ::close(fd);
@@ -279,14 +276,11 @@ Segment Segment::open(const std::string& name, int expectedRank, int size, std::
                                  info.st_size, " bytes, expected ", bytes,
                                  " (do all ranks use the same HVD_SHM_BUFFER_BYTES?)"));
   }
-  std::size_t page = pageBytes();
-  std::size_t headerBytes = (sizeof(SegmentHeader) + page - 1) / page * page;
-  std::size_t ring = ringOffset(expectedRank, viewer, ringBytes);
-  std::size_t ringPages = ring / page * page;
-  std::size_t ringMapBytes = ring + ringStride(ringBytes) - ringPages;
+  std::size_t headerBytes = sizeof(SegmentHeader);
+  Span span = ringSpan(expectedRank, viewer, ringBytes);
   void* base = mapShared(fd, headerBytes, 0);
   int error = errno;
-  void* view = base == MAP_FAILED ? MAP_FAILED : mapShared(fd, ringMapBytes, ringPages);
+  void* view = base == MAP_FAILED ? MAP_FAILED : mapShared(fd, span.end - span.begin, span.begin);
   if (view == MAP_FAILED && base != MAP_FAILED) {
     error = errno;
     ::munmap(base, headerBytes);
@@ -297,8 +291,6 @@ Segment Segment::open(const std::string& name, int expectedRank, int size, std::
   Segment segment(name, static_cast<std::byte*>(base), headerBytes, expectedRank, ringBytes, false);
   segment.viewer_ = viewer;
   segment.viewMap_ = static_cast<std::byte*>(view);
-  segment.viewMapBytes_ = ringMapBytes;
-  segment.viewRingOffset_ = ring - ringPages;
   std::atomic_thread_fence(std::memory_order_acquire);
   const auto& h = segment.header();
   if (h.magic != kMagic || h.version != kVersion || h.rank != expectedRank || h.size != size ||

@@ -101,11 +101,9 @@ class Segment {
   std::string name_;
   std::byte* base_ = nullptr;  // the whole segment (its creator), or its header's pages (a peer)
   std::size_t bytes_ = 0;
-  // A peer's view: the pages that hold the viewer's ring, and where in them the ring starts.
+  // A peer's view: the pages that hold the viewer's ring (ringPages(viewer_)).
   int viewer_ = -1;
   std::byte* viewMap_ = nullptr;
-  std::size_t viewMapBytes_ = 0;
-  std::size_t viewRingOffset_ = 0;
   int owner_ = 0;
   std::size_t ringBytes_ = 0;
   bool linked_ = false;  // this process created the name and has not unlinked it
