@@ -21,6 +21,8 @@ HVD_PARAM(NetworkModel, networkModel, networkModel,
                    "within a host, as a job of several hosts is linked), "
                    "`host_memory_bytes_per_second`, "
                    "`inter_host_latency_seconds`, `inter_host_bytes_per_second`, "
+                   "`nic_memory_copies` (what a byte arriving through the NIC costs the host's "
+                   "memory, in copies: 1 for TCP, about 0.5 for RDMA), "
                    "`switch_hop_latency_seconds`, `uplink_bytes_per_second`, "
                    "`reduce_bytes_per_second`, `hosts_per_switch` (any subset; the rest keep the "
                    "built-in values: 100 Gb/s NICs, 5 us). Ranks per host come from the job. Must "

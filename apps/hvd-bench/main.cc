@@ -109,7 +109,8 @@ int main(int argc, char** argv) {
                  "model's choice, -b to -e by -f")
       ->check(CLI::Range(1, 65536));
   app.add_option("--model", modelFile,
-                 "--simulate: the network model, JSON (fields in docs/performance.md); default: "
+                 "--simulate: the network model, JSON (fields: HVD_NETWORK_MODEL in "
+                 "docs/environment.md); default: "
                  "100 Gb/s NICs and this class of machine within a host");
   app.add_option("--ranks-per-host", so.model.ranksPerHost,
                  "--simulate: the topology's ranks per host")

@@ -13,8 +13,9 @@ namespace {
 constexpr std::size_t kSegmentLimit = 512 * 1024;
 
 // One round of messages: every rank sends `bytes` at once. `cross`: to another host, where
-// `sharing` ranks of a host use its NIC together; within a host all of its ranks copy at once,
-// over `within`, and share its memory bandwidth.
+// `sharing` ranks of a host use its NIC together, and each byte received costs the host's
+// memory nicMemoryCopies; within a host all of its ranks copy at once, over `within`, and
+// share its memory bandwidth.
 struct Rounds {
   const NetworkModel& m;
   int ranksPerHost;
@@ -22,7 +23,7 @@ struct Rounds {
   const LinkModel& within;  // between ranks of one host (NetworkModel::sameHostLink)
 
   double round(bool cross, double bytes) const {
-    if (cross) return m.interHost.latencySeconds + nicSharing * bytes / m.interHost.bytesPerSecond;
+    if (cross) return m.interHost.latencySeconds + nicSharing * bytes * nicPerByte();
     return within.latencySeconds + std::max(bytes / within.bytesPerSecond,
                                             ranksPerHost * bytes / m.hostMemoryBytesPerSecond);
   }
@@ -33,6 +34,11 @@ struct Rounds {
     return size > ranksPerHost && ranksPerHost % (2 * distance) != 0;
   }
   double reduce(double bytes) const { return m.reduceSeconds(bytes); }
+  // Seconds per byte a host receives from another: the NIC's time, or its copy through the
+  // receiving host's memory.
+  double nicPerByte() const {
+    return std::max(1 / m.interHost.bytesPerSecond, m.nicMemoryCopies / m.hostMemoryBytesPerSecond);
+  }
 };
 
 int powerOfTwoBelow(int n) {
@@ -90,11 +96,15 @@ RingPass ringPass(double s, int n, const Rounds& r, double steps, std::size_t se
   if (n > r.ranksPerHost) {
     // A flat ring crosses each host's NIC once per step, so its first segment's chain pays the
     // NIC's latency on one hop of every ranksPerHost; a ring of one rank per host (the
-    // hierarchical form's stage across hosts) runs beside the other local ranks' rings.
-    int crossing = r.ranksPerHost > 1 ? 1 : r.nicSharing;
-    double nic = crossing / r.m.interHost.bytesPerSecond;
+    // hierarchical form's stage across hosts) runs beside the other local ranks' rings. A host
+    // receives a block from across in each step, which its memory copies besides its ranks'
+    // copies within it.
     latency = ((r.ranksPerHost - 1) * latency + r.m.interHost.latencySeconds) / r.ranksPerHost;
-    perByte = r.ranksPerHost > 1 ? std::max(perByte, nic) : nic;
+    double copies = r.m.nicMemoryCopies / r.m.hostMemoryBytesPerSecond;
+    perByte = r.ranksPerHost > 1
+                  ? std::max({perByte, 1 / r.m.interHost.bytesPerSecond,
+                              (r.ranksPerHost - 1) / r.m.hostMemoryBytesPerSecond + copies})
+                  : r.nicSharing * r.nicPerByte();
   }
   return {std::max(steps * block * perByte + latency, steps * (latency + segment * perByte)),
           segments};
@@ -180,12 +190,16 @@ double allreduceLowerBound(std::size_t bytes, const CommShape& shape, const Netw
       std::ceil(std::log2(static_cast<double>(hosts))) * model.interHost.latencySeconds +
       std::ceil(std::log2(static_cast<double>(l))) * model.intraHost.latencySeconds;
   // Every rank receives at least 2(n-1)/n of the payload (reduce-scatter's share, then the
-  // allgather's), through its copy port or its host's NIC; all of a host's ranks' bytes come
-  // through its memory or its NIC; and a host's NIC carries at least 2(H-1)/H of it.
+  // allgather's), through its copy port or its host's NIC; and a host's NIC carries at least
+  // 2(H-1)/H of it. All of a host's ranks' bytes come through its memory, or its NIC, where a
+  // byte costs the receiving host's memory c = nicMemoryCopies: so its memory carries at least
+  // R - (1 - c) x of the R bytes its ranks receive, x of them through its NIC: for c >= 1 all of
+  // R, below that R over memory and (1 - c) NIC bandwidth together (c = 0: NIC free to memory).
   double nic = hosts > 1 ? model.interHost.bytesPerSecond : 0;
   double received = 2.0 * (n - 1) / n * s;
   double perRank = received / (model.intraHost.bytesPerSecond + nic);
-  double perHost = l * received / (model.hostMemoryBytesPerSecond + nic);
+  double bypass = std::max(0.0, 1 - model.nicMemoryCopies) * nic;
+  double perHost = l * received / (model.hostMemoryBytesPerSecond + bypass);
   double acrossHosts = hosts > 1 ? 2.0 * (hosts - 1) / hosts * s / nic : 0;
   // A rank can reduce one segment while the next arrives, so the reductions bound the time
   // beside the transfers, not on top of them.
@@ -216,7 +230,7 @@ double predictBroadcast(BroadcastAlgorithm algorithm, std::size_t bytes, const C
   Rounds r{model, perHost, 1, within};
   double s = static_cast<double>(bytes);
   auto hop = [&](bool cross, double b) {
-    return cross ? model.interHost.latencySeconds + b / model.interHost.bytesPerSecond
+    return cross ? model.interHost.latencySeconds + b * r.nicPerByte()
                  : within.latencySeconds + b / within.bytesPerSecond;
   };
   // Fewer bytes than ranks would leave scatter-allgather's blocks empty: broadcast runs the tree.
@@ -240,11 +254,13 @@ double predictBroadcast(BroadcastAlgorithm algorithm, std::size_t bytes, const C
   int hosts = (n + perHost - 1) / perHost;
   int crossHops = hosts - 1, withinHops = n - 1 - crossHops;
   double fill = crossHops * hop(true, segment) + withinHops * hop(false, segment);
+  // A host's first rank receives each segment through the NIC and the host's memory.
   double slowest = 0;
-  if (crossHops > 0) slowest = segment / model.interHost.bytesPerSecond;
+  double nicCopies = crossHops > 0 ? model.nicMemoryCopies : 0;
+  if (crossHops > 0) slowest = segment * r.nicPerByte();
   if (withinHops > 0)
     slowest = std::max({slowest, segment / within.bytesPerSecond,
-                        (perHost - 1) * segment / model.hostMemoryBytesPerSecond});
+                        (perHost - 1 + nicCopies) * segment / model.hostMemoryBytesPerSecond});
   return fill + (segments - 1) * slowest;
 }
 

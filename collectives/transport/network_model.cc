@@ -37,6 +37,7 @@ const std::vector<Field>& fields() {
        [](NetworkModel& m) -> double& { return m.interHost.latencySeconds; }},
       {"inter_host_bytes_per_second",
        [](NetworkModel& m) -> double& { return m.interHost.bytesPerSecond; }},
+      {"nic_memory_copies", [](NetworkModel& m) -> double& { return m.nicMemoryCopies; }},
       {"switch_hop_latency_seconds", [](NetworkModel& m) -> double& { return m.switchHopLatency; }},
       {"uplink_bytes_per_second",
        [](NetworkModel& m) -> double& { return m.uplinkBytesPerSecond; }},
@@ -131,6 +132,7 @@ void NetworkModel::validate(const std::string& origin) const {
   need(intraHost.bytesPerSecond > 0 && sameHostTcp.bytesPerSecond > 0 &&
            interHost.bytesPerSecond > 0 && hostMemoryBytesPerSecond > 0 && reduceBytesPerSecond > 0,
        "bandwidths and the reduction rate must be > 0");
+  need(nicMemoryCopies >= 0, "nic_memory_copies must be >= 0");
   need(uplinkBytesPerSecond >= 0, "uplink_bytes_per_second must be >= 0 (0: non-blocking)");
   need(ranksPerHost >= 1, "ranks_per_host must be >= 1");
   need(hostsPerSwitch >= 0, "hosts_per_switch must be >= 0 (0: one switch)");

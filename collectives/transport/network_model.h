@@ -25,6 +25,15 @@ struct NetworkModel {
   double hostMemoryBytesPerSecond = 20e9;
   // Between hosts: every host has one NIC, which its ranks share, full duplex.
   LinkModel interHost{5e-6, 12.5e9};
+  // What a byte that arrives through the NIC costs the receiving host's memory, in copies at
+  // hostMemoryBytesPerSecond. TCP, hvd's transport between hosts, copies it out of the socket
+  // buffer the NIC wrote it to: 1. A NIC writing straight into the receiving buffer (RDMA) costs
+  // about half a copy (one pass over the memory, not a read and a write); 0 lets NIC traffic
+  // bypass host memory. The sender's copy into its socket buffer is left out: the simulator books
+  // a resource when a message is posted, so a host that forwards what it receives (a pipelined
+  // chain) would find its memory booked by messages yet to come and stop overlapping. The
+  // receiver's copy alone already puts every byte a host's ranks receive through its memory.
+  double nicMemoryCopies = 1.0;
   // Hosts hang off switches of this many hosts (0: one switch for all). A message between
   // switches pays `switchHopLatency` more and crosses both switches' uplinks, whose bandwidth is
   // `uplinkBytesPerSecond` (0: non-blocking, hostsPerSwitch NICs' worth).

@@ -58,6 +58,59 @@ TEST_CASE("a message between hosts takes latency plus bytes over bandwidth", "[s
   CHECK(run.bytes == (1u << 20));
 }
 
+TEST_CASE("a message from another host is copied through the receiving host's memory", "[sim]") {
+  // Host memory slower than the NIC: with one copy per NIC byte the memory paces the message;
+  // half a copy (RDMA) is paced by the NIC again, and no copy leaves memory out.
+  constexpr std::size_t kBytes = 1000000;
+  std::vector<std::byte> buffer(kBytes);
+  for (auto [copies, seconds] : {std::pair{1.0, kBytes / 0.5e9}, std::pair{0.5, kBytes / 1e9},
+                                 std::pair{0.0, kBytes / 1e9}}) {
+    NetworkModel m = simpleModel();
+    m.hostMemoryBytesPerSecond = 0.5e9;
+    m.nicMemoryCopies = copies;
+    SimWorld world(2, with(m));
+    SimRun run = world.run([&](Comm& comm) {
+      if (comm.rank() == 0)
+        comm.peer(1).isend({buffer.data(), kBytes}, 7).wait(comm.deadline());
+      else
+        comm.peer(0).irecv({buffer.data(), kBytes}, 7).wait(comm.deadline());
+    });
+    INFO(copies << " copies");
+    CHECK(run.finishSeconds[1] == Approx(10e-6 + seconds));
+  }
+  // The copy shares the receiving host's memory with its ranks' copies within it: rank 2 gets
+  // 1 MB from rank 0 (host 0) while rank 3 copies 1 MB to rank 2 over shared memory, both
+  // through host 1's memory (1 GB/s here; links 4 GB/s, NIC 1 GB/s).
+  NetworkModel m = simpleModel(2);
+  m.hostMemoryBytesPerSecond = 1e9;
+  SimOptions options = with(m);
+  options.hierarchicalAllreduce = true;
+  SimWorld world(4, options);
+  std::vector<std::vector<std::byte>> buffers(4, std::vector<std::byte>(2 * kBytes));
+  SimRun run = world.run([&](Comm& comm) {
+    auto& b = buffers[comm.rank()];
+    if (comm.rank() == 0) comm.peer(2).isend({b.data(), kBytes}, 1).wait(comm.deadline());
+    if (comm.rank() == 3)
+      comm.hierarchy()->local->peer(0).isend({b.data(), kBytes}, 2).wait(comm.deadline());
+    if (comm.rank() == 2) {
+      Request across = comm.peer(0).irecv({b.data(), kBytes}, 1);
+      Request within = comm.hierarchy()->local->peer(1).irecv({b.data() + kBytes, kBytes}, 2);
+      across.wait(comm.deadline());
+      within.wait(comm.deadline());
+    }
+  });
+  CHECK(run.finishSeconds[2] == Approx(10e-6 + 2 * kBytes / 1e9).epsilon(0.01));
+}
+
+TEST_CASE("nic_memory_copies is read from and written to a model's JSON, and checked", "[sim]") {
+  NetworkModel m = NetworkModel::fromJson(R"({"nic_memory_copies": 0.5})", "test");
+  CHECK(m.nicMemoryCopies == 0.5);
+  CHECK(NetworkModel::fromJson(m.toJson(), "again").nicMemoryCopies == 0.5);
+  CHECK(NetworkModel{}.nicMemoryCopies == 1.0);
+  CHECK_THROWS_WITH(NetworkModel::fromJson(R"({"nic_memory_copies": -1})", "model.json"),
+                    Catch::Contains("model.json") && Catch::Contains("nic_memory_copies"));
+}
+
 TEST_CASE(
     "ranks of one host share its NIC; within a host they use TCP, or shared memory "
     "when staged",

@@ -286,7 +286,7 @@ double SimWorld::Impl::transfer(Plane plane, int from, int to, std::size_t bytes
     Port* port;
     double rate;
   };
-  Use path[4];
+  Use path[5];
   int uses = 0;
   double latency;
   if (m.sameHost(from, to)) {
@@ -299,6 +299,8 @@ double SimWorld::Impl::transfer(Plane plane, int from, int to, std::size_t bytes
     latency = m.interHost.latencySeconds;
     path[uses++] = {&hosts[m.hostOf(from)].nicOut, m.interHost.bytesPerSecond};
     path[uses++] = {&hosts[m.hostOf(to)].nicIn, m.interHost.bytesPerSecond};
+    if (m.nicMemoryCopies > 0)
+      path[uses++] = {&hosts[m.hostOf(to)].memory, m.hostMemoryBytesPerSecond / m.nicMemoryCopies};
     int sf = m.switchOf(m.hostOf(from)), st = m.switchOf(m.hostOf(to));
     if (sf != st) {
       latency += m.switchHopLatency;

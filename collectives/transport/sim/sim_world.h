@@ -8,7 +8,8 @@
 // waits (Request::wait -> ProgressEngine::progressUntil) or reduces, and is resumed when the
 // earliest of its pending operations completes. A message of b bytes posted at time t takes
 // every resource on its path (the sender's and receiver's copy ports and the host's memory
-// within a host; the hosts' NICs and any switch uplinks between hosts): each carries it for
+// within a host; the hosts' NICs, the receiving host's memory as the model's nicMemoryCopies
+// say, and any switch uplinks between hosts): each carries it for
 // b / its bandwidth from when it is free (after t) and serves messages in the order they were
 // posted; the message arrives `latency` after the last resource has carried it. Within a host,
 // the link is the TCP loopback on a communicator that spans several hosts (hvd links those with
