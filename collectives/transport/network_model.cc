@@ -67,12 +67,13 @@ NetworkModel NetworkModel::sharingCores(int coresPerHost) const {
 std::string NetworkModel::describe() const {
   std::string switches =
       hostsPerSwitch > 0 ? detail::concat(", ", hostsPerSwitch, " hosts per switch") : "";
-  return detail::concat(ranksPerHost, " ranks per host", switches, "; NIC ",
-                        micros(interHost.latencySeconds), " ", rate(interHost.bytesPerSecond),
-                        "; shm ", micros(intraHost.latencySeconds), " ",
-                        rate(intraHost.bytesPerSecond), " (host ", rate(hostMemoryBytesPerSecond),
-                        "); same host over TCP ", micros(sameHostTcp.latencySeconds), " ",
-                        rate(sameHostTcp.bytesPerSecond), "; reduce ", rate(reduceBytesPerSecond));
+  return detail::concat(
+      ranksPerHost, " ranks per host", switches, "; NIC ", micros(interHost.latencySeconds), " ",
+      rate(interHost.bytesPerSecond), ", copied ", std::round(nicMemoryCopies * 100) / 100,
+      "x through the receiving host's memory; shm ", micros(intraHost.latencySeconds), " ",
+      rate(intraHost.bytesPerSecond), " (host ", rate(hostMemoryBytesPerSecond),
+      "); same host over TCP ", micros(sameHostTcp.latencySeconds), " ",
+      rate(sameHostTcp.bytesPerSecond), "; reduce ", rate(reduceBytesPerSecond));
 }
 
 std::string NetworkModel::toJson() const {
