@@ -195,11 +195,14 @@ double allreduceLowerBound(std::size_t bytes, const CommShape& shape, const Netw
   // byte costs the receiving host's memory c = nicMemoryCopies: so its memory carries at least
   // R - (1 - c) x of the R bytes its ranks receive, x of them through its NIC: for c >= 1 all of
   // R, below that R over memory and (1 - c) NIC bandwidth together (c = 0: NIC free to memory).
+  // A host's share is the average's, n / hosts ranks (the last host may have fewer than l); a
+  // rank copies within its host at the faster of its two links.
   double nic = hosts > 1 ? model.interHost.bytesPerSecond : 0;
   double received = 2.0 * (n - 1) / n * s;
-  double perRank = received / (model.intraHost.bytesPerSecond + nic);
+  double copy = std::max(model.intraHost.bytesPerSecond, model.sameHostTcp.bytesPerSecond);
+  double perRank = received / (copy + nic);
   double bypass = std::max(0.0, 1 - model.nicMemoryCopies) * nic;
-  double perHost = l * received / (model.hostMemoryBytesPerSecond + bypass);
+  double perHost = received * n / hosts / (model.hostMemoryBytesPerSecond + bypass);
   double acrossHosts = hosts > 1 ? 2.0 * (hosts - 1) / hosts * s / nic : 0;
   // A rank can reduce one segment while the next arrives, so the reductions bound the time
   // beside the transfers, not on top of them.

@@ -38,9 +38,9 @@ HierarchicalStaging fastestStaging(std::size_t bytes, const CommShape& shape,
                                    const NetworkModel& model);
 // The α-β-γ lower bound: ceil(log2 H) inter-host and ceil(log2 L) intra-host latencies; the
 // largest of the bandwidth bounds (each rank receives 2(n-1)/n of the payload through its copy
-// port and its NIC share; a host's ranks receive L times that through its memory, or through its
-// NIC where a NIC byte costs the receiving host's memory under a copy; a host's NIC
-// carries 2(H-1)/H of it) and of the time to reduce (n-1)/n of the payload, which
+// port and its NIC share; a host's ranks, n / H on average, receive that each through its
+// memory, or its NIC where a NIC byte costs the receiving host's memory under a copy; a host's
+// NIC carries 2(H-1)/H of it) and of the time to reduce (n-1)/n of the payload, which
 // overlaps with the transfers (so this is below the textbook α+β+γ sum).
 double allreduceLowerBound(std::size_t bytes, const CommShape& shape, const NetworkModel& model);
 

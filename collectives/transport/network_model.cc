@@ -67,13 +67,16 @@ NetworkModel NetworkModel::sharingCores(int coresPerHost) const {
 std::string NetworkModel::describe() const {
   std::string switches =
       hostsPerSwitch > 0 ? detail::concat(", ", hostsPerSwitch, " hosts per switch") : "";
-  return detail::concat(
-      ranksPerHost, " ranks per host", switches, "; NIC ", micros(interHost.latencySeconds), " ",
-      rate(interHost.bytesPerSecond), ", copied ", std::round(nicMemoryCopies * 100) / 100,
-      "x through the receiving host's memory; shm ", micros(intraHost.latencySeconds), " ",
-      rate(intraHost.bytesPerSecond), " (host ", rate(hostMemoryBytesPerSecond),
-      "); same host over TCP ", micros(sameHostTcp.latencySeconds), " ",
-      rate(sameHostTcp.bytesPerSecond), "; reduce ", rate(reduceBytesPerSecond));
+  std::string copies = nicMemoryCopies > 0
+                           ? detail::concat(", copied ", std::round(nicMemoryCopies * 100) / 100,
+                                            "x through the receiving host's memory")
+                           : std::string(", bypassing host memory");
+  return detail::concat(ranksPerHost, " ranks per host", switches, "; NIC ",
+                        micros(interHost.latencySeconds), " ", rate(interHost.bytesPerSecond),
+                        copies, "; shm ", micros(intraHost.latencySeconds), " ",
+                        rate(intraHost.bytesPerSecond), " (host ", rate(hostMemoryBytesPerSecond),
+                        "); same host over TCP ", micros(sameHostTcp.latencySeconds), " ",
+                        rate(sameHostTcp.bytesPerSecond), "; reduce ", rate(reduceBytesPerSecond));
 }
 
 std::string NetworkModel::toJson() const {
@@ -133,7 +136,8 @@ void NetworkModel::validate(const std::string& origin) const {
   need(intraHost.bytesPerSecond > 0 && sameHostTcp.bytesPerSecond > 0 &&
            interHost.bytesPerSecond > 0 && hostMemoryBytesPerSecond > 0 && reduceBytesPerSecond > 0,
        "bandwidths and the reduction rate must be > 0");
-  need(nicMemoryCopies >= 0, "nic_memory_copies must be >= 0");
+  need(nicMemoryCopies >= 0 && std::isfinite(nicMemoryCopies),
+       "nic_memory_copies must be a finite number >= 0");
   need(uplinkBytesPerSecond >= 0, "uplink_bytes_per_second must be >= 0 (0: non-blocking)");
   need(ranksPerHost >= 1, "ranks_per_host must be >= 1");
   need(hostsPerSwitch >= 0, "hosts_per_switch must be >= 0 (0: one switch)");

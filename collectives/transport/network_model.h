@@ -65,7 +65,8 @@ struct NetworkModel {
   // hosts (523 ms measured) instead of the flat ring (633 ms).
   NetworkModel sharingCores(int coresPerHost) const;
 
-  // "8 ranks/host, hosts of 16 per switch, NIC 5.0 us 12.5 GB/s, shm 0.3 us 6.0 GB/s, ..."
+  // "8 ranks per host, 16 hosts per switch; NIC 5 us 12.5 GB/s, copied 1x through the
+  // receiving host's memory; shm 0.3 us 6 GB/s (host 20 GB/s); ..."
   std::string describe() const;
   // JSON with the fields above (snake_case, seconds and bytes per second); parsing takes any
   // subset over the defaults and throws InvalidArgument naming a bad or unknown field.

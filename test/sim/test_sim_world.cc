@@ -109,6 +109,10 @@ TEST_CASE("nic_memory_copies is read from and written to a model's JSON, and che
   CHECK(NetworkModel{}.nicMemoryCopies == 1.0);
   CHECK_THROWS_WITH(NetworkModel::fromJson(R"({"nic_memory_copies": -1})", "model.json"),
                     Catch::Contains("model.json") && Catch::Contains("nic_memory_copies"));
+  // JSON cannot carry an infinity; a model built in code is checked as well.
+  NetworkModel infinite;
+  infinite.nicMemoryCopies = INFINITY;
+  CHECK_THROWS_WITH(infinite.validate("built"), Catch::Contains("nic_memory_copies"));
 }
 
 TEST_CASE(
