@@ -13,10 +13,12 @@ end within --timeout count as hangs.
 Horovod comes from bench/install_horovod.sh (torch_scaling.HOROVOD_PYTHON).
 """
 import argparse
+import atexit
 import json
 import os
 import pathlib
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -80,7 +82,9 @@ def main():
     args = ap.parse_args()
     if not HOROVOD_PYTHON.exists():
         raise SystemExit(f"no Horovod at {HOROVOD_PYTHON}: run bench/install_horovod.sh")
-    script = pathlib.Path(tempfile.mkdtemp()) / "failing_rank.py"
+    work = pathlib.Path(tempfile.mkdtemp(prefix="hvd-failure-time-"))
+    atexit.register(shutil.rmtree, work, True)
+    script = work / "failing_rank.py"
     script.write_text(WORKER)
     configs = [(lib, mode) for mode in ("exception", "kill") for lib in ("hvd", "horovod")]
     runs = {f"{lib} {mode}": [] for lib, mode in configs}

@@ -15,6 +15,7 @@ noisy.
     python bench/startup_time.py --rounds 10 --json bench/results/startup_time.json
 """
 import argparse
+import atexit
 import json
 import os
 import pathlib
@@ -80,13 +81,17 @@ def main():
     except ValueError:
         raise SystemExit(f"--local-ranks: '{args.local_ranks}' is not a list of rank counts")
 
+    # Every file this run writes (the MPI program, the plain login's home, the Python workers)
+    # lives here and goes when the script exits, however it exits short of SIGKILL.
+    work = pathlib.Path(tempfile.mkdtemp(prefix="hvd-startup-time-"))
+    atexit.register(shutil.rmtree, work, True)
     configs = {"hvdrun local 4 ranks": lambda: timed(
         [str(HVDRUN), "-np", "4", "-H", "localhost:4", str(WORKER), "--startup"])}
     host_sets = []
     skipped = {}
     mpi_program = None
     if not args.no_mpirun and shutil.which("mpicc") and shutil.which("mpirun"):
-        mpi_program = pathlib.Path(tempfile.mkdtemp()) / "mpi_startup"
+        mpi_program = work / "mpi_startup"
         subprocess.run(["mpicc", "-O2", str(REPO / "bench" / "peers" / "mpi_startup.c"), "-o",
                         str(mpi_program)], check=True)
     elif not args.no_mpirun:
@@ -105,7 +110,8 @@ def main():
         if reason:
             skipped["hvdrun ssh"] = reason
         else:
-            plain_home = pathlib.Path(tempfile.mkdtemp(prefix="hvd-plain-home-"))
+            plain_home = work / "plain-home"
+            plain_home.mkdir(mode=0o700)
             for label, subnet, home in (("own login", 240, None), ("plain login", 239, plain_home)):
                 hosts = SshHosts(2, subnet, login_home=home).start()
                 host_sets.append(hosts)
@@ -130,7 +136,7 @@ def main():
     torchrun = shutil.which("torchrun", path=str(pathlib.Path(sys.executable).parent))
     script = None
     if not args.no_torchrun and torchrun:
-        script = pathlib.Path(tempfile.mkdtemp()) / "torch_init.py"
+        script = work / "torch_init.py"
         script.write_text(TORCH_WORKER)
         env = dict(os.environ, OMP_NUM_THREADS="1")
         configs["torchrun local 4 ranks (gloo)"] = lambda: timed(
@@ -141,7 +147,7 @@ def main():
     if not args.no_horovod:
         from torch_scaling import HOROVOD_PYTHON  # this directory
         if HOROVOD_PYTHON.exists():
-            horovod_script = pathlib.Path(tempfile.mkdtemp()) / "horovod_init.py"
+            horovod_script = work / "horovod_init.py"
             horovod_script.write_text(HOROVOD_WORKER)
             env = dict(os.environ, OMP_NUM_THREADS="1")
             configs["hvdrun local 4 ranks (Python, horovod.torch)"] = lambda: timed(
