@@ -100,11 +100,11 @@ RingPass ringPass(double s, int n, const Rounds& r, double steps, std::size_t se
     // receives a block from across in each step, which its memory copies besides its ranks'
     // copies within it.
     latency = ((r.ranksPerHost - 1) * latency + r.m.interHost.latencySeconds) / r.ranksPerHost;
-    double copies = r.m.nicMemoryCopies / r.m.hostMemoryBytesPerSecond;
-    perByte = r.ranksPerHost > 1
-                  ? std::max({perByte, 1 / r.m.interHost.bytesPerSecond,
-                              (r.ranksPerHost - 1) / r.m.hostMemoryBytesPerSecond + copies})
-                  : r.nicSharing * r.nicPerByte();
+    perByte =
+        r.ranksPerHost > 1
+            ? std::max({perByte, 1 / r.m.interHost.bytesPerSecond,
+                        (r.ranksPerHost - 1 + r.m.nicMemoryCopies) / r.m.hostMemoryBytesPerSecond})
+            : r.nicSharing * r.nicPerByte();
   }
   return {std::max(steps * block * perByte + latency, steps * (latency + segment * perByte)),
           segments};
@@ -257,13 +257,16 @@ double predictBroadcast(BroadcastAlgorithm algorithm, std::size_t bytes, const C
   int hosts = (n + perHost - 1) / perHost;
   int crossHops = hosts - 1, withinHops = n - 1 - crossHops;
   double fill = crossHops * hop(true, segment) + withinHops * hop(false, segment);
-  // A host's first rank receives each segment through the NIC and the host's memory.
-  double slowest = 0;
-  double nicCopies = crossHops > 0 ? model.nicMemoryCopies : 0;
-  if (crossHops > 0) slowest = segment * r.nicPerByte();
+  // A host's memory copies each segment for its other ranks, and, where the chain crosses
+  // hosts, once more as its first rank receives it through the NIC.
+  double slowest = 0, memoryCopies = perHost - 1;
+  if (crossHops > 0) {
+    slowest = segment * r.nicPerByte();
+    memoryCopies += model.nicMemoryCopies;
+  }
   if (withinHops > 0)
     slowest = std::max({slowest, segment / within.bytesPerSecond,
-                        (perHost - 1 + nicCopies) * segment / model.hostMemoryBytesPerSecond});
+                        memoryCopies * segment / model.hostMemoryBytesPerSecond});
   return fill + (segments - 1) * slowest;
 }
 
