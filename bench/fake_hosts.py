@@ -3,10 +3,14 @@ by a bridge, each running a real sshd (test/e2e/ssh_hosts.py), reached with a pl
 topology (hosts x ranks per host) both launchers start the same kind of light C++ worker:
 
 - launch: from starting the launcher to every rank initialised (connected, past a barrier):
-  `hvd-bench --startup` under hvdrun, an MPI_Init + MPI_Barrier program under mpirun;
+  hvd-bench initialising as hvd_init does under hvdrun, MPI_Init + MPI_Barrier under mpirun;
 - allreduce: float32 sum, out of place, 4 B to 16 MiB by factors of 4 (4 B, 64 KiB, 1 MiB and
   16 MiB are the sizes the tables show): hvd-bench's sweep under hvdrun, MPI_Allreduce under
   mpirun (bench/peers/mpi_allreduce.cc, the same timing loop).
+
+One launch gives both (`--startup-first`: the worker stamps its initialisation, then sweeps on
+new collectives), so each round launches each tool once; a first contact with one rank per host
+(host keys learnt, caches warm) goes before the rounds.
 
 - training (`--training`, default 1x2 and 4x4): the MNIST example's CNN as bench/torch_scaling.py
   trains it (batch 128 per rank, one thread per rank), hvd's DistributedOptimizer under hvdrun
@@ -93,33 +97,40 @@ class Launchers:
                        hosts.hosts(per_host)]
         self.env = hosts.env(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 
-    def launch(self, tool, timeout):
-        """Seconds from starting the launcher to the last rank's HVD_INITIALISED line."""
-        cmd = (self.hvdrun + [str(WORKER), "--startup"] if tool == "hvd"
-               else self.mpirun + [str(self.mpi_dir / "mpi_startup")])
-        start = time.time_ns()
-        out = run(cmd, self.env, timeout)
+    def launched(self, tool, start, out):
+        """Seconds from `start` (time_ns) to the last rank's HVD_INITIALISED line in out."""
         stamps = [int(x) for x in re.findall(r"HVD_INITIALISED (\d+)", out)]
         if len(stamps) != self.np:
             raise RuntimeError(f"{tool}: {len(stamps)} of {self.np} ranks initialised:\n{out[-1500:]}")
         return (max(stamps) - start) / 1e9
 
+    def launch(self, tool, timeout):
+        """Seconds to every rank initialised, for a worker that does nothing else."""
+        cmd = (self.hvdrun + [str(WORKER), "--startup"] if tool == "hvd"
+               else self.mpirun + [str(self.mpi_dir / "mpi_startup")])
+        start = time.time_ns()
+        return self.launched(tool, start, run(cmd, self.env, timeout))
+
     def sweep(self, tool, max_bytes, iters, timeout):
-        """{size: microseconds} of one sweep, 4 B to max_bytes by factors of 4."""
-        args = ["-b", "4", "-e", str(max_bytes), "-f", "4", "-w", "3", "-n", str(iters)]
+        """(launch seconds, {size: microseconds}) of one launch that initialises, then sweeps
+        4 B to max_bytes by factors of 4."""
+        args = ["-b", "4", "-e", str(max_bytes), "-f", "4", "-w", "3", "-n", str(iters),
+                "--startup-first"]
+        start = time.time_ns()
         if tool == "hvd":
             with tempfile.NamedTemporaryFile(suffix=".json") as f:
-                run(self.hvdrun + [str(WORKER)] + args + ["-c", "0", "--placement", "out",
-                                                          "--json", f.name],
-                    self.env, timeout)
+                out = run(self.hvdrun + [str(WORKER)] + args + ["-c", "0", "--placement", "out",
+                                                                "--json", f.name],
+                          self.env, timeout)
                 report = json.load(open(f.name))
-            return {row["size"]: row["out_of_place"]["time_us"] for row in report["rows"]}
+            return (self.launched(tool, start, out),
+                    {row["size"]: row["out_of_place"]["time_us"] for row in report["rows"]})
         out = run(self.mpirun + [str(self.mpi_dir / "mpi_allreduce")] + args, self.env, timeout)
         rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
         wrong = [r["size"] for r in rows if r["wrong"]]
         if wrong:
             raise RuntimeError(f"mpirun: wrong allreduce results at sizes {wrong}")
-        return {r["size"]: r["time_us"] for r in rows}
+        return self.launched(tool, start, out), {r["size"]: r["time_us"] for r in rows}
 
 
 PYTHON = pathlib.Path(os.environ.get("HVD_VENV", pathlib.Path.home() / ".cache/hvd/venv")) \
@@ -174,18 +185,20 @@ def training_run(tool, hosts, per_host, args, timeout):
     return records[0]["samples_per_s"]
 
 
-def measure_training(topology, subnet, args, plain_home):
+def measure_training(topology, subnet, args, plain_home, first):
+    """first: the tool that runs first in the first round (rounds alternate from it)."""
     n_hosts, per_host = topology
     hosts = SshHosts(n_hosts, subnet, login_home=plain_home, own_hostnames=True)
     result = {"hosts": n_hosts, "ranks_per_host": per_host, "ranks": n_hosts * per_host,
-              "steps": args.training_steps, "batch_per_rank": 128}
+              "steps": args.training_steps, "batch_per_rank": 128,
+              "rounds": args.training_rounds, "first": first}
     try:
         hosts.start()
         timeout = 120 + 20 * n_hosts * per_host
         tools = ["hvd", "ddp"]
         samples = {t: [] for t in tools}
         for r in range(args.training_rounds):
-            for tool in tools if r % 2 == 0 else tools[::-1]:
+            for tool in tools if (r + tools.index(first)) % 2 == 0 else tools[::-1]:
                 samples[tool].append(training_run(tool, hosts, per_host, args, timeout))
         result["samples_per_s"] = {t: {"median": round(statistics.median(s), 1),
                                        "samples": [round(x, 1) for x in s]}
@@ -217,22 +230,23 @@ def measure(topology, subnet, args, mpi_dir, plain_home):
         t0 = time.time()
         hosts.start()
         result["hosts_setup_s"] = round(time.time() - t0, 1)
-        launchers = Launchers(hosts, per_host, mpi_dir)
-        timeout = 60 + 2 * np_
         tools = ["hvd", "mpi"]
-        for tool in tools:  # first contact: host keys learnt, caches warm
-            launchers.launch(tool, timeout)
+        first_contact = Launchers(hosts, 1, mpi_dir)  # host keys learnt, caches warm
+        for tool in tools:
+            first_contact.launch(tool, 60 + 2 * n_hosts)
+        launchers = Launchers(hosts, per_host, mpi_dir)
+        iters = args.iters if np_ <= 16 else 3
+        rounds = args.rounds if np_ <= 16 else args.large_rounds
         launch = {t: [] for t in tools}
-        for r in range(args.launch_rounds):
+        sweeps = {t: [] for t in tools}
+        for r in range(rounds):
             for tool in tools if r % 2 == 0 else tools[::-1]:
-                launch[tool].append(launchers.launch(tool, timeout))
+                seconds, sweep = launchers.sweep(tool, args.max_bytes, iters, 120 + 6 * np_)
+                launch[tool].append(seconds)
+                sweeps[tool].append(sweep)
+        result["rounds"] = rounds
         result["launch_s"] = {t: {"median": round(statistics.median(s), 4),
                                   "samples": [round(x, 4) for x in s]} for t, s in launch.items()}
-        iters = args.iters if np_ <= 16 else 3
-        sweeps = {t: [] for t in tools}
-        for r in range(args.sweep_rounds):
-            for tool in tools if r % 2 == 0 else tools[::-1]:
-                sweeps[tool].append(launchers.sweep(tool, args.max_bytes, iters, 120 + 6 * np_))
         result["allreduce_us"] = {}
         for tool, runs in sweeps.items():
             sizes = sorted(set.intersection(*(set(s) for s in runs)))
@@ -345,14 +359,20 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--topologies", default=DEFAULT_TOPOLOGIES,
                     help=f"HOSTSxRANKS_PER_HOST, comma-separated (default {DEFAULT_TOPOLOGIES})")
-    ap.add_argument("--launch-rounds", type=int, default=3)
-    ap.add_argument("--sweep-rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="alternated launches of each tool, each initialising then sweeping, "
+                         "on topologies of up to 16 ranks (default 3)")
+    ap.add_argument("--large-rounds", type=int, default=2,
+                    help="the same above 16 ranks, where a round takes 10-60 s (default 2)")
     ap.add_argument("--iters", type=int, default=10,
                     help="timed allreduces per size (3 above 16 ranks)")
     ap.add_argument("--max-bytes", type=int, default=16 << 20)
     ap.add_argument("--training", default="1x2,4x4",
                     help="topologies for the training comparison ('' for none)")
-    ap.add_argument("--training-rounds", type=int, default=2)
+    ap.add_argument("--training-rounds", type=int, default=1,
+                    help="alternated runs of each tool per training topology; the first tool "
+                         "alternates between topologies too (default 1: a 16-rank run takes "
+                         "about 90 s here, two thirds of it importing torch)")
     ap.add_argument("--training-steps", type=int, default=8)
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--plot", help="write the PNG (time against hosts per size) here")
@@ -394,7 +414,8 @@ def main():
         for i, topology in enumerate(parse_topologies(args.training) if args.training else []):
             t0 = time.time()
             try:
-                training.append(measure_training(topology, 200 + i, args, plain_home))
+                training.append(measure_training(topology, 200 + i, args, plain_home,
+                                                 ("hvd", "ddp")[i % 2]))
             except RuntimeError as e:
                 training.append({"hosts": topology[0], "ranks_per_host": topology[1],
                                  "ranks": topology[0] * topology[1], "error": str(e)})
@@ -415,7 +436,7 @@ def main():
                         platform.machine()},
             "openmpi": subprocess.run(["mpirun", "--version"], capture_output=True,
                                       text=True).stdout.splitlines()[0],
-            "launch_rounds": args.launch_rounds, "sweep_rounds": args.sweep_rounds,
+            "rounds": args.rounds, "large_rounds": args.large_rounds,
             "results": results, "training": training}, indent=1) + "\n")
     if args.plot:
         plot(results, args.plot)

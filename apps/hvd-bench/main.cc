@@ -49,6 +49,19 @@ std::size_t parseSize(const std::string& text, const std::string& flag) {
          multiplier;
 }
 
+// Initialises as hvd_init does, passes a barrier, prints 'HVD_INITIALISED <unix time ns>' (the
+// launch benchmarks take the last rank's line) and shuts the runtime down.
+void stampInitialised(const hvd::runtime::Config& config) {
+  auto rt = hvd::runtime::Runtime::create(config);
+  rt->barrier();
+  auto now = std::chrono::system_clock::now().time_since_epoch();
+  std::printf(
+      "HVD_INITIALISED %lld\n",
+      static_cast<long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()));
+  std::fflush(stdout);
+  rt->shutdown();  // collective: no rank leaves while another still talks to it
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -94,10 +107,13 @@ int main(int argc, char** argv) {
                "Instead of a sweep, time GPU allreduces (-b to -e, -f, -w, -n): NCCL against a "
                "device copy and the fusion copy kernel (one rank), the engine on GPU against host "
                "buffers (any ranks); CUDA builds only");
-  bool startup = false;
+  bool startup = false, startupFirst = false;
   app.add_flag("--startup", startup,
                "Instead of a sweep, initialise as hvd_init does, pass a barrier, and print "
                "'HVD_INITIALISED <unix time ns>' (for bench/startup_time.py)");
+  app.add_flag("--startup-first", startupFirst,
+               "As --startup, then shut that runtime down and run the sweep: one launch gives "
+               "both the launch time and the sweep (for bench/fake_hosts.py)");
   int simulate = 0;
   hvd::bench::SimBenchOptions so;
   std::string modelFile, algorithms;
@@ -198,17 +214,8 @@ int main(int argc, char** argv) {
       rt->barrier();
       return 0;
     }
-    if (startup) {
-      auto rt = hvd::runtime::Runtime::create(config);
-      rt->barrier();
-      auto now = std::chrono::system_clock::now().time_since_epoch();
-      std::printf("HVD_INITIALISED %lld\n",
-                  static_cast<long long>(
-                      std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()));
-      std::fflush(stdout);
-      rt->shutdown();  // collective: no rank leaves while another still talks to it
-      return 0;
-    }
+    if (startup || startupFirst) stampInitialised(config);
+    if (startup) return 0;
     if (gpuMode) {
 #ifdef HVD_BENCH_GPU
       hvd::bench::GpuBenchOptions g;

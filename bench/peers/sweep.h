@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace peers {
@@ -15,13 +16,21 @@ struct SweepArgs {
   std::size_t minBytes = 4, maxBytes = 256u << 20;
   double factor = 4;
   int warmup = 5, iterations = 20;
+  // --startup-first: before the sweep, every rank passes a barrier and prints
+  // 'HVD_INITIALISED <unix time ns>', as `hvd-bench --startup-first` does.
+  bool startupFirst = false;
 };
 
 inline SweepArgs parseArgs(int argc, char** argv) {
   SweepArgs a;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
-    double v = std::atof(argv[i + 1]);
+    if (flag == "--startup-first") {
+      a.startupFirst = true;
+      continue;
+    }
+    if (i + 1 == argc) break;
+    double v = std::atof(argv[++i]);
     if (flag == "-b") a.minBytes = static_cast<std::size_t>(v);
     if (flag == "-e") a.maxBytes = static_cast<std::size_t>(v);
     if (flag == "-f") a.factor = v;
@@ -37,6 +46,14 @@ inline void sweep(const char* tool, int rank, int size, const SweepArgs& a,
                   const std::function<void(const float*, float*, std::size_t)>& allreduce,
                   const std::function<void()>& barrier,
                   const std::function<double(double)>& averageAcrossRanks) {
+  if (a.startupFirst) {
+    barrier();
+    long long ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+    std::printf("HVD_INITIALISED %lld\n", ns);
+    std::fflush(stdout);
+  }
   for (std::size_t bytes = a.minBytes; bytes <= a.maxBytes;
        bytes = static_cast<std::size_t>(bytes * a.factor)) {
     std::size_t count = bytes / sizeof(float);

@@ -2,6 +2,7 @@
 import json
 import os
 import re
+import time
 
 import pytest
 
@@ -448,3 +449,21 @@ def test_hvd_bench_times_only_the_placement_asked_for(tmp_path):
     r = run_hvdrun("-np", 1, bench, "--placement", "sideways")
     assert r.returncode != 0
     assert "--placement 'sideways': use both, out (out of place) or in (in place)" in r.stderr
+
+
+def test_hvd_bench_startup_first_stamps_every_rank_then_sweeps(tmp_path):
+    """One launch gives bench/fake_hosts.py both figures: every rank's initialisation stamp
+    (taken past a barrier, within the run) and then the sweep, on new collectives."""
+    bench = BUILD / "apps" / "hvd-bench"
+    report = tmp_path / "rows.json"
+    start = time.time_ns()
+    r = run_hvdrun("-np", 3, bench, "--startup-first", "-b", "4", "-e", "64", "-f", "4", "-w",
+                   "1", "-n", "2", "--placement", "out", "--json", report)
+    end = time.time_ns()
+    assert r.returncode == 0, r.stderr
+    stamps = [int(x) for x in re.findall(r"HVD_INITIALISED (\d+)", r.stdout)]
+    assert len(stamps) == 3, r.stdout
+    assert all(start < s < end for s in stamps)
+    rows = json.loads(report.read_text())["rows"]
+    assert [row["size"] for row in rows] == [4, 16, 64]
+    assert all(row["out_of_place"]["wrong"] == 0 for row in rows)
