@@ -157,14 +157,16 @@ GatherPlan planAllgather(Comm& comm, const Tensor& input) {
   return plan;
 }
 
-Tensor allgather(Comm& comm, const Tensor& input, const Allocate& allocate) {
+Tensor allgather(Comm& comm, const Tensor& input, const Allocate& allocate,
+                 AllgatherAlgorithm algorithm) {
   GatherPlan plan = planAllgather(comm, input);
   Tensor out{nullptr, input.dtype, plan.shape};
   std::vector<std::size_t> blockBytes;
   std::size_t rowBytes = input.rowElements() * dtypeSize(input.dtype);
   for (int64_t rows : plan.rows) blockBytes.push_back(static_cast<std::size_t>(rows) * rowBytes);
   out.data = allocate(out.shape);
-  if (out.numElements() > 0) allgatherv(comm, input.data, out.data, blockBytes);
+  if (out.numElements() > 0)
+    allgatherv(comm, input.data, out.data, blockBytes, kAllgatherSegmentBytes, algorithm);
   return out;
 }
 

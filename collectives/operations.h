@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/algorithms/allgather.h"
 #include "collectives/algorithms/allreduce.h"
 #include "collectives/algorithms/broadcast.h"
 #include "collectives/algorithms/dtype.h"
@@ -49,7 +50,8 @@ void allreduce(Comm& comm, const Tensor& input, const Tensor& output, ReduceOp o
 void broadcast(Comm& comm, const Tensor& tensor, int root, const BroadcastOptions& options = {});
 // Concatenates every rank's tensor along the first dimension, which may differ per rank; the
 // other dimensions and the dtype must agree (InvalidArgument naming the ranks otherwise).
-Tensor allgather(Comm& comm, const Tensor& input, const Allocate& allocate);
+Tensor allgather(Comm& comm, const Tensor& input, const Allocate& allocate,
+                 AllgatherAlgorithm algorithm = AllgatherAlgorithm::Auto);
 
 // The metadata steps of allgather and alltoall, shared with the GPU backends: every rank's
 // rows, exchanged over `comm` and checked for agreement (InvalidArgument naming the ranks).

@@ -14,6 +14,7 @@
 
 #include "collectives/algorithms/allgather.h"
 #include "collectives/operations.h"
+#include "test/ranks/counting_comm.h"
 #include "test/ranks/host_layouts.h"
 #include "test/ranks/run_ranks.h"
 #include "test/support/elements.h"
@@ -250,7 +251,8 @@ namespace {
 // Allgathers of every dtype with first dimensions that differ per rank (zero on some), checked
 // block by block; then allgathers in place (the input is this rank's block of the output) of
 // blocks across several segments.
-void allgatherMatrix(Comm& comm, const char* algorithm) {
+void allgatherMatrix(Comm& comm, const char* algorithm,
+                     AllgatherAlgorithm forced = AllgatherAlgorithm::Auto) {
   int n = comm.size();
   for (DType t : allDTypes())
     for (int64_t scale : {0, 1, 7, 5000}) {
@@ -260,11 +262,13 @@ void allgatherMatrix(Comm& comm, const char* algorithm) {
       for (int64_t i = 0; i < rowsOf(comm.rank()) * width; ++i)
         setElement(in.data(), t, i, (comm.rank() + i) % 5);
       std::vector<std::byte> out;
-      Tensor result = allgather(comm, {in.data(), t, {rowsOf(comm.rank()), width}},
-                                [&](const std::vector<int64_t>& shape) {
-                                  out.resize(shape[0] * shape[1] * dtypeSize(t) + 1);
-                                  return out.data();
-                                });
+      Tensor result = allgather(
+          comm, {in.data(), t, {rowsOf(comm.rank()), width}},
+          [&](const std::vector<int64_t>& shape) {
+            out.resize(shape[0] * shape[1] * dtypeSize(t) + 1);
+            return out.data();
+          },
+          forced);
       int64_t total = 0;
       for (int r = 0; r < n; ++r) total += rowsOf(r);
       HVD_ENFORCE(result.shape == (std::vector<int64_t>{total, width}), algorithm, ": shape");
@@ -284,7 +288,7 @@ void allgatherMatrix(Comm& comm, const char* algorithm) {
     std::vector<uint8_t> out(std::accumulate(bytes.begin(), bytes.end(), std::size_t{0}), 0xEE);
     for (std::size_t i = 0; i < bytes[comm.rank()]; ++i)
       out[offset + i] = static_cast<uint8_t>(comm.rank() * 37 + i);
-    allgatherv(comm, out.data() + offset, out.data(), bytes, kSegmentBytes);
+    allgatherv(comm, out.data() + offset, out.data(), bytes, kSegmentBytes, forced);
     std::size_t k = 0;
     for (int r = 0; r < n; ++r)
       for (std::size_t i = 0; i < bytes[r]; ++i, ++k)
@@ -296,12 +300,49 @@ void allgatherMatrix(Comm& comm, const char* algorithm) {
 
 }  // namespace
 
-TEST_CASE("allgather concatenates first dimensions that differ per rank", "[allgather]") {
-  int n = GENERATE(1, 2, 3, 4, 7);
+TEST_CASE("allgather concatenates first dimensions that differ per rank: ring, Bruck's, auto",
+          "[allgather]") {
+  // Bruck's rounds send runs that wrap past the last block at every n that is not a power of
+  // two; zero-sized blocks (scale 0, and (r * 5 + 2) % 4 == 0) must send nothing on both ends.
+  int n = GENERATE(1, 2, 3, 4, 5, 6, 7, 8, 9, 16);
   Transport transport = GENERATE(Transport::Tcp, Transport::Shm);
   INFO(nameOf(transport));
-  REQUIRE_NOTHROW(runRanks(
-      n, [](Comm& comm) { allgatherMatrix(comm, "ring"); }, over(transport)));
+  struct Named {
+    AllgatherAlgorithm algorithm;
+    const char* name;
+  };
+  for (auto [algorithm, name] :
+       {Named{AllgatherAlgorithm::Ring, "ring"}, Named{AllgatherAlgorithm::Bruck, "bruck"},
+        Named{AllgatherAlgorithm::Auto, "auto"}}) {
+    INFO(name);
+    REQUIRE_NOTHROW(runRanks(
+        n, [&](Comm& comm) { allgatherMatrix(comm, name, algorithm); }, over(transport)));
+  }
+}
+
+TEST_CASE("auto allgather takes Bruck's rounds for small blocks and the ring for large ones",
+          "[allgather]") {
+  CHECK(chooseFlatAllgather(3, 12) == AllgatherAlgorithm::Ring);  // both: 2 rounds
+  CHECK(chooseFlatAllgather(4, 16) == AllgatherAlgorithm::Bruck);
+  CHECK(chooseFlatAllgather(64, 64 * 8192) == AllgatherAlgorithm::Bruck);
+  CHECK(chooseFlatAllgather(64, 64 * 8192 + 1) == AllgatherAlgorithm::Ring);
+  CHECK(chooseFlatAllgather(1024, 1024 * 1024) == AllgatherAlgorithm::Bruck);
+  // Through real links: at 9 ranks, 4-byte blocks go in Bruck's 4 rounds, one to each of the
+  // ranks 1, 2, 4 and 8 below (the ring's 8 steps would all go to the rank above), and each
+  // rank sends the 8 blocks the others lack once.
+  std::vector<test::Traffic> traffic(9);
+  REQUIRE_NOTHROW(runRanks(9, [&](Comm& comm) {
+    auto counted = test::countingComm(comm, traffic[comm.rank()]);
+    int32_t mine = comm.rank();
+    std::vector<int32_t> all(9, -1);
+    allgatherv(*counted, &mine, all.data(), std::vector<std::size_t>(9, 4));
+    for (int r = 0; r < 9; ++r) HVD_ENFORCE_EQ(all[r], r);
+  }));
+  for (int r = 0; r < 9; ++r) {
+    INFO("rank " << r << ": " << test::describe(traffic[r]));
+    CHECK(traffic[r].peers == std::set<int>{(r + 8) % 9, (r + 7) % 9, (r + 5) % 9, (r + 1) % 9});
+    CHECK(traffic[r].bytes == 8 * 4);
+  }
 }
 
 TEST_CASE("hierarchical allgather matrix: hosts of several ranks, contiguous and interleaved",

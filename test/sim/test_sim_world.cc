@@ -244,6 +244,29 @@ void checkAllreduce(SimWorld& world, std::size_t count, const AllreduceOptions& 
   REQUIRE(wrong == 0);
 }
 
+// Every rank's allgather of blocks of 0 to 3 int32s on `world` by auto's pick, which for blocks
+// this small is Bruck's; checked.
+void checkBruckAllgather(SimWorld& world) {
+  int n = world.size();
+  auto blockOf = [](int r) { return static_cast<std::size_t>(r % 4); };
+  std::vector<std::size_t> blockBytes;
+  for (int r = 0; r < n; ++r) blockBytes.push_back(4 * blockOf(r));
+  std::size_t total = std::accumulate(blockBytes.begin(), blockBytes.end(), std::size_t{0});
+  REQUIRE(chooseFlatAllgather(n, total) == AllgatherAlgorithm::Bruck);
+  std::vector<std::vector<int32_t>> gathered(n);
+  world.run([&](Comm& comm) {
+    std::vector<int32_t> mine(blockOf(comm.rank()), comm.rank());
+    gathered[comm.rank()].assign(total / 4, -1);
+    allgatherv(comm, mine.data(), gathered[comm.rank()].data(), blockBytes);
+  });
+  std::vector<int32_t> want;
+  for (int r = 0; r < n; ++r) want.insert(want.end(), blockOf(r), r);
+  std::size_t wrongRanks = 0;
+  for (auto& g : gathered) wrongRanks += g != want;
+  INFO(n << " ranks");
+  REQUIRE(wrongRanks == 0);
+}
+
 }  // namespace
 
 // The ring's 2(n-1) steps make 33 million messages at 4,096 ranks (over a minute here), so the
@@ -265,6 +288,8 @@ TEST_CASE("the real collectives give checked results on 4,096 simulated ranks", 
     checkAllreduce(folding, count, doubling, "recursive doubling");
     checkAllreduce(folding, count, rabenseifner, "rabenseifner");
   }
+  checkBruckAllgather(world);
+  checkBruckAllgather(folding);  // runs that wrap past the last block
   std::vector<std::vector<int64_t>> buffers(kRanks);
   world.run([&](Comm& comm) {
     auto& b = buffers[comm.rank()];
@@ -286,7 +311,8 @@ TEST_CASE("the ring collectives give checked results on 1,024 simulated ranks", 
     int32_t mine = comm.rank() * 3;
     auto& out = gathered[comm.rank()];
     out.assign(kRanks, -1);
-    allgatherv(comm, &mine, out.data(), std::vector<std::size_t>(kRanks, 4));
+    allgatherv(comm, &mine, out.data(), std::vector<std::size_t>(kRanks, 4), kAllgatherSegmentBytes,
+               AllgatherAlgorithm::Ring);
   });
   std::size_t wrong = 0;
   for (int r = 0; r < kRanks; ++r)
