@@ -166,6 +166,10 @@ int main(int argc, char** argv) {
     o.redop = hvd::collectives::parseReduceOp(redop);
     o.check = check != 0;
     o.placement = hvd::bench::parsePlacement(placement);
+    if (startupFirst && (simulate > 0 || negotiation || calibrateMode || startup))
+      throw hvd::InvalidArgument(
+          "--startup-first goes before a sweep, --gpu or --engine; not with --simulate, "
+          "--negotiation, --calibrate or --startup");
     if (simulate > 0) {
       if (!modelFile.empty()) {
         int perHost = so.model.ranksPerHost, perSwitch = so.model.hostsPerSwitch;

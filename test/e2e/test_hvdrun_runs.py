@@ -2,6 +2,7 @@
 import json
 import os
 import re
+import subprocess
 import time
 
 import pytest
@@ -467,3 +468,7 @@ def test_hvd_bench_startup_first_stamps_every_rank_then_sweeps(tmp_path):
     rows = json.loads(report.read_text())["rows"]
     assert [row["size"] for row in rows] == [4, 16, 64]
     assert all(row["out_of_place"]["wrong"] == 0 for row in rows)
+    r = subprocess.run([bench, "--startup-first", "--simulate", "4"], capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode == 2
+    assert "--startup-first goes before a sweep" in r.stderr and "not with --simulate" in r.stderr

@@ -302,8 +302,9 @@ void allgatherMatrix(Comm& comm, const char* algorithm,
 
 TEST_CASE("allgather concatenates first dimensions that differ per rank: ring, Bruck's, auto",
           "[allgather]") {
-  // Bruck's rounds send runs that wrap past the last block at every n that is not a power of
-  // two; zero-sized blocks (scale 0, and (r * 5 + 2) % 4 == 0) must send nothing on both ends.
+  // Bruck's rounds send runs that wrap past the last block from n = 3, and at n that is not a
+  // power of two a last round shorter than the others; zero-sized blocks (rowsOf(r) == 0 at
+  // r % 4 == 1, the in-place bytes at r % 4 == 2) must send nothing on both ends.
   int n = GENERATE(1, 2, 3, 4, 5, 6, 7, 8, 9, 16);
   Transport transport = GENERATE(Transport::Tcp, Transport::Shm);
   INFO(nameOf(transport));
@@ -311,12 +312,12 @@ TEST_CASE("allgather concatenates first dimensions that differ per rank: ring, B
     AllgatherAlgorithm algorithm;
     const char* name;
   };
-  for (auto [algorithm, name] :
+  for (const Named& each :
        {Named{AllgatherAlgorithm::Ring, "ring"}, Named{AllgatherAlgorithm::Bruck, "bruck"},
         Named{AllgatherAlgorithm::Auto, "auto"}}) {
-    INFO(name);
+    INFO(each.name);
     REQUIRE_NOTHROW(runRanks(
-        n, [&](Comm& comm) { allgatherMatrix(comm, name, algorithm); }, over(transport)));
+        n, [&](Comm& comm) { allgatherMatrix(comm, each.name, each.algorithm); }, over(transport)));
   }
 }
 

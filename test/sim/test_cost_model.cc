@@ -486,7 +486,7 @@ double simulatedAllgather(sim::SimWorld& world, std::size_t blockBytes,
 
 TEST_CASE(
     "auto's allgather is within 15% of the faster of the ring and Bruck's where ranks share "
-    "hosts, and never behind the ring",
+    "hosts, and within 10% of the ring everywhere",
     "[cost_model]") {
   // Eight ranks per host: Bruck's rounds cross hosts for every rank at once, and the ring wins
   // from blocks of a few KiB (allgather.cc). One per host: Bruck's never loses, but a

@@ -289,7 +289,7 @@ TEST_CASE("the real collectives give checked results on 4,096 simulated ranks", 
     checkAllreduce(folding, count, rabenseifner, "rabenseifner");
   }
   checkBruckAllgather(world);
-  checkBruckAllgather(folding);  // runs that wrap past the last block
+  checkBruckAllgather(folding);  // a last round shorter than the others
   std::vector<std::vector<int64_t>> buffers(kRanks);
   world.run([&](Comm& comm) {
     auto& b = buffers[comm.rank()];
