@@ -82,10 +82,12 @@ void bruckAllgather(Comm& comm, std::byte* out, const Blocks& blocks, std::size_
 // (alpha) and costs at most (L-1) * total / (NIC bandwidth): with alpha = 5 us, 100 Gb/s NICs
 // and 8 ranks per host, the two meet at blocks of about 8 KiB on average, so up to that Bruck
 // is never slower; one rank per host, or shared memory within one, it is never slower at any
-// size, so this errs towards the ring. At 3 ranks both take 2 rounds.
-AllgatherAlgorithm chooseFlatAllgather(int n, std::size_t totalBytes) {
+// size, so this errs towards the ring. At 3 ranks both take 2 rounds. Over shared memory
+// (buffersPerPeer) each of its log2 n peers would take a ring of /dev/shm where the ring takes
+// one: 16 ranks' init would hold 67 MiB instead of 20, for steps of a few microseconds.
+AllgatherAlgorithm chooseFlatAllgather(int n, std::size_t totalBytes, bool buffersPerPeer) {
   constexpr std::size_t kBruckBlockBytes = 8 * 1024;
-  return n > 3 && totalBytes <= static_cast<std::size_t>(n) * kBruckBlockBytes
+  return n > 3 && !buffersPerPeer && totalBytes <= static_cast<std::size_t>(n) * kBruckBlockBytes
              ? AllgatherAlgorithm::Bruck
              : AllgatherAlgorithm::Ring;
 }
@@ -104,7 +106,8 @@ void allgatherv(Comm& comm, const void* input, void* output,
   if (algorithm == AllgatherAlgorithm::Auto && h && h->allgather)
     return hierarchical(*h, blocks, out, segmentBytes, tag);
   std::size_t total = blocks.offsets.back() + blocks.counts.back();
-  if (algorithm == AllgatherAlgorithm::Auto) algorithm = chooseFlatAllgather(comm.size(), total);
+  if (algorithm == AllgatherAlgorithm::Auto)
+    algorithm = chooseFlatAllgather(comm.size(), total, comm.buffersPerPeer());
   if (algorithm == AllgatherAlgorithm::Bruck)
     bruckAllgather(comm, out, blocks, segmentBytes, tag);
   else

@@ -10,7 +10,8 @@
 namespace hvd::collectives {
 
 // Auto: the hierarchical form where the communicator has one for allgather, else Bruck's where
-// the blocks are small enough (allgather.cc says how small and why), else the ring. The others
+// the blocks are small enough and its extra peers cost no memory (allgather.cc says how small
+// and why), else the ring. The others
 // force a flat one: the ring (n-1 rounds) or Bruck's (ceil(log2 n) rounds). Both send each rank
 // the n-1 blocks it lacks once.
 enum class AllgatherAlgorithm { Auto, Ring, Bruck };
@@ -24,7 +25,8 @@ void allgatherv(Comm& comm, const void* input, void* output,
                 std::size_t segmentBytes = kAllgatherSegmentBytes,
                 AllgatherAlgorithm algorithm = AllgatherAlgorithm::Auto);
 
-// What Auto runs on a flat communicator of `n` ranks for blocks totalling `totalBytes`.
-AllgatherAlgorithm chooseFlatAllgather(int n, std::size_t totalBytes);
+// What Auto runs on a flat communicator of `n` ranks for blocks totalling `totalBytes`;
+// `buffersPerPeer`: the communicator's Comm::buffersPerPeer.
+AllgatherAlgorithm chooseFlatAllgather(int n, std::size_t totalBytes, bool buffersPerPeer = false);
 
 }  // namespace hvd::collectives

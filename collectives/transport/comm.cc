@@ -51,6 +51,7 @@ std::unique_ptr<Comm> Comm::subset(const std::vector<int>& ranks) const {
                                     timeout_, progress_);
   sub->ownsConnections_ = false;
   sub->pipelineSegmentBytes_ = pipelineSegmentBytes_;
+  sub->buffersPerPeer_ = buffersPerPeer_;
   return sub;
 }
 

@@ -46,6 +46,12 @@ class Comm {
   // is TCP's, whose few large system calls win; the shm device sets its own. Subsets keep it.
   std::size_t pipelineSegmentBytes() const { return pipelineSegmentBytes_; }
   void setPipelineSegmentBytes(std::size_t bytes) { pipelineSegmentBytes_ = bytes; }
+  // Whether each peer this rank exchanges data with takes memory of its own: shared memory's
+  // rings (about 1 MiB a pair) are taken at a pair's first use, so an algorithm that reaches
+  // more peers than the ring's two costs /dev/shm pages as well as saving latency. TCP's
+  // sockets exist from the start. The shm device sets it; subsets keep it.
+  bool buffersPerPeer() const { return buffersPerPeer_; }
+  void setBuffersPerPeer(bool perPeer) { buffersPerPeer_ = perPeer; }
   // The transport's progress engine (null for a single rank), for waiting on several requests.
   ProgressEngine* progress() const { return progress_.get(); }
   // A communicator over some of this one's ranks (`ranks` sorted, unique, containing this rank;
@@ -90,6 +96,7 @@ class Comm {
   KeptBuffer scratch_;
   KeptBuffer workspace_;
   std::size_t pipelineSegmentBytes_ = 512 * 1024;
+  bool buffersPerPeer_ = false;
   std::unique_ptr<Hierarchy> hierarchy_;
 };
 

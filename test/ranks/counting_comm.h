@@ -67,6 +67,7 @@ inline std::unique_ptr<collectives::Comm> countingComm(collectives::Comm& comm, 
   auto counting = std::make_unique<collectives::Comm>(comm.rank(), comm.size(), std::move(links),
                                                       comm.timeout(), progress);
   counting->setPipelineSegmentBytes(comm.pipelineSegmentBytes());
+  counting->setBuffersPerPeer(comm.buffersPerPeer());
   return counting;
 }
 

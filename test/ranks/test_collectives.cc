@@ -344,6 +344,23 @@ TEST_CASE("auto allgather takes Bruck's rounds for small blocks and the ring for
     CHECK(traffic[r].peers == std::set<int>{(r + 8) % 9, (r + 7) % 9, (r + 5) % 9, (r + 1) % 9});
     CHECK(traffic[r].bytes == 8 * 4);
   }
+  // Over shared memory each extra peer would take a ring of /dev/shm: the ring's one peer.
+  CHECK(chooseFlatAllgather(64, 64, true) == AllgatherAlgorithm::Ring);
+  std::vector<test::Traffic> overShm(9);
+  REQUIRE_NOTHROW(runRanks(
+      9,
+      [&](Comm& comm) {
+        auto counted = test::countingComm(comm, overShm[comm.rank()]);
+        int32_t mine = comm.rank();
+        std::vector<int32_t> all(9, -1);
+        allgatherv(*counted, &mine, all.data(), std::vector<std::size_t>(9, 4));
+        for (int r = 0; r < 9; ++r) HVD_ENFORCE_EQ(all[r], r);
+      },
+      over(Transport::Shm)));
+  for (int r = 0; r < 9; ++r) {
+    INFO("rank " << r << " over shared memory: " << test::describe(overShm[r]));
+    CHECK(overShm[r].peers == std::set<int>{(r + 1) % 9});
+  }
 }
 
 TEST_CASE("hierarchical allgather matrix: hosts of several ranks, contiguous and interleaved",
