@@ -17,10 +17,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "collectives/transport/request.h"
-
 #include "collectives/algorithms/ring.h"
 #include "collectives/algorithms/tags.h"
+#include "collectives/transport/request.h"
 
 namespace hvd::collectives {
 namespace {

@@ -11,9 +11,8 @@ namespace hvd::collectives {
 
 // Auto: the hierarchical form where the communicator has one for allgather, else Bruck's where
 // the blocks are small enough and its extra peers cost no memory (allgather.cc says how small
-// and why), else the ring. The others
-// force a flat one: the ring (n-1 rounds) or Bruck's (ceil(log2 n) rounds). Both send each rank
-// the n-1 blocks it lacks once.
+// and why), else the ring. The others force a flat one: the ring (n-1 rounds) or Bruck's
+// (ceil(log2 n) rounds). Both send each rank the n-1 blocks it lacks once.
 enum class AllgatherAlgorithm { Auto, Ring, Bruck };
 
 // The largest message an allgather sends unless told otherwise.

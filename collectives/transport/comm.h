@@ -46,10 +46,10 @@ class Comm {
   // is TCP's, whose few large system calls win; the shm device sets its own. Subsets keep it.
   std::size_t pipelineSegmentBytes() const { return pipelineSegmentBytes_; }
   void setPipelineSegmentBytes(std::size_t bytes) { pipelineSegmentBytes_ = bytes; }
-  // Whether each peer this rank exchanges data with takes memory of its own: shared memory's
-  // rings (about 1 MiB a pair) are taken at a pair's first use, so an algorithm that reaches
-  // more peers than the ring's two costs /dev/shm pages as well as saving latency. TCP's
-  // sockets exist from the start. The shm device sets it; subsets keep it.
+  // Whether each peer this rank first exchanges data with takes memory of its own: shared
+  // memory's rings (about 1 MiB a pair) are taken at a pair's first use, so every further peer
+  // a collective reaches costs /dev/shm pages. TCP's sockets exist from the start. The shm
+  // device sets it; subsets keep it.
   bool buffersPerPeer() const { return buffersPerPeer_; }
   void setBuffersPerPeer(bool perPeer) { buffersPerPeer_ = perPeer; }
   // The transport's progress engine (null for a single rank), for waiting on several requests.

@@ -321,6 +321,26 @@ TEST_CASE("allgather concatenates first dimensions that differ per rank: ring, B
   }
 }
 
+namespace {
+
+// What each of n ranks sends in auto's allgather of one int32 each over `transport` (checked).
+std::vector<test::Traffic> allgatherTraffic(int n, Transport transport) {
+  std::vector<test::Traffic> traffic(n);
+  REQUIRE_NOTHROW(runRanks(
+      n,
+      [&](Comm& comm) {
+        auto counted = test::countingComm(comm, traffic[comm.rank()]);
+        int32_t mine = comm.rank();
+        std::vector<int32_t> all(n, -1);
+        allgatherv(*counted, &mine, all.data(), std::vector<std::size_t>(n, 4));
+        for (int r = 0; r < n; ++r) HVD_ENFORCE_EQ(all[r], r);
+      },
+      over(transport)));
+  return traffic;
+}
+
+}  // namespace
+
 TEST_CASE("auto allgather takes Bruck's rounds for small blocks and the ring for large ones",
           "[allgather]") {
   CHECK(chooseFlatAllgather(3, 12) == AllgatherAlgorithm::Ring);  // both: 2 rounds
@@ -331,32 +351,15 @@ TEST_CASE("auto allgather takes Bruck's rounds for small blocks and the ring for
   // Through real links: at 9 ranks, 4-byte blocks go in Bruck's 4 rounds, one to each of the
   // ranks 1, 2, 4 and 8 below (the ring's 8 steps would all go to the rank above), and each
   // rank sends the 8 blocks the others lack once.
-  std::vector<test::Traffic> traffic(9);
-  REQUIRE_NOTHROW(runRanks(9, [&](Comm& comm) {
-    auto counted = test::countingComm(comm, traffic[comm.rank()]);
-    int32_t mine = comm.rank();
-    std::vector<int32_t> all(9, -1);
-    allgatherv(*counted, &mine, all.data(), std::vector<std::size_t>(9, 4));
-    for (int r = 0; r < 9; ++r) HVD_ENFORCE_EQ(all[r], r);
-  }));
+  std::vector<test::Traffic> overTcp = allgatherTraffic(9, Transport::Tcp);
   for (int r = 0; r < 9; ++r) {
-    INFO("rank " << r << ": " << test::describe(traffic[r]));
-    CHECK(traffic[r].peers == std::set<int>{(r + 8) % 9, (r + 7) % 9, (r + 5) % 9, (r + 1) % 9});
-    CHECK(traffic[r].bytes == 8 * 4);
+    INFO("rank " << r << ": " << test::describe(overTcp[r]));
+    CHECK(overTcp[r].peers == std::set<int>{(r + 8) % 9, (r + 7) % 9, (r + 5) % 9, (r + 1) % 9});
+    CHECK(overTcp[r].bytes == 8 * 4);
   }
   // Over shared memory each extra peer would take a ring of /dev/shm: the ring's one peer.
   CHECK(chooseFlatAllgather(64, 64, true) == AllgatherAlgorithm::Ring);
-  std::vector<test::Traffic> overShm(9);
-  REQUIRE_NOTHROW(runRanks(
-      9,
-      [&](Comm& comm) {
-        auto counted = test::countingComm(comm, overShm[comm.rank()]);
-        int32_t mine = comm.rank();
-        std::vector<int32_t> all(9, -1);
-        allgatherv(*counted, &mine, all.data(), std::vector<std::size_t>(9, 4));
-        for (int r = 0; r < 9; ++r) HVD_ENFORCE_EQ(all[r], r);
-      },
-      over(Transport::Shm)));
+  std::vector<test::Traffic> overShm = allgatherTraffic(9, Transport::Shm);
   for (int r = 0; r < 9; ++r) {
     INFO("rank " << r << " over shared memory: " << test::describe(overShm[r]));
     CHECK(overShm[r].peers == std::set<int>{(r + 1) % 9});

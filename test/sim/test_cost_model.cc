@@ -24,16 +24,30 @@ namespace {
 constexpr AllreduceAlgorithm kFlat[] = {AllreduceAlgorithm::RecursiveDoubling,
                                         AllreduceAlgorithm::Ring, AllreduceAlgorithm::Rabenseifner};
 
-// Simulated seconds of a timing-only in-place float32 allreduce of `bytes` by `algorithm`.
-double simulated(sim::SimWorld& world, std::size_t bytes, AllreduceAlgorithm algorithm) {
+// The one buffer every rank of a timing-only run reads and writes (it moves no bytes).
+std::byte* timingBuffer() {
   static std::unique_ptr<std::byte[]> buffer =
       std::make_unique_for_overwrite<std::byte[]>(64 << 20);
+  return buffer.get();
+}
+
+// A timing-only simulation on the built-in network model with `perHost` ranks per host.
+sim::SimOptions timingOnly(int perHost) {
+  sim::SimOptions options;
+  options.model.ranksPerHost = perHost;
+  options.moveData = false;
+  return options;
+}
+
+// Simulated seconds of a timing-only in-place float32 allreduce of `bytes` by `algorithm`.
+double simulated(sim::SimWorld& world, std::size_t bytes, AllreduceAlgorithm algorithm) {
+  std::byte* buffer = timingBuffer();
   AllreduceOptions o;
   o.algorithm = algorithm;
   std::size_t count = std::max<std::size_t>(1, bytes / 4);
   return world
       .run([&](Comm& comm) {
-        allreduce(comm, buffer.get(), buffer.get(), count, DType::Float32, ReduceOp::Sum, o);
+        allreduce(comm, buffer, buffer, count, DType::Float32, ReduceOp::Sum, o);
       })
       .seconds;
 }
@@ -44,11 +58,8 @@ TEST_CASE("the cost model's choice is within 15% of the fastest simulated algori
           "[cost_model]") {
   int ranks = GENERATE(16, 48, 64);
   int perHost = GENERATE(1, 8);
-  NetworkModel model;
-  model.ranksPerHost = perHost;
-  sim::SimOptions options;
-  options.model = model;
-  options.moveData = false;
+  sim::SimOptions options = timingOnly(perHost);
+  const NetworkModel& model = options.model;
   sim::SimWorld world(ranks, options);
   CommShape shape{ranks, perHost};
   for (std::size_t bytes = 4; bytes <= (16u << 20); bytes *= 16) {
@@ -314,11 +325,9 @@ TEST_CASE("both hierarchical splits sum every rank's data at 64 ranks in the sim
 namespace {
 
 double simulatedBroadcast(sim::SimWorld& world, std::size_t bytes, BroadcastAlgorithm algorithm) {
-  static std::unique_ptr<std::byte[]> buffer =
-      std::make_unique_for_overwrite<std::byte[]>(64 << 20);
   BroadcastOptions o;
   o.algorithm = algorithm;
-  return world.run([&](Comm& comm) { broadcast(comm, buffer.get(), bytes, 0, o); }).seconds;
+  return world.run([&](Comm& comm) { broadcast(comm, timingBuffer(), bytes, 0, o); }).seconds;
 }
 
 }  // namespace
@@ -327,11 +336,8 @@ TEST_CASE("broadcast: the model's pick is within 15% of the faster simulated, it
           "[cost_model][broadcast]") {
   int ranks = GENERATE(16, 64, 256, 1024);
   int perHost = GENERATE(1, 8);
-  NetworkModel model;
-  model.ranksPerHost = perHost;
-  sim::SimOptions options;
-  options.model = model;
-  options.moveData = false;
+  sim::SimOptions options = timingOnly(perHost);
+  const NetworkModel& model = options.model;
   sim::SimWorld world(ranks, options);
   CommShape shape{ranks, perHost};
   constexpr std::size_t kSegment = 512 * 1024;  // TCP's pipeline segment (Comm's default)
@@ -472,12 +478,11 @@ namespace {
 // Simulated seconds of a timing-only allgather of `blockBytes` from every rank by `algorithm`.
 double simulatedAllgather(sim::SimWorld& world, std::size_t blockBytes,
                           AllgatherAlgorithm algorithm) {
-  static std::unique_ptr<std::byte[]> buffer =
-      std::make_unique_for_overwrite<std::byte[]>(64 << 20);
+  std::byte* buffer = timingBuffer();
   std::vector<std::size_t> blocks(world.size(), blockBytes);
   return world
       .run([&](Comm& comm) {
-        allgatherv(comm, buffer.get(), buffer.get(), blocks, kAllgatherSegmentBytes, algorithm);
+        allgatherv(comm, buffer, buffer, blocks, kAllgatherSegmentBytes, algorithm);
       })
       .seconds;
 }
@@ -493,11 +498,7 @@ TEST_CASE(
   // communicator does not know its hosts' shape, so auto keeps the ring for large blocks there.
   int ranks = GENERATE(16, 64, 256);
   int perHost = GENERATE(1, 8);
-  NetworkModel model;
-  model.ranksPerHost = perHost;
-  sim::SimOptions options;
-  options.model = model;
-  options.moveData = false;
+  sim::SimOptions options = timingOnly(perHost);
   sim::SimWorld world(ranks, options);
   for (std::size_t block = 4; block * ranks <= (32u << 20); block *= 4) {
     double ring = simulatedAllgather(world, block, AllgatherAlgorithm::Ring);
