@@ -3,8 +3,9 @@
 # ranks with hvd (DistributedOptimizer, broadcast from rank 0, metrics averaged across ranks).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-"$repo/scripts/setup.sh"
-"$repo/scripts/build.sh"
+# Only what the demo runs: hvdrun and the Python package (scripts/test.sh builds the rest).
+"$repo/scripts/setup.sh" --demo
+"$repo/scripts/build.sh" hvdrun _core
 build=${HVD_BUILD_DIR:-$repo/build}
 venv=${HVD_VENV:-$HOME/.cache/hvd/venv}
 exec "$build/apps/hvdrun" -np 2 -H localhost:2 "$venv/bin/python" \

@@ -21,6 +21,8 @@ cxx=${HVD_SANITIZE_CXX:-clang++}
 fuzzers=(frame rendezvous_protocol engine_messages host_spec hostfile ssh_config)
 
 has() { [[ " $parts " == *" $1 "* ]]; }
+# ccache keys relative to the checkout (scripts/build.sh): a clone elsewhere hits the same entries.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$repo} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 
 # configure DIR SANITIZERS [extra cmake args...]
 configure() {

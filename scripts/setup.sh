@@ -2,18 +2,30 @@
 # Installs what hvd needs and is missing: Debian packages, then a Python virtualenv outside the
 # repository (HVD_VENV, default ~/.cache/hvd/venv) from the pinned requirement files. Idempotent:
 # a second run with nothing to do only checks and returns in seconds.
+#
+#   setup.sh          everything the tests need (scripts/test.sh)
+#   setup.sh --demo   only what the demo needs (scripts/demo.sh): the build's packages and one
+#                     virtualenv with PyTorch; no sanitizer toolchain, TensorFlow or sshd
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+mode=all
+[ "${1:-}" = --demo ] && mode=demo
 
 apt_packages=(
   build-essential cmake pkg-config ccache
   libcli11-dev libspdlog-dev libboost-dev libboost-context-dev nlohmann-json3-dev libssh2-1-dev catch2 libssl-dev
-  python3-venv python3-dev openssh-server openssh-client procps iproute2
-  # scripts/sanitize.sh: clang, its sanitizer and libFuzzer runtimes, llvm-symbolizer for reports
-  clang libclang-rt-dev llvm
-  # scripts/check_format.sh (in the tests): the clang-format .clang-format was written for
-  clang-format
+  python3-venv python3-dev procps
 )
+if [ "$mode" = all ]; then
+  apt_packages+=(
+    # the SSH and network-namespace tests
+    openssh-server openssh-client iproute2
+    # scripts/sanitize.sh: clang, its sanitizer and libFuzzer runtimes, llvm-symbolizer for reports
+    clang libclang-rt-dev llvm
+    # scripts/check_format.sh (in the tests): the clang-format .clang-format was written for
+    clang-format
+  )
+fi
 
 missing=()
 for p in "${apt_packages[@]}"; do
@@ -28,26 +40,41 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# A virtualenv at $1 with the pinned requirements file $2 installed; reinstalls when the file
-# changed since (a stamp of its hash in the venv).
+venv=${HVD_VENV:-$HOME/.cache/hvd/venv}
+# uv installs the requirements: it downloads PyTorch's wheels in parallel (pip fetches them one
+# at a time) and links installed files from its cache. It lives in the main virtualenv.
+uv="$venv/bin/uv"
+
+# venv_with DIR REQUIREMENTS...: a virtualenv at DIR with the pinned requirement files installed;
+# installs again when any of them changed since (a stamp of their hashes in the venv).
 venv_with() {
-  local dir=$1 requirements=$2
-  local stamp="$dir/.hvd-requirements.sha256" want
-  want=$(sha256sum "$requirements" | cut -d' ' -f1)
+  local dir=$1
+  shift
+  local stamp="$dir/.hvd-$(basename "$1" .txt).sha256" want files=()
+  want=$(cat "$@" | sha256sum | cut -d' ' -f1)
   if [ ! -x "$dir/bin/python" ]; then
     echo "setup: creating virtualenv $dir"
     mkdir -p "$(dirname "$dir")"
     python3 -m venv "$dir"
   fi
   if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-    echo "setup: installing $(basename "$requirements") into $dir"
-    "$dir/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements"
+    echo "setup: installing $(for f in "$@"; do basename "$f"; done | paste -sd' ') into $dir"
+    for f in "$@"; do files+=(-r "$f"); done
+    "$uv" pip install -q --python "$dir/bin/python" "${files[@]}"
     echo "$want" >"$stamp"
   fi
 }
 
-venv=${HVD_VENV:-$HOME/.cache/hvd/venv}
-venv_with "$venv" "$repo/python/requirements.txt"
+if [ ! -x "$uv" ]; then
+  [ -x "$venv/bin/python" ] || { mkdir -p "$(dirname "$venv")"; python3 -m venv "$venv"; }
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check uv==0.13.9
+fi
+if [ "$mode" = demo ]; then
+  venv_with "$venv" "$repo/python/requirements-demo.txt"
+  echo "setup: ok for the demo (venv $venv)"
+  exit 0
+fi
+venv_with "$venv" "$repo/python/requirements.txt" "$repo/python/requirements-demo.txt"
 # TensorFlow 2.15 with Keras 2 and Estimator, the second environment the TensorFlow tests run in
 # (a venv of its own: it needs NumPy 1 and another TensorFlow). Same Python, so hvd's compiled
 # core serves both.
