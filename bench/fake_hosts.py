@@ -389,7 +389,7 @@ def main():
         raise SystemExit(f"fake_hosts: {reason}")
     if args.plot and importlib.util.find_spec("matplotlib") is None:
         raise SystemExit(f"fake_hosts: --plot needs matplotlib, which {sys.executable} lacks "
-                         "(run it with the project's venv python)")
+                         "(scripts/setup.sh --bench installs it into the project's venv)")
     for tool in (HVDRUN, WORKER):
         if not tool.exists():
             raise SystemExit(f"fake_hosts: {tool} not found; build first (scripts/build.sh)")

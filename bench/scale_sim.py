@@ -14,6 +14,7 @@ against ranks per size (PNG, with matplotlib).
         --json bench/results/scale_sim_broadcast.json
 """
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -122,6 +123,9 @@ def main():
     p.add_argument("--plot", help="write the PNG here")
     p.add_argument("--from-json", help="only redraw the table and plot from this file")
     args = p.parse_args()
+    if args.plot and importlib.util.find_spec("matplotlib") is None:
+        p.error(f"--plot needs matplotlib, which {sys.executable} lacks "
+                "(scripts/setup.sh --bench installs it)")
     if args.from_json:
         with open(args.from_json) as f:
             saved = json.load(f)

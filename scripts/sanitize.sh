@@ -78,26 +78,45 @@ if has tsan; then
   run_tests "$prefix-tsan" "${filters[@]}"
 fi
 
+# fuzz NAME: one fuzzer from its committed corpus (read only: new inputs go to a scratch dir)
+# for fuzz_seconds; a crash, leak, timeout or sanitizer report fails it and leaves the input in
+# $prefix-asan/fuzz-artifacts. Prints its summary, or the log's tail when it failed.
+fuzz() {
+  local name=$1 scratch rc=0
+  scratch=$(mktemp -d)
+  "$prefix-asan/test/fuzz/${name}_fuzzer" "$scratch" "$repo/test/fuzz/corpus/$name" \
+    -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
+    -artifact_prefix="$artifacts/${name}-" -print_final_stats=1 2>"$scratch.log" || rc=$?
+  if [ $rc -ne 0 ]; then
+    tail -n 60 "$scratch.log"
+    echo "sanitize: the $name fuzzer failed; its input is in $artifacts" >&2
+  else
+    echo "sanitize: $name: $(grep -E '^stat::(number_of_executed_units|new_units_added)' \
+      "$scratch.log" | tr '\n' ' ')"
+  fi
+  rm -rf "$scratch" "$scratch.log"
+  return $rc
+}
+
 if has fuzz; then
-  # Each fuzzer starts from its committed corpus (read only: new inputs go to a scratch dir)
-  # and stops after fuzz_seconds; a crash, leak, timeout or sanitizer report fails the run and
-  # leaves the input in $prefix-asan/fuzz-artifacts.
+  # The fuzzers run side by side, one per core, each for fuzz_seconds of its own core.
   artifacts="$prefix-asan/fuzz-artifacts"
   mkdir -p "$artifacts"
+  echo "sanitize: fuzzing ${fuzzers[*]}, ${fuzz_seconds}s each, $jobs at a time"
+  failed=0
+  running=0
   for name in "${fuzzers[@]}"; do
-    scratch=$(mktemp -d)
-    echo "sanitize: fuzzing $name for ${fuzz_seconds}s"
-    if ! "$prefix-asan/test/fuzz/${name}_fuzzer" "$scratch" "$repo/test/fuzz/corpus/$name" \
-        -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
-        -artifact_prefix="$artifacts/${name}-" -print_final_stats=1 2>"$scratch.log"; then
-      tail -n 60 "$scratch.log"
-      echo "sanitize: the $name fuzzer failed; its input is in $artifacts" >&2
-      rm -rf "$scratch" "$scratch.log"
-      exit 1
+    if [ $running -ge "$jobs" ]; then
+      wait -n || failed=1
+      running=$((running - 1))
     fi
-    grep -E '^(stat::number_of_executed_units|stat::new_units_added)' "$scratch.log" | tr '\n' ' '
-    echo
-    rm -rf "$scratch" "$scratch.log"
+    fuzz "$name" &
+    running=$((running + 1))
   done
+  while [ $running -gt 0 ]; do
+    wait -n || failed=1
+    running=$((running - 1))
+  done
+  [ $failed -eq 0 ] || exit 1
 fi
 echo "sanitize: ok ($parts)"

@@ -6,17 +6,23 @@
 #   setup.sh          everything the tests need (scripts/test.sh)
 #   setup.sh --demo   only what the demo needs (scripts/demo.sh): the build's packages and one
 #                     virtualenv with PyTorch; no sanitizer toolchain, TensorFlow or sshd
+#   setup.sh --bench  what the tests need, and the benchmarks' plotting (matplotlib)
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 mode=all
-[ "${1:-}" = --demo ] && mode=demo
+case "${1:-}" in
+  "") ;;
+  --demo) mode=demo ;;
+  --bench) mode=bench ;;
+  *) echo "usage: $0 [--demo|--bench]" >&2; exit 2 ;;
+esac
 
 apt_packages=(
   build-essential cmake pkg-config ccache
   libcli11-dev libspdlog-dev libboost-dev libboost-context-dev nlohmann-json3-dev libssh2-1-dev catch2 libssl-dev
   python3-venv python3-dev procps
 )
-if [ "$mode" = all ]; then
+if [ "$mode" != demo ]; then
   apt_packages+=(
     # the SSH and network-namespace tests
     openssh-server openssh-client iproute2
@@ -80,4 +86,5 @@ venv_with "$venv" "$repo/python/requirements.txt" "$repo/python/requirements-dem
 # core serves both.
 venv_tf215=${HVD_VENV_TF215:-$HOME/.cache/hvd/venv-tf215}
 venv_with "$venv_tf215" "$repo/python/requirements-tf215.txt"
+[ "$mode" = bench ] && venv_with "$venv" "$repo/python/requirements-bench.txt"
 echo "setup: ok (venv $venv, TensorFlow 2.15 venv $venv_tf215)"

@@ -2,6 +2,7 @@
 import functools
 import os
 import pathlib
+import resource
 import subprocess
 import sys
 
@@ -71,6 +72,57 @@ def process_gone(pid):
     except FileNotFoundError:
         return True
     return False
+
+
+def pytest_configure(config):
+    # scripts/test.sh runs the suite under pytest-xdist, then the tests marked whole_machine
+    # alone. Tests that share a resource among themselves carry pytest.mark.xdist_group (one
+    # worker runs a group's tests in order).
+    config.addinivalue_line(
+        "markers", "whole_machine: needs the machine to itself: counts machine-wide state "
+        "(every job's /dev/shm segments, free memory) or times against bounds that other tests' "
+        "load would break; run after the parallel tests, alone")
+
+
+# The modules whose tests start PyTorch or TensorFlow on every rank (seconds of CPU each): run
+# first, so that the parallel run's workers share them out instead of ending on them.
+HEAVY_MODULES = ("test_tensorflow_tutorials", "test_python_package", "test_replica_guard",
+                 "test_hvdrun_elastic")
+
+
+def pytest_collection_modifyitems(items):
+    items.sort(key=lambda item: item.module.__name__ not in HEAVY_MODULES)  # stable
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    # The CPU seconds of the processes the test started and waited for (hvdrun and, through it,
+    # its local ranks): the suite's cost on a machine of few cores is CPU, not wall time.
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    yield
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    item.user_properties.append(("cpu_seconds", round(cpu, 2)))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The tests whose processes used the most CPU, and the total (with --durations)."""
+    shown = terminalreporter.config.option.durations
+    if shown is None:
+        return
+    costs = []
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            for key, value in getattr(report, "user_properties", ()):
+                if key == "cpu_seconds" and getattr(report, "when", "") == "call":
+                    costs.append((value, report.nodeid))
+    if not costs:
+        return
+    costs.sort(reverse=True)
+    total = sum(c for c, _ in costs)
+    terminalreporter.write_sep("=", f"CPU seconds of the tests' processes: {total:.0f} in all")
+    for cpu, nodeid in costs[:shown or len(costs)]:
+        terminalreporter.write_line(f"{cpu:8.1f}s cpu  {nodeid}")
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -3,7 +3,9 @@ real OpenSSH sshd on keys generated for the test. hvdrun runs in the root namesp
 the hosts over veth pairs, as it would reach machines on a LAN; the ranks on different hosts talk
 over the same bridge. Needs root (ip netns); callers skip with a message otherwise."""
 import contextlib
+import fcntl
 import os
+import re
 import pathlib
 import shutil
 import socket
@@ -34,10 +36,22 @@ def sh(*args, check=True):
     return subprocess.run(list(args), capture_output=True, text=True, check=check)
 
 
-class SshHosts:
-    """`count` hosts at 10.N.0.2, 10.N.0.3, ...; the bridge (hvdrun's side) is 10.N.0.1."""
+# Held while a subnet is chosen and its bridge given its address, so that hosts made at the same
+# time by other processes (the parallel test runner's workers, a benchmark) take other subnets.
+SUBNET_LOCK = "/run/lock/hvd-test-subnets.lock"
 
-    def __init__(self, count, subnet, login_home=None, host_keys=None, own_hostnames=False,
+
+def subnets_in_use():
+    """The N of every 10.N.x.x address on this machine's root namespace."""
+    out = sh("ip", "-4", "-o", "addr", "show").stdout
+    return {int(n) for n in re.findall(r"inet 10\.(\d+)\.", out)}
+
+
+class SshHosts:
+    """`count` hosts at 10.N.0.2, 10.N.0.3, ...; the bridge (hvdrun's side) is 10.N.0.1. N is
+    the `subnet` given, or else one that no address on this machine uses."""
+
+    def __init__(self, count, subnet=None, login_home=None, host_keys=None, own_hostnames=False,
                  sshd_options=None):
         """login_home: the HOME sshd gives sessions (its shell reads that .bashrc); default: the
         user's own, so remote shells run this machine's login scripts. host_keys: per host, the
@@ -51,16 +65,20 @@ class SshHosts:
         self.login_home = login_home
         self.host_keys = host_keys or [("ed25519",)] * count
         self.sshd_options = sshd_options or [""] * count
-        self.tag = f"{os.getpid() % 10000}x{subnet}"
-        self.prefix = f"10.{subnet}.0"
-        self.bridge = f"hvdbr{self.tag}"
-        self.bridge_address = f"{self.prefix}.1"
-        self.addresses = [f"{self.prefix}.{i + 2}" for i in range(count)]
-        self.namespaces = [f"hvdns{self.tag}h{i}" for i in range(count)]
+        self.subnet = subnet
+        self._name(subnet if subnet is not None else 0)
         self.dir = pathlib.Path(tempfile.mkdtemp(prefix="hvd-ssh-"))
         self.home = self.dir / "home"  # hvdrun's HOME: its ~/.ssh is made here
         self.key = self.home / ".ssh" / "id_ed25519"
         self.sshd = []
+
+    def _name(self, subnet):
+        self.tag = f"{os.getpid() % 10000}x{subnet}"
+        self.prefix = f"10.{subnet}.0"
+        self.bridge = f"hvdbr{self.tag}"
+        self.bridge_address = f"{self.prefix}.1"
+        self.addresses = [f"{self.prefix}.{i + 2}" for i in range(self.count)]
+        self.namespaces = [f"hvdns{self.tag}h{i}" for i in range(self.count)]
 
     # --- setup -----------------------------------------------------------------------------
     NEIGH = "/proc/sys/net/ipv4/neigh/default/gc_thresh"
@@ -81,16 +99,39 @@ class SshHosts:
         for path in sorted(self._neigh_saved, reverse=True):  # thresh3 first: 1 <= 2 <= 3
             pathlib.Path(path).write_text(str(need))
 
+    def _add_bridge(self):
+        """The bridge with its address, in a subnet no other bridge on this machine uses."""
+        os.makedirs(os.path.dirname(SUBNET_LOCK), exist_ok=True)
+        with open(SUBNET_LOCK, "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            used = subnets_in_use()
+            if self.subnet is None:
+                free = [n for n in range(10, 250) if n not in used]
+                if not free:
+                    raise RuntimeError("no free 10.N.0.0/24 subnet for the test hosts")
+                self._name(free[0])
+            elif self.subnet in used:
+                raise RuntimeError(f"subnet 10.{self.subnet}.0.0/24 is in use on this machine")
+            sh("ip", "link", "add", self.bridge, "type", "bridge")
+            sh("ip", "addr", "add", f"{self.bridge_address}/24", "dev", self.bridge)
+        sh("ip", "link", "set", self.bridge, "up")
+
     def start(self):
+        """Makes the hosts; on a failure removes what it made, then raises."""
+        try:
+            return self._start()
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self):
         os.makedirs("/run/sshd", exist_ok=True)
         if self.count > 16:
             self._make_room_for_neighbours()
         (self.home / ".ssh").mkdir(parents=True, mode=0o700)
         sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(self.key))
         (self.dir / "authorized_keys").write_text((self.key.with_suffix(".pub")).read_text())
-        sh("ip", "link", "add", self.bridge, "type", "bridge")
-        sh("ip", "addr", "add", f"{self.bridge_address}/24", "dev", self.bridge)
-        sh("ip", "link", "set", self.bridge, "up")
+        self._add_bridge()
         for i, (ns, address) in enumerate(zip(self.namespaces, self.addresses)):
             outer, inner = f"hvdv{self.tag}a{i}", f"hvdv{self.tag}b{i}"
             sh("ip", "netns", "add", ns)
@@ -163,6 +204,11 @@ MaxSessions 100
         env["HOME"] = str(self.home)
         env.update(extra)
         return env
+
+    def known_hosts(self):
+        """known_hosts lines for every host's ed25519 key, as ssh records a non-22 port."""
+        return "".join(f"[{a}]:{SSH_PORT} {self.host_key(i)}\n"
+                       for i, a in enumerate(self.addresses))
 
     def hosts(self, slots):
         return ",".join(f"{a}:{slots}" for a in self.addresses)

@@ -54,6 +54,7 @@ def test_reports_the_build_the_devices_and_the_python_side(tmp_path):
         assert "[ ] Keras (hvd.tensorflow.keras): not installed" in out, out
 
 
+@pytest.mark.whole_machine  # compares /dev/shm's free space over time
 @pytest.mark.parametrize("ring", [None, 1 << 30])
 def test_reports_the_room_in_dev_shm_for_the_ring_size_workers_would_use(ring):
     env = dict(os.environ)

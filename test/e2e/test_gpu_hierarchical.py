@@ -11,8 +11,10 @@ import pytest
 from conftest import FAKE_HOST, cuda_ready, run_hvdrun
 
 
-pytestmark = pytest.mark.skipif(not cuda_ready(),
-                                reason="needs a CUDA device, torch and hvd built with NCCL")
+# The GPU tests share one device (and time it): one worker of the parallel runner runs them all.
+pytestmark = [pytest.mark.skipif(not cuda_ready(),
+                                 reason="needs a CUDA device, torch and hvd built with NCCL"),
+              pytest.mark.xdist_group("gpu")]
 
 WORKER = r"""
 import os, sys, torch

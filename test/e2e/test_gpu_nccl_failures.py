@@ -12,8 +12,10 @@ import pytest
 
 from conftest import FAKE_HOST, cuda_ready, run_hvdrun
 
-pytestmark = pytest.mark.skipif(not cuda_ready(),
-                                reason="needs a CUDA device, torch and hvd built with NCCL")
+# The GPU tests share one device (and time it): one worker of the parallel runner runs them all.
+pytestmark = [pytest.mark.skipif(not cuda_ready(),
+                                 reason="needs a CUDA device, torch and hvd built with NCCL"),
+              pytest.mark.xdist_group("gpu")]
 
 # Rank 1 keeps its GPU busy for about two minutes on the stream that produces the tensor, so its NCCL kernel
 # cannot start (hvd's stream waits for the caller's) while rank 0's waits for it in NCCL.

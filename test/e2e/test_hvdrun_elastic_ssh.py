@@ -16,12 +16,14 @@ from ssh_hosts import SSH_PORT, SshHosts, unavailable_reason
 from test_hvdrun_elastic import WORKER, finals
 
 _reason = unavailable_reason()
-pytestmark = pytest.mark.skipif(_reason is not None, reason=f"SSH hosts: {_reason}")
+# One worker of the parallel runner runs the module, in order, on one set of hosts.
+pytestmark = [pytest.mark.skipif(_reason is not None, reason=f"SSH hosts: {_reason}"),
+              pytest.mark.xdist_group("elastic_ssh")]
 
 
 @pytest.fixture(scope="module")
 def hosts():
-    h = SshHosts(2, 200 + os.getpid() % 50).start()
+    h = SshHosts(2).start()
     yield h
     h.close()
 

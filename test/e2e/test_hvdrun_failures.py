@@ -118,6 +118,7 @@ def descendants(pid):
     return out
 
 
+@pytest.mark.whole_machine  # compares every job's /dev/shm
 def test_sigkill_of_hvdrun_at_random_moments_leaves_no_shared_memory_behind():
     # 20 jobs whose ranks set up and use shared memory; each hvdrun is SIGKILLed at a random
     # moment of its start-up or run. Its orphan guardian stops the workers and removes what they
@@ -243,9 +244,18 @@ WRAPPER = ["sh", "-c", '"$@"; exit 0', "wrapper"]
 DIE_WORKER = pathlib.Path(__file__).with_name("die_in_collective_worker.py")
 
 
-@pytest.mark.parametrize("transport", ["shm", "tcp"])
-@pytest.mark.parametrize("sig", [signal.SIGABRT, signal.SIGKILL], ids=["SIGABRT", "SIGKILL"])
-@pytest.mark.parametrize("worker", ["c++", "numpy", "torch", "tensorflow"])
+def dying_cases():
+    """Every signal over every transport for the C++ and NumPy workers; the frameworks only
+    change how the survivors' error reaches them, so each runs once per transport, with the two
+    signals crossed (each of their runs starts the framework on 3 ranks)."""
+    sigs = {"SIGABRT": signal.SIGABRT, "SIGKILL": signal.SIGKILL}
+    cases = [(w, s, t) for w in ("c++", "numpy") for s in sigs for t in ("shm", "tcp")]
+    cases += [("torch", "SIGKILL", "shm"), ("torch", "SIGABRT", "tcp"),
+              ("tensorflow", "SIGABRT", "shm"), ("tensorflow", "SIGKILL", "tcp")]
+    return [pytest.param(w, sigs[s], t, id=f"{w}-{s}-{t}") for w, s, t in cases]
+
+
+@pytest.mark.parametrize("worker, sig, transport", dying_cases())
 def test_a_rank_dying_inside_a_collective_behind_a_wrapper_is_noticed_and_named(worker, sig,
                                                                                transport):
     if worker == "c++":
@@ -332,13 +342,16 @@ def test_a_rank_stopped_inside_a_transfer_is_reported_then_fails_the_job(transpo
     assert took < 30  # hvdrun wakes the stopped rank to stop it: no 10 s grace for SIGKILL
 
 
-def test_a_stopped_rank_ends_the_job_within_90_s_with_default_settings():
+def test_a_stopped_rank_ends_the_job_after_the_liveness_timeout():
     # Every engine sends a sign of life each second, also from inside a collective's waits; a
-    # rank that goes silent for HVD_LIVENESS_TIMEOUT_SECONDS (60 s) is named and the job ends.
-    # Rank 1 stops between operations in one job and inside a transfer in the other; the two
-    # jobs run side by side (each waits a minute).
+    # rank that goes silent for HVD_LIVENESS_TIMEOUT_SECONDS is named and the job ends. Rank 1
+    # stops between operations in one job and inside a transfer in the other; the two jobs run
+    # side by side. Only the liveness check may end them: the stall and operation timeouts keep
+    # their (longer) defaults. The 60 s default is checked by a unit test of the parameters
+    # (test_params.cc), so this test waits 5 s instead of a minute.
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("HVD_STALL", "HVD_LIVENESS", "HVD_OP_TIMEOUT"))}
+    env["HVD_LIVENESS_TIMEOUT_SECONDS"] = "5"
     here = pathlib.Path(__file__).parent
     started = time.monotonic()
     jobs = [subprocess.Popen([str(HVDRUN), "-np", "3", sys.executable, str(here / name)],
@@ -346,16 +359,16 @@ def test_a_stopped_rank_ends_the_job_within_90_s_with_default_settings():
             for name in ("stop_between_operations_worker.py", "stop_in_collective_worker.py")]
     for job in jobs:
         try:
-            out, err = job.communicate(timeout=150)
+            out, err = job.communicate(timeout=120)
         except subprocess.TimeoutExpired:
             job.kill()
             raise
         took = time.monotonic() - started
         assert job.returncode == 3, err[-2000:]
-        assert took <= 90, took
+        assert took <= 60, took  # well inside the stall check's 60 s warning
         m = re.search(r"^\[(0|2)\]<stdout>:rank \d failed after ([\d.]+) s: (.*)$", out, re.M)
         assert m, out[-2000:]
-        assert re.search(r"rank 1 has sent nothing for 6\d s", m.group(3)), m.group(3)
+        assert re.search(r"rank 1 has sent nothing for [5-9] s", m.group(3)), m.group(3)
         assert "stopped (SIGSTOP" in m.group(3) and "HVD_LIVENESS_TIMEOUT_SECONDS" in m.group(3)
 
 

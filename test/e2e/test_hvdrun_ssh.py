@@ -18,12 +18,14 @@ from ssh_hosts import SSH_PORT, SshHosts, unavailable_reason
 from test_host_hierarchical import WORKER as HIERARCHICAL_WORKER
 
 _reason = unavailable_reason()
-pytestmark = pytest.mark.skipif(_reason is not None, reason=f"SSH hosts: {_reason}")
+# One worker of the parallel runner runs the module, in order, on one set of hosts.
+pytestmark = [pytest.mark.skipif(_reason is not None, reason=f"SSH hosts: {_reason}"),
+              pytest.mark.xdist_group("ssh")]
 
 
 @pytest.fixture(scope="module")
 def hosts():
-    h = SshHosts(2, 50 + os.getpid() % 150).start()
+    h = SshHosts(2).start()
     yield h
     h.close()
 
@@ -279,6 +281,7 @@ def test_stopping_hvdrun_leaves_no_process_on_any_host(hosts, how):
             proc.wait()
 
 
+@pytest.mark.whole_machine  # compares every job's /dev/shm
 def test_a_remote_job_stopped_during_init_leaves_no_segment_in_dev_shm(hosts):
     # Both ranks on one remote host use shared memory. Rank 1 fails before it initialises; rank 0
     # has created its segment and waits for rank 1's when its lifeline stops it (SIGTERM, no
@@ -499,7 +502,7 @@ def test_keys_from_ssh_agent_authenticate(hosts, tmp_path):
     """No key file in ~/.ssh: the only key is held by an ssh-agent."""
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)
-    shutil.copy(hosts.home / ".ssh" / "known_hosts", home / ".ssh" / "known_hosts")
+    (home / ".ssh" / "known_hosts").write_text(hosts.known_hosts())
     sock = tmp_path / "agent.sock"
     agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL)
     try:
@@ -533,7 +536,7 @@ def test_login_script_chatter_does_not_reach_the_ranks_output(tmp_path):
     home = tmp_path / "login-home"
     home.mkdir()
     (home / ".bashrc").write_text("echo welcome-from-bashrc\nsleep 0.2\ntouch ~/bashrc-ran\n")
-    h = SshHosts(1, 30 + os.getpid() % 19, login_home=home).start()
+    h = SshHosts(1, login_home=home).start()
     try:
         r = echo_ranks(h, h.hosts(2))
         assert "welcome-from-bashrc" not in r.stdout + r.stderr
@@ -545,7 +548,7 @@ def test_login_script_chatter_does_not_reach_the_ranks_output(tmp_path):
 def test_key_exchange_is_ecdh_p256_where_offered_and_falls_back_where_not():
     """hvdrun asks for ECDH on P-256 first (cheaper for sshd than curve25519, see
     keyExchangePreference); a server whose admin allows only curve25519 still gets a login."""
-    h = SshHosts(2, 70 + os.getpid() % 19, sshd_options=[
+    h = SshHosts(2, sshd_options=[
         "LogLevel DEBUG1", "LogLevel DEBUG1\nKexAlgorithms curve25519-sha256"]).start()
     try:
         echo_ranks(h, h.hosts(1))

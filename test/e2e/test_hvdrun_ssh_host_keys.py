@@ -13,14 +13,16 @@ from conftest import HVDRUN, REPO
 from ssh_hosts import SSH_PORT, SshHosts, unavailable_reason
 
 _reason = unavailable_reason()
-pytestmark = pytest.mark.skipif(_reason is not None, reason=f"SSH hosts: {_reason}")
+# One worker of the parallel runner runs the module, in order, on one set of hosts.
+pytestmark = [pytest.mark.skipif(_reason is not None, reason=f"SSH hosts: {_reason}"),
+              pytest.mark.xdist_group("ssh_host_keys")]
 
 ED25519, RSA, BOTH = 0, 1, 2  # the hosts, by the keys their sshd offers
 
 
 @pytest.fixture(scope="module")
 def hosts():
-    h = SshHosts(3, 10 + os.getpid() % 19,
+    h = SshHosts(3,
                  host_keys=[("ed25519",), ("rsa",), ("ed25519", "rsa")]).start()
     yield h
     h.close()

@@ -349,6 +349,10 @@ def same_compiler_as_the_build():
         env["CXX"] = entries["CMAKE_CXX_COMPILER"]
     if entries.get("CMAKE_CXX_COMPILER_LAUNCHER"):
         env["CMAKE_CXX_COMPILER_LAUNCHER"] = entries["CMAKE_CXX_COMPILER_LAUNCHER"]
+        # Keys relative to the checkout, as scripts/build.sh's: the wheel's build folder is
+        # another one, and a clone elsewhere has other paths.
+        env["CCACHE_BASEDIR"] = str(REPO)
+        env["CCACHE_NOHASHDIR"] = "1"
     return env
 
 
@@ -356,9 +360,12 @@ def same_compiler_as_the_build():
                     reason="HVD_SKIP_WHEEL_TEST=1")
 def test_pip_install_builds_a_working_package_and_hvdrun(tmp_path):
     wheels = tmp_path / "wheels"
+    # scikit-build-core builds in a folder of the build's that persists (as its docs advise for
+    # repeated builds): a rerun is incremental, and a fresh clone's first build hits ccache.
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-q",
-         "--disable-pip-version-check", "-w", str(wheels), str(REPO)],
+         "--disable-pip-version-check", "--config-settings", f"build-dir={BUILD / 'wheel'}",
+         "-w", str(wheels), str(REPO)],
         capture_output=True, text=True, timeout=900,
         env={**os.environ, "CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2),
              **same_compiler_as_the_build()})

@@ -27,6 +27,7 @@ def assert_links(r, np, what):
 @pytest.mark.parametrize("transport, what", [("auto", "shared memory with 2 local peers"),
                                              ("shm", "shared memory with 2 local peers"),
                                              ("tcp", "tcp on 127.0.0.1:")])
+@pytest.mark.whole_machine  # compares every job's /dev/shm
 def test_a_one_host_job_uses_the_transport_asked_for(transport, what):
     before = hvd_segments()
     r = run_hvdrun("-np", 3, "--log-level", "info", "--transport", transport, WORKER,
@@ -36,6 +37,7 @@ def test_a_one_host_job_uses_the_transport_asked_for(transport, what):
     assert hvd_segments() - before == set()
 
 
+@pytest.mark.whole_machine  # compares every job's /dev/shm
 def test_a_rank_that_cannot_use_shared_memory_moves_every_rank_to_tcp():
     # Rank 1's rings have another size, so no rank can map the segments of all the others.
     cmd = (f'if [ "$HVD_RANK" = 1 ]; then export HVD_SHM_BUFFER_BYTES=8192; fi; '
@@ -69,6 +71,7 @@ def test_hvdrun_rejects_an_unknown_transport():
     assert "--transport" in r.stderr and "rdma" in r.stderr
 
 
+@pytest.mark.whole_machine  # compares every job's /dev/shm
 def test_a_job_stopped_during_init_leaves_no_segment_in_dev_shm():
     # Rank 1 fails before it initialises; rank 0 has created its segment and waits for rank 1's
     # in the rendezvous when hvdrun stops it (SIGTERM, no destructors run), so only the

@@ -8,6 +8,9 @@ import pytest
 
 
 def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "size_dependent: takes a path that depends on the number of ranks (Adasum's "
+        "power of two, process sets' members); scripts/test.sh runs these again at 3 ranks")
     if "HVD_RENDEZVOUS_ADDR" not in os.environ:
         # One rank is still a valid job, but the suite is meant for several.
         print("test/python: not under hvdrun; running as a single-rank job")

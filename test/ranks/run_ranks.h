@@ -4,6 +4,7 @@
 // HVD_ENFORCE or return results, and the test REQUIREs on the main thread.
 #pragma once
 
+#include <atomic>
 #include <exception>
 #include <functional>
 #include <mutex>
@@ -22,6 +23,29 @@ namespace hvd::test {
 
 // Connect and operation timeout of the ranks (scaled: test_time.h).
 inline const std::chrono::milliseconds kTestTimeout = scaled(std::chrono::seconds(5));
+
+// One rank marks that it is past a point (EndOf's destructor: also when it throws); another
+// waits for that instead of sleeping for a guess: e.g. a peer stays connected until the other's
+// receive has timed out. The wait is bounded (scaled), so a rank that never gets there cannot
+// hang the test.
+class Milestone {
+ public:
+  void reach() { reached_ = true; }
+  void await(std::chrono::milliseconds limit = scaled(std::chrono::seconds(10))) const {
+    auto until = std::chrono::steady_clock::now() + limit;
+    while (!reached_ && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+
+  // Reaches the milestone when the scope ends.
+  struct EndOf {
+    Milestone& milestone;
+    ~EndOf() { milestone.reach(); }
+  };
+
+ private:
+  std::atomic<bool> reached_ = false;
+};
 
 enum class Transport { Tcp, Shm };
 

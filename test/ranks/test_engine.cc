@@ -11,6 +11,7 @@
 
 #include "engine_ops.h"
 #include "run_runtimes.h"
+#include "test/ranks/run_ranks.h"  // Milestone
 #include "test/support/elements.h"
 #include "test_time.h"
 
@@ -319,15 +320,19 @@ TEST_CASE("unnamed operations in a process set leave the global set's names in s
 
 TEST_CASE("a stalled operation is reported with the missing rank and then fails the job") {
   auto start = std::chrono::steady_clock::now();
+  test::Milestone failed[2];  // ranks 0 and 1's "stuck" has failed
   auto outcomes = runRuntimes(
       3,
-      [](Runtime& rt, int rank) -> std::string {
+      [&failed](Runtime& rt, int rank) -> std::string {
         std::vector<float> v(4, 1.0f);
         if (rank == 2) {
-          // Never submits "stuck"; its own next operation fails with the report too.
-          std::this_thread::sleep_for(std::chrono::seconds(3));
+          // Never submits "stuck"; its own next operation, once the others' has failed, fails
+          // with the report too.
+          failed[0].await();
+          failed[1].await();
           return errorOf([&] { rt.run(allreduceOf("later", v)); });
         }
+        test::Milestone::EndOf end{failed[rank]};
         return errorOf([&] { rt.run(allreduceOf("stuck", v)); });
       },
       {{"HVD_STALL_CHECK_TIME_SECONDS", "1"}, {"HVD_STALL_SHUTDOWN_TIME_SECONDS", "2"}}, false);

@@ -23,6 +23,7 @@ using namespace hvd;
 using namespace hvd::collectives;
 using test::bytesOf;
 using test::messageOf;
+using test::Milestone;
 using test::pattern;
 using test::RankOptions;
 using test::Transport;
@@ -169,14 +170,19 @@ TEST_CASE("shm: a receive from a peer that left fails naming the peer, after its
 
 TEST_CASE("shm: a receive from a silent peer times out naming it") {
   auto start = Clock::now();
+  Milestone waited;  // rank 0's wait has ended
   auto errors = test::runEachRank(
       2,
-      [](Comm& comm) {
+      [&waited](Comm& comm) {
         std::vector<uint8_t> v(4);
-        if (comm.rank() == 0)
+        // Rank 1 stays connected until rank 0's wait has ended (a peer that left would end it
+        // with "closed by peer" instead).
+        if (comm.rank() == 0) {
+          Milestone::EndOf end{waited};
           comm.peer(1).irecv(bytesOf(v), 9).wait(comm.deadline());
-        else
-          std::this_thread::sleep_for(1000ms);
+        } else {
+          waited.await();
+        }
       },
       shmOptions(64 * 1024, {}, 300ms));
   CHECK(Clock::now() - start < test::scaled(3s));

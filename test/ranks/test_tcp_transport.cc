@@ -12,6 +12,7 @@ using namespace hvd;
 using namespace hvd::collectives;
 using test::bytesOf;
 using test::messageOf;
+using test::Milestone;
 using test::pattern;
 using test::RankOptions;
 
@@ -153,16 +154,19 @@ TEST_CASE("a small receive from a peer that left fails naming the peer") {
 TEST_CASE("a small receive from a silent peer times out naming it") {
   auto waits = GENERATE(from_range(kPolicies));
   auto start = Clock::now();
+  Milestone waited;  // rank 0's wait has ended
   auto errors = test::runEachRank(
       2,
-      [](Comm& comm) {
+      [&waited](Comm& comm) {
         std::vector<uint8_t> v(4);
-        // Rank 0 waits for a message rank 1 never sends; rank 1 stays connected meanwhile (a
-        // peer that left would end the wait with "closed by peer" instead).
-        if (comm.rank() == 0)
+        // Rank 0 waits for a message rank 1 never sends; rank 1 stays connected until that wait
+        // has ended (a peer that left would end it with "closed by peer" instead).
+        if (comm.rank() == 0) {
+          Milestone::EndOf end{waited};
           comm.peer(1).irecv(bytesOf(v), 9).wait(comm.deadline());
-        else
-          std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+        } else {
+          waited.await();
+        }
       },
       RankOptions{"s", waits, std::chrono::milliseconds(300)});
   CHECK(Clock::now() - start < test::scaled(std::chrono::seconds(3)));

@@ -60,6 +60,17 @@ TEST_CASE("the secret parameter is marked so that nothing prints it") {
   }
 }
 
+TEST_CASE(
+    "a silent rank is named after 60 s by default, after HVD_LIVENESS_TIMEOUT_SECONDS if set") {
+  // The end-to-end test of a stopped rank sets a short timeout (test_hvdrun_failures.py); the
+  // production default is checked here, where it costs nothing to check.
+  CHECK(Config::fromParams(ParamValues::fromMap({})).livenessTimeout == std::chrono::seconds(60));
+  auto set = Config::fromParams(ParamValues::fromMap({{"HVD_LIVENESS_TIMEOUT_SECONDS", "5"}}));
+  CHECK(set.livenessTimeout == std::chrono::seconds(5));
+  CHECK(Config::fromParams(ParamValues::fromMap({{"HVD_LIVENESS_TIMEOUT_SECONDS", "0"}}))
+            .livenessTimeout == std::chrono::seconds(0));
+}
+
 TEST_CASE("the engine's and the direct collectives' polling times come from their variables") {
   auto defaults = Config::fromParams(ParamValues::fromMap({}));
   CHECK(defaults.spinTime == std::chrono::microseconds(30));

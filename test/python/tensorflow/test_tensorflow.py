@@ -57,6 +57,7 @@ def test_allreduce_scale_factors_and_bool(graph):
     assert out.numpy().tolist() == [n == 1, True]
 
 
+@pytest.mark.size_dependent
 @modes()
 @pytest.mark.parametrize("dtype", DTYPES + ["bool"])
 def test_allgather_with_different_first_dimensions(dtype, graph):
@@ -68,6 +69,7 @@ def test_allgather_with_different_first_dimensions(dtype, graph):
                                   expected.astype(bool if dtype == "bool" else np.float64))
 
 
+@pytest.mark.size_dependent
 @modes()
 def test_broadcast_from_every_root(graph):
     for root in range(hvd.size()):
@@ -76,6 +78,7 @@ def test_broadcast_from_every_root(graph):
         np.testing.assert_array_equal(out.numpy(), [[1.5 * (root + 1), 2.5 * (root + 1)]])
 
 
+@pytest.mark.size_dependent
 @modes()
 def test_alltoall_with_and_without_splits(graph):
     n, r = hvd.size(), hvd.rank()
@@ -90,6 +93,7 @@ def test_alltoall_with_and_without_splits(graph):
     assert out.numpy().tolist() == [100 * q + 2 * r + k for q in range(n) for k in range(2)]
 
 
+@pytest.mark.size_dependent
 @modes()
 def test_reducescatter_sum_and_average(graph):
     n, r = hvd.size(), hvd.rank()
@@ -101,6 +105,7 @@ def test_reducescatter_sum_and_average(graph):
     np.testing.assert_allclose(out.numpy(), total[2 * r:2 * r + 2] / n)
 
 
+@pytest.mark.size_dependent
 @modes()
 def test_grouped_collectives(graph):
     n, r = hvd.size(), hvd.rank()
@@ -160,6 +165,7 @@ def test_many_independent_collectives_in_one_graph_run_in_program_order(graph):
         np.testing.assert_array_equal(o.numpy(), [n * k + n * (n - 1) / 2] * (k + 1))
 
 
+@pytest.mark.size_dependent
 def test_unsupported_dtypes_and_values_name_the_tensor():
     with pytest.raises(ValueError, match='allreduce "strings".*unsupported dtype string'):
         htf.allreduce(tf.constant(["a"]), name="strings")
@@ -175,6 +181,7 @@ def test_unsupported_dtypes_and_values_name_the_tensor():
             htf.allreduce(tf.ones([1]), op=htf.Adasum)
 
 
+@pytest.mark.size_dependent
 @modes()
 def test_join_lets_the_rank_with_more_data_train_alone(graph):
     last = hvd.size() - 1

@@ -88,6 +88,7 @@ def test_broadcast_roots_that_differ_are_rejected_on_every_rank():
         htf.broadcast(tf.ones([2]), root_rank=hvd.rank(), name="two.roots")
 
 
+@pytest.mark.size_dependent
 def test_alltoall_splits_that_do_not_add_up_are_invalid_arguments():
     needs_two_ranks()
     with pytest.raises(tf.errors.InvalidArgumentError) as caught:

@@ -18,6 +18,7 @@ import horovod.tensorflow as horovod_tf  # noqa: E402
 
 
 
+@pytest.mark.size_dependent
 @modes()
 def test_gradients_of_the_collectives(graph):
     n, r = hvd.size(), hvd.rank()
@@ -44,6 +45,7 @@ def test_gradients_of_the_collectives(graph):
     np.testing.assert_allclose(g_rs, [n, n])
 
 
+@pytest.mark.size_dependent
 @modes()
 def test_grouped_reducescatter_gradient_of_float64_tensors_with_float32_output_gradients(graph):
     # Horovod's test_horovod_grouped_reducescatter_grad_cpu: the output gradient given for one
@@ -64,6 +66,7 @@ def test_grouped_reducescatter_gradient_of_float64_tensors_with_float32_output_g
             np.testing.assert_array_equal(np.asarray(g, np.float64), np.ones([n * 4] * dim))
 
 
+@pytest.mark.size_dependent
 @modes()
 def test_gradients_of_the_grouped_collectives(graph):
     n, r = hvd.size(), hvd.rank()

@@ -17,6 +17,7 @@ def rank_batch(r):
     return np.sin(x * (r + 1)) * (r + 1), np.cos(x + r)  # inputs, loss weights
 
 
+@pytest.mark.size_dependent
 @modes()
 def test_matches_batch_norm_on_every_ranks_batch_with_its_gradient(graph):
     n, r = hvd.size(), hvd.rank()
