@@ -2,8 +2,8 @@
 # Builds the C++ unit and rank tests with clang under AddressSanitizer+UndefinedBehaviorSanitizer
 # (with the libFuzzer targets of test/fuzz) and under ThreadSanitizer, runs the tests, then runs
 # the fuzzers, one per core side by side, each for a bounded time from its seed corpus
-# (test/fuzz/corpus/<name>). Any finding
-# fails the run: the code is built with -fno-sanitize-recover and the runtimes halt on error.
+# (test/fuzz/corpus/<name>). Any finding fails the run: the code is built with
+# -fno-sanitize-recover and the runtimes halt on error.
 # Only what these tests need is built: no Python package, no CUDA, no apps.
 #
 # Build dirs: $HVD_BUILD_DIR-asan and $HVD_BUILD_DIR-tsan (default build-asan, build-tsan).
