@@ -106,18 +106,16 @@ if has fuzz; then
   echo "sanitize: fuzzing ${fuzzers[*]}, ${fuzz_seconds}s each, $jobs at a time"
   failed=0
   running=0
+  reap_one() {  # waits for one fuzzer to end
+    wait -n || failed=1
+    running=$((running - 1))
+  }
   for name in "${fuzzers[@]}"; do
-    if [ $running -ge "$jobs" ]; then
-      wait -n || failed=1
-      running=$((running - 1))
-    fi
+    [ $running -lt "$jobs" ] || reap_one
     fuzz "$name" &
     running=$((running + 1))
   done
-  while [ $running -gt 0 ]; do
-    wait -n || failed=1
-    running=$((running - 1))
-  done
+  while [ $running -gt 0 ]; do reap_one; done
   [ $failed -eq 0 ] || exit 1
 fi
 echo "sanitize: ok ($parts)"

@@ -51,28 +51,33 @@ venv=${HVD_VENV:-$HOME/.cache/hvd/venv}
 # at a time) and links installed files from its cache. It lives in the main virtualenv.
 uv="$venv/bin/uv"
 
-# venv_with DIR REQUIREMENTS...: a virtualenv at DIR with the pinned requirement files installed;
-# installs again when any of them changed since (a stamp of their hashes in the venv).
-venv_with() {
-  local dir=$1
-  shift
-  local stamp="$dir/.hvd-$(basename "$1" .txt).sha256" want files=()
-  want=$(cat "$@" | sha256sum | cut -d' ' -f1)
-  if [ ! -x "$dir/bin/python" ]; then
-    echo "setup: creating virtualenv $dir"
-    mkdir -p "$(dirname "$dir")"
-    python3 -m venv "$dir"
+# make_venv DIR: a virtualenv at DIR, unless there is one.
+make_venv() {
+  if [ ! -x "$1/bin/python" ]; then
+    echo "setup: creating virtualenv $1"
+    mkdir -p "$(dirname "$1")"
+    python3 -m venv "$1"
   fi
+}
+
+# venv_with DIR REQUIREMENTS [INCLUDED...]: a virtualenv at DIR with the pinned requirement file
+# installed; installs again when it or a file it includes (-r, named after it) changed since (a
+# stamp of their hashes in the venv).
+venv_with() {
+  local dir=$1 requirements=$2
+  shift
+  local stamp="$dir/.hvd-$(basename "$requirements" .txt).sha256" want
+  want=$(cat "$@" | sha256sum | cut -d' ' -f1)
+  make_venv "$dir"
   if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-    echo "setup: installing $(for f in "$@"; do basename "$f"; done | paste -sd' ') into $dir"
-    for f in "$@"; do files+=(-r "$f"); done
-    "$uv" pip install -q --python "$dir/bin/python" "${files[@]}"
+    echo "setup: installing $(basename "$requirements") into $dir"
+    "$uv" pip install -q --python "$dir/bin/python" -r "$requirements"
     echo "$want" >"$stamp"
   fi
 }
 
 if [ ! -x "$uv" ]; then
-  [ -x "$venv/bin/python" ] || { mkdir -p "$(dirname "$venv")"; python3 -m venv "$venv"; }
+  make_venv "$venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check uv==0.13.9
 fi
 if [ "$mode" = demo ]; then

@@ -5,7 +5,7 @@
 #                    ASAN+UBSAN and TSAN, and the fuzzers (scripts/sanitize.sh; HVD_SKIP_SANITIZE=1
 #                    leaves them out); the Python API suites under hvdrun with 2 and 3 ranks and
 #                    on TensorFlow 2.15; the end-to-end suite, in parallel, then its tests that
-#                    need the machine to themselves (last, so their summary closes the output)
+#                    need the machine to themselves
 #   test.sh --quick  the inner loop: builds what it runs, then the unit and rank tests, the
 #                    layers/params/format checks and one Python suite under hvdrun -np 2
 #
@@ -22,8 +22,8 @@ esac
 build=${HVD_BUILD_DIR:-$repo/build}
 venv=${HVD_VENV:-$HOME/.cache/hvd/venv}
 venv_tf215=${HVD_VENV_TF215:-$HOME/.cache/hvd/venv-tf215}
-# Most end-to-end tests wait on processes, sockets and timeouts more than they compute: more
-# workers than cores keeps both cores busy (docs/testing.md has the measurements).
+# One worker more than cores covers the tests that wait on timeouts; the suite is CPU-bound, so
+# more gain nothing (docs/testing.md has the measurements).
 e2e_workers=${HVD_E2E_WORKERS:-$(($(nproc) + 1))}
 
 phases=()

@@ -5,8 +5,8 @@ over the same bridge. Needs root (ip netns); callers skip with a message otherwi
 import contextlib
 import fcntl
 import os
-import re
 import pathlib
+import re
 import shutil
 import socket
 import subprocess

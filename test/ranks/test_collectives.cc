@@ -1,10 +1,10 @@
 // The correctness matrix of the collectives: transport {tcp, shm} x world size {1, 2, 3, 4, 7} x
 // element count {0, 1, 17, 1000, one segment + 1, a few MiB (largeCountFor)} x every dtype x
 // every op, in place and out of place, through every allreduce algorithm (Rabenseifner's also at
-// n = 5, 6, 8, 9 and 16, for its fold and for blocks left empty when count < n). Inputs are filled
-// from rank and index so that the expected result has a closed form. Checks inside the rank threads
-// use HVD_ENFORCE (Catch2 is not thread-safe); runRanks rethrows the first failure on the main
-// thread.
+// n = 5, 6, 8, 9 and 16, for its fold and for blocks left empty when count < n). Inputs are
+// filled from rank and index so that the expected result has a closed form. Checks inside the
+// rank threads use HVD_ENFORCE (Catch2 is not thread-safe); runRanks rethrows the first failure on
+// the main thread.
 #include <catch2/catch.hpp>
 
 #include <cmath>
