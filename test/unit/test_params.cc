@@ -71,6 +71,20 @@ TEST_CASE(
             .livenessTimeout == std::chrono::seconds(0));
 }
 
+TEST_CASE("HVD_CHECK_REPLICAS: off, first and every:N; anything else named with what it takes") {
+  auto every = [](const std::string& text) {
+    return Config::fromParams(ParamValues::fromMap({{"HVD_CHECK_REPLICAS", text}}))
+        .checkReplicasEvery;
+  };
+  CHECK(Config::fromParams(ParamValues::fromMap({})).checkReplicasEvery == 0);  // first
+  CHECK(every("off") == -1);
+  CHECK(every("first") == 0);
+  CHECK(every("every:2") == 2);
+  for (const char* bad : {"sometimes", "every:0", "every:x", "every:2x", "every:", "First"})
+    REQUIRE_THROWS_WITH(every(bad), Catch::Contains(std::string("HVD_CHECK_REPLICAS='") + bad +
+                                                    "': expected off, first or every:N"));
+}
+
 TEST_CASE("the engine's and the direct collectives' polling times come from their variables") {
   auto defaults = Config::fromParams(ParamValues::fromMap({}));
   CHECK(defaults.spinTime == std::chrono::microseconds(30));
