@@ -145,7 +145,10 @@ bool ElasticDriver::tolerate(Job& job, int label, const std::string& host,
   if (finishing_) return false;  // the job was ending: a failure now is the job's failure
   // Before the first round formed, a failure is the script's (an import error, a bad argument)
   // far more often than the host's, and a replacement would fail the same way.
-  // A host that failed its SSH check is at fault whenever that happens.
+  // A host that failed its SSH check is at fault whenever that happens. The round may have
+  // formed since the last tick: a worker that trains a few quick steps and dies before it was
+  // the host's failure, not the script's.
+  if (!started_ && round_ >= 0 && roundFormed()) started_ = true;
   if (!started_ && !status.unstarted) return false;
   if (member == members_.end()) return true;  // already out of the job
   lastFailure_ = detail::concat("worker ", label, " on ", host, " ", status.describe());

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as _np
 
 from hvd._basics import *  # noqa: F401,F403 (init, rank, ProcessSet, Average, ...)
+from hvd import elastic  # noqa: F401 (hvd.numpy.elastic, as hvd.torch.elastic)
 from hvd._basics import global_process_set
 from hvd._frontend import ArrayAdapter, Collectives
 from hvd._handles import poll, synchronize

@@ -12,6 +12,7 @@ import pytest
 from conftest import REPO, run_hvdrun
 
 WORKER = REPO / "test" / "e2e" / "elastic_worker.py"
+TORCH = ("-x", "ELASTIC_FRAMEWORK=torch")  # the worker's model in PyTorch (else NumPy)
 
 
 def clean_env(**extra):
@@ -38,7 +39,9 @@ def discovery_script(tmp_path, body):
 
 
 def test_a_failed_host_leaves_and_the_survivors_finish_from_the_last_commit(tmp_path):
-    r = run_hvdrun("--min-np", 2, "-H", "localhost:2,127.0.0.1:1", "-x", "CRASH_WORKER=2",
+    # PyTorch's TorchState (model and optimizer) restored to the last commit; the other tests of
+    # the launcher's elastic rounds keep their state in NumPy (elastic_worker.py).
+    r = run_hvdrun("--min-np", 2, "-H", "localhost:2,127.0.0.1:1", *TORCH, "-x", "CRASH_WORKER=2",
                    "-x", "CRASH_AT=10", "-x", f"CRASH_MARKER={tmp_path / 'crashed'}",
                    sys.executable, WORKER, timeout=180, env=clean_env())
     assert r.returncode == 0, r.stderr[-4000:]
@@ -53,15 +56,15 @@ def test_a_failed_host_leaves_and_the_survivors_finish_from_the_last_commit(tmp_
     assert done[0].startswith("rank 0 of 2")
 
 
-# Starting with one worker matters: a one-worker job must keep DistributedOptimizer's hooks, or
-# it would not reduce its gradients once others joined.
+# Starting with one worker matters: a one-worker job must keep PyTorch's DistributedOptimizer's
+# hooks, or it would not reduce its gradients once others joined.
 @pytest.mark.parametrize("first", [2, 1])
 def test_hosts_the_discovery_script_adds_join_the_running_job(tmp_path, first):
     grow = tmp_path / "grow"
     script = discovery_script(tmp_path, f"echo localhost:{first}\n"
                                         f"[ -e {grow} ] && echo 127.0.0.1:{3 - first}\nexit 0\n")
     r = run_hvdrun("--min-np", first, "--max-np", 3, "--host-discovery-script", script,
-                   "-x", f"GROW_FILE={grow}", "-x", "GROW_AT=5", "-x", "WANT_SIZE=3",
+                   *(TORCH if first == 1 else ()), "-x", f"GROW_FILE={grow}", "-x", "GROW_AT=5", "-x", "WANT_SIZE=3",
                    sys.executable, WORKER, timeout=180, env=clean_env())
     assert r.returncode == 0, r.stderr[-4000:]
     done = finals(r.stdout)
@@ -72,6 +75,22 @@ def test_hosts_the_discovery_script_adds_join_the_running_job(tmp_path, first):
     for worker in range(first, 3):
         assert done[worker] == (f"rank {worker} of 3, steps 30, sizes [{first}, 3], resets [], "
                                 "identical True"), done
+
+
+def test_a_worker_that_dies_right_after_the_first_round_formed_fails_its_host_not_the_job(
+        tmp_path):
+    # Worker 2 dies at its first step, within hvdrun's tick of the round forming: the job had
+    # started (every worker joined), so this is the host's failure, not the script's.
+    r = run_hvdrun("--min-np", 2, "-H", "localhost:2,127.0.0.1:1", "-x", "CRASH_WORKER=2",
+                   "-x", "CRASH_AT=0", "-x", f"CRASH_MARKER={tmp_path / 'crashed'}",
+                   sys.executable, WORKER, timeout=120, env=clean_env())
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert "worker 2 dies at step 0" in r.stdout
+    assert "blacklisting host 127.0.0.1 and going on without it" in r.stderr
+    done = finals(r.stdout)
+    assert sorted(done) == [0, 1], r.stdout[-3000:]
+    for worker in (0, 1):
+        assert done[worker].endswith("steps 30, sizes [2], resets [2], identical True"), done
 
 
 def test_a_new_worker_that_fails_at_start_is_given_up_and_the_others_go_on(tmp_path):
@@ -130,7 +149,7 @@ def test_a_spare_host_replaces_a_failed_one_under_max_np(tmp_path):
 
 
 def test_the_horovod_elastic_api_runs_unchanged_with_the_compat_flag(tmp_path):
-    r = run_hvdrun("--min-np", 2, "--horovod-compat", "-x", "USE_HOROVOD_COMPAT=1",
+    r = run_hvdrun("--min-np", 2, "--horovod-compat", *TORCH, "-x", "USE_HOROVOD_COMPAT=1",
                    "-x", "STEPS=5", sys.executable, WORKER, timeout=120, env=clean_env())
     assert r.returncode == 0, r.stderr[-4000:]
     assert finals(r.stdout)[1] == "rank 1 of 2, steps 5, sizes [2], resets [], identical True"

@@ -97,7 +97,7 @@ def test_a_host_that_fails_its_ssh_check_is_blacklisted_and_the_job_goes_on(host
     # No machine answers at this address: the check fails while workers 0 and 1 wait for the
     # first round, which hvdrun then gives up for one without the host. A permanent neighbour
     # entry for a MAC nobody has makes the connection attempt vanish, so the check fails at
-    # --ssh-connect-timeout, after the local workers (importing torch) have surely joined round
+    # --ssh-connect-timeout, after the local workers have surely joined round
     # 0; an address nobody claims would fail ARP after about 3 s, which the workers could
     # outlast on a loaded machine and join round 1 directly.
     dead = f"{hosts.prefix}.250"
