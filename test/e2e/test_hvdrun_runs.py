@@ -372,8 +372,8 @@ def test_a_malloc_retention_glibc_cannot_take_is_refused_before_any_worker_start
 
 
 OVERLAP = """
-import hvd, hvd.torch
-from hvd import _core
+import hvd
+from hvd import _core  # the runtime's value, which hvd.torch's DistributedOptimizer reads
 hvd.init()
 print('overlap', _core.gradient_overlap())
 hvd.shutdown()
