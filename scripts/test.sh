@@ -31,6 +31,10 @@ current=""
 started=$SECONDS
 report() {
   local rc=$? name secs status
+  if [ -n "$background_pid" ]; then  # the main line failed: stop the background phase too
+    kill -- "-$background_pid" 2>/dev/null || true
+    phases+=("$background_name	$((SECONDS - background_start))	STOPPED")
+  fi
   [ -n "$current" ] && phases+=("$current	$((SECONDS - phase_start))	FAILED")
   if [ ${#phases[@]} -gt 0 ]; then
     echo
@@ -58,6 +62,33 @@ phase() {
   current=""
 }
 
+# background NAME LOG COMMAND...: starts one phase beside the next ones (in a process group of
+# its own, so that a failure elsewhere stops all of it), its output in LOG; await_background
+# waits for it and fails the run, showing the log's tail, when it failed.
+background_pid=""
+background() {
+  background_name=$1 background_log=$2 background_start=$SECONDS
+  shift 2
+  echo "test: $background_name, in the background (output in $background_log)"
+  mkdir -p "$(dirname "$background_log")"
+  setsid "$@" >"$background_log" 2>&1 &
+  background_pid=$!
+}
+await_background() {
+  local rc=0
+  echo "test: waiting for $background_name"
+  wait "$background_pid" || rc=$?
+  background_pid=""
+  if [ $rc -ne 0 ]; then
+    tail -n 80 "$background_log"
+    echo "test: $background_name failed (exit code $rc); its output: $background_log" >&2
+    phases+=("$background_name	$((SECONDS - background_start))	FAILED")
+    exit $rc
+  fi
+  tail -n 1 "$background_log"
+  phases+=("$background_name (beside the phases above)	$((SECONDS - background_start))")
+}
+
 # pytest under hvdrun: NP ranks of PYTHON each run pytest with ARGS.
 ranks_pytest() {
   local np=$1 python=$2
@@ -78,10 +109,14 @@ if [ "$mode" = quick ]; then
 fi
 
 phase build "$repo/scripts/build.sh"
-phase ctest ctest_run
+# The sanitizer builds and tests run beside CTest and the Python API suites, whose ranks leave
+# the cores idle part of the time (waiting on each other); the end-to-end suite, which keeps
+# both cores busy, starts after them.
 if [ "${HVD_SKIP_SANITIZE:-0}" != 1 ]; then
-  phase "sanitizers and fuzzers" env HVD_BUILD_DIR="$build" "$repo/scripts/sanitize.sh"
+  background "sanitizers and fuzzers" "$build/sanitize.log" \
+    env HVD_BUILD_DIR="$build" "$repo/scripts/sanitize.sh"
 fi
+phase ctest ctest_run
 for np in 2 3; do
   phase "test/python under hvdrun -np $np" ranks_pytest "$np" "$venv/bin/python" "$repo/test/python"
 done
@@ -93,6 +128,8 @@ phase "test/python/tensorflow under hvdrun -np 3, size-dependent tests" \
   ranks_pytest 3 "$venv/bin/python" "$repo/test/python/tensorflow" -m size_dependent
 phase "test/python/tensorflow under hvdrun -np 2, TensorFlow 2.15 with Keras 2" \
   ranks_pytest 2 "$venv_tf215/bin/python" "$repo/test/python/tensorflow"
+
+[ -z "$background_pid" ] || await_background
 
 e2e() {
   HVD_BUILD_DIR="$build" HVD_TF215_PYTHON="$venv_tf215/bin/python" \

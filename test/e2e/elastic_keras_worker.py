@@ -2,17 +2,14 @@
 Horovod's elastic callbacks. CRASH_WORKER=N makes worker N exit (code 3) at the start of epoch
 2, once (CRASH_MARKER records it). GROW_FILE=F: rank 0 creates F at the start of epoch 1 (the
 discovery script then offers more), and epoch 3 waits (up to 90 s, committing) until the job has
-WANT_SIZE workers. USE_HOROVOD_COMPAT=1 imports horovod.tensorflow.keras."""
+WANT_SIZE workers."""
 import os
 import time
 
 import numpy as np
 import keras
 
-if os.environ.get("USE_HOROVOD_COMPAT"):
-    import horovod.tensorflow.keras as hvd
-else:
-    import hvd.tensorflow.keras as hvd
+import hvd.tensorflow.keras as hvd
 
 hvd.init()
 me = int(os.environ["HVD_WORKER_ID"])

@@ -180,11 +180,15 @@ def test_horovods_elastic_modules_import_from_the_compat_package():
               "from horovod.common.elastic import ObjectState, run_fn\n"
               "from horovod.torch.elastic import ElasticSampler, TorchState\n"
               "from horovod.tensorflow.keras.elastic import CommitStateCallback, KerasState\n"
-              "print(hvd.elastic.run.__module__, hvd_tf.elastic.TensorFlowKerasState.__module__)\n")
+              "import hvd.tensorflow.keras.elastic as ours\n"
+              "print(hvd.elastic.run.__module__, hvd_tf.elastic.TensorFlowKerasState.__module__,\n"
+              "      KerasState is ours.KerasState and CommitStateCallback is ours.CommitStateCallback)\n")
     r = run_hvdrun("-np", 1, "--horovod-compat", sys.executable, "-c", script, timeout=120,
                    env=clean_env(TF_CPP_MIN_LOG_LEVEL="2"))
     assert r.returncode == 0, r.stderr[-3000:]
-    assert "hvd.torch.elastic hvd.tensorflow.elastic" in r.stdout
+    # The same objects as hvd's: a Horovod elastic Keras script runs what hvd's elastic tests
+    # run (test_hvdrun_elastic.py).
+    assert "hvd.torch.elastic hvd.tensorflow.elastic True" in r.stdout
 
 
 def test_without_asking_there_is_no_horovod_module():
@@ -413,8 +417,10 @@ def test_torch_distributed_env_rendezvous_works_as_under_torchrun():
     rows = sorted(line.split("TD ", 1)[1].split() for line in r.stdout.splitlines()
                   if "TD " in line)
     assert [row[:3] for row in rows] == [["0", "3", "6"], ["1", "3", "6"], ["2", "3", "6"]]
-    # A port the user gives is kept.
-    r = run_hvdrun("-np", 2, "-x", "MASTER_PORT=29613", sys.executable, "-c", TORCH_DISTRIBUTED,
-                   timeout=120)
+    # A port the user gives is kept (what torch.distributed does with a port, the run above
+    # showed).
+    r = run_hvdrun("-np", 2, "-x", "MASTER_PORT=29613", sys.executable, "-c",
+                   "import os; print('TD', os.environ['MASTER_PORT'])", timeout=120)
     assert r.returncode == 0, r.stderr
-    assert all(line.endswith(" 29613") for line in r.stdout.splitlines() if "TD " in line)
+    assert sorted(line for line in r.stdout.splitlines() if "TD " in line) == [
+        "[0]<stdout>:TD 29613", "[1]<stdout>:TD 29613"], r.stdout
