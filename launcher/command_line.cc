@@ -205,6 +205,7 @@ CLI::App* addElasticOptions(CLI::App& app, LaunchOptions& o) {
                    "MIN MAX: a failed host comes back after MIN seconds, twice as long after "
                    "each further failure, at most MAX (default: never)")
       ->expected(2)
+      ->allow_extra_args(false)  // a vector option takes more by default: the command's words
       ->check(CLI::Range(1, 86400));
   return group;
 }

@@ -141,6 +141,17 @@ TEST_CASE("horovodrun's spellings and no- forms, and the flags hvdrun acts on it
   CHECK_FALSE(defaults.launch.elastic.timeoutGiven);
 }
 
+TEST_CASE("a two-value flag takes two values, also as the last flag before the command") {
+  // horovodrun's usual order: the command right after --blacklist-cooldown-range MIN MAX.
+  CommandLine last = parse({"--min-np", "1", "--host-discovery-script", "./d.sh",
+                            "--blacklist-cooldown-range", "2", "8", "python", "train.py", "-x"});
+  CHECK(last.launch.elastic.cooldownRange == std::vector<int>{2, 8});
+  CHECK(last.launch.command == std::vector<std::string>{"python", "train.py", "-x"});
+  CommandLine before = parse({"--blacklist-cooldown-range", "5", "6", "-np", "1", "true"});
+  CHECK(before.launch.elastic.cooldownRange == std::vector<int>{5, 6});
+  CHECK(before.launch.np == 1);
+}
+
 TEST_CASE("the doc table has a row per parameter, and --print-config shows what sets each") {
   auto rows = envDocTable();
   CHECK(rows.size() == allParams().size() + 2);
