@@ -15,14 +15,17 @@
 namespace hvd::launcher {
 namespace {
 
-void writeFully(int fd, const char* data, std::size_t size) {
+// 0, or the errno of the write that failed (ENOSPC where a write takes no byte).
+int writeFully(int fd, const char* data, std::size_t size) {
   while (size > 0) {
     ssize_t n = ::write(fd, data, size);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // console gone (closed pipe): nothing useful left to do
+    if (n < 0) return errno;
+    if (n == 0) return ENOSPC;
     data += n;
     size -= static_cast<std::size_t>(n);
   }
+  return 0;
 }
 
 // "2026-11-23 10:15:02.123 ", the local time as hvd's log lines show it.
@@ -73,6 +76,7 @@ int OutputForwarder::addRank() {
     if (fd < 0)
       throw InvalidArgument("--output-filename: cannot open " + path + ": " + std::strerror(errno));
     ranks_[r].fileFd[s] = fd;
+    ranks_[r].filePath[s] = path;
   }
   return r;
 }
@@ -86,7 +90,19 @@ OutputForwarder::~OutputForwarder() {
 void OutputForwarder::onData(int rank, Stream stream, const char* data, std::size_t size) {
   RankStreams& rs = ranks_.at(rank);
   int s = static_cast<int>(stream);
-  if (rs.fileFd[s] >= 0) writeFully(rs.fileFd[s], data, size);
+  if (rs.fileFd[s] >= 0) {
+    if (int err = writeFully(rs.fileFd[s], data, size)) {
+      // A full disk, a quota, an I/O error: said once, and the file is given up; the console
+      // still gets every line.
+      std::string warning = detail::concat(
+          "hvdrun: --output-filename: cannot write ", rs.filePath[s], ": ", std::strerror(err),
+          "; rank ", rank, "'s ", stream == Stream::Stdout ? "stdout" : "stderr",
+          " goes on to this console only\n");
+      writeFully(consoleFd_[1], warning.data(), warning.size());
+      ::close(rs.fileFd[s]);
+      rs.fileFd[s] = -1;
+    }
+  }
   std::string& pending = rs.pending[s];
   pending.append(data, size);
   std::size_t start = 0;
@@ -129,6 +145,7 @@ void OutputForwarder::emitLine(int rank, Stream stream, const std::string& line,
   out.append("[").append(std::to_string(rank)).append("]");
   out.append(stream == Stream::Stdout ? "<stdout>:" : "<stderr>:").append(line);
   out.push_back(end);
+  // A console that is gone (a closed pipe) leaves nothing useful to do.
   writeFully(consoleFd_[static_cast<int>(stream)], out.data(), out.size());
   if (stream == Stream::Stderr) {
     RankStreams& rs = ranks_[rank];

@@ -7,7 +7,8 @@
 // output directory, each rank's raw streams also go to DIR/rank.NN/{stdout,stderr}. With
 // timestamps (--prefix-timestamp), each console line starts with the local date and time it
 // was forwarded at, "2026-11-23 10:15:02.123 [rank]<stdout>:line". The last lines of each
-// rank's stderr are kept for the failure summary.
+// rank's stderr are kept for the failure summary. A file that cannot be written (a full disk)
+// is said once on the console's stderr and given up; the console gets every line regardless.
 // Thread model: one thread (the launcher's event loop) calls everything.
 #pragma once
 
@@ -43,7 +44,8 @@ class OutputForwarder {
  private:
   struct RankStreams {
     std::string pending[2];
-    int fileFd[2] = {-1, -1};
+    int fileFd[2] = {-1, -1};  // -1 also once a write failed (said once on the console)
+    std::string filePath[2];
     std::deque<std::string> lastStderr;
     bool lastStderrRedrawn = false;  // the newest kept line ended with '\r'
   };

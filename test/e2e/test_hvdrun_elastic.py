@@ -31,6 +31,15 @@ def finals(stdout):
     return out
 
 
+def assert_finished(r, workers, ending):
+    """Exactly `workers` printed a final line, each ending with `ending`; returns the lines."""
+    done = finals(r.stdout)
+    assert sorted(done) == sorted(workers), r.stdout[-3000:]
+    for worker in workers:
+        assert done[worker].endswith(ending), done
+    return done
+
+
 def discovery_script(tmp_path, body):
     path = tmp_path / "hosts.sh"
     path.write_text("#!/bin/sh\n" + body)
@@ -48,11 +57,8 @@ def test_a_failed_host_leaves_and_the_survivors_finish_from_the_last_commit(tmp_
     assert "worker 2 dies at step 10" in r.stdout
     assert ("elastic: worker 2 on 127.0.0.1 exited with code 3; blacklisting host 127.0.0.1 "
             "and going on without it") in r.stderr
-    done = finals(r.stdout)
-    assert sorted(done) == [0, 1], r.stdout[-3000:]
-    for worker in (0, 1):
-        # Both survivors ran all 30 steps, first with 3 workers, then with 2, and agree.
-        assert done[worker].endswith("steps 30, sizes [2, 3], resets [2], identical True"), done
+    # Both survivors ran all 30 steps, first with 3 workers, then with 2, and agree.
+    done = assert_finished(r, [0, 1], "steps 30, sizes [2, 3], resets [2], identical True")
     assert done[0].startswith("rank 0 of 2")
 
 
@@ -87,10 +93,7 @@ def test_a_worker_that_dies_right_after_the_first_round_formed_fails_its_host_no
     assert r.returncode == 0, r.stderr[-4000:]
     assert "worker 2 dies at step 0" in r.stdout
     assert "blacklisting host 127.0.0.1 and going on without it" in r.stderr
-    done = finals(r.stdout)
-    assert sorted(done) == [0, 1], r.stdout[-3000:]
-    for worker in (0, 1):
-        assert done[worker].endswith("steps 30, sizes [2], resets [2], identical True"), done
+    assert_finished(r, [0, 1], "steps 30, sizes [2], resets [2], identical True")
 
 
 def test_a_new_worker_that_fails_at_start_is_given_up_and_the_others_go_on(tmp_path):
@@ -108,10 +111,7 @@ def test_a_new_worker_that_fails_at_start_is_given_up_and_the_others_go_on(tmp_p
     assert "blacklisting host 127.0.0.1" in r.stderr
     # The survivors were waiting for worker 2 in round 1 and left it when round 2 appeared.
     assert "elastic: round 1 was given up for round 2 while its workers connected" in r.stderr
-    done = finals(r.stdout)
-    assert sorted(done) == [0, 1], r.stdout[-3000:]
-    for worker in (0, 1):
-        assert done[worker].endswith("steps 30, sizes [2], resets [2], identical True"), done
+    assert_finished(r, [0, 1], "steps 30, sizes [2], resets [2], identical True")
     assert time.monotonic() - start < 60
 
 

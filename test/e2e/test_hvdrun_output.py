@@ -61,6 +61,40 @@ def test_output_filename_keeps_each_ranks_streams(tmp_path):
     assert (tmp_path / "rank.00" / "stderr").read_text() == "err\n"
 
 
+FILLER = """
+import os, sys
+rank = os.environ['HVD_RANK']
+for i in range(200):
+    print(f'rank {rank} line {i}', 'x' * 200, flush=True)
+print('err', rank, file=sys.stderr)
+"""
+
+
+def test_output_filename_on_a_full_disk_is_said_once_per_rank_and_the_console_keeps_all(tmp_path):
+    # A 16 KiB tmpfs: both ranks' 40 KiB of stdout fill it.
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(disk)],
+                             capture_output=True, text=True)
+    assert mounted.returncode == 0, mounted.stderr
+    try:
+        r = run_hvdrun("-np", 2, "--output-filename", disk, *python_worker(FILLER))
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
+    assert r.returncode == 0, r.stderr
+    for rank in (0, 1):
+        # Once per stream: stdout's file filled the disk, stderr's then found it full.
+        warnings = re.findall(rf"^hvdrun: --output-filename: cannot write {disk}/rank.0{rank}/"
+                              rf"(\w+): No space left on device; rank {rank}'s (\w+) goes on to "
+                              "this console only$", r.stderr, re.M)
+        assert sorted(warnings) == [("stderr", "stderr"), ("stdout", "stdout")], \
+            r.stderr[-2000:]
+        # Every line still reached the console.
+        assert [f"[{rank}]<stdout>:rank {rank} line {i} " + "x" * 200 for i in range(200)] == \
+            [line for line in r.stdout.splitlines() if line.startswith(f"[{rank}]<stdout>:")]
+        assert f"[{rank}]<stderr>:err {rank}" in r.stderr
+
+
 BAR = """
 import os, sys, time
 sys.stderr.write('\\rstep 1'); sys.stderr.flush()

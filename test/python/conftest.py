@@ -45,3 +45,15 @@ def hvd_job():
     hvd.init()
     yield
     hvd.shutdown()
+
+
+@pytest.fixture
+def check_replicas(monkeypatch):
+    """Sets the replica check's schedule that the guards made in a test read: -1 off, 0 first,
+    N every:N (HVD_CHECK_REPLICAS, parsed once per job at init: its parsing is a unit test, its
+    reaching the workers an e2e test)."""
+    from hvd import _replicas
+
+    def schedule(every):
+        monkeypatch.setattr(_replicas._core, "check_replicas_every", lambda: every)
+    return schedule

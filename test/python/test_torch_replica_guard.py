@@ -16,15 +16,6 @@ from replica_messages import mismatch
 FIRST, EVERY_2 = 0, 2  # HVD_CHECK_REPLICAS=first and every:2 as the runtime reads them
 
 
-@pytest.fixture
-def check_replicas(monkeypatch):
-    """Sets the schedule that the guards made in this test read (HVD_CHECK_REPLICAS, parsed once
-    per job at init: its parsing and its reaching the workers are e2e tests)."""
-    def schedule(every):
-        monkeypatch.setattr(_replicas._core, "check_replicas_every", lambda: every)
-    return schedule
-
-
 def data(rank, n=64):
     rng = np.random.default_rng(100 + rank)
     x = rng.normal(size=(n, 8)).astype("float32")

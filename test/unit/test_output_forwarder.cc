@@ -161,3 +161,29 @@ TEST_CASE("an output directory receives each rank's raw streams") {
   drain(p.out[0]);
   drain(p.err[0]);
 }
+
+TEST_CASE("a rank's file that cannot be written is said once, and the console keeps its lines") {
+  // /dev/full behind the rank's file name: every write fails with ENOSPC, as on a full disk.
+  Pipes p;
+  auto dir = std::filesystem::temp_directory_path() / ("hvd-full-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "rank.00");
+  std::filesystem::create_symlink("/dev/full", dir / "rank.00" / "stdout");
+  {
+    OutputForwarder f(1, p.out[1], p.err[1], dir.string());
+    f.onData(0, Stream::Stdout, "one\n", 4);
+    f.onData(0, Stream::Stdout, "two\n", 4);
+    f.onData(0, Stream::Stderr, "err\n", 4);
+    CHECK(drain(p.out[0]) == "[0]<stdout>:one\n[0]<stdout>:two\n");
+    std::string err = drain(p.err[0]);
+    std::string warning = "hvdrun: --output-filename: cannot write " +
+                          (dir / "rank.00" / "stdout").string() +
+                          ": No space left on device; rank 0's stdout goes on to this console "
+                          "only\n";
+    CHECK(err == warning + "[0]<stderr>:err\n");
+  }
+  std::ifstream in(dir / "rank.00" / "stderr");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  CHECK(ss.str() == "err\n");  // the other stream's file is still written
+  std::filesystem::remove_all(dir);
+}

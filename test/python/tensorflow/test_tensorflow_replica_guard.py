@@ -22,15 +22,6 @@ OFF, FIRST = -1, 0  # HVD_CHECK_REPLICAS=off and first as the runtime reads them
 KERAS2 = keras.__version__.startswith("2.")
 
 
-@pytest.fixture
-def check_replicas(monkeypatch):
-    """Sets the schedule that the guards made in this test read (HVD_CHECK_REPLICAS, parsed once
-    per job at init: its parsing and its reaching the workers are e2e tests)."""
-    def schedule(every):
-        monkeypatch.setattr(_replicas._core, "check_replicas_every", lambda: every)
-    return schedule
-
-
 @pytest.fixture(autouse=True)
 def several_ranks():
     if hvd.size() == 1:
