@@ -28,6 +28,7 @@ e2e_workers=${HVD_E2E_WORKERS:-$(($(nproc) + 1))}
 
 phases=()
 current=""
+background_pid=""  # the phase running beside the others, if any (background below)
 started=$SECONDS
 report() {
   local rc=$? name secs status
@@ -65,7 +66,6 @@ phase() {
 # background NAME LOG COMMAND...: starts one phase beside the next ones (in a process group of
 # its own, so that a failure elsewhere stops all of it), its output in LOG; await_background
 # waits for it and fails the run, showing the log's tail, when it failed.
-background_pid=""
 background() {
   background_name=$1 background_log=$2 background_start=$SECONDS
   shift 2
