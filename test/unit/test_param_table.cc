@@ -152,6 +152,38 @@ TEST_CASE("a two-value flag takes two values, also as the last flag before the c
   CHECK(before.launch.np == 1);
 }
 
+TEST_CASE("horovodrun's usual command lines parse, and the command after them stays whole") {
+  // The orders horovodrun's users write: flags of every kind before the command, values after
+  // their flags, the script's own arguments after it.
+  const std::vector<std::vector<std::string>> lines = {
+      {"-np", "4", "-H", "localhost:4"},
+      {"-np", "16", "-H", "server1:4,server2:4,server3:4,server4:4"},
+      {"-np", "4", "-hostfile", "myhostfile"},
+      {"-np", "4", "--hostfile", "myhostfile"},
+      {"-np", "2", "-p", "12345", "-H", "host1:1,host2:1"},
+      {"-np", "8", "--min-np", "4", "--max-np", "12", "--host-discovery-script", "./d.sh"},
+      {"-np", "4", "--min-np", "2", "--max-np", "4", "--elastic-timeout", "600", "--reset-limit",
+       "3", "--host-discovery-script", "./d.sh", "--blacklist-cooldown-range", "10", "100"},
+      {"--verbose", "--log-level", "DEBUG", "-np", "2"},
+      {"-np", "2", "--gloo", "--network-interface", "eth0", "--disable-cache"},
+      {"-np", "4", "--fusion-threshold-mb", "32", "--cycle-time-ms", "3.5", "--cache-capacity",
+       "1024"},
+      {"-np", "4", "--timeline-filename", "/tmp/tl.json", "--timeline-mark-cycles"},
+      {"-np", "4", "--autotune", "--autotune-log-file", "/tmp/a.csv"},
+      {"-np", "2", "--hierarchical-allreduce", "--hierarchical-allgather", "--no-stall-check"},
+      {"-np", "2", "--start-timeout", "60", "--output-filename", "/tmp/out"},
+      {"-np", "2", "-x", "NCCL_DEBUG=INFO", "-x", "PATH"},
+  };
+  const std::vector<std::string> command = {"python", "train.py", "--epochs", "3", "-np", "9"};
+  for (auto line : lines) {
+    std::string text;
+    for (const auto& word : line) text += word + " ";
+    INFO(text);
+    line.insert(line.end(), command.begin(), command.end());
+    CHECK(parse(line).launch.command == command);
+  }
+}
+
 TEST_CASE("the doc table has a row per parameter, and --print-config shows what sets each") {
   auto rows = envDocTable();
   CHECK(rows.size() == allParams().size() + 2);
