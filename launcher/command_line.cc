@@ -239,10 +239,19 @@ bool takeCommand(CLI::App& app, LaunchOptions& o) {
   // for the command and fail as "command not found".
   if (!o.command.empty() && o.command.front().size() > 1 && o.command.front()[0] == '-' &&
       o.command.front() != "--") {
+    const std::string& option = o.command.front();
+    // horovodrun's MPI controller: hvd has none, and its own is what --gloo picks.
+    if (option == "--mpi" || option.rfind("--mpi-args", 0) == 0) {
+      std::fprintf(stderr,
+                   "hvdrun: error: unknown option '%s': hvd has no MPI controller; it runs its "
+                   "own over TCP (what horovodrun's --gloo picks), so leave it out\n",
+                   option.c_str());
+      return false;
+    }
     std::fprintf(stderr,
                  "hvdrun: error: unknown option '%s' (hvdrun --help lists them; a command "
                  "that starts with '-' goes after --)\n",
-                 o.command.front().c_str());
+                 option.c_str());
     return false;
   }
   // `hvdrun -np 2 -- python train.py`: the separator ends hvdrun's options, as in mpirun; a later

@@ -83,7 +83,8 @@ def test_hvdrun_log_lines_start_with_the_time_unless_hidden():
 @pytest.mark.parametrize("args, message", [
     (["--tcp", "--transport", "shm"], "excludes"),
     (["--log-level", "loud"], "unknown log level 'loud'"),
-    (["--mpi"], "unknown option '--mpi'"),
+    (["--mpi"], "unknown option '--mpi': hvd has no MPI controller; it runs its own over TCP "
+                "(what horovodrun's --gloo picks), so leave it out"),
     (["--num-nccl-streams", "2"], "unknown option '--num-nccl-streams'"),
     (["--autotune-log-file", "x"], "--autotune-log-file (HVD_AUTOTUNE_LOG=x) needs --autotune"),
     (["--autotune", "--fusion-threshold-mb", "1", "--cycle-time-ms", "0"],
