@@ -215,11 +215,11 @@ void RemoteHostState::onDrained(std::size_t rank, RankStream stream) {
   step_ = stream == RankStream::Stdout ? Step::ReadErr : Step::Write;
 }
 
-void RemoteHostState::onReadFailed(std::size_t rank, long code) {
+void RemoteHostState::onReadFailed(std::size_t rank, const std::string& why) {
   HVD_ENFORCE(step_ == Step::ReadOut || step_ == Step::ReadErr);
   expect(rank, step_);
-  loseConnection(ranks_[rank].connection, where_ + "ssh connection lost while rank was running (" +
-                                              std::to_string(code) + ")");
+  loseConnection(ranks_[rank].connection,
+                 where_ + "ssh connection lost while rank was running: " + why);
   nextRank();
 }
 

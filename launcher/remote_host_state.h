@@ -108,7 +108,8 @@ class RemoteHostState {
   ChannelOp next(HostTime now);
   void onOutput(std::size_t rank, RankStream stream, std::string_view bytes);
   void onDrained(std::size_t rank, RankStream stream);
-  void onReadFailed(std::size_t rank, long code);  // libssh2's error code, for the message
+  // `why`: libssh2's error in words (its message and code), for the message.
+  void onReadFailed(std::size_t rank, const std::string& why);
   void onLifelineWritten(std::size_t rank, std::size_t bytes);
   void onLifelineWouldBlock(std::size_t rank);
   void onLifelineRefused(std::size_t rank);  // the remote side closed: the rank is ending anyway

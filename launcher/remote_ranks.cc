@@ -297,7 +297,8 @@ void RemoteRanks::Host::read(const ChannelOp& op, std::vector<char>& buf) {
   if (n > 0)
     state->onOutput(op.rank, op.stream, {buf.data(), static_cast<std::size_t>(n)});
   else if (n < 0 && n != LIBSSH2_ERROR_EAGAIN)
-    state->onReadFailed(op.rank, static_cast<long>(n));
+    state->onReadFailed(op.rank, detail::concat(sessions[state->connectionOf(op.rank)]->lastError(),
+                                                " (libssh2 error ", n, ")"));
   else
     state->onDrained(op.rank, op.stream);
 }

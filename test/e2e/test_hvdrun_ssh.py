@@ -418,6 +418,9 @@ def test_dropped_ssh_connection_fails_the_job_and_ends_that_hosts_ranks(hosts):
         _, err = proc.communicate(timeout=30)
         assert proc.returncode != 0
         assert "ssh connection lost" in err and hosts.addresses[0] in err, err
+        # libssh2's error in words, not its bare code.
+        assert re.search(r"ssh connection lost while rank was running: [A-Za-z].* \(libssh2 "
+                         r"error -\d+\)", err), err
         wait_for(lambda: not processes_with(marker), 20, "remote ranks to end after the drop")
     finally:
         if proc.poll() is None:

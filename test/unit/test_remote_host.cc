@@ -24,7 +24,7 @@ const HostTime t0{};
 struct FakeChannel {
   std::deque<std::string> out, err;  // chunks, one per read
   bool eof = false;
-  long readError = 0;                   // nonzero: the next read of stdout fails with it
+  std::string readError;                // not empty: the next read of stdout fails with it
   int closeBlocks = 0, waitBlocks = 0;  // times Close / WaitClosed would block first
   int status = 0;
   std::string exitSignal;
@@ -68,7 +68,7 @@ void answer(RemoteHostState& s, const ChannelOp& op, FakeChannel& ch, Job& job) 
   switch (op.kind) {
     case Kind::Read: {
       auto& chunks = op.stream == RankStream::Stdout ? ch.out : ch.err;
-      if (op.stream == RankStream::Stdout && ch.readError) {
+      if (op.stream == RankStream::Stdout && !ch.readError.empty()) {
         s.onReadFailed(op.rank, ch.readError);
       } else if (chunks.empty()) {
         s.onDrained(op.rank, op.stream);
@@ -262,7 +262,7 @@ TEST_CASE("remote host: a read error mid-run ends every rank on that connection,
   ch[1].eof = true;
   ch[1].closeBlocks = 1;
   CHECK(round(s, ch, job, t0) == Kind::Again);  // rank 1 is closing, not yet ended
-  ch[0].readError = -43;
+  ch[0].readError = "Failure while reading from the socket (libssh2 error -43)";
   std::vector<std::string> ops;
   CHECK(round(s, ch, job, t0, &ops) == Kind::Sleep);
   // Rank 1 is not touched after its connection went; rank 2 still runs.
@@ -272,8 +272,8 @@ TEST_CASE("remote host: a read error mid-run ends every rank on that connection,
   REQUIRE(job.ended.size() == 2);
   for (std::size_t rank : {0, 1}) {
     CHECK(job.why[rank] ==
-          "host 'a' (port 22, user u): ssh connection lost while rank was "
-          "running (-43)");
+          "host 'a' (port 22, user u): ssh connection lost while rank was running: Failure "
+          "while reading from the socket (libssh2 error -43)");
     CHECK(job.ended[rank].second.code == 255);
   }
   CHECK(job.out[1] == "partial");
