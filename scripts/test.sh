@@ -116,7 +116,8 @@ if [ "${HVD_SKIP_SANITIZE:-0}" != 1 ]; then
   background "sanitizers and fuzzers" "$build/sanitize.log" \
     env HVD_BUILD_DIR="$build" "$repo/scripts/sanitize.sh"
 fi
-phase ctest ctest_run
+# The [alone] tests count the scheduler's doings: they wait until the sanitizers are done.
+phase "ctest: every label but alone" ctest_run -LE '^alone$'
 for np in 2 3; do
   phase "test/python under hvdrun -np $np" ranks_pytest "$np" "$venv/bin/python" "$repo/test/python"
 done
@@ -130,6 +131,7 @@ phase "test/python/tensorflow under hvdrun -np 2, TensorFlow 2.15 with Keras 2" 
   ranks_pytest 2 "$venv_tf215/bin/python" "$repo/test/python/tensorflow"
 
 [ -z "$background_pid" ] || await_background
+phase "ctest: [alone] tests, with the machine to themselves" ctest_run -L '^alone$'
 
 e2e() {
   HVD_BUILD_DIR="$build" HVD_TF215_PYTHON="$venv_tf215/bin/python" \
