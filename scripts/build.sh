@@ -18,8 +18,16 @@ launcher_args=()
 if [ -z "${CMAKE_CXX_COMPILER_LAUNCHER:-}" ] && command -v ccache >/dev/null; then
   launcher_args=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
-cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release "${python_args[@]}" "${launcher_args[@]}" \
-  >/dev/null
+# Ninja, as scikit-build-core uses for `pip install .`: the same generator compiles from the same
+# relative folder with the same command line, so the wheel test's build (build-wheel/, beside
+# this one) is ccache hits of this one's compiles. A folder configured for another generator
+# (Unix Makefiles, before) is configured again.
+if [ -f "$build/CMakeCache.txt" ] && ! grep -qx 'CMAKE_GENERATOR:INTERNAL=Ninja' "$build/CMakeCache.txt"; then
+  echo "build: $build was configured for another generator; configuring it again for Ninja"
+  rm -rf "$build/CMakeCache.txt" "$build/CMakeFiles"
+fi
+cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${python_args[@]}" \
+  "${launcher_args[@]}" >/dev/null
 targets=()
 [ $# -gt 0 ] && targets=(--target "$@")
 cmake --build "$build" -j "$(nproc)" "${targets[@]}"

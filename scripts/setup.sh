@@ -18,7 +18,7 @@ case "${1:-}" in
 esac
 
 apt_packages=(
-  build-essential cmake pkg-config ccache
+  build-essential cmake ninja-build pkg-config ccache
   libcli11-dev libspdlog-dev libboost-dev libboost-context-dev nlohmann-json3-dev libssh2-1-dev catch2 libssl-dev
   python3-venv python3-dev procps
 )

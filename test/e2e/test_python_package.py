@@ -370,11 +370,13 @@ def same_compiler_as_the_build():
                     reason="HVD_SKIP_WHEEL_TEST=1")
 def test_pip_install_builds_a_working_package_and_hvdrun(tmp_path):
     wheels = tmp_path / "wheels"
-    # scikit-build-core builds in a folder of the build's that persists (as its docs advise for
-    # repeated builds): a rerun is incremental, and a fresh clone's first build hits ccache.
+    # scikit-build-core builds in a folder that persists (as its docs advise for repeated
+    # builds), beside the project's build: with the same generator (Ninja) and the same relative
+    # paths, each compile is a ccache hit of the project build's (scripts/build.sh).
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-q",
-         "--disable-pip-version-check", "--config-settings", f"build-dir={BUILD / 'wheel'}",
+         "--disable-pip-version-check", "--config-settings",
+         f"build-dir={BUILD.resolve().parent / (BUILD.resolve().name + '-wheel')}",
          "-w", str(wheels), str(REPO)],
         capture_output=True, text=True, timeout=900,
         env={**os.environ, "CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2),
