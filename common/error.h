@@ -19,6 +19,13 @@ class IoError : public Error {
   using Error::Error;
 };
 
+// This rank failed because a peer left or failed first (a link to it broke, or its failure
+// notice arrived): what the launcher's failure summary must not headline (failure_reports.h).
+class PeerLost : public IoError {
+ public:
+  using IoError::IoError;
+};
+
 // A wait ran past its deadline. The message names what was still missing.
 class TimeoutError : public Error {
  public:

@@ -66,6 +66,7 @@ int Job::run() {
   eventLoop();
   killAll(SIGKILL);  // anything a worker left behind in its group
   guardian_.dismiss();
+  blameFromReports();
   printSummary();
   if (firstFailure_ >= 0) return workers_[firstFailure_].status.shellCode();
   if (!failReason_.empty()) return 1;
@@ -310,6 +311,32 @@ void Job::killAll(int sig) {
   }
 }
 
+void Job::blameFromReports() {
+  if (firstFailure_ < 0 || policy_ || !readReports_) return;
+  std::vector<rendezvous::FailureReport> reports;
+  try {
+    reports = readReports_();
+  } catch (const std::exception& e) {
+    log::logger("launcher")->info("could not read the ranks' failure reports: {}", e.what());
+    return;
+  }
+  auto indexOf = [&](int rank) -> int {
+    for (std::size_t i = 0; i < workers_.size(); ++i)
+      if (workers_[i].label == rank) return static_cast<int>(i);
+    return -1;
+  };
+  int first = workers_[firstFailure_].label;
+  bool firstBlamesPeer = false;
+  for (const auto& r : reports) firstBlamesPeer |= r.rank == first && r.causedByPeer;
+  // A rank that reported nothing (killed by a signal, or dead before it could) keeps the
+  // headline: it may well be the cause.
+  int own = rendezvous::firstOwnFailure(reports);
+  if (firstBlamesPeer && own >= 0 && indexOf(own) >= 0 && workers_[indexOf(own)].status.failed())
+    firstFailure_ = indexOf(own);
+  for (const auto& r : reports)
+    if (r.causedByPeer && r.rank != workers_[firstFailure_].label) peerCaused_.push_back(r);
+}
+
 void Job::printSummary() const {
   const char* kind = policy_ ? "worker" : "rank";
   auto describe = [&](const Worker& w) {
@@ -327,7 +354,11 @@ void Job::printSummary() const {
     return text;
   };
   if (firstFailure_ >= 0) {
-    ::fputs(("hvdrun: job failed: " + describe(workers_[firstFailure_])).c_str(), stderr);
+    std::string text = "hvdrun: job failed: " + describe(workers_[firstFailure_]);
+    for (const auto& r : peerCaused_)
+      text +=
+          detail::concat("hvdrun: rank ", r.rank, " failed because of a peer: ", r.message, "\n");
+    ::fputs(text.c_str(), stderr);
   } else if (!failReason_.empty()) {
     std::string text = "hvdrun: job failed: " + failReason_ + "\n";
     if (lastFailed_ >= 0)

@@ -9,10 +9,12 @@
 
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "collectives/rendezvous/failure_reports.h"
 #include "launcher/launch_options.h"
 #include "launcher/orphan_guardian.h"
 #include "launcher/output_forwarder.h"
@@ -64,6 +66,11 @@ class Job {
   // With a policy the job is elastic: it may start with no workers, its workers are labelled by
   // number ("worker N", the output's [N]) instead of rank, and the policy rules on failures.
   void setPolicy(JobPolicy* policy) { policy_ = policy; }
+  // Where the failure summary reads the ranks' failure reports (failure_reports.h): a rank
+  // that failed first because a peer had failed is not the summary's headline, the rank whose
+  // own failure was reported first is. Without it, the first rank to fail is.
+  using ReadFailureReports = std::function<std::vector<rendezvous::FailureReport>()>;
+  void setFailureReports(ReadFailureReports read) { readReports_ = std::move(read); }
   // For the policy, from tick() or tolerate(): starts one more local worker and returns its
   // label; starts workers on a remote host (checked first, on a thread of their own; each
   // spec's id is its label, taken with nextLabel()); stops one (SIGTERM, SIGKILL after the grace
@@ -87,6 +94,8 @@ class Job {
   void readOutput(Worker& w, int stream);
   void beginStop(const std::string& reason);
   void killAll(int sig);
+  // The index of the worker the summary headlines, and the ranks that failed because of it.
+  void blameFromReports();
   void printSummary() const;
   bool allDone() const;
 
@@ -98,7 +107,9 @@ class Job {
   std::unique_ptr<OutputForwarder> output_;
   std::unique_ptr<SignalPipe> signals_;  // while run() runs
   JobPolicy* policy_ = nullptr;
-  std::string failReason_;   // fail()'s
+  ReadFailureReports readReports_;
+  std::vector<rendezvous::FailureReport> peerCaused_;  // blameFromReports()'s
+  std::string failReason_;                             // fail()'s
   int lastFailed_ = -1;      // index of the latest worker that failed, for fail()'s summary
   int firstFailure_ = -1;    // index into workers_; -2: no worker, see failReason_
   int interruptSignal_ = 0;  // signal that interrupted hvdrun

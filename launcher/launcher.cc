@@ -7,7 +7,9 @@
 
 #include <climits>
 
+#include "collectives/rendezvous/failure_reports.h"
 #include "collectives/rendezvous/rendezvous_server.h"
+#include "collectives/rendezvous/tcp_store_client.h"
 #include "collectives/transport/shm/shm_cleanup.h"
 #include "common/auth.h"
 #include "common/error.h"
@@ -24,6 +26,9 @@
 
 namespace hvd::launcher {
 namespace {
+
+// The failure summary reads the ranks' reports from hvdrun's own server: a local round trip.
+constexpr std::chrono::milliseconds kReadReportsTimeout{2000};
 
 void validate(const LaunchOptions& o) {
   if (o.command.empty())
@@ -123,6 +128,11 @@ int launch(const LaunchOptions& options) {
   JobStart start = strategy->start(server, job, extra, remote);
   Job running(options, std::move(start.local), remote, *guardian);
   running.setPolicy(start.policy.get());
+  running.setFailureReports([&job] {
+    rendezvous::TcpStoreClient reader(job.rendezvousAddr, job.rendezvousPort, job.secret,
+                                      kReadReportsTimeout);
+    return rendezvous::readFailureReports(reader, job.jobId);
+  });
   int code = running.run();
   removeLeftSegments(job);
   return code;

@@ -3,8 +3,10 @@
 #include <optional>
 
 #include "collectives/rendezvous/elastic_rounds.h"
+#include "collectives/rendezvous/failure_reports.h"
 #include "collectives/rendezvous/tcp_store_client.h"
 #include "common/logging.h"
+#include "runtime/engine/failure_notice.h"
 
 namespace hvd::runtime {
 
@@ -46,15 +48,37 @@ EngineOptions engineOptions(const Config& c) {
   return o;
 }
 
-Runtime::Runtime(Config config, World world)
+Runtime::Runtime(Config config, World world, rendezvous::Store* store)
     : config_(std::move(config)), world_(std::move(world)) {
+  reportStore_ = store ? store : world_.ownedStore.get();
   EngineOptions options = engineOptions(config_);
   options.blockedCallers = world_.blockedCallers;
   options.logs = world_.logs;
   options.executor.logs = world_.logs;
   options.executor.networkModel = world_.networkModel;
-  engine_ = std::make_unique<Engine>(std::move(options), std::move(world_.data),
-                                     std::move(world_.control));
+  options.onFailure = [this](const std::string& why, bool causedByPeer) {
+    reportFailure(why, causedByPeer);
+  };
+  try {
+    engine_ = std::make_unique<Engine>(std::move(options), std::move(world_.data),
+                                       std::move(world_.control));
+  } catch (const std::exception& e) {
+    // An engine that cannot start (the timeline's file, a thread) is this rank's own failure,
+    // whatever its peers report once its links close.
+    reportFailure(e.what(), causedByPeer(std::current_exception()));
+    throw;
+  }
+}
+
+void Runtime::reportFailure(const std::string& why, bool causedByPeer) {
+  if (!reportStore_) return;
+  try {
+    rendezvous::postFailureReport(*reportStore_, config_.jobId,
+                                  {config_.topology.rank, causedByPeer, why});
+  } catch (const std::exception& e) {
+    world_.logs->get("runtime")->debug("rank {}: could not tell the launcher why it fails: {}",
+                                       config_.topology.rank, e.what());
+  }
 }
 
 Runtime::~Runtime() { engine_.reset(); }
@@ -115,7 +139,7 @@ std::unique_ptr<Runtime> Runtime::create(const Config& given, rendezvous::Store*
     }
   }
   const Config& config = given.elastic ? join.config : given;
-  std::unique_ptr<Runtime> rt(new Runtime(config, std::move(*world)));
+  std::unique_ptr<Runtime> rt(new Runtime(config, std::move(*world), store));
   if (given.elastic) {
     rt->elasticRound_ = join.round;
     rt->elasticJobId_ = given.jobId;
@@ -136,6 +160,7 @@ std::unique_ptr<Runtime> Runtime::create(const Config& given, rendezvous::Store*
 
 void Runtime::shutdown() {
   if (engine_->shutdown()) leaveRendezvous(world_, config_.opTimeout);
+  if (auto error = engine_->leftJoinedRanksError()) std::rethrow_exception(error);
 }
 
 int64_t Runtime::newestElasticRound() {

@@ -45,7 +45,8 @@ class Runtime : public BlockingCollectives {
   // Collective: waits (up to HVD_OP_TIMEOUT) for every rank to call it, then closes every
   // thread and socket. In a job whose rank 0 serves the rendezvous, rank 0 then closes its
   // server and the other ranks wait for that (world.h, leaveRendezvous), so an init that
-  // follows finds rank 0's next one.
+  // follows finds rank 0's next one. Throws InvalidArgument, once all that is done, when this
+  // rank left while other ranks waited in join (they failed naming it).
   void shutdown();
 
   // An elastic worker's round (elastic_rounds.h) and the newest one hvdrun has published: a
@@ -70,13 +71,17 @@ class Runtime : public BlockingCollectives {
   void barrier() override;
 
  private:
-  Runtime(Config config, World world);
+  // `store`: the one the tests gave create(), else null (world's launcher connection serves).
+  Runtime(Config config, World world, rendezvous::Store* store);
+  // Tells the launcher why this rank fails (failure_reports.h); best effort, never throws.
+  void reportFailure(const std::string& why, bool causedByPeer);
   Config config_;
   World world_;  // the store client; the communicators move into the engine
   std::unique_ptr<Engine> engine_;
   int64_t elasticRound_ = -1;
   std::string elasticJobId_;
   rendezvous::Store* elasticStore_ = nullptr;  // world_'s launcher connection, or the tests' store
+  rendezvous::Store* reportStore_ = nullptr;   // likewise, for failure notices
 };
 
 EngineOptions engineOptions(const Config& config);

@@ -205,8 +205,17 @@ def _at_exit():
             except Exception:
                 pass
         os._exit(1)
-    else:
+    try:
         shutdown()
+    except Exception as e:
+        # An exception in an atexit function leaves the exit code 0: this rank's failure (it
+        # left while its peers waited in join) must reach the launcher.
+        print(f"hvd: shutdown failed: {e}", file=sys.stderr, flush=True)
+        try:
+            sys.stdout.flush()
+        except Exception:
+            pass
+        os._exit(1)
 
 
 sys.excepthook = _excepthook

@@ -22,8 +22,8 @@ void ControlChannel::postHeader(Inbound& in) {
 }
 
 void ControlChannel::linkBroke(int peer, const std::exception& e) const {
-  throw IoError(detail::concat("rank ", comm_->rank(), ": control link to rank ", peer,
-                               " broke (its process exited, crashed or was killed): ", e.what()));
+  throw PeerLost(detail::concat("rank ", comm_->rank(), ": control link to rank ", peer,
+                                " broke (its process exited, crashed or was killed): ", e.what()));
 }
 
 void ControlChannel::send(int peer, std::string message) {

@@ -153,6 +153,24 @@ void Coordinator::failWhatShutDownRanksWillNeverSubmit(std::vector<Response>& ou
   }
 }
 
+void Coordinator::failJoinThatCanNeverComplete(std::vector<Response>& out) {
+  if (joined_.empty()) return;
+  std::set<int> gone;
+  for (int rank : shutdownRequested_)
+    if (!joined_.count(rank)) gone.insert(rank);
+  if (gone.empty()) return;
+  Response r;
+  r.kind = ResponseKind::Error;
+  r.type = OpType::Join;
+  r.message = detail::concat("join: ranks ", rankSet(gone),
+                             " shut down (their program finished or called shutdown) without "
+                             "joining, so the join of ranks ",
+                             rankSet(joined_), " can never complete");
+  out.push_back(std::move(r));
+  joined_.clear();
+  lastJoined_ = -1;
+}
+
 namespace {
 
 // The synchronous operations: a rank that submitted one waits in it, so it submits nothing
@@ -384,6 +402,7 @@ ResponseList Coordinator::dispatch(SteadyTime now) {
   readyOrder_.clear();
   firstReadyAt_.reset();
   failWhatShutDownRanksWillNeverSubmit(out);
+  failJoinThatCanNeverComplete(out);
   failFencesThatCanNeverMatch(out);
   if (static_cast<int>(joined_.size()) == options_.size) {
     Response done;

@@ -71,6 +71,10 @@ class Coordinator {
   // A rank that asked to shut down submits nothing more: operations still waiting for it fail
   // at once (naming it) instead of stalling until the stall inspector stops the job.
   void failWhatShutDownRanksWillNeverSubmit(std::vector<Response>& out);
+  // Likewise a join: it completes when every rank joined, which a rank that shut down without
+  // joining never will. Every rank gets the error: the joined ones fail their join, the one
+  // that left reports it from its shutdown.
+  void failJoinThatCanNeverComplete(std::vector<Response>& out);
 
   // One operation waiting for its ranks. Ranks' requests are kept once: the first submitter's,
   // and a copy only for a rank whose request differs from it (checked by cache id, else by

@@ -263,6 +263,7 @@ void Engine::applyResponse(const Response& r) {
     case ResponseKind::Execute:
       return execute(r);
     case ResponseKind::Error:
+      if (r.type == OpType::Join) return failJoin(r);
       return failNamed(r, r.message);
     case ResponseKind::JoinDone:
       if (join_) {
@@ -283,8 +284,33 @@ void Engine::applyResponse(const Response& r) {
       join_.reset();
       return;
     case ResponseKind::Fatal:
-      throw Error(r.message);
+      // Rank 0 relays a rank's failure, or stops the job on a stall: on no rank is it the
+      // rank's own error.
+      throw PeerLost(r.message);
   }
+}
+
+void Engine::failJoin(const Response& r) {
+  auto error = std::make_exception_ptr(InvalidArgument(r.message));
+  if (join_) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      joined_ = false;
+    }
+    finishOp(*join_, error);
+    join_.reset();
+  } else if (sentShutdown_) {
+    // This rank is one that left: its program goes on to exit as if all went well unless its
+    // shutdown says otherwise.
+    engineLog(options_)->error("rank {}: {}", rank_, r.message);
+    std::lock_guard<std::mutex> lock(mutex_);
+    leftJoinedRanks_ = error;
+  }
+}
+
+std::exception_ptr Engine::leftJoinedRanksError() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return leftJoinedRanks_;
 }
 
 void Engine::failNamed(const Response& r, const std::string& message) {
@@ -328,7 +354,7 @@ void Engine::execute(const Response& r) {
     auto reported =
         cause.empty()
             ? error
-            : std::make_exception_ptr(IoError(detail::concat(whatOf(error), "; ", cause)));
+            : std::make_exception_ptr(PeerLost(detail::concat(whatOf(error), "; ", cause)));
     for (LocalOp* op : ops)
       if (op && !op->handle->poll())
         finishOp(*op, inOperation(op->handle->description(), reported));
@@ -423,6 +449,7 @@ void Engine::finishOp(LocalOp& op, std::exception_ptr error) {
 void Engine::failEverything(std::exception_ptr error) {
   std::string why = whatOf(error);
   engineLog(options_)->error("rank {}: stopping: {}", rank_, why);
+  if (options_.onFailure) options_.onFailure(why, causedByPeer(error));
   auto fatal = std::make_exception_ptr(Error(why));
   std::vector<std::unique_ptr<LocalOp>> queued;
   {

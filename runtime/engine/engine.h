@@ -21,6 +21,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -62,6 +63,9 @@ struct EngineOptions {
   // HVD_AUTOTUNE: rank 0 tunes the coordinator's fusion threshold and cycle time (autotuner.h).
   std::optional<AutotuneOptions> autotune;
   std::string autotuneLogPath;  // rank 0 appends a row per sample; empty: none
+  // Called on the engine thread when the engine stops on a fatal error, with the error and
+  // whether a peer's failure caused it (the Runtime tells the launcher: failure_reports.h).
+  std::function<void(const std::string& why, bool causedByPeer)> onFailure;
   // The Runtime's loggers (common/logging.h); null: the process's. executor.logs likewise.
   std::shared_ptr<log::Logs> logs = nullptr;
 };
@@ -93,6 +97,9 @@ class Engine {
   // warning); operations still pending then fail. False when it left without the other ranks
   // (the op timeout ran out).
   bool shutdown();
+  // After shutdown(): the error this rank caused by leaving while others waited in join (they
+  // failed it naming this rank), for the caller to raise; null if none.
+  std::exception_ptr leftJoinedRanksError() const;
 
   EngineStats stats() const;
   int rank() const { return rank_; }
@@ -129,6 +136,8 @@ class Engine {
   void completeInline(const Response& response, const std::vector<LocalOp*>& ops);
   void failNamed(const Response& response, const std::string& message);
   void finishOp(LocalOp& op, std::exception_ptr error);
+  // The coordinator's verdict on a join that can never complete (a rank left without joining).
+  void failJoin(const Response& r);
   void failEverything(std::exception_ptr error);
   collectives::Deadline nextWake() const;
   // "<op>.noname.<n>", n counting per op type and process set: the members of a set submit
@@ -169,6 +178,7 @@ class Engine {
   std::map<std::pair<OpType, int32_t>, uint64_t> unnamed_;
   std::map<int32_t, ProcessSetState> processSets_;
   std::exception_ptr fatal_;
+  std::exception_ptr leftJoinedRanks_;  // leftJoinedRanksError()
   bool joined_ = false;
   bool shutdownCalled_ = false;
   bool threadDone_ = false;

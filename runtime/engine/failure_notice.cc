@@ -16,6 +16,8 @@ constexpr std::chrono::milliseconds kNoticeFlush{1000};
 std::exception_ptr inOperation(const std::string& description, std::exception_ptr error) {
   try {
     std::rethrow_exception(error);
+  } catch (const PeerLost& e) {
+    return std::make_exception_ptr(PeerLost(detail::concat(description, ": ", e.what())));
   } catch (const IoError& e) {
     return std::make_exception_ptr(IoError(detail::concat(description, ": ", e.what())));
   } catch (const TimeoutError& e) {
@@ -34,6 +36,16 @@ std::string whatOf(std::exception_ptr error) {
     return e.what();
   } catch (...) {
     return "unknown error";
+  }
+}
+
+bool causedByPeer(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const PeerLost&) {
+    return true;
+  } catch (...) {
+    return false;
   }
 }
 

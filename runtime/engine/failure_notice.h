@@ -17,6 +17,9 @@ std::exception_ptr inOperation(const std::string& description, std::exception_pt
 // The error's message ("unknown error" for what is not a std::exception).
 std::string whatOf(std::exception_ptr error);
 
+// True when the error says a peer left or failed first (PeerLost), in an operation or not.
+bool causedByPeer(std::exception_ptr error);
+
 // Sends this rank's failure (`why`) and waits up to a second for it to leave. Never throws.
 void announceFailure(ControlChannel& control, int rank, int size, const std::string& why);
 

@@ -327,6 +327,80 @@ def test_allreduce_against_allgather_under_one_name_fails_at_once_on_every_rank_
         r, 3, "operation mismatch: rank {0} allreduce, ranks {1,2} allgather")
 
 
+SLOW_TO_EXIT_ON_INIT_ERROR = """
+import time, hvd
+try:
+    hvd.init()
+except Exception:
+    time.sleep(1)  # a framework's teardown: rank 1, whose link broke, exits first
+    raise
+"""
+
+
+@pytest.mark.parametrize("timeline", ["/nonexistent/dir/timeline.json", "/dev/full"])
+@pytest.mark.parametrize("rank_0_exits", ["at once", "last"])
+def test_a_late_init_failure_of_rank_0_is_the_headline_not_the_peer_whose_link_broke(
+        timeline, rank_0_exits):
+    # Rank 0 fails while its engine starts (it writes the timeline); rank 1, already running,
+    # sees the link to it break. Five runs where the race goes either way, one where rank 1
+    # surely exits first.
+    code = "import hvd; hvd.init()" if rank_0_exits == "at once" else SLOW_TO_EXIT_ON_INIT_ERROR
+    for run in range(5 if rank_0_exits == "at once" else 1):
+        r = run_hvdrun("-np", 2, "--timeline-filename", timeline, *python_worker(code),
+                       timeout=60)
+        assert r.returncode == 1, r.stderr[-3000:]
+        headline = r.stderr[r.stderr.index("hvdrun: job failed: "):]
+        assert headline.startswith("hvdrun: job failed: rank 0 on host "), (run, headline)
+        first_line, rest = headline.split("\n", 1)
+        assert "exited with code 1" in first_line, (run, headline)
+        assert "timeline: cannot " in rest.split("hvdrun: rank 1 ")[0], (run, headline)
+        # Rank 1, if it failed before it was stopped, is named as failing because of rank 0.
+        peer_lines = [line for line in rest.splitlines() if line.startswith("hvdrun: rank 1 ")]
+        if rank_0_exits == "last":
+            assert peer_lines, headline
+        for line in peer_lines:
+            assert line.startswith("hvdrun: rank 1 failed because of a peer: "), line
+            assert "rank 0" in line, line
+
+
+JOIN_WITHOUT_A_PEER = """
+import os, time, hvd, hvd.numpy as hn, numpy as np
+hvd.init()
+if hvd.rank() == 0:
+    start = time.monotonic()
+    try:
+        hn.join()
+    except hvd.HorovodInternalError as e:
+        print(f"rank 0 failed after {time.monotonic() - start:.2f} s: {e}", flush=True)
+else:
+    for b in range(5):
+        hn.allreduce(np.ones(3), name=f"batch.{b}")
+    if os.environ["LEAVE"] == "crash":
+        os._exit(3)
+"""
+
+
+@pytest.mark.parametrize("leave", ["exit", "crash"])
+def test_join_fails_at_once_on_every_rank_when_a_peer_leaves_without_joining(leave):
+    started = time.monotonic()
+    r = run_hvdrun("-np", 2, "-x", f"LEAVE={leave}", *python_worker(JOIN_WITHOUT_A_PEER),
+                   timeout=60)
+    took = time.monotonic() - started
+    assert r.returncode != 0, r.stdout + r.stderr
+    # The job ends on rank 1's failure: a program that finished without joining while its
+    # peer waited in join is one; a crash is one anyway (hvdrun may stop rank 0 before its join
+    # has failed: the crash ends the job).
+    assert "hvdrun: job failed: rank 1" in r.stderr, r.stderr[-3000:]
+    assert took < 30
+    if leave == "exit":
+        m = re.search(r"^\[0\]<stdout>:rank 0 failed after ([\d.]+) s: (.*)$", r.stdout, re.M)
+        assert m, r.stdout + r.stderr[-3000:]
+        assert float(m.group(1)) < 5
+        assert "join: ranks {1} shut down (their program finished or called shutdown) without " \
+               "joining" in m.group(2)
+        assert "hvd: shutdown failed: join: ranks {1} shut down" in r.stderr, r.stderr[-3000:]
+
+
 @pytest.mark.parametrize("transport", ["shm", "tcp"])
 def test_a_rank_stopped_inside_a_transfer_is_reported_then_fails_the_job(transport):
     worker = pathlib.Path(__file__).with_name("stop_in_collective_worker.py")

@@ -369,6 +369,45 @@ TEST_CASE("operations waiting for a rank that shut down fail at once, naming it"
   CHECK(list.responses[0].kind == ResponseKind::Execute);
 }
 
+TEST_CASE("a join fails on every rank at once when a rank shuts down without joining") {
+  OpRequest join;
+  join.type = OpType::Join;
+  join.name = "join";
+  for (bool joinFirst : {true, false}) {
+    INFO((joinFirst ? "join, then the shutdown" : "the shutdown, then join"));
+    Coordinator c(options(3));
+    if (joinFirst) c.submit(0, join, 0, t0);
+    c.requestShutdown(1);
+    if (!joinFirst) c.submit(0, join, 0, t0);
+    auto list = c.dispatch(t0);
+    REQUIRE(list.responses.size() == 1);
+    CHECK(list.responses[0].kind == ResponseKind::Error);
+    CHECK(list.responses[0].type == OpType::Join);
+    CHECK(list.responses[0].message ==
+          "join: ranks {1} shut down (their program finished or called shutdown) without "
+          "joining, so the join of ranks {0} can never complete");
+    // Rank 2 joining later fails as quickly; a join of every rank that is still there is never
+    // reported as done.
+    c.submit(2, join, 0, t0);
+    list = c.dispatch(t0);
+    REQUIRE(list.responses.size() == 1);
+    CHECK_THAT(list.responses[0].message, Catch::Contains("the join of ranks {2} can never"));
+    c.submit(0, join, 0, t0);
+    c.submit(2, join, 0, t0);
+    list = c.dispatch(t0);
+    REQUIRE(list.responses.size() == 1);
+    CHECK(list.responses[0].kind == ResponseKind::Error);
+  }
+  // A rank that joined and then shut down (from another thread) is not one that left.
+  Coordinator c(options(2));
+  c.submit(0, join, 0, t0);
+  c.submit(1, join, 0, t0);
+  c.requestShutdown(1);
+  auto list = c.dispatch(t0);
+  REQUIRE(list.responses.size() == 1);
+  CHECK(list.responses[0].kind == ResponseKind::JoinDone);
+}
+
 namespace {
 
 std::string floats(std::vector<float> v) {
