@@ -108,6 +108,48 @@ HVD_PARAM(ElasticTimeout, elasticTimeout, seconds,
     .description = "Seconds an elastic worker's `init` waits for a round that includes it; "
                    "hvdrun's `--elastic-timeout`.")
 
+HVD_PARAM(ElasticCommitDir, elasticCommitDir, asIs,
+    .name = "HVD_ELASTIC_COMMIT_DIR",
+    .type = ParamType::String, .defaultValue = "",
+    .flag = {.names = "--elastic-commit-dir", .kind = ValueKind::Text,
+             .group = FlagGroup::Elastic,
+             .help = "Rank 0 also writes each elastic commit here; a job that lost every worker, "
+                     "or a new run, resumes from it"},
+    .description = "An elastic job's on-disk commit (`--elastic-commit-dir`): at each "
+                   "`state.commit()` rank 0 also writes the committed state to "
+                   "`hvd-elastic-commit.pkl` in this directory (atomically: a new file replaces "
+                   "the old), and `hvd.elastic.run` starts from that file when it exists, so the "
+                   "training survives losing every worker, and a new run of the job resumes. The "
+                   "directory must be on rank 0's host (shared storage when hosts change); "
+                   "empty: commits stay in memory.")
+
+HVD_LAUNCHER_PARAM(ElasticRequireProgress,
+    .name = "HVD_ELASTIC_REQUIRE_PROGRESS",
+    .type = ParamType::Int, .defaultValue = "0", .min = 0, .max = 1,
+    .flag = {.names = "--elastic-require-progress", .kind = ValueKind::Switch,
+             .target = FlagTarget::Launcher,
+             .group = FlagGroup::Elastic,
+             .help = "Fail an elastic job that loses every worker holding its state, unless "
+                     "--elastic-commit-dir keeps it"},
+    .description = "1: an elastic job fails (exit code 1) when no worker that holds the "
+                   "training's state is left and there is no `--elastic-commit-dir` to resume "
+                   "from, instead of starting the training over (`--elastic-require-progress`; "
+                   "read by hvdrun).")
+
+HVD_LAUNCHER_PARAM(ElasticHostFailureLimit,
+    .name = "HVD_ELASTIC_HOST_FAILURE_LIMIT",
+    .type = ParamType::Int, .defaultValue = "3", .min = 1, .max = 1000,
+    .flag = {.names = "--blacklist-failure-limit", .kind = ValueKind::Integer,
+             .target = FlagTarget::Launcher,
+             .group = FlagGroup::Elastic,
+             .help = "Worker failures on one host, with no round formed since, that blacklist it"},
+    .description = "How many of a host's workers may fail before hvdrun blacklists the host in "
+                   "an elastic job (`--blacklist-failure-limit`; read by hvdrun): a failed "
+                   "worker is replaced on its own slot, and the host's other workers go on with "
+                   "their state; the count restarts each time a round with the host's workers "
+                   "forms. 1 blacklists a host at its first failure, as Horovod does. A host "
+                   "whose SSH check fails is blacklisted at once.")
+
 HVD_LAUNCHER_PARAM(SshConcurrency,
     .name = "HVD_SSH_CONCURRENCY",
     .type = ParamType::Int, .defaultValue = "32", .min = 1, .max = 4096,

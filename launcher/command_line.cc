@@ -92,6 +92,12 @@ void applyLauncherFlags(const std::map<params::ParamId, FlagValue>& given, Launc
   o.startTimeout = std::chrono::seconds(number(params::ParamId::StartTimeout));
   o.elastic.timeout = std::chrono::seconds(number(params::ParamId::ElasticTimeout));
   o.elastic.timeoutGiven = given.count(params::ParamId::ElasticTimeout) > 0;
+  if (given.count(params::ParamId::ElasticHostFailureLimit))
+    o.elastic.hostFailureLimit = static_cast<int>(number(params::ParamId::ElasticHostFailureLimit));
+  if (auto it = given.find(params::ParamId::ElasticRequireProgress); it != given.end())
+    o.elastic.requireProgress = std::get<bool>(it->second);
+  if (auto it = given.find(params::ParamId::ElasticCommitDir); it != given.end())
+    o.elastic.commitDir = std::get<std::string>(it->second);
   // 0: not given; sshConcurrency() then reads the variable from hvdrun's environment.
   if (given.count(params::ParamId::SshConcurrency))
     o.ssh.concurrency = static_cast<int>(number(params::ParamId::SshConcurrency));

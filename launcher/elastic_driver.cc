@@ -1,6 +1,7 @@
 #include "launcher/elastic_driver.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "collectives/rendezvous/elastic_rounds.h"
 #include "common/error.h"
@@ -54,7 +55,7 @@ void ElasticDriver::tick(Job& job) {
   if (finishing_ || failed_) return;
   if (!forced_ && round_ >= 0) {
     if (!roundFormed()) return;
-    started_ = true;
+    markFormed();
   }
   for (const auto& host : blacklist_.takeReturned(Clock::now()))
     log::logger("launcher")
@@ -114,7 +115,7 @@ void ElasticDriver::publish(Job& job, const MembershipChange& change) {
   std::vector<ElasticWorker> added;
   for (const auto& slot : change.add) added.push_back({nextId_++, slot});
   members.insert(members.end(), added.begin(), added.end());
-  auto placements = placeMembers(members, hostOrder_);
+  auto placements = placeMembers(members);
   ++round_;
   // Published before the new workers start: their first init reads the newest round, which
   // must already hold them.
@@ -148,15 +149,53 @@ bool ElasticDriver::tolerate(Job& job, int label, const std::string& host,
   // A host that failed its SSH check is at fault whenever that happens. The round may have
   // formed since the last tick: a worker that trains a few quick steps and dies before it was
   // the host's failure, not the script's.
-  if (!started_ && round_ >= 0 && roundFormed()) started_ = true;
+  if (!started_ && round_ >= 0 && roundFormed()) markFormed();
   if (!started_ && !status.unstarted) return false;
   if (member == members_.end()) return true;  // already out of the job
   lastFailure_ = detail::concat("worker ", label, " on ", host, " ", status.describe());
+  members_.erase(member);
+  int failures = ++failuresSinceFormed_[host];
+  if (status.unstarted || failures >= options_.hostFailureLimit) {
+    blacklist(job, host);
+  } else {
+    log::logger("launcher")
+        ->warn("elastic: {}; replacing it ({} of --blacklist-failure-limit {} on {})", lastFailure_,
+               failures, options_.hostFailureLimit, host);
+  }
+  if (!stateSurvives()) {
+    trained_.clear();
+    if (options_.requireProgress && options_.commitDir.empty()) {
+      failJob(job, "all workers lost (the last: " + lastFailure_ +
+                       "): no worker holds the training's state, and --elastic-require-progress "
+                       "forbids starting over (--elastic-commit-dir would keep it on disk)");
+      return true;
+    }
+    // Said on stderr whatever the log level: the job goes on, but its progress is gone.
+    std::string from = options_.commitDir.empty()
+                           ? "the beginning"
+                           : "the last on-disk commit in " + options_.commitDir;
+    ::fprintf(stderr,
+              "hvdrun: elastic: all workers lost (the last: %s): no worker holds the "
+              "training's state; training restarts from %s\n",
+              lastFailure_.c_str(), from.c_str());
+  }
+  forced_ = true;
+  tick(job);
+  return true;
+}
+
+void ElasticDriver::markFormed() {
+  started_ = true;
+  for (const auto& w : members_) trained_.insert(w.id);
+  failuresSinceFormed_.clear();
+}
+
+void ElasticDriver::blacklist(Job& job, const std::string& host) {
   auto out = blacklist_.add(host, Clock::now());
+  failuresSinceFormed_.erase(host);
   log::logger("launcher")
       ->warn("elastic: {}; blacklisting host {} {}and going on without it", lastFailure_, host,
              out ? detail::concat("for ", out->count(), " s ") : "");
-  members_.erase(member);
   for (auto it = members_.begin(); it != members_.end();) {
     if (it->where.host == host) {
       job.stopWorker(it->id);
@@ -165,9 +204,13 @@ bool ElasticDriver::tolerate(Job& job, int label, const std::string& host,
       ++it;
     }
   }
-  forced_ = true;
-  tick(job);
-  return true;
+}
+
+bool ElasticDriver::stateSurvives() const {
+  if (trained_.empty()) return true;  // nothing trained yet: nothing to lose
+  for (const auto& w : members_)
+    if (trained_.count(w.id)) return true;
+  return false;
 }
 
 void ElasticDriver::failJob(Job& job, const std::string& reason) {

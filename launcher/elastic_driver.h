@@ -1,8 +1,13 @@
 // hvdrun's side of an elastic job (--min-np, --max-np, --host-discovery-script): decides each
 // round's members, publishes the round in the rendezvous store (elastic_rounds.h) and starts and
-// stops workers through the Job. A failed worker takes its host out of the job (blacklisted,
-// as Horovod does, for good or for --blacklist-cooldown-range; its other workers are stopped)
-// and the survivors go on in a new round; hosts
+// stops workers through the Job. A failed worker is replaced on its slot in a new round, where
+// the survivors go on from their last commit (the oldest survivor is rank 0, whose state every
+// worker takes). A host whose workers keep failing (--blacklist-failure-limit of them with no
+// round formed since) or whose SSH check fails is taken out of the job (blacklisted, for good
+// or for --blacklist-cooldown-range; its other workers are stopped). When no worker that holds
+// the training's state is left, hvdrun says so on its stderr: the job starts over (from the
+// on-disk commit of --elastic-commit-dir, if any), or with --elastic-require-progress and no
+// such directory fails. Hosts
 // the discovery script adds get workers in a new round, which the running workers pick up at
 // their next commit. The job fails when fewer than --min-np slots stay usable for
 // --elastic-timeout seconds, or after --reset-limit new rounds. A worker that exits 0 ends the
@@ -14,7 +19,9 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,6 +39,9 @@ struct ElasticOptions {
   std::chrono::seconds timeout{600};
   int resetLimit = -1;                    // -1: no limit
   std::optional<CooldownRange> cooldown;  // --blacklist-cooldown-range; none: for good
+  int hostFailureLimit = 3;               // --blacklist-failure-limit
+  bool requireProgress = false;           // --elastic-require-progress
+  std::string commitDir;                  // --elastic-commit-dir; empty: none
 };
 
 // Where usable hosts come from: the discovery script, or the fixed -H/--hostfile list.
@@ -66,6 +76,12 @@ class ElasticDriver : public JobPolicy {
   bool everyoneAsksForNewRound();
   void publish(Job& job, const MembershipChange& change);
   void failJob(Job& job, const std::string& reason);
+  // The current round formed: its members hold the state, its hosts' failure counts restart.
+  void markFormed();
+  // Takes `host` out of the job and stops its other workers.
+  void blacklist(Job& job, const std::string& host);
+  // Whether a member that holds the training's state (it was in a round that formed) is left.
+  bool stateSurvives() const;
 
   ElasticOptions options_;
   HostSource hosts_;
@@ -74,8 +90,10 @@ class ElasticDriver : public JobPolicy {
   rendezvous::Store& store_;
   std::string jobId_;
 
-  std::vector<ElasticWorker> members_;  // the current round's live members
-  std::vector<std::string> hostOrder_;  // hosts by first appearance
+  std::vector<ElasticWorker> members_;              // the current round's live members
+  std::set<int> trained_;                           // members that were in a round that formed
+  std::map<std::string, int> failuresSinceFormed_;  // host -> its workers' failures
+  std::vector<std::string> hostOrder_;              // hosts by first appearance
   HostBlacklist blacklist_;
   int64_t round_ = -1;
   int nextId_ = 0;

@@ -32,17 +32,16 @@ MembershipChange planMembership(const std::vector<ElasticWorker>& current,
   return change;
 }
 
-rendezvous::elastic::Members placeMembers(const std::vector<ElasticWorker>& members,
-                                          const std::vector<std::string>& hostOrder) {
-  auto hostIndex = [&](const std::string& host) {
-    auto it = std::find(hostOrder.begin(), hostOrder.end(), host);
-    HVD_ENFORCE(it != hostOrder.end(), "elastic: host ", host, " has no place in the order");
-    return it - hostOrder.begin();
-  };
+rendezvous::elastic::Members placeMembers(const std::vector<ElasticWorker>& members) {
+  std::map<std::string, int> oldest;  // host -> its lowest worker id
+  for (const auto& w : members) {
+    auto [it, added] = oldest.emplace(w.where.host, w.id);
+    if (!added) it->second = std::min(it->second, w.id);
+  }
   std::vector<ElasticWorker> sorted = members;
   std::sort(sorted.begin(), sorted.end(), [&](const ElasticWorker& a, const ElasticWorker& b) {
-    auto ia = hostIndex(a.where.host), ib = hostIndex(b.where.host);
-    return ia != ib ? ia < ib : a.where.slot < b.where.slot;
+    int ha = oldest.at(a.where.host), hb = oldest.at(b.where.host);
+    return ha != hb ? ha < hb : a.id < b.id;
   });
   std::vector<HostSlots> counts;
   for (const auto& w : sorted)

@@ -37,8 +37,10 @@ struct MembershipChange {
 MembershipChange planMembership(const std::vector<ElasticWorker>& current,
                                 const std::vector<HostSlots>& offered, int maxNp);
 
-// Placements of `members` (any order) by the hosts' order in `hostOrder`, then slot.
-rendezvous::elastic::Members placeMembers(const std::vector<ElasticWorker>& members,
-                                          const std::vector<std::string>& hostOrder);
+// Placements of `members` (any order): the workers that joined earliest first, each host's
+// workers together: hosts by their oldest worker (lowest id), and on a host by id. So rank 0 is
+// the oldest worker still in the job, one that holds the training's last commit, and never a
+// replacement that just started (the state is broadcast from rank 0 at each new round).
+rendezvous::elastic::Members placeMembers(const std::vector<ElasticWorker>& members);
 
 }  // namespace hvd::launcher

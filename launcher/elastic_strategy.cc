@@ -33,6 +33,7 @@ ElasticOptions elasticOptions(const LaunchOptions& o) {
     throw InvalidArgument(detail::concat("-np ", o.np, " is above --max-np ", e.maxNp));
   e.timeout = f.timeout;
   e.resetLimit = f.resetLimit;
+  e.commitDir = f.commitDir;
   if (!f.cooldownRange.empty()) {
     auto [lo, hi] = std::pair{f.cooldownRange.at(0), f.cooldownRange.at(1)};
     if (hi < lo)
@@ -102,6 +103,17 @@ ElasticStrategy::ElasticStrategy(const LaunchContext& c) : c_(c) {
   if (!flags.discoveryScript.empty() && (!o.hosts.empty() || !o.hostfile.empty()))
     throw InvalidArgument("give either --host-discovery-script or -H/--hostfile, not both");
   options_ = elasticOptions(o);
+  // Flags win; else hvdrun's environment (checked as the table says). The workers read the
+  // commit directory from their environment too; hvdrun's messages name it.
+  auto fromEnv = params::ParamValues::fromMap(c.base);
+  options_.hostFailureLimit =
+      flags.hostFailureLimit > 0
+          ? flags.hostFailureLimit
+          : static_cast<int>(fromEnv.getInt(params::ParamId::ElasticHostFailureLimit));
+  options_.requireProgress =
+      flags.requireProgress.value_or(fromEnv.getInt(params::ParamId::ElasticRequireProgress) == 1);
+  if (options_.commitDir.empty())
+    options_.commitDir = fromEnv.getString(params::ParamId::ElasticCommitDir);
   if (!flags.discoveryScript.empty()) script_ = resolveExecutable(flags.discoveryScript, c.base);
   if (script_.empty()) {
     HostPlan plan = planHosts(o, c.base);

@@ -274,7 +274,8 @@ void Job::onEnded(std::size_t i, ExitStatus status) {
   else
     log::logger("launcher")
         ->info("{} {} (pid {}) {}", kind, w.label, w.process.pid, w.status.describe());
-  if (w.status.failed() && !w.stoppedByPolicy) lastFailed_ = static_cast<int>(i);
+  // A worker the stop itself ended is not one that failed.
+  if (w.status.failed() && !w.stoppedByPolicy && !stopping_) lastFailed_ = static_cast<int>(i);
   bool tolerated =
       policy_ && !stopping_ &&
       (w.stoppedByPolicy || policy_->tolerate(*this, w.label, w.placement.hostname, w.status));

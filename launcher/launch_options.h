@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,10 @@ struct ElasticFlags {
   bool timeoutGiven = false;
   int resetLimit = -1;
   std::vector<int> cooldownRange;  // --blacklist-cooldown-range MIN MAX; empty: not given
+  // The next two, when not given, come from hvdrun's environment (their HVD_* variables).
+  int hostFailureLimit = 0;             // --blacklist-failure-limit; 0: not given
+  std::optional<bool> requireProgress;  // --elastic-require-progress
+  std::string commitDir;                // --elastic-commit-dir (also passed to the workers)
   bool requested() const { return minNp > 0 || maxNp > 0 || !discoveryScript.empty(); }
 };
 

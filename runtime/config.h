@@ -98,6 +98,7 @@ struct Config {
   bool elastic = false;
   int workerId = -1;
   std::chrono::milliseconds elasticTimeout{};
+  std::string elasticCommitDir;  // HVD_ELASTIC_COMMIT_DIR; read by hvd.elastic
 
   // Throws InvalidArgument naming the variable for an invalid or inconsistent value.
   static Config fromParams(const params::ParamValues& values);

@@ -8,13 +8,19 @@ of ranks); the training function, wrapped by ``run``, goes on in it:
   to its last ``commit()``, the worker leaves the broken round and joins the next one;
 * ``commit()`` also asks whether hvdrun has formed a newer round (hosts were added or removed)
   and then raises HostsUpdatedInterrupt on every rank at once, so all of them move together;
-* at the start of every round the state of rank 0 (a worker of the oldest host still in the
-  job) is broadcast, so workers that just joined start where the others are.
+* at the start of every round the state of rank 0 (the oldest worker still in the job) is
+  broadcast, so workers that just joined start where the others are;
+* with ``--elastic-commit-dir DIR`` (HVD_ELASTIC_COMMIT_DIR) rank 0 also writes each commit to
+  DIR/hvd-elastic-commit.pkl, and ``run`` starts from that file when it exists: the training
+  survives losing every worker, and a new run of the job resumes.
 """
 from __future__ import annotations
 
 import copy
 import functools
+import os
+import pickle
+import sys
 from typing import Callable, List
 
 import numpy as np
@@ -45,9 +51,11 @@ class State:
         """Horovod's notification hook; hvd learns of new rounds in check_host_updates."""
 
     def commit(self):
-        """Saves the state, then raises HostsUpdatedInterrupt (on every rank) when hvdrun has
-        formed a newer round. Call it every few batches: a failure loses the work since."""
+        """Saves the state (rank 0 also to the commit directory, if any), then raises
+        HostsUpdatedInterrupt (on every rank) when hvdrun has formed a newer round. Call it every
+        few batches: a failure loses the work since."""
         self.save()
+        _write_commit(self)
         self.check_host_updates()
 
     def check_host_updates(self):
@@ -76,6 +84,16 @@ class State:
 
     def reset(self):
         """Horovod's hook for subclasses that keep per-round objects."""
+
+    def committed(self):
+        """What the last ``save`` kept, picklable: what the commit directory holds."""
+        raise NotImplementedError(f"{type(self).__name__} cannot be written to a commit "
+                                  "directory: it does not say what its commit holds")
+
+    def load_committed(self, committed):
+        """Makes ``committed`` (from ``committed()``) the last commit, and restores it."""
+        raise NotImplementedError(f"{type(self).__name__} cannot be read from a commit "
+                                  "directory: it does not say what its commit holds")
 
 
 class ObjectState(State):
@@ -106,6 +124,58 @@ class ObjectState(State):
         for name, value in self._saved_state.items():
             setattr(self, name, copy.deepcopy(value))
 
+    def committed(self):
+        return {"attributes": self._saved_state}
+
+    def load_committed(self, committed):
+        self._saved_state = dict(committed["attributes"])
+        self.restore()
+
+
+COMMIT_FILE = "hvd-elastic-commit.pkl"
+
+
+def _commit_dir():
+    return _core.elastic_commit_dir() if _core.is_initialized() else ""
+
+
+def _write_commit(state):
+    """Rank 0 writes the state's last commit to the commit directory, replacing the previous
+    one only once the new one is complete."""
+    directory = _commit_dir()
+    if not directory or _basics.rank() != 0:
+        return
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, COMMIT_FILE)
+    partial = f"{path}.{os.getpid()}.partial"
+    try:
+        with open(partial, "wb") as f:
+            pickle.dump(state.committed(), f, protocol=pickle.HIGHEST_PROTOCOL)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(partial, path)
+    except BaseException:
+        try:
+            os.unlink(partial)
+        except OSError:
+            pass
+        raise
+
+
+def _read_commit(state):
+    """On rank 0, makes the commit directory's commit the state's (the first sync then gives
+    it to every rank). Says so on stderr: the training does not start where the script
+    begins."""
+    directory = _commit_dir()
+    if not directory or _basics.rank() != 0:
+        return
+    path = os.path.join(directory, COMMIT_FILE)
+    if not os.path.exists(path):
+        return
+    with open(path, "rb") as f:
+        state.load_committed(pickle.load(f))
+    print(f"hvd: elastic: resuming from the commit in {path}", file=sys.stderr, flush=True)
+
 
 def _rejoin(reset):
     """Leaves the current round and joins the next; an init that fails (a peer of the new round
@@ -123,6 +193,7 @@ def run_fn(func, reset):
     @functools.wraps(func)
     def wrapper(state, *args, **kwargs):
         skip_sync = False
+        _read_commit(state)
         while True:
             try:
                 if not skip_sync:

@@ -410,6 +410,9 @@ NB_MODULE(_core, m) {
       "cpu_share", [] { return current()->cpuShare(); },
       "The compute threads this rank's CPUs can run without sharing a core with another rank.");
   m.def(
+      "elastic_commit_dir", [] { return current()->config().elasticCommitDir; },
+      "HVD_ELASTIC_COMMIT_DIR: where rank 0 writes each elastic commit; empty: nowhere.");
+  m.def(
       "gradient_overlap", [] { return current()->config().gradientOverlap; },
       "HVD_GRADIENT_OVERLAP: auto, on or off.");
   m.def(

@@ -3,19 +3,25 @@ number of steps through hvd.elastic.run, in NumPy (hvd.elastic.ObjectState) or, 
 ELASTIC_FRAMEWORK=torch, in PyTorch (TorchState with the model and its optimizer). The tests
 steer it through the environment:
 
-  CRASH_WORKER=N, CRASH_AT=S  worker N dies (exit 3) at step S, once (CRASH_MARKER records it)
+  CRASH_WORKER=N, CRASH_AT=S  worker N dies (exit 3) at step S, once (CRASH_MARKER records it);
+                              CRASH_WORKER=N,M,...: each of them, at that step
+  CRASH_SIGNAL=KILL           it dies by SIGKILL instead
   GROW_FILE=F, GROW_AT=S      rank 0 creates F at step S (the discovery script then offers more)
   WANT_SIZE=K                 the last step waits (up to 90 s) until the job has K workers
   START_CRASH_WORKER=N        worker N exits before hvd.init(), after START_CRASH_DELAY s
   SHOW_HOST=1                 each worker prints the network namespace it runs in
+  PID_DIR=D                   each worker writes its pid to D/<worker id> (for chaos.py)
+  SHOW_STEPS=1                each worker prints "worker N at step S" before each step
   USE_HOROVOD_COMPAT=1        (torch) import horovod.torch, as a Horovod script does
 
-It prints, per worker, the step count, the sizes it trained at and whether every rank ends with
+It prints, per worker, the step it trains from each time it enters a round ("worker N trains
+from step S as rank R of K"), and at the end the step count, the sizes it trained at and whether every rank ends with
 the same weights. Both frameworks train the same model (SGD with momentum on mean squared
 error), and every rank's batch depends on the step only, so the result does not depend on which
 workers ran which step.
 """
 import os
+import signal
 import sys
 import time
 
@@ -97,8 +103,14 @@ if os.environ.get("SHOW_HOST"):
     print(f"worker {os.environ['HVD_WORKER_ID']} runs on {os.readlink('/proc/self/ns/net')}",
           flush=True)
 me = int(os.environ["HVD_WORKER_ID"])
+if os.environ.get("PID_DIR"):
+    with open(os.path.join(os.environ["PID_DIR"], f"{me}.partial"), "w") as f:
+        f.write(str(os.getpid()))
+    os.replace(os.path.join(os.environ["PID_DIR"], f"{me}.partial"),
+               os.path.join(os.environ["PID_DIR"], str(me)))
+show_steps = bool(os.environ.get("SHOW_STEPS"))
 steps = int(os.environ.get("STEPS", "30"))
-crash_worker = int(os.environ.get("CRASH_WORKER", "-1"))
+crash_workers = {int(w) for w in os.environ.get("CRASH_WORKER", "-1").split(",")}
 crash_at = int(os.environ.get("CRASH_AT", "-1"))
 marker = os.environ.get("CRASH_MARKER", "")
 grow_file = os.environ.get("GROW_FILE", "")
@@ -110,10 +122,14 @@ resets = []
 @model.elastic.run
 def train(state):
     deadline = time.monotonic() + 90
+    print(f"worker {me} trains from step {state.step} as rank {hvd.rank()} of {hvd.size()}",
+          flush=True)
     while state.step < steps:
-        if me == crash_worker and state.step == crash_at and not os.path.exists(marker):
-            open(marker, "w").close()
+        if me in crash_workers and state.step == crash_at and not os.path.exists(f"{marker}.{me}"):
+            open(f"{marker}.{me}", "w").close()
             print(f"worker {me} dies at step {state.step}", flush=True)
+            if os.environ.get("CRASH_SIGNAL") == "KILL":
+                os.kill(os.getpid(), signal.SIGKILL)
             os._exit(3)
         if hvd.rank() == 0 and grow_file and state.step == grow_at:
             open(grow_file, "w").close()
@@ -121,6 +137,8 @@ def train(state):
             time.sleep(0.1)
             state.commit()  # raises HostsUpdatedInterrupt once the new workers are in
             continue
+        if show_steps:
+            print(f"worker {me} at step {state.step}", flush=True)
         model.step(state)
         state.sizes.append(hvd.size())
         state.step += 1

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from conftest import REPO, run_hvdrun
+import chaos
+from conftest import HVDRUN, REPO, run_hvdrun
 
 WORKER = REPO / "test" / "e2e" / "elastic_worker.py"
 TORCH = ("-x", "ELASTIC_FRAMEWORK=torch")  # the worker's model in PyTorch (else NumPy)
@@ -31,10 +32,11 @@ def finals(stdout):
     return out
 
 
-def assert_finished(r, workers, ending):
-    """Exactly `workers` printed a final line, each ending with `ending`; returns the lines."""
+def assert_finished(r, workers, ending, also=()):
+    """Exactly `workers` and `also` printed a final line, each of `workers` ending with
+    `ending`; returns the lines."""
     done = finals(r.stdout)
-    assert sorted(done) == sorted(workers), r.stdout[-3000:]
+    assert sorted(done) == sorted([*workers, *also]), r.stdout[-3000:]
     for worker in workers:
         assert done[worker].endswith(ending), done
     return done
@@ -47,14 +49,140 @@ def discovery_script(tmp_path, body):
     return path
 
 
-def test_a_failed_host_leaves_and_the_survivors_finish_from_the_last_commit(tmp_path):
+def test_a_failed_worker_is_replaced_and_the_survivors_go_on_from_the_last_commit(tmp_path):
     # PyTorch's TorchState (model and optimizer) restored to the last commit; the other tests of
-    # the launcher's elastic rounds keep their state in NumPy (elastic_worker.py).
+    # the launcher's elastic rounds keep their state in NumPy (elastic_worker.py). Worker 2
+    # fails once: its host's other slots are fine, so worker 3 takes its slot.
     r = run_hvdrun("--min-np", 2, "-H", "localhost:2,127.0.0.1:1", *TORCH, "-x", "CRASH_WORKER=2",
                    "-x", "CRASH_AT=10", "-x", f"CRASH_MARKER={tmp_path / 'crashed'}",
                    sys.executable, WORKER, timeout=180, env=clean_env())
     assert r.returncode == 0, r.stderr[-4000:]
     assert "worker 2 dies at step 10" in r.stdout
+    assert ("elastic: worker 2 on 127.0.0.1 exited with code 3; replacing it (1 of "
+            "--blacklist-failure-limit 3 on 127.0.0.1)") in r.stderr
+    assert "blacklisting" not in r.stderr
+    done = assert_finished(r, [0, 1], "steps 30, sizes [3], resets [3], identical True",
+                           also=[3])
+    assert done[0].startswith("rank 0 of 3")
+    assert done[3] == "rank 2 of 3, steps 30, sizes [3], resets [], identical True", done
+    # The replacement started from the survivors' last commit, not from step 0.
+    m = re.search(r"<stdout>:worker 3 trains from step (\d+)", r.stdout)
+    assert m and int(m.group(1)) >= 9, r.stdout[-3000:]
+
+
+def test_one_host_kill_9_of_rank_0_keeps_the_progress_of_its_other_workers(tmp_path):
+    # The usual one-machine elastic job: the discovery script offers localhost:4. Worker 0 (rank
+    # 0, whose state the others would take) dies by SIGKILL; the three others keep their state,
+    # one of them becomes rank 0, and worker 4 takes the free slot from their last commit.
+    script = discovery_script(tmp_path, "echo localhost:4\n")
+    r = run_hvdrun("--min-np", 2, "--host-discovery-script", script, "-x", "CRASH_WORKER=0",
+                   "-x", "CRASH_AT=10", "-x", "CRASH_SIGNAL=KILL",
+                   "-x", f"CRASH_MARKER={tmp_path / 'crashed'}",
+                   sys.executable, WORKER, timeout=180, env=clean_env())
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert "worker 0 dies at step 10" in r.stdout
+    assert "elastic: worker 0 on localhost was killed by signal 9 (SIGKILL)" in r.stderr
+    assert "replacing it (1 of --blacklist-failure-limit 3 on localhost)" in r.stderr
+    assert "blacklisting" not in r.stderr and "all workers lost" not in r.stderr
+    done = assert_finished(r, [1, 2, 3], "steps 30, sizes [4], resets [4], identical True",
+                           also=[4])
+    assert done[1].startswith("rank 0 of 4"), done
+    assert done[4] == "rank 3 of 4, steps 30, sizes [4], resets [], identical True", done
+    m = re.search(r"<stdout>:worker 4 trains from step (\d+)", r.stdout)
+    assert m and int(m.group(1)) >= 9, r.stdout[-3000:]
+
+
+def test_every_worker_lost_at_once_is_announced_and_the_job_starts_over(tmp_path):
+    script = discovery_script(tmp_path, "echo localhost:2\n")
+    r = run_hvdrun("--min-np", 2, "--host-discovery-script", script, "--blacklist-failure-limit", 5,
+                   "-x", "CRASH_WORKER=0,1", "-x", "CRASH_AT=10", "-x", "CRASH_SIGNAL=KILL",
+                   "-x", f"CRASH_MARKER={tmp_path / 'crashed'}",
+                   sys.executable, WORKER, timeout=180, env=clean_env())
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert "hvdrun: elastic: all workers lost (the last: worker " in r.stderr, r.stderr[-3000:]
+    assert "training restarts from the beginning" in r.stderr
+    done = finals(r.stdout)
+    assert sorted(done) == [2, 3] or sorted(done) == [3, 4], r.stdout[-3000:]
+    assert re.search(r"<stdout>:worker [234] trains from step 0 ", r.stdout), r.stdout[-3000:]
+
+
+def every_worker_killed_at_step_10(tmp_path, *flags, steps=30):
+    script = discovery_script(tmp_path, "echo localhost:2\n")
+    return run_hvdrun("--min-np", 2, "--host-discovery-script", script, *flags,
+                      "-x", "CRASH_WORKER=0,1", "-x", "CRASH_AT=10", "-x", "CRASH_SIGNAL=KILL",
+                      "-x", f"CRASH_MARKER={tmp_path / 'crashed'}", "-x", f"STEPS={steps}",
+                      sys.executable, WORKER, timeout=180, env=clean_env())
+
+
+def test_every_worker_lost_under_require_progress_fails_the_job_saying_so(tmp_path):
+    r = every_worker_killed_at_step_10(tmp_path, "--elastic-require-progress")
+    assert r.returncode == 1, r.stderr[-3000:]
+    assert ("hvdrun: job failed: elastic: all workers lost (the last: worker ") in r.stderr
+    assert ("no worker holds the training's state, and --elastic-require-progress forbids "
+            "starting over (--elastic-commit-dir would keep it on disk)") in r.stderr
+    assert not finals(r.stdout)
+
+
+def test_every_worker_lost_resumes_from_the_on_disk_commit_and_so_does_a_new_run(tmp_path):
+    commits = tmp_path / "commits"
+    r = every_worker_killed_at_step_10(tmp_path, "--elastic-commit-dir", commits,
+                                       "--elastic-require-progress")
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert ("training restarts from the last on-disk commit in " + str(commits)) in r.stderr
+    commit = commits / "hvd-elastic-commit.pkl"
+    assert f"hvd: elastic: resuming from the commit in {commit}" in r.stderr
+    # The replacements took the state of the commit after step 9 (each worker committed after
+    # every step and died before step 10).
+    assert re.search(r"<stdout>:worker [23] trains from step 10 as rank 0 ", r.stdout), \
+        r.stdout[-3000:]
+    assert_finished(r, [2, 3], "steps 30, sizes [2], resets [], identical True")
+    # A new run of the job goes on from the last commit, step 30, to its 35 steps.
+    r = run_hvdrun("--min-np", 2, "-H", "localhost:2", "--elastic-commit-dir", commits,
+                   "-x", "STEPS=35", sys.executable, WORKER, timeout=120, env=clean_env())
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert "[0]<stdout>:worker 0 trains from step 30 as rank 0 of 2" in r.stdout, r.stdout
+    assert_finished(r, [0, 1], "steps 35, sizes [2], resets [], identical True")
+
+
+def assert_survived_the_chaos(returncode, log, stderr, killed, workers, steps):
+    out = "\n".join(log[-60:]) + "\n" + stderr[-3000:]
+    assert returncode == 0, out
+    assert len(killed) == 5, out
+    assert "all workers lost" not in stderr and "blacklisting" not in stderr, out
+    done = {}
+    for line in log:
+        m = re.match(r"\[\d+\]<stdout>:worker (\d+): (rank .*)", line)
+        if m:
+            done[int(m.group(1))] = m.group(2)
+    assert len(done) == workers, out
+    for line in done.values():
+        assert f", steps {steps}, " in line and line.endswith("identical True"), done
+    # Each kill cost at most one commit interval (a step) of the progress made before it.
+    lost = chaos.progress_lost_per_kill(log)
+    assert lost and all(n <= 1 for n in lost), (lost, out)
+
+
+CHAOS = ("-x", "ELASTIC_FRAMEWORK=torch", "-x", "SHOW_STEPS=1", "-x", "STEPS=200",
+         "-x", "STEP_SLEEP=0.05")
+
+
+def test_chaos_five_random_kill_9s_of_a_one_host_torch_job_keep_its_progress(tmp_path):
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    script = discovery_script(tmp_path, "echo localhost:4\n")
+    command = [str(HVDRUN), "--min-np", "2", "--max-np", "4", "--host-discovery-script",
+               str(script), *CHAOS, "-x", f"PID_DIR={pids}", sys.executable, str(WORKER)]
+    seed = int(os.environ.get("HVD_CHAOS_SEED", time.time_ns() % 1000))
+    result = chaos.run_with_kills(command, clean_env(), pids, kills=5, seed=seed, timeout=240)
+    assert_survived_the_chaos(*result, workers=4, steps=200)
+
+
+def test_a_host_whose_workers_keep_failing_leaves_and_the_survivors_finish(tmp_path):
+    r = run_hvdrun("--min-np", 2, "-H", "localhost:2,127.0.0.1:1", "--blacklist-failure-limit", 1,
+                   "-x", "CRASH_WORKER=2", "-x", "CRASH_AT=10",
+                   "-x", f"CRASH_MARKER={tmp_path / 'crashed'}",
+                   sys.executable, WORKER, timeout=180, env=clean_env())
+    assert r.returncode == 0, r.stderr[-4000:]
     assert ("elastic: worker 2 on 127.0.0.1 exited with code 3; blacklisting host 127.0.0.1 "
             "and going on without it") in r.stderr
     # Both survivors ran all 30 steps, first with 3 workers, then with 2, and agree.
@@ -87,7 +215,8 @@ def test_a_worker_that_dies_right_after_the_first_round_formed_fails_its_host_no
         tmp_path):
     # Worker 2 dies at its first step, within hvdrun's tick of the round forming: the job had
     # started (every worker joined), so this is the host's failure, not the script's.
-    r = run_hvdrun("--min-np", 2, "-H", "localhost:2,127.0.0.1:1", "-x", "CRASH_WORKER=2",
+    r = run_hvdrun("--blacklist-failure-limit", 1, "--min-np", 2, "-H", "localhost:2,127.0.0.1:1",
+                   "-x", "CRASH_WORKER=2",
                    "-x", "CRASH_AT=0", "-x", f"CRASH_MARKER={tmp_path / 'crashed'}",
                    sys.executable, WORKER, timeout=120, env=clean_env())
     assert r.returncode == 0, r.stderr[-4000:]
@@ -103,7 +232,8 @@ def test_a_new_worker_that_fails_at_start_is_given_up_and_the_others_go_on(tmp_p
     script = discovery_script(tmp_path, f"echo localhost:2\n[ -e {grow} ] && echo 127.0.0.1:1\n"
                                         "exit 0\n")
     start = time.monotonic()
-    r = run_hvdrun("--min-np", 2, "--host-discovery-script", script, "-x", f"GROW_FILE={grow}",
+    r = run_hvdrun("--blacklist-failure-limit", 1, "--min-np", 2, "--host-discovery-script", script,
+                   "-x", f"GROW_FILE={grow}",
                    "-x", "GROW_AT=5", "-x", "START_CRASH_WORKER=2", "-x", "START_CRASH_DELAY=4",
                    "-x", "STEP_SLEEP=0.1", sys.executable, WORKER, timeout=180, env=clean_env())
     assert r.returncode == 0, r.stderr[-4000:]
@@ -116,7 +246,8 @@ def test_a_new_worker_that_fails_at_start_is_given_up_and_the_others_go_on(tmp_p
 
 
 def test_a_blacklisted_host_comes_back_after_its_cooldown(tmp_path):
-    r = run_hvdrun("--min-np", 2, "-H", "localhost:2,127.0.0.1:1", "--blacklist-cooldown-range",
+    r = run_hvdrun("--blacklist-failure-limit", 1, "--min-np", 2, "-H", "localhost:2,127.0.0.1:1",
+                   "--blacklist-cooldown-range",
                    2, 10, "-x", "CRASH_WORKER=2", "-x", "CRASH_AT=10", "-x",
                    f"CRASH_MARKER={tmp_path / 'crashed'}", "-x", "WANT_SIZE=3",
                    sys.executable, WORKER, timeout=180, env=clean_env())
@@ -136,7 +267,8 @@ def test_a_spare_host_replaces_a_failed_one_under_max_np(tmp_path):
     # worker 2 starts there (in the same step that handles the failure) and takes rank 1.
     script = discovery_script(tmp_path, "echo localhost:1\necho 127.0.0.1:1\n"
                                         "echo 127.0.0.2:1\n")
-    r = run_hvdrun("--min-np", 2, "--max-np", 2, "--host-discovery-script", script,
+    r = run_hvdrun("--blacklist-failure-limit", 1, "--min-np", 2, "--max-np", 2,
+                   "--host-discovery-script", script,
                    "-x", "CRASH_WORKER=1", "-x", "CRASH_AT=10",
                    "-x", f"CRASH_MARKER={tmp_path / 'crashed'}",
                    sys.executable, WORKER, timeout=180, env=clean_env())
@@ -166,7 +298,8 @@ def test_a_script_error_before_the_job_forms_fails_at_once_as_a_static_job():
 
 
 def test_too_few_slots_on_a_fixed_host_list_fail_the_job_naming_the_failure(tmp_path):
-    r = run_hvdrun("--min-np", 2, "-H", "localhost:1,127.0.0.1:1", "-x", "CRASH_WORKER=1",
+    r = run_hvdrun("--blacklist-failure-limit", 1, "--min-np", 2, "-H", "localhost:1,127.0.0.1:1",
+                   "-x", "CRASH_WORKER=1",
                    "-x", "CRASH_AT=5", "-x", f"CRASH_MARKER={tmp_path / 'crashed'}",
                    sys.executable, WORKER, timeout=120, env=clean_env())
     assert r.returncode == 1
@@ -225,7 +358,8 @@ def test_the_elastic_mnist_example_survives_a_failure_and_still_learns(tmp_path)
     assert r.returncode == 0, r.stderr[-4000:]
     assert "[2]<stdout>:worker 2: simulating a failure at epoch 2" in r.stdout
     assert re.search(r"\[0\]<stdout>:epoch 1: test accuracy [\d.]+% \(3 workers\)", r.stdout)
-    m = re.search(r"\[0\]<stdout>:final test accuracy: ([\d.]+)% \(2 workers\)", r.stdout)
+    # Worker 3 replaced worker 2 on its slot: the job ended with 3 workers again.
+    m = re.search(r"\[0\]<stdout>:final test accuracy: ([\d.]+)% \(3 workers\)", r.stdout)
     assert m and float(m.group(1)) >= 85.0, r.stdout[-3000:]
     assert sorted(os.listdir(tmp_path / "ckpt")) == [f"checkpoint-{e}.pt" for e in (1, 2, 3)]
 
@@ -240,9 +374,10 @@ def test_keras_fit_survives_a_failed_host_with_the_elastic_callbacks(tmp_path):
     assert r.returncode == 0, r.stderr[-4000:]
     assert "worker 2 dies at epoch 2" in r.stdout
     done = finals(r.stdout)
-    assert sorted(done) == [0, 1], r.stdout[-3000:]
-    for worker in (0, 1):
-        assert done[worker].endswith("epoch 5, sizes [2, 3], identical True"), done
+    # Worker 3 took worker 2's slot and the model's state at the last commit.
+    assert sorted(done) == [0, 1, 3], r.stdout[-3000:]
+    for worker in (0, 1, 3):
+        assert done[worker].endswith("epoch 5, sizes [3], identical True"), done
 
 
 def test_keras_fit_started_by_one_worker_reduces_once_others_join(tmp_path):

@@ -13,7 +13,8 @@ import pytest
 
 from conftest import HVDRUN, REPO, process_gone
 from ssh_hosts import SSH_PORT, SshHosts, unavailable_reason
-from test_hvdrun_elastic import WORKER, finals
+import chaos
+from test_hvdrun_elastic import CHAOS, WORKER, assert_survived_the_chaos, finals
 
 _reason = unavailable_reason()
 # One worker of the parallel runner runs the module, in order, on one set of hosts.
@@ -55,7 +56,8 @@ def worker_hosts(stdout):
 
 def test_a_failed_remote_host_leaves_and_the_rest_finish_across_hosts(hosts, tmp_path):
     a, b = hosts.addresses
-    r = hvdrun(hosts, "--min-np", 2, "-H", f"localhost:1,{a}:1,{b}:1", "-x", "CRASH_WORKER=2",
+    r = hvdrun(hosts, "--min-np", 2, "-H", f"localhost:1,{a}:1,{b}:1",
+               "--blacklist-failure-limit", 1, "-x", "CRASH_WORKER=2",
                "-x", "CRASH_AT=10", "-x", f"CRASH_MARKER={tmp_path / 'crashed'}", "-x",
                "SHOW_HOST=1", sys.executable, WORKER)
     assert r.returncode == 0, r.stderr[-4000:]
@@ -71,6 +73,18 @@ def test_a_failed_remote_host_leaves_and_the_rest_finish_across_hosts(hosts, tmp
     for worker in (0, 1):
         assert done[worker].endswith("steps 30, sizes [2, 3], resets [2], identical True"), done
     assert done[0].startswith("rank 0 of 2")
+
+
+def test_chaos_five_random_kill_9s_of_a_torch_job_on_two_hosts_keep_its_progress(hosts, tmp_path):
+    a, b = hosts.addresses
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    seed = int(os.environ.get("HVD_CHAOS_SEED", time.time_ns() % 1000))
+    result = chaos.run_with_kills(
+        command("--min-np", 2, "--max-np", 4, "-H", f"{a}:2,{b}:2", *CHAOS, "-x",
+                f"PID_DIR={pids}", sys.executable, WORKER),
+        environment(hosts), pids, kills=5, seed=seed, timeout=240)
+    assert_survived_the_chaos(*result, workers=4, steps=200)
 
 
 def test_a_remote_host_the_discovery_script_adds_joins_the_running_job(hosts, tmp_path):

@@ -1,5 +1,7 @@
 """hvd.elastic's state objects, sampler and run loop inside a fixed job (the rounds of a real
 elastic job are tested end to end in test/e2e/test_hvdrun_elastic.py)."""
+import pickle
+
 import pytest
 import torch
 
@@ -126,3 +128,28 @@ def test_the_run_loop_restores_after_a_failure_and_resyncs_after_a_host_update()
 def test_hosts_updated_interrupt_keeps_horovods_skip_sync():
     assert hvd.HostsUpdatedInterrupt("x").skip_sync is False
     assert hvd.HostsUpdatedInterrupt("x", skip_sync=True).skip_sync is True
+
+
+def test_a_torch_states_commit_goes_through_pickle_and_back():
+    # What --elastic-commit-dir writes: the last commit, model, optimizer and attributes.
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+    opt = torch.optim.Adam(model.parameters(), lr=0.1)
+    state = hvd.elastic.TorchState(model, opt, step=0)
+    model(torch.ones(4, 3)).sum().backward()
+    opt.step()
+    state.step = 1
+    state.commit()
+    on_disk = pickle.dumps(state.committed())
+    weight = model.weight.detach().clone()
+    moments = opt.state_dict()["state"][0]["exp_avg"].clone()
+    model(torch.ones(4, 3)).sum().backward()
+    opt.step()
+    state.step = 2
+    state.save()  # a later commit in memory, replaced by the one from disk below
+    state.load_committed(pickle.loads(on_disk))
+    assert state.step == 1
+    assert torch.equal(model.weight.detach(), weight)
+    assert torch.equal(opt.state_dict()["state"][0]["exp_avg"], moments)
+    state.restore()  # the loaded commit is the state's last commit now
+    assert torch.equal(model.weight.detach(), weight)

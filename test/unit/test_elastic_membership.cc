@@ -58,20 +58,26 @@ TEST_CASE("a round keeps every worker whose slot is still offered and adds the n
   }
 }
 
-TEST_CASE("ranks follow the hosts' order of appearance, then the slots") {
+TEST_CASE("ranks go to the oldest workers first, each host's workers together") {
+  // Worker 0 is the oldest: its host comes first, and on a host the older worker first,
+  // whatever the slots (7 replaced a worker of slot 0 that failed).
   auto members = workers({{5, "b", 0}, {0, "a", 1}, {7, "a", 0}, {3, "c", 0}});
-  auto placed = placeMembers(members, {"a", "b", "c"});
+  auto placed = placeMembers(members);
   REQUIRE(placed.size() == 4);
-  CHECK(placed.at(7).rank == 0);
-  CHECK(placed.at(0).rank == 1);
-  CHECK(placed.at(5).rank == 2);
-  CHECK(placed.at(3).rank == 3);
-  CHECK(placed.at(0).localRank == 1);
-  CHECK(placed.at(0).localSize == 2);
-  CHECK(placed.at(5).crossRank == 1);
+  CHECK(placed.at(0).rank == 0);
+  CHECK(placed.at(7).rank == 1);
+  CHECK(placed.at(3).rank == 2);
+  CHECK(placed.at(5).rank == 3);
+  CHECK(placed.at(7).localRank == 1);
+  CHECK(placed.at(7).localSize == 2);
+  CHECK(placed.at(3).crossRank == 1);
   CHECK(placed.at(5).crossSize == 3);
   CHECK(placed.at(3).size == 4);
-  CHECK(placeMembers({}, {"a"}).empty());
+  // A host that came back with only new workers does not take rank 0 from a survivor.
+  placed = placeMembers(workers({{9, "a", 0}, {10, "a", 1}, {4, "b", 0}}));
+  CHECK(placed.at(4).rank == 0);
+  CHECK(placed.at(9).rank == 1);
+  CHECK(placeMembers({}).empty());
 }
 
 TEST_CASE("discovery output: host or host:slots per line, comments and blanks skipped") {

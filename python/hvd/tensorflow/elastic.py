@@ -92,6 +92,13 @@ class TensorFlowState(ObjectState):
         self._save_values()
         super().sync()
 
+    def committed(self):
+        return {**super().committed(), "variables": self._saved_values}
+
+    def load_committed(self, committed):
+        self._saved_values = list(committed["variables"])
+        super().load_committed(committed)
+
 
 class TensorFlowKerasState(ObjectState):
     """A Keras model's and optimizer's variables (the optimizer: `optimizer`, else the model's
@@ -134,6 +141,13 @@ class TensorFlowKerasState(ObjectState):
         for v, saved in zip(variables, self._saved_variables):
             v.assign(saved)
         super().restore()
+
+    def committed(self):
+        return {**super().committed(), "variables": self._saved_variables}
+
+    def load_committed(self, committed):
+        self._saved_variables = list(committed["variables"])
+        super().load_committed(committed)
 
     def sync(self):
         broadcast_variables(self._variables(), root_rank=0)

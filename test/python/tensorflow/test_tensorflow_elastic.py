@@ -37,6 +37,25 @@ def test_keras_state_restores_and_syncs_the_model_and_optimizer():
         np.testing.assert_array_equal(v.numpy(), saved)
 
 
+def test_a_keras_states_commit_goes_through_pickle_and_back():
+    import pickle
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    model.compile(optimizer=keras.optimizers.Adam(0.1), loss="mse", jit_compile=False)
+    x, y = np.ones((4, 3), np.float32), np.zeros((4, 2), np.float32)
+    model.fit(x, y, epochs=1, verbose=0)
+    state = hk.elastic.KerasState(model, epoch=1)
+    state.commit()
+    on_disk = pickle.dumps(state.committed())
+    committed = flat_weights(model)
+    model.fit(x, y, epochs=2, verbose=0)
+    state.epoch = 3
+    state.save()
+    state.load_committed(pickle.loads(on_disk))
+    assert state.epoch == 1
+    np.testing.assert_array_equal(flat_weights(model), committed)
+
+
 @pytest.mark.parametrize("graph", [False, True], ids=["eager", "v1-session"])
 def test_tensorflow_state_syncs_restores_and_commits_variables(graph):
     # horovod.tensorflow.elastic.TensorFlowState: a list of variables and attributes.

@@ -103,3 +103,12 @@ class TorchState(ObjectState):
         for handler in self._handlers.values():
             handler.sync()
         super().sync()
+
+    def committed(self):
+        return {**super().committed(),
+                "state_dicts": {name: h._saved for name, h in self._handlers.items()}}
+
+    def load_committed(self, committed):
+        for name, saved in committed["state_dicts"].items():
+            self._handlers[name]._saved = saved
+        super().load_committed(committed)
