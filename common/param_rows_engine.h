@@ -185,7 +185,10 @@ HVD_PARAM(LivenessTimeoutSeconds, livenessTimeout, seconds,
                    "kernel, or cut off. A rank busy in its training code (a long checkpoint on "
                    "rank 0) keeps sending, so it is not mistaken for one. With the default a "
                    "stopped rank ends the job in about 61 s, between operations or inside a "
-                   "transfer. 0: never. Set by the config file's "
+                   "transfer. Collectives called without the engine (hvd-bench, the C API's "
+                   "direct ones) send no heartbeats: there a transfer with a rank on the same "
+                   "host fails when nothing moved for this long and the rank's process is "
+                   "stopped. 0: never. Set by the config file's "
                    "`stall_check.liveness_timeout_seconds`.")
 
 HVD_PARAM(ProcessSets, processSets, processSets,

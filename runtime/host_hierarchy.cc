@@ -67,6 +67,7 @@ struct Exchanged {
   HostLayout layout;
   std::vector<int> on[kSettingCount], off[kSettingCount];  // ranks by each setting
   int fewestCores = 0;                                     // of any rank's host
+  std::vector<std::string> hostOfRank;
 };
 
 // Throws InvalidArgument naming the ranks on each side when a choice differs between ranks.
@@ -126,6 +127,7 @@ Exchanged exchange(const Config& config, Comm& data) {
       out.fewestCores = static_cast<int>(theirs);
   }
   out.layout = HostLayout::of(hostOfRank);
+  out.hostOfRank = std::move(hostOfRank);
   return out;
 }
 
@@ -145,7 +147,9 @@ Linked connectLocal(const Config& config, Comm& data, rendezvous::Store& store,
       .store = &scoped, .waits = waits, .existing = &data, .ranks = ranks, .logs = logs};
   return TransportChooser().connect(
       config, set, setup, [&](const std::string& reason, const TransportEntry& next) {
-        log->warn("hierarchical {}: {} (the ranks of this host use {})", what, reason, next.label);
+        // The same reason on each of the host's ranks: its first warns, the others log it.
+        log->log(localRank == 0 ? spdlog::level::warn : spdlog::level::info,
+                 "hierarchical {}: {} (the ranks of this host use {})", what, reason, next.label);
       });
 }
 
@@ -156,7 +160,7 @@ HostShape attachHostHierarchy(const Config& config, Comm& data, rendezvous::Stor
                               const std::shared_ptr<log::Logs>& logs) {
   Exchanged x = exchange(config, data);
   const int ranksPerHost = x.layout.even() ? static_cast<int>(x.layout.ranksOf.front().size()) : 1;
-  const HostShape shape{ranksPerHost, x.fewestCores};
+  const HostShape shape{ranksPerHost, x.fewestCores, x.hostOfRank};
   bool everywhere[kSettingCount];
   std::string what, variables;
   for (std::size_t k = 0; k < kSettingCount; ++k) {

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "collectives/rendezvous/store.h"
 #include "collectives/transport/comm.h"
@@ -33,6 +34,7 @@ namespace hvd::runtime {
 struct HostShape {
   int ranksPerHost = 1;  // of the exchanged layout when every host has as many, else 1
   int coresPerHost = 0;  // the fewest online CPUs of any rank's host
+  std::vector<std::string> hostOfRank;  // every rank's host name, by rank
 };
 
 // Returns the job's HostShape.

@@ -56,6 +56,8 @@ Runtime::Runtime(Config config, World world, rendezvous::Store* store)
   options.logs = world_.logs;
   options.executor.logs = world_.logs;
   options.executor.networkModel = world_.networkModel;
+  options.hostOfRank = world_.hostOfRank;
+  options.coordinator.hostOfRank = world_.hostOfRank;
   options.onFailure = [this](const std::string& why, bool causedByPeer) {
     reportFailure(why, causedByPeer);
   };

@@ -40,7 +40,10 @@ std::unique_ptr<Comm> connectScope(const Config& config, rendezvous::Store& stor
   Linked linked = transports.connect(
       config, {.rank = t.rank, .size = t.size, .sameHost = t.localSize == t.size}, setup,
       [&](const std::string& reason, const TransportEntry& next) {
-        log->warn("{} (HVD_TRANSPORT=auto: using {})", reason, next.label);
+        // Every rank has the same reason (it names each rank's): rank 0 warns, the others
+        // only log it.
+        log->log(t.rank == 0 ? spdlog::level::warn : spdlog::level::info,
+                 "{} (HVD_TRANSPORT=auto: using {})", reason, next.label);
       });
   log->info("{}: {}", scope, linked.description);
   return std::move(linked.comm);
@@ -212,12 +215,17 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
           "most 64 KiB, for {} us (HVD_SPIN_MICROSECONDS), and sleep at once on larger ones",
           t.localSize, hostCpus, hostCpus == 1 ? "" : "s", data.spins.smallSpin.count());
   }
+  // A peer seen stopped (shared memory knows its process) fails the transfer at the liveness
+  // timeout, as the engine's heartbeats fail a silent peer; collectives called directly have
+  // no heartbeats, and would wait for the op timeout.
+  data.spins.stall.stoppedPeerAfter = config.livenessTimeout;
+  data.spins.stall.logs = world.logs;
   TransportChooser transports;
   LinkSetup setup{.waits = data, .bindAddress = bindAddress, .logs = world.logs};
   world.data = connectScope(config, *store, setup, epoch, "global", transports);
   // The cost model's ranks per host come from the layout every rank agreed on (the local
   // counts the launcher gave may differ between ranks, e.g. after an elastic job resized).
-  HostShape hosts{t.size, 0};
+  HostShape hosts{t.size, 0, std::vector<std::string>(t.size, t.hostname)};
   if (t.localSize < t.size)
     hosts = attachHostHierarchy(config, *world.data, *store,
                                 detail::concat("job/", config.jobId, "/epoch/", epoch), data,
@@ -231,6 +239,7 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
         "and reduces at {}/{} of the model's rates",
         hosts.ranksPerHost, hosts.coresPerHost, hosts.coresPerHost, hosts.ranksPerHost);
   world.networkModel = std::move(model);
+  world.hostOfRank = std::move(hosts.hostOfRank);
   // The engine loop does its own polling of the control links (Engine::loop).
   if (withControl) {
     setup.waits = {.mode = collectives::WaitMode::Interruptible};

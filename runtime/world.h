@@ -40,6 +40,8 @@ struct World {
   std::unique_ptr<rendezvous::Store> wrappedStore;  // StoreWrapper's, over the one in use
   std::unique_ptr<collectives::Comm> data;
   std::unique_ptr<collectives::Comm> control;  // null unless asked for
+  // Every rank's host name, by rank, for messages that name a peer.
+  std::vector<std::string> hostOfRank;
   int cpuShare = 1;  // compute threads that fit this rank's CPUs (cpu_binding.h's cpuShare)
   // WorldUse::Engine: the count of callers blocked on an operation's result, which the data
   // links read (collectives/transport/request.h, BlockedCallers) and the engine's handles keep.

@@ -48,8 +48,8 @@ void Request::wait(Deadline deadline) {
   if (!state_) return;
   const bool latencyBound = state_->bytes <= kLatencyBoundBytes;
   const StallWatch& watch = engine_->stallWatch();
-  const bool watched =
-      watch.warnAfter.count() > 0 || watch.failAfter.count() > 0 || tPulse != nullptr;
+  const bool watched = watch.warnAfter.count() > 0 || watch.failAfter.count() > 0 ||
+                       watch.stoppedPeerAfter.count() > 0 || tPulse != nullptr;
 
   auto lastMove = Clock::now();
   std::size_t lastMoved = state_->moved;
@@ -74,6 +74,9 @@ void Request::wait(Deadline deadline) {
     if (watch.failAfter.count() > 0 && idle >= watch.failAfter)
       throw TimeoutError(stalledFor(*state_, idle) +
                          ", stopping (HVD_STALL_SHUTDOWN_TIME_SECONDS)");
+    if (watch.stoppedPeerAfter.count() > 0 && idle >= watch.stoppedPeerAfter && state_->describer &&
+        state_->describer->peerStopped())
+      throw PeerLost(stalledFor(*state_, idle) + ", stopping (HVD_LIVENESS_TIMEOUT_SECONDS)");
     if (watch.warnAfter.count() > 0 && idle >= watch.warnAfter && !warned) {
       warned = true;
       log::logger(watch.logs.get(), "engine")

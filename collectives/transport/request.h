@@ -52,6 +52,8 @@ class RequestDescriber {
   // What the transport can tell of the peer's process when a transfer stopped moving, e.g.
   // "; rank 1's process (pid 4242) is stopped (SIGSTOP or a debugger)", or "".
   virtual std::string peerState() const { return ""; }
+  // Whether the transport sees the peer's process stopped (it cannot move any data).
+  virtual bool peerStopped() const { return false; }
 };
 
 struct RequestState {

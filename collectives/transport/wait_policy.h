@@ -28,11 +28,14 @@ using BlockedCallers = std::shared_ptr<const std::atomic<int>>;
 
 // How long a wait on one send or receive may go without the transfer moving on. After
 // `warnAfter` it is logged once, naming the peer, the bytes moved and (where the transport can
-// tell) the state of the peer's process; after `failAfter` it fails with TimeoutError. Zero:
-// no limit (the wait's deadline still applies).
+// tell) the state of the peer's process; after `failAfter` it fails with TimeoutError. After
+// `stoppedPeerAfter` it fails with PeerLost where the transport sees the peer's process stopped
+// (shared memory: SIGSTOP, a debugger, a paused job), naming it. Zero: no limit (the wait's
+// deadline still applies).
 struct StallWatch {
   std::chrono::milliseconds warnAfter{0};
   std::chrono::milliseconds failAfter{0};
+  std::chrono::milliseconds stoppedPeerAfter{0};  // HVD_LIVENESS_TIMEOUT_SECONDS
   std::shared_ptr<log::Logs> logs = nullptr;  // the warning's (the Runtime's); null: the process's
 };
 

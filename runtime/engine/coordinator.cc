@@ -450,9 +450,20 @@ std::optional<SteadyTime> Coordinator::nextDeadline() const {
 std::string Coordinator::stallReport(const Pending& p, SteadyTime now) const {
   auto ranks = p.submitters();
   std::set<int> submitted(ranks.begin(), ranks.end());
+  std::set<int> waitedFor = missing(p);
+  // Their hosts, each once, in rank order: where to look.
+  std::vector<std::string> hosts;
+  for (int r : waitedFor)
+    if (static_cast<std::size_t>(r) < options_.hostOfRank.size() &&
+        std::find(hosts.begin(), hosts.end(), options_.hostOfRank[r]) == hosts.end())
+      hosts.push_back(options_.hostOfRank[r]);
+  std::string where;
+  for (const auto& h : hosts) where += (where.empty() ? "" : ", ") + h;
   return detail::concat(p.request.describe(), " submitted by ranks ", rankSet(submitted),
                         ", waiting ", static_cast<int>(secondsBetween(p.firstSeen, now)),
-                        " s for ranks ", rankSet(missing(p)));
+                        " s for ranks ", rankSet(waitedFor),
+                        where.empty() ? "" : (hosts.size() > 1 ? " (on hosts " : " (on host "),
+                        where, where.empty() ? "" : ")");
 }
 
 std::vector<std::string> Coordinator::stallWarnings(SteadyTime now) {

@@ -38,6 +38,8 @@ struct CoordinatorOptions {
   std::chrono::seconds stallWarning{60};
   std::chrono::seconds stallShutdown{0};  // 0: never fail a stalled job
   std::size_t cacheCapacity = 1024;       // 0: no response cache
+  // Every rank's host name, by rank: stall reports name the hosts of the ranks waited for.
+  std::vector<std::string> hostOfRank;
 };
 
 class Coordinator {

@@ -55,7 +55,7 @@ Engine::Engine(EngineOptions options, std::unique_ptr<collectives::Comm> data,
       data_(std::move(data)),
       timeline_(rank_),
       executor_(options_.executor, timeline_),
-      liveness_(rank_, size_, options_.livenessTimeout) {
+      liveness_(rank_, size_, options_.livenessTimeout, options_.hostOfRank) {
   control_ = std::make_unique<ControlChannel>(
       std::move(control), rank_ == 0 ? allRanksBut(size_, 0) : std::vector<int>{0});
   std::vector<int32_t> world;
@@ -340,7 +340,25 @@ void Engine::execute(const Response& r) {
     }
   }
   try {
-    run(r, ops, setId);
+    try {
+      run(r, ops, setId);
+    } catch (const std::bad_alloc&) {
+      // Bare, "std::bad_alloc" tells the user nothing: say what ran, how big, where.
+      std::size_t bytes = 0;
+      std::string what;
+      for (LocalOp* op : ops)
+        if (op) {
+          bytes += op->request.totalBytes();
+          if (what.empty()) what = op->request.describe();
+        }
+      if (what.empty()) what = detail::concat(opTypeName(r.type), " (for joined ranks)");
+      if (ops.size() > 1) what += detail::concat(" and ", ops.size() - 1, " fused with it");
+      throw Error(detail::concat("rank ", rank_, ": out of memory (std::bad_alloc) running ", what,
+                                 " (this rank's input: ", bytes,
+                                 " bytes; outputs, fusion and transport buffers come on top): "
+                                 "lower the batch or HVD_FUSION_THRESHOLD, or give the job more "
+                                 "memory"));
+    }
   } catch (...) {
     // The operations that were running fail at once: their callers are waiting, and the
     // engine is about to stop (failEverything) without them in its queues. A link that broke

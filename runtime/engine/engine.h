@@ -63,6 +63,8 @@ struct EngineOptions {
   // HVD_AUTOTUNE: rank 0 tunes the coordinator's fusion threshold and cycle time (autotuner.h).
   std::optional<AutotuneOptions> autotune;
   std::string autotuneLogPath;  // rank 0 appends a row per sample; empty: none
+  // Every rank's host name, by rank (messages that name a silent peer); empty: unknown.
+  std::vector<std::string> hostOfRank;
   // Called on the engine thread when the engine stops on a fatal error, with the error and
   // whether a peer's failure caused it (the Runtime tells the launcher: failure_reports.h).
   std::function<void(const std::string& why, bool causedByPeer)> onFailure;

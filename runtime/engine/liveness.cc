@@ -4,8 +4,13 @@
 
 namespace hvd::runtime {
 
-Liveness::Liveness(int rank, int size, std::chrono::milliseconds timeout)
-    : rank_(rank), size_(size), timeout_(timeout), lastHeard_(static_cast<std::size_t>(size)) {}
+Liveness::Liveness(int rank, int size, std::chrono::milliseconds timeout,
+                   std::vector<std::string> hostOfRank)
+    : rank_(rank),
+      size_(size),
+      hostOfRank_(std::move(hostOfRank)),
+      timeout_(timeout),
+      lastHeard_(static_cast<std::size_t>(size)) {}
 
 void Liveness::start(Time now) {
   lastHeard_.assign(lastHeard_.size(), now);
@@ -30,8 +35,11 @@ std::optional<std::string> Liveness::silentPeer(Time now,
     auto silent = now - lastHeard_[static_cast<std::size_t>(peer)];
     if (silent < timeout_) continue;
     return detail::concat(
-        "rank ", rank_, "/", size_, ": rank ", peer, " has sent nothing for ",
-        std::chrono::duration_cast<std::chrono::seconds>(silent).count(),
+        "rank ", rank_, "/", size_, ": rank ", peer,
+        static_cast<std::size_t>(peer) < hostOfRank_.size()
+            ? " (on host " + hostOfRank_[static_cast<std::size_t>(peer)] + ")"
+            : std::string(),
+        " has sent nothing for ", std::chrono::duration_cast<std::chrono::seconds>(silent).count(),
         " s although every engine sends a sign of life each second, also inside collectives: "
         "its process is stopped (SIGSTOP, a debugger, a paused job), hung in the kernel, or "
         "cut off from this rank (HVD_LIVENESS_TIMEOUT_SECONDS)");

@@ -18,7 +18,9 @@ class Liveness {
   static constexpr std::chrono::milliseconds kInterval{1000};  // between heartbeats
 
   // `timeout` zero: nothing is watched and no heartbeat is due.
-  Liveness(int rank, int size, std::chrono::milliseconds timeout);
+  // `hostOfRank`: every rank's host name, for the message; empty: unknown.
+  Liveness(int rank, int size, std::chrono::milliseconds timeout,
+           std::vector<std::string> hostOfRank = {});
 
   bool enabled() const { return timeout_.count() > 0 && size_ > 1; }
   // Everyone counts as just heard from (the engine thread starts).
@@ -33,6 +35,7 @@ class Liveness {
  private:
   int rank_;
   int size_;
+  std::vector<std::string> hostOfRank_;
   std::chrono::milliseconds timeout_;
   std::vector<Time> lastHeard_;
   Time nextHeartbeat_{};

@@ -11,7 +11,8 @@ import random
 
 import pytest
 
-from conftest import HVDRUN, WORKER, hvd_segments, process_gone, python_worker, run_hvdrun
+from conftest import (BUILD, HVDRUN, WORKER, hvd_segments, process_gone, python_worker,
+                      run_hvdrun)
 
 # Each rank records its pid and its child's pid, then waits: the child proves that the whole
 # process group is ended, not just the worker itself.
@@ -419,6 +420,39 @@ def test_a_rank_stopped_inside_a_transfer_is_reported_then_fails_the_job(transpo
     if transport == "shm":  # the peer's process state, read from /proc
         assert "rank 1's process" in m.group(2) and "is stopped" in m.group(2)
     assert took < 30  # hvdrun wakes the stopped rank to stop it: no 10 s grace for SIGKILL
+
+
+def test_a_rank_stopped_in_a_direct_collective_over_shared_memory_is_named_at_the_liveness_timeout():
+    # hvd-bench's sweep runs the collectives without the engine (no heartbeats): the transfer's
+    # wait sees rank 1's process stopped and fails at HVD_LIVENESS_TIMEOUT_SECONDS (3 s here,
+    # 60 by default), not at the op timeout (300 s).
+    bench = BUILD / "apps" / "hvd-bench"
+    job = subprocess.Popen([str(HVDRUN), "-np", "2", "--log-level", "info", "--transport", "shm",
+                            "-x", "HVD_LIVENESS_TIMEOUT_SECONDS=3", str(bench), "-b", "64M",
+                            "-e", "64M", "-w", "0", "-n", "1000000"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        pid = None
+        for line in job.stderr:
+            m = re.search(r"started rank 1 on \S+ as pid (\d+)", line)
+            if m:
+                pid = int(m.group(1))
+                break
+        assert pid, "hvdrun did not say rank 1's pid"
+        time.sleep(2)  # inside the 64 MiB allreduces
+        os.kill(pid, signal.SIGSTOP)
+        stopped = time.monotonic()
+        _, stderr = job.communicate(timeout=90)
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait()
+    took = time.monotonic() - stopped
+    assert job.returncode != 0, stderr[-3000:]
+    assert f"rank 1's process (pid {pid}) is stopped (SIGSTOP, a debugger, a paused job), " \
+           "stopping (HVD_LIVENESS_TIMEOUT_SECONDS)" in stderr, stderr[-3000:]
+    assert "hvdrun: job failed: rank" in stderr
+    assert took < 30, took
 
 
 def test_a_stopped_rank_ends_the_job_after_the_liveness_timeout():

@@ -48,7 +48,11 @@ def test_a_rank_that_cannot_use_shared_memory_moves_every_rank_to_tcp():
     assert "shared memory unavailable: rank 0: shm: rank 1's segment" in r.stderr, r.stderr
     assert "HVD_SHM_BUFFER_BYTES" in r.stderr
     # Once per rank: the control links follow the data links' choice without trying again.
+    # Rank 0 warns; the others, whose reason is the same, only log it.
     assert r.stderr.count("(HVD_TRANSPORT=auto: using TCP)") == 3, r.stderr
+    warnings = [line for line in r.stderr.splitlines()
+                if "warning" in line and "(HVD_TRANSPORT=auto: using TCP)" in line]
+    assert len(warnings) == 1 and "[rank 0/3]" in warnings[0], warnings
     assert_links(r, 3, "tcp on 127.0.0.1:")
     assert hvd_segments() - before == set()
 

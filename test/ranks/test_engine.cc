@@ -280,6 +280,30 @@ TEST_CASE("a rank whose engine cannot start reports its own failure; its peer re
   }
 }
 
+TEST_CASE("an allocation that fails says which operation, how big and which rank") {
+  // Rank 1 claims 2^42 floats (16 TiB): the gathered output cannot be allocated on any rank,
+  // and each says so instead of a bare std::bad_alloc. (Sanitizers' allocators abort on such a
+  // size instead of throwing.)
+  if (test::kSanitized) return;
+  auto outcomes = runRuntimes(2, [](Runtime& rt, int rank) -> std::string {
+    std::vector<float> v(4, 1.0f);
+    Operation op;
+    op.type = OpType::Allgather;
+    op.name = "huge";
+    op.inputs = {collectives::Tensor{
+        v.data(), collectives::DType::Float32, {rank == 1 ? int64_t{1} << 42 : int64_t{4}}}};
+    return errorOf([&] { rt.run(op); });
+  });
+  for (int rank : {0, 1}) {
+    INFO(outcomes[rank]);
+    CHECK_THAT(outcomes[rank],
+               Catch::Contains(detail::concat("rank ", rank,
+                                              ": out of memory (std::bad_alloc) running "
+                                              "allgather \"huge\" (this rank's input: ")));
+  }
+  CHECK_THAT(outcomes[1], Catch::Contains("input: 17592186044416 bytes"));
+}
+
 TEST_CASE("process sets: static and dynamic, operations scoped to them, invalid sets rejected") {
   auto outcomes = runRuntimes(
       4,

@@ -32,6 +32,16 @@ TEST_CASE("the other ranks watch rank 0 only") {
   CHECK_THAT(*silent, Catch::Contains("rank 0 has sent nothing for 11 s"));
 }
 
+TEST_CASE("the silent rank's host is named when the hosts are known") {
+  Liveness rank0(0, 3, seconds(60), {"node-a", "node-b", "node-c"});
+  Liveness::Time t0{};
+  rank0.start(t0);
+  rank0.heard(1, t0 + seconds(30));
+  auto silent = rank0.silentPeer(t0 + seconds(61), nullptr);
+  REQUIRE(silent);
+  CHECK_THAT(*silent, Catch::Contains("rank 0/3: rank 2 (on host node-c) has sent nothing"));
+}
+
 TEST_CASE("a heartbeat is due once per interval, never when liveness is off or alone") {
   Liveness on(1, 2, seconds(60));
   Liveness::Time t0{};

@@ -214,6 +214,23 @@ TEST_CASE("stalls are reported with the missing ranks, then fail the job") {
   CHECK_THAT(list.responses[0].message, Catch::Contains("waiting 20 s for ranks {1}"));
 }
 
+TEST_CASE("a stall report names the hosts of the ranks it waits for") {
+  CoordinatorOptions o = options(4);
+  o.hostOfRank = {"node-a", "node-a", "node-b", "node-c"};
+  Coordinator c(o);
+  c.submit(0, allreduce("slow", 4), 0, t0);
+  auto warnings = c.stallWarnings(t0 + seconds(5));
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0] ==
+        "allreduce \"slow\" submitted by ranks {0}, waiting 5 s for ranks {1,2,3} (on hosts "
+        "node-a, node-b, node-c)");
+  c.submit(1, allreduce("slow", 4), 0, t0);
+  c.submit(3, allreduce("slow", 4), 0, t0);
+  auto list = c.dispatch(t0 + seconds(20));
+  REQUIRE(list.responses.size() == 1);
+  CHECK_THAT(list.responses[0].message, Catch::Contains("for ranks {2} (on host node-b)"));
+}
+
 TEST_CASE("the response cache gives ids, replaces changed requests and resolves evicted ids") {
   CoordinatorCache cache(2);
   uint64_t a = cache.recordExecuted(allreduce("a", 4), 1);

@@ -220,14 +220,29 @@ bool ShmConnection::pumpReceives() {
   return moved;
 }
 
-std::string ShmConnection::peerState() const {
-  if (peerPid_ <= 0) return "";
-  // /proc/PID/stat: "PID (comm) STATE ...", where comm may itself hold spaces and parentheses.
-  std::ifstream stat("/proc/" + std::to_string(peerPid_) + "/stat");
+namespace {
+
+// The process's state letter from /proc/PID/stat ("PID (comm) STATE ...", where comm may itself
+// hold spaces and parentheses), or 0 when it cannot be read.
+char processState(int pid) {
+  if (pid <= 0) return 0;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
   auto close = text.rfind(')');
-  if (close == std::string::npos || close + 2 >= text.size()) return "";
-  char state = text[close + 2];
+  if (close == std::string::npos || close + 2 >= text.size()) return 0;
+  return text[close + 2];
+}
+
+}  // namespace
+
+bool ShmConnection::peerStopped() const {
+  char state = processState(peerPid_);
+  return state == 'T' || state == 't';
+}
+
+std::string ShmConnection::peerState() const {
+  char state = processState(peerPid_);
+  if (!state) return "";
   std::string who = detail::concat("; rank ", peerRank_, "'s process (pid ", peerPid_, ") is ");
   if (state == 'T' || state == 't') return who + "stopped (SIGSTOP, a debugger, a paused job)";
   if (state == 'D') return who + "in uninterruptible sleep (a stuck device or file system)";

@@ -43,6 +43,7 @@ class ShmConnection : public Connection, public RequestDescriber {
   void close() override;
   std::string describe(const RequestState& request) const override;
   std::string peerState() const override;
+  bool peerStopped() const override;
 
   // For ShmDevice. Moves what the rings allow; true when any byte moved or any request ended.
   bool pump();
