@@ -32,7 +32,11 @@ ssh::SshTarget sshTargetFor(const HostSlots& host, const SshOptions& options,
                             const Environment& env) {
   std::string home = homeDirectory(env);
   std::string configPath = home + "/.ssh/config";
-  auto config = ssh::loadSshConfig(configPath, host.host, home);
+  auto userConfig = ssh::loadSshConfig(configPath, host.host, home);
+  auto systemConfig = ssh::loadSshConfig(ssh::kSystemSshConfig, host.host, home);
+  // Which file set StrictHostKeyChecking, for messages: the user's wins.
+  if (!userConfig.strictHostKeyChecking) configPath = ssh::kSystemSshConfig;
+  auto config = ssh::mergeSshConfig(std::move(userConfig), systemConfig);
   ssh::SshTarget t;
   t.alias = host.host;
   t.address = config.hostName.empty() ? host.host : config.hostName;

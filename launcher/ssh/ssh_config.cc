@@ -156,4 +156,16 @@ SshHostConfig loadSshConfig(const std::string& path, const std::string& host,
   return lookupSshConfig(text.str(), path, host, home);
 }
 
+SshHostConfig mergeSshConfig(SshHostConfig first, const SshHostConfig& later) {
+  if (first.hostName.empty()) first.hostName = later.hostName;
+  if (first.user.empty()) first.user = later.user;
+  if (!first.port) first.port = later.port;
+  first.identityFiles.insert(first.identityFiles.end(), later.identityFiles.begin(),
+                             later.identityFiles.end());
+  if (!first.strictHostKeyChecking) first.strictHostKeyChecking = later.strictHostKeyChecking;
+  if (!first.userKnownHostsFiles) first.userKnownHostsFiles = later.userKnownHostsFiles;
+  if (!first.globalKnownHostsFiles) first.globalKnownHostsFiles = later.globalKnownHostsFiles;
+  return first;
+}
+
 }  // namespace hvd::launcher::ssh

@@ -1,4 +1,5 @@
-// The part of OpenSSH's client configuration (~/.ssh/config) that hvdrun honours: Host blocks
+// The part of OpenSSH's client configuration (~/.ssh/config, then /etc/ssh/ssh_config) that
+// hvdrun honours: Host blocks
 // with their patterns (`*`, `?`, `!negation`), and the HostName, User, Port, IdentityFile,
 // StrictHostKeyChecking, UserKnownHostsFile and GlobalKnownHostsFile keywords. As in ssh(1),
 // the first value found for a keyword wins, keywords are case-insensitive and may be written
@@ -38,5 +39,13 @@ bool hostPatternMatches(const std::string& pattern, const std::string& host);
 // Reads `path` (a missing file is an empty config) and looks `host` up.
 SshHostConfig loadSshConfig(const std::string& path, const std::string& host,
                             const std::string& home);
+
+// One config out of the user's (~/.ssh/config) and the system's (/etc/ssh/ssh_config), read in
+// that order as ssh(1) does: what `first` sets wins, `later` fills the rest; IdentityFiles add
+// up, `first`'s first.
+SshHostConfig mergeSshConfig(SshHostConfig first, const SshHostConfig& later);
+
+// Where the system-wide client config is.
+inline constexpr const char* kSystemSshConfig = "/etc/ssh/ssh_config";
 
 }  // namespace hvd::launcher::ssh

@@ -16,6 +16,8 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <set>
+#include <thread>
 
 #include "common/logging.h"
 #include "launcher/ssh/connect_attempts.h"
@@ -40,18 +42,33 @@ SshError interrupted(const std::string& where) {
                   where + "the check was interrupted (hvdrun is stopping)");
 }
 
+// The host's addresses, or null with the failure recorded in `attempts`.
 std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> resolve(const SshTarget& t,
-                                                             const std::string& where) {
+                                                             ConnectAttempts& attempts) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
   std::string port = std::to_string(t.port);
   int rc = ::getaddrinfo(t.address.c_str(), port.c_str(), &hints, &found);
-  if (rc != 0)
-    throw SshError(SshFailure::Resolve,
-                   where + "cannot resolve '" + t.address + "': " + ::gai_strerror(rc));
+  if (rc != 0) {
+    // A pod's DNS record appears once the pod runs: no such name yet, or a resolver that could
+    // not answer now, may resolve later.
+    attempts.resolveFailed(::gai_strerror(rc), rc == EAI_NONAME || rc == EAI_AGAIN);
+    return {nullptr, ::freeaddrinfo};
+  }
   return {found, ::freeaddrinfo};
+}
+
+// Sleeps `wait`, in slices when the check may be interrupted.
+void sleepUnlessInterrupted(std::chrono::milliseconds wait, CheckInterrupt* interrupt,
+                            const std::string& where) {
+  auto until = Clock::now() + wait;
+  while (Clock::now() < until) {
+    if (interrupt && interrupt->interrupted()) throw interrupted(where);
+    std::this_thread::sleep_for(std::min<Clock::duration>(
+        until - Clock::now(), std::chrono::milliseconds(kInterruptSliceMs)));
+  }
 }
 
 void discard(int fd, CheckInterrupt* interrupt) {
@@ -81,28 +98,35 @@ int awaitConnect(int fd, const ConnectAttempts& attempts, CheckInterrupt* interr
 // Non-blocking connect to each resolved address in turn until one answers or time runs out
 // (connect_attempts.h decides). With an interrupt, the socket is watched from its creation.
 int connectWithTimeout(const SshTarget& t, const std::string& where, CheckInterrupt* interrupt) {
-  auto found = resolve(t, where);
   ConnectAttempts attempts(t.connectTimeout, interrupt != nullptr, Clock::now());
-  for (addrinfo* a = found.get(); a; a = a->ai_next) {
-    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) {
-      attempts.socketFailed(errno);
-      continue;
+  std::set<std::string> logged;  // each kind of failure is logged once
+  for (;;) {
+    auto found = resolve(t, attempts);
+    for (addrinfo* a = found.get(); a; a = a->ai_next) {
+      int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+      if (fd < 0) {
+        attempts.socketFailed(errno);
+        continue;
+      }
+      if (interrupt) interrupt->watch(fd);
+      int err = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0 ? 0 : errno;
+      if (err == EINPROGRESS) err = awaitConnect(fd, attempts, interrupt, where);
+      if (err == 0) {
+        ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+        int one = 1;
+        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        return fd;
+      }
+      discard(fd, interrupt);
+      if (interrupt && interrupt->interrupted()) throw interrupted(where);
+      if (!attempts.attemptFailed(err, Clock::now())) break;
     }
-    if (interrupt) interrupt->watch(fd);
-    int err = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0 ? 0 : errno;
-    if (err == EINPROGRESS) err = awaitConnect(fd, attempts, interrupt, where);
-    if (err == 0) {
-      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-      int one = 1;
-      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      return fd;
-    }
-    discard(fd, interrupt);
-    if (interrupt && interrupt->interrupted()) throw interrupted(where);
-    if (!attempts.attemptFailed(err, Clock::now())) break;
+    if (!attempts.retryable(Clock::now())) throw attempts.error(t, where);
+    if (logged.insert(attempts.lastFailure()).second)
+      log::logger("ssh")->debug("{}{}; trying again until --ssh-connect-timeout", where,
+                                attempts.lastFailure());
+    sleepUnlessInterrupted(attempts.backoff(Clock::now()), interrupt, where);
   }
-  throw attempts.error(t, where);
 }
 
 std::string base64(const char* data, std::size_t size) {
@@ -278,9 +302,18 @@ void SshSession::verifyHostKey(const KnownHosts& known) {
   try {
     decision =
         decideHostKey(target_, known.check(target_.address, target_.port, offered), described);
-    if (decision.action == HostKeyDecision::Action::Record)
-      appendKnownHost(target_.userKnownHosts.front(),
-                      known.lineFor(target_.address, target_.port, offered));
+    if (decision.action == HostKeyDecision::Action::Record) {
+      std::string line = known.lineFor(target_.address, target_.port, offered);
+      try {
+        appendKnownHost(target_.userKnownHosts.front(), line);
+      } catch (const IoError& e) {
+        // As ssh(1) does: the key is accepted for this connection, and the next run checks it
+        // again. A read-only ~/.ssh (Kubernetes mounts the key Secret so) must not fail hosts.
+        decision.message = "host key " + described.type + " " + described.fingerprint +
+                           " accepted but not recorded (" + e.what() +
+                           "); it is checked again next time";
+      }
+    }
   } catch (const IoError& e) {
     throw SshError(SshFailure::Protocol, where() + "cannot check the host key: " + e.what());
   }

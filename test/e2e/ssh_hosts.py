@@ -173,7 +173,11 @@ MaxStartups 100:30:200
 MaxSessions 100
 """ + (f"SetEnv HOME={self.login_home}\n" if self.login_home else "")
                           + (self.sshd_options[i] + "\n" if self.sshd_options[i] else ""))
-        log = open(self.sshd_log(i), "w")
+        return self._launch_sshd(i, ns)
+
+    def _launch_sshd(self, i, ns):
+        config = self.dir / f"sshd{i}.conf"
+        log = open(self.sshd_log(i), "a")
         sshd = [SSHD, "-D", "-e", "-f", str(config)]
         if self.own_hostnames:
             name = "fake-" + self.addresses[i].replace(".", "-")
@@ -216,6 +220,11 @@ MaxSessions 100
     def stop_sshd(self, i):
         self.sshd[i].terminate()
         self.sshd[i].wait(10)
+
+    def start_sshd(self, i):
+        """Starts host i's sshd again (after stop_sshd), with the same keys and config."""
+        self.sshd[i] = self._launch_sshd(i, self.namespaces[i])
+        self._wait_listening(self.addresses[i])
 
     # --- teardown ----------------------------------------------------------------------------
     def close(self):

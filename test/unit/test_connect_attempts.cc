@@ -77,3 +77,45 @@ TEST_CASE("connect: the error is the last address's failure, naming host and por
     CHECK(std::string(e.what()) == kWhere + "cannot connect: " + std::strerror(EACCES));
   }
 }
+
+TEST_CASE(
+    "connect: a host still starting is tried again with a growing backoff until the "
+    "deadline") {
+  ConnectAttempts a(milliseconds(3000), false, t0);
+  a.attemptFailed(ECONNREFUSED, t0);  // sshd not listening yet
+  REQUIRE(a.retryable(t0));
+  CHECK(a.backoff(t0) == milliseconds(100));
+  CHECK(a.backoff(t0) == milliseconds(200));
+  CHECK(a.backoff(t0) == milliseconds(400));
+  for (int i = 0; i < 5; ++i) a.backoff(t0);
+  CHECK(a.backoff(t0) == milliseconds(2000));                      // capped
+  CHECK(a.backoff(t0 + milliseconds(2900)) == milliseconds(100));  // never past the deadline
+  a.attemptFailed(EHOSTUNREACH, t0 + milliseconds(2950));          // no route yet
+  CHECK(a.retryable(t0 + milliseconds(2950)));
+  CHECK_FALSE(a.retryable(t0 + milliseconds(3000)));
+  a.attemptFailed(ECONNREFUSED, t0 + milliseconds(3000));
+  SshError e = a.error(target(), kWhere);
+  CHECK(std::string(e.what()) ==
+        kWhere +
+            "connection refused (is sshd running on port 2222?) (tried 11 times within "
+            "--ssh-connect-timeout 3000 ms)");
+}
+
+TEST_CASE("connect: a name not yet resolvable is retried; other failures are final") {
+  ConnectAttempts a(milliseconds(3000), false, t0);
+  a.resolveFailed("Name or service not known", true);
+  CHECK(a.retryable(t0));
+  CHECK(a.lastFailure() == "cannot resolve the name: Name or service not known");
+  a.backoff(t0);
+  SshError e = a.error(target(), kWhere);
+  CHECK(e.kind() == SshFailure::Resolve);
+  CHECK(std::string(e.what()) == kWhere +
+                                     "cannot resolve '10.0.0.2': Name or service not known "
+                                     "(tried 2 times within --ssh-connect-timeout 3000 ms)");
+  a.resolveFailed("ai_family not supported", false);
+  CHECK_FALSE(a.retryable(t0));
+  a.attemptFailed(ETIMEDOUT, t0);  // a silent host used up the time already
+  CHECK_FALSE(a.retryable(t0));
+  a.attemptFailed(EACCES, t0);
+  CHECK_FALSE(a.retryable(t0));
+}

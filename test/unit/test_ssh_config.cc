@@ -58,6 +58,25 @@ TEST_CASE("ssh_config: host patterns") {
   CHECK_FALSE(hostPatternMatches("*.example", "example"));
 }
 
+TEST_CASE("ssh_config: the system file fills what the user's leaves unset") {
+  // As an MPI Operator launcher pod has it: the policy in /etc/ssh/ssh_config, nothing in ~.
+  auto user = lookupSshConfig("Host w*\n  User trainer\n  IdentityFile ~/.ssh/mine\n", "user", "w1",
+                              "/home/u");
+  auto system = lookupSshConfig(
+      "Host *\n  User root\n  Port 2222\n  StrictHostKeyChecking no\n"
+      "  UserKnownHostsFile /dev/null\n  IdentityFile /etc/ssh/pod_key\n",
+      "system", "w1", "/home/u");
+  auto merged = mergeSshConfig(user, system);
+  CHECK(merged.user == "trainer");  // the user's wins
+  CHECK(merged.port == 2222);
+  CHECK(merged.strictHostKeyChecking == HostKeyPolicy::Off);
+  CHECK(merged.userKnownHostsFiles == std::vector<std::string>{"/dev/null"});
+  CHECK_FALSE(merged.globalKnownHostsFiles);
+  CHECK(merged.identityFiles == std::vector<std::string>{"/home/u/.ssh/mine", "/etc/ssh/pod_key"});
+  auto policyFirst = lookupSshConfig("StrictHostKeyChecking yes\n", "user", "w1", "/home/u");
+  CHECK(mergeSshConfig(policyFirst, system).strictHostKeyChecking == HostKeyPolicy::Strict);
+}
+
 TEST_CASE("ssh targets: user@host and flags override ~/.ssh/config") {
   Environment env{{"HOME", "/nonexistent-home"}, {"SSH_AUTH_SOCK", "/tmp/agent.sock"}};
   SshOptions o;
