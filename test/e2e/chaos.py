@@ -47,7 +47,7 @@ def kill_workers_at_random(process, pid_dir, kills, seed, log):
                 continue
             killed.append(worker)
             with lock:
-                log.append(f"chaos: killed worker {worker} (pid {pid})")
+                log.append(f"chaos: killed worker {worker} (pid {pid}; HVD_CHAOS_SEED={seed})")
             # The next kill waits for a step of a round formed after this one.
             time.sleep(0.5)
 

@@ -145,7 +145,8 @@ def test_every_worker_lost_resumes_from_the_on_disk_commit_and_so_does_a_new_run
 
 
 def assert_survived_the_chaos(returncode, log, stderr, killed, workers, steps):
-    out = "\n".join(log[-60:]) + "\n" + stderr[-3000:]
+    out = "\n".join([line for line in log if line.startswith("chaos:")] + log[-60:]) + "\n" + \
+        stderr[-3000:]
     assert returncode == 0, out
     assert len(killed) == 5, out
     assert "all workers lost" not in stderr and "blacklisting" not in stderr, out
