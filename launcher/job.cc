@@ -34,6 +34,7 @@ struct Job::Worker {
   bool exited = false;
   bool remote = false;
   bool stoppedByPolicy = false;
+  bool endedInStop = false;    // ended after the job began to stop (its signals may be ours)
   Clock::time_point killAt{};  // stopWorker's SIGKILL deadline
   ExitStatus status;
 };
@@ -267,6 +268,7 @@ void Job::onEnded(std::size_t i, ExitStatus status) {
   Worker& w = workers_[i];
   w.exited = true;
   w.status = status;
+  w.endedInStop = stopping_;
   const char* kind = policy_ ? "worker" : "rank";
   if (w.remote)
     log::logger("launcher")
@@ -331,8 +333,13 @@ void Job::blameFromReports() {
   for (const auto& r : reports) firstBlamesPeer |= r.rank == first && r.causedByPeer;
   // A rank that reported nothing (killed by a signal, or dead before it could) keeps the
   // headline: it may well be the cause.
+  // The rank whose own error came first takes the headline if it failed by itself: a rank the
+  // stop's SIGTERM ended would give the job that signal's exit code.
   int own = rendezvous::firstOwnFailure(reports);
-  if (firstBlamesPeer && own >= 0 && indexOf(own) >= 0 && workers_[indexOf(own)].status.failed())
+  auto failedByItself = [](const Worker& w) {
+    return w.status.failed() && !(w.status.signaled && w.endedInStop);
+  };
+  if (firstBlamesPeer && own >= 0 && indexOf(own) >= 0 && failedByItself(workers_[indexOf(own)]))
     firstFailure_ = indexOf(own);
   for (const auto& r : reports)
     if (r.causedByPeer && r.rank != workers_[firstFailure_].label) peerCaused_.push_back(r);

@@ -536,7 +536,8 @@ void Engine::checkLiveness() {
   auto silent = liveness_.silentPeer(Clock::now(), [this](int peer) {
     return coordinator_ && coordinator_->shutdownRequested(peer);
   });
-  if (silent) throw IoError(*silent);
+  // The silent peer is the cause: this rank's failure is not its own (failure_reports.h).
+  if (silent) throw PeerLost(*silent);
 }
 
 void Engine::loop() {
