@@ -6,6 +6,7 @@
 #include "common/logging.h"
 #include "runtime/engine/failure_notice.h"
 #include "runtime/engine/inline_allreduce.h"
+#include "runtime/engine/scoped_flag.h"
 
 namespace hvd::runtime {
 namespace {
@@ -19,15 +20,6 @@ constexpr std::chrono::milliseconds kPeerFailureWait{200};
 // A loop that stays busy or spins looks after liveness every this many turns (and before each
 // sleep): not on every turn, whose latency a 4-byte allreduce feels.
 constexpr unsigned kLivenessTurns = 1024;
-
-// Sets a flag for the life of a scope (flags that say what the engine thread is inside).
-struct ScopedFlag {
-  bool& flag;
-  explicit ScopedFlag(bool& f) : flag(f) { flag = true; }
-  ~ScopedFlag() { flag = false; }
-  ScopedFlag(const ScopedFlag&) = delete;
-  ScopedFlag& operator=(const ScopedFlag&) = delete;
-};
 
 std::vector<int> allRanksBut(int size, int self) {
   std::vector<int> ranks;
@@ -195,7 +187,7 @@ bool Engine::readControl() {
     if (coordinator_) {
       RequestList list = RequestList::decode(bytes);
       if (!list.failure.empty())
-        throw Error(detail::concat("rank ", peer, " failed: ", list.failure));
+        throw PeerLost(detail::concat("rank ", peer, " failed: ", list.failure));
       coordinator_->submitList(peer, std::move(list), Clock::now());
     } else {
       applyResponses(ResponseList::decode(bytes));
@@ -343,21 +335,7 @@ void Engine::execute(const Response& r) {
     try {
       run(r, ops, setId);
     } catch (const std::bad_alloc&) {
-      // Bare, "std::bad_alloc" tells the user nothing: say what ran, how big, where.
-      std::size_t bytes = 0;
-      std::string what;
-      for (LocalOp* op : ops)
-        if (op) {
-          bytes += op->request.totalBytes();
-          if (what.empty()) what = op->request.describe();
-        }
-      if (what.empty()) what = detail::concat(opTypeName(r.type), " (for joined ranks)");
-      if (ops.size() > 1) what += detail::concat(" and ", ops.size() - 1, " fused with it");
-      throw Error(detail::concat("rank ", rank_, ": out of memory (std::bad_alloc) running ", what,
-                                 " (this rank's input: ", bytes,
-                                 " bytes; outputs, fusion and transport buffers come on top): "
-                                 "lower the batch or HVD_FUSION_THRESHOLD, or give the job more "
-                                 "memory"));
+      std::rethrow_exception(outOfMemory(rank_, opTypeName(r.type), ops));
     }
   } catch (...) {
     // The operations that were running fail at once: their callers are waiting, and the
@@ -497,47 +475,6 @@ collectives::Deadline Engine::nextWake() const {
   if (coordinator_)
     if (auto d = coordinator_->nextDeadline()) wake = std::min(wake, *d);
   return wake;
-}
-
-void Engine::heartbeat() {
-  if (inHeartbeat_ || !liveness_.heartbeatDue(Clock::now())) return;
-  ScopedFlag sending(inHeartbeat_);
-  if (coordinator_) {
-    ResponseList beat;
-    beat.seq = ResponseList::kHeartbeatSeq;
-    std::string bytes = beat.encode();
-    for (int peer = 1; peer < size_; ++peer) control_->send(peer, bytes);
-  } else {
-    RequestList beat;
-    beat.responseListsSeen = listsSeen_;
-    control_->send(0, beat.encode());
-  }
-}
-
-void Engine::pulseInCollective() {
-  heartbeat();
-  if (!liveness_.enabled()) return;
-  // What arrives meanwhile is kept for readControl, in order; only heard and looked at here:
-  // a peer that stopped, or rank 0 saying the job failed, ends this collective now instead of
-  // at its timeout.
-  auto now = Clock::now();
-  for (auto& [peer, bytes] : control_->receive()) {
-    liveness_.heard(peer, now);
-    if (!coordinator_) {
-      for (const auto& r : ResponseList::decode(bytes).responses)
-        if (r.kind == ResponseKind::Fatal) throw Error(r.message);
-    }
-    heardInCollective_.emplace_back(peer, std::move(bytes));
-  }
-  checkLiveness();
-}
-
-void Engine::checkLiveness() {
-  auto silent = liveness_.silentPeer(Clock::now(), [this](int peer) {
-    return coordinator_ && coordinator_->shutdownRequested(peer);
-  });
-  // The silent peer is the cause: this rank's failure is not its own (failure_reports.h).
-  if (silent) throw PeerLost(*silent);
 }
 
 void Engine::loop() {

@@ -49,6 +49,24 @@ bool causedByPeer(std::exception_ptr error) {
   }
 }
 
+std::exception_ptr outOfMemory(int rank, const std::string& type,
+                               const std::vector<LocalOp*>& ops) {
+  std::size_t bytes = 0;
+  std::string what;
+  for (LocalOp* op : ops)
+    if (op) {
+      bytes += op->request.totalBytes();
+      if (what.empty()) what = op->request.describe();
+    }
+  if (what.empty()) what = type + " (for joined ranks)";
+  if (ops.size() > 1) what += detail::concat(" and ", ops.size() - 1, " fused with it");
+  return std::make_exception_ptr(Error(detail::concat(
+      "rank ", rank, ": out of memory (std::bad_alloc) running ", what,
+      " (this rank's input: ", bytes,
+      " bytes; outputs, fusion and transport buffers come on top): lower the batch or "
+      "HVD_FUSION_THRESHOLD, or give the job more memory")));
+}
+
 void announceFailure(ControlChannel& control, int rank, int size, const std::string& why) {
   try {
     if (rank == 0) {

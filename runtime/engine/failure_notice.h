@@ -6,8 +6,10 @@
 #include <chrono>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "runtime/engine/control_channel.h"
+#include "runtime/engine/local_op.h"
 
 namespace hvd::runtime {
 
@@ -19,6 +21,10 @@ std::string whatOf(std::exception_ptr error);
 
 // True when the error says a peer left or failed first (PeerLost), in an operation or not.
 bool causedByPeer(std::exception_ptr error);
+
+// What a std::bad_alloc while running `ops` (a response of `type`; null entries: joined ranks'
+// zeros) becomes: an error naming the rank, the operation and this rank's input bytes.
+std::exception_ptr outOfMemory(int rank, const std::string& type, const std::vector<LocalOp*>& ops);
 
 // Sends this rank's failure (`why`) and waits up to a second for it to leave. Never throws.
 void announceFailure(ControlChannel& control, int rank, int size, const std::string& why);

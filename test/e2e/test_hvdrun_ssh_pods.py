@@ -6,6 +6,7 @@ namespace of hvdrun's own (unshare -m), the pods are sshd servers in network nam
 (ssh_hosts.py). Skips with the reason when namespaces cannot be made."""
 import shutil
 import subprocess
+import sys
 import threading
 import time
 
@@ -51,11 +52,6 @@ def hvdrun(pods, home, setup, *args, timeout=120):
                           text=True, timeout=timeout, env=pods.env(HOME=str(home)), cwd=REPO)
 
 
-def python():
-    import sys
-    return sys.executable
-
-
 def test_the_system_ssh_config_is_read_after_the_users(pods, tmp_path):
     # The operator's images set the port and host key policy in /etc/ssh/ssh_config; the user's
     # ~/.ssh/config (none here) would win. No --ssh-port: the port comes from the system file.
@@ -64,7 +60,7 @@ def test_the_system_ssh_config_is_read_after_the_users(pods, tmp_path):
     system.write_text(f"Host *\n    Port {SSH_PORT}\n    StrictHostKeyChecking no\n"
                       "    UserKnownHostsFile /dev/null\n")
     r = hvdrun(pods, home, f"mount --bind {system} /etc/ssh/ssh_config",
-               "-np", 2, "-H", pods.hosts(1), python(), "-c", ALLREDUCE)
+               "-np", 2, "-H", pods.hosts(1), sys.executable, "-c", ALLREDUCE)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.count("sum 3.0") == 2, r.stdout
     assert not (home / ".ssh" / "known_hosts").exists()  # UserKnownHostsFile /dev/null
@@ -76,7 +72,7 @@ def test_a_read_only_ssh_directory_accepts_a_new_host_key_with_a_warning(pods, t
     home = launcher_home(pods, tmp_path)
     ssh = home / ".ssh"
     r = hvdrun(pods, home, f"mount --bind {ssh} {ssh} && mount -o remount,bind,ro {ssh}",
-               "--ssh-port", SSH_PORT, "-np", 2, "-H", pods.hosts(1), python(), "-c", ALLREDUCE)
+               "--ssh-port", SSH_PORT, "-np", 2, "-H", pods.hosts(1), sys.executable, "-c", ALLREDUCE)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.count("sum 3.0") == 2, r.stdout
     for address in pods.addresses:
@@ -107,7 +103,7 @@ def test_a_pod_whose_name_resolves_and_sshd_starts_late_is_waited_for(pods, tmp_
         r = hvdrun(pods, home, f"mount --bind {hosts_file} /etc/hosts",
                    "--ssh-port", SSH_PORT, "--ssh-connect-timeout", 30, "-np", 2, "-H",
                    "pod-a.job.default.svc:1,pod-b.job.default.svc:1", "--log-level", "debug",
-                   python(), "-c", ALLREDUCE)
+                   sys.executable, "-c", ALLREDUCE)
         took = time.monotonic() - started
         late.join()
     finally:
@@ -127,7 +123,7 @@ def test_a_pod_that_never_starts_fails_at_the_connect_timeout_naming_it(pods, tm
     try:
         started = time.monotonic()
         r = hvdrun(pods, home, "true", "--ssh-port", SSH_PORT, "--ssh-connect-timeout", 3,
-                   "-np", 2, "-H", pods.hosts(1), python(), "-c", ALLREDUCE)
+                   "-np", 2, "-H", pods.hosts(1), sys.executable, "-c", ALLREDUCE)
         took = time.monotonic() - started
     finally:
         pods.start_sshd(1)
