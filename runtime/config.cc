@@ -107,7 +107,11 @@ namespace {
 Config fromSnapshot(std::map<std::string, std::string> env) {
   auto external = detectExternalLaunch(env);
   if (!external) return Config::fromParams(params::ParamValues::fromMap(env));
-  for (const auto& [k, v] : external->params) env.insert({k, v});  // explicit HVD_* win
+  // What the job script exports wins, under hvd's or Horovod's name.
+  for (const auto& [k, v] : external->params) {
+    const std::string& alias = params::spec(k).horovodAlias;
+    if (alias.empty() || !env.count(alias)) env.insert({k, v});
+  }
   // Read through the registry, so Horovod's names (HOROVOD_GLOO_RENDEZVOUS_ADDR, ...) count.
   auto values = params::ParamValues::fromMap(env);
   int64_t size = values.getInt(ParamId::Size);

@@ -39,6 +39,20 @@ ExternalLaunch blockPlaced(const std::string& launcher, int rank, int size, int 
            {variable(ParamId::CrossSize), std::to_string(nodes)}}};
 }
 
+// A rendezvous port every rank of one job derives alike from the launcher's job id, in a range
+// below Linux's ephemeral ports (32768+), so that job scripts need not pick one. Two jobs on one
+// node meet only when their ids agree modulo the span; rank 0 then fails naming the port.
+constexpr int64_t kDerivedPortBase = 20000;
+constexpr int64_t kDerivedPortSpan = 10000;
+
+std::string derivedPort(uint64_t jobKey) {
+  return std::to_string(kDerivedPortBase + static_cast<int64_t>(jobKey % kDerivedPortSpan));
+}
+
+uint64_t numberOf(const std::string& text, const std::string& name) {
+  return static_cast<uint64_t>(params::parseInt(text, 0, int64_t{1} << 62, name));
+}
+
 ExternalLaunch fromSlurm(const Env& env) {
   int rank = intOf(env, "SLURM_PROCID");
   int size = intOf(env, "SLURM_STEP_NUM_TASKS", 1);
@@ -72,6 +86,15 @@ ExternalLaunch fromSlurm(const Env& env) {
   if (const std::string* job = find(env, "SLURM_JOB_ID")) {
     const std::string* step = find(env, "SLURM_STEP_ID");
     out.params[variable(ParamId::JobId)] = "slurm-" + *job + "." + (step ? *step : "0");
+    // Concurrent steps of one job (srun ... & srun ...) get ports of their own.
+    uint64_t stepNumber = step ? numberOf(*step, "SLURM_STEP_ID") % 16 : 0;
+    out.params[variable(ParamId::RendezvousPort)] =
+        derivedPort(numberOf(*job, "SLURM_JOB_ID") * 16 + stepNumber);
+  }
+  // Task 0 runs on the step's first node in every distribution but "arbitrary" (-w lists).
+  if (const std::string* nodes = find(env, "SLURM_STEP_NODELIST")) {
+    auto names = slurm::expandNodeList(*nodes);
+    if (!names.empty()) out.params[variable(ParamId::RendezvousAddr)] = names.front();
   }
   if (const std::string* name = find(env, "SLURMD_NODENAME"))
     out.params[variable(ParamId::Hostname)] = *name;
@@ -88,8 +111,15 @@ std::optional<ExternalLaunch> detectExternalLaunch(const Env& env) {
         blockPlaced("Open MPI", intOf(env, "OMPI_COMM_WORLD_RANK"),
                     intOf(env, "OMPI_COMM_WORLD_SIZE", 1), intOf(env, "OMPI_COMM_WORLD_LOCAL_RANK"),
                     intOf(env, "OMPI_COMM_WORLD_LOCAL_SIZE", 1), "OMPI_COMM_WORLD_SIZE");
-    if (const std::string* job = find(env, "OMPI_MCA_ess_base_jobid"))
+    if (const std::string* job = find(env, "OMPI_MCA_ess_base_jobid")) {
       out.params[variable(ParamId::JobId)] = "ompi-" + *job;
+      out.params[variable(ParamId::RendezvousPort)] =
+          derivedPort(numberOf(*job, "OMPI_MCA_ess_base_jobid"));
+    }
+    // mpirun hands every rank of the job 128 random bits (for transports to agree on a key);
+    // nothing outside the job's processes sees them, as with an exported HVD_SECRET.
+    if (const std::string* key = find(env, "OMPI_MCA_orte_precondition_transports"))
+      out.params[variable(ParamId::Secret)] = "ompi-" + *key;
     return out;
   }
   if (find(env, "PMI_RANK")) {

@@ -54,17 +54,32 @@ std::unique_ptr<rendezvous::RendezvousServer> serveRendezvous(
     const Config& config, const std::shared_ptr<log::Logs>& logs) {
   std::string bindAddress;
   for (const auto& address : net::resolve(config.rendezvousAddr))
-    if (net::isThisMachine(address)) {
+    if (net::isThisMachine(address) && (bindAddress.empty() || net::isLoopback(bindAddress)))
       bindAddress = address;
-      break;
-    }
   if (bindAddress.empty())
     throw InvalidArgument(detail::concat(
         config.externalLauncher, ": rank 0 serves the rendezvous, but HVD_RENDEZVOUS_ADDR=",
         config.rendezvousAddr, " is not an address of its host ", config.topology.hostname,
         " (set it to the host of rank 0, e.g. the first node of the allocation)"));
-  auto server = std::make_unique<rendezvous::RendezvousServer>(
-      bindAddress, config.secret, config.rendezvousPort, config.handshakeTimeout, logs);
+  // A node's own name often resolves to loopback there (Debian's "127.0.1.1 node1" line) and to
+  // its network address elsewhere; rank 0 would then listen where no other node reaches it.
+  if (net::isLoopback(bindAddress) && config.topology.crossSize > 1)
+    throw InvalidArgument(detail::concat(
+        config.externalLauncher, ": rank 0 serves the rendezvous at HVD_RENDEZVOUS_ADDR=",
+        config.rendezvousAddr, ", which is loopback ", bindAddress, " on its host ",
+        config.topology.hostname, ", but the job spans ", config.topology.crossSize,
+        " nodes (export HVD_RENDEZVOUS_ADDR as an address the other nodes reach, e.g. "
+        "$(hostname -I | cut -d' ' -f1) on the first node)"));
+  std::unique_ptr<rendezvous::RendezvousServer> server;
+  try {
+    server = std::make_unique<rendezvous::RendezvousServer>(
+        bindAddress, config.secret, config.rendezvousPort, config.handshakeTimeout, logs);
+  } catch (const std::exception& e) {
+    throw InvalidArgument(detail::concat(
+        config.externalLauncher, ": rank 0 on host ", config.topology.hostname,
+        " cannot serve the rendezvous at ", bindAddress, ":", config.rendezvousPort, ": ", e.what(),
+        " (another job on this host may use the port; export HVD_RENDEZVOUS_PORT)"));
+  }
   logs->get("runtime")->info("serving the rendezvous at {}:{} for {}", bindAddress,
                              config.rendezvousPort, config.externalLauncher);
   return server;

@@ -9,8 +9,9 @@ namespace {
 constexpr collectives::Tag kControlTag = 0xC0ull << 56;
 }
 
-ControlChannel::ControlChannel(std::unique_ptr<collectives::Comm> comm, std::vector<int> listenTo)
-    : comm_(std::move(comm)) {
+ControlChannel::ControlChannel(std::unique_ptr<collectives::Comm> comm, std::vector<int> listenTo,
+                               std::vector<std::string> hostOfRank)
+    : comm_(std::move(comm)), hostOfRank_(std::move(hostOfRank)) {
   inbound_.resize(listenTo.size());
   for (std::size_t i = 0; i < listenTo.size(); ++i) inbound_[i].peer = listenTo[i];
   for (auto& in : inbound_) postHeader(in);
@@ -22,7 +23,10 @@ void ControlChannel::postHeader(Inbound& in) {
 }
 
 void ControlChannel::linkBroke(int peer, const std::exception& e) const {
-  throw PeerLost(detail::concat("rank ", comm_->rank(), ": control link to rank ", peer,
+  std::string host = static_cast<std::size_t>(peer) < hostOfRank_.size()
+                         ? " (host " + hostOfRank_[peer] + ")"
+                         : std::string();
+  throw PeerLost(detail::concat("rank ", comm_->rank(), ": control link to rank ", peer, host,
                                 " broke (its process exited, crashed or was killed): ", e.what()));
 }
 

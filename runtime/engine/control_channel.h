@@ -20,8 +20,10 @@ namespace hvd::runtime {
 class ControlChannel {
  public:
   // `comm` may have size 1 (then there is nothing to send or receive, only wake-ups).
-  // `listenTo` are the ranks this side receives from.
-  ControlChannel(std::unique_ptr<collectives::Comm> comm, std::vector<int> listenTo);
+  // `listenTo` are the ranks this side receives from. `hostOfRank`: every rank's host, for
+  // the message of a broken link; empty: unknown.
+  ControlChannel(std::unique_ptr<collectives::Comm> comm, std::vector<int> listenTo,
+                 std::vector<std::string> hostOfRank = {});
 
   int rank() const { return comm_->rank(); }
   // Queues the message and returns without waiting for the peer to read it: a message larger
@@ -83,6 +85,7 @@ class ControlChannel {
   std::list<Outbound> outbound_;  // a list: the transport holds pointers into each element
   std::list<Outbound> timedOut_;  // sends that timed out, kept while the transport may read them
   std::unique_ptr<collectives::Comm> comm_;
+  std::vector<std::string> hostOfRank_;
   // Set by wake() before it interrupts the transport's wait. The transport's wake-up alone can
   // be lost: receive() polls the transport, which runs (and so swallows) a wake-up posted
   // between the engine's last look at its queue and its next wait.

@@ -131,6 +131,19 @@ void Coordinator::submit(int rank, const OpRequest& request, uint64_t cacheId, S
 
 void Coordinator::requestShutdown(int rank) { shutdownRequested_.insert(rank); }
 
+std::string Coordinator::onHosts(const std::set<int>& ranks) const {
+  // Their hosts, each once, in rank order: where to look.
+  std::vector<std::string> hosts;
+  for (int r : ranks)
+    if (static_cast<std::size_t>(r) < options_.hostOfRank.size() &&
+        std::find(hosts.begin(), hosts.end(), options_.hostOfRank[r]) == hosts.end())
+      hosts.push_back(options_.hostOfRank[r]);
+  if (hosts.empty()) return "";
+  std::string out = hosts.size() > 1 ? " (on hosts " : " (on host ";
+  for (std::size_t i = 0; i < hosts.size(); ++i) out += (i ? ", " : "") + hosts[i];
+  return out + ")";
+}
+
 void Coordinator::failWhatShutDownRanksWillNeverSubmit(std::vector<Response>& out) {
   if (shutdownRequested_.empty()) return;
   for (auto it = pending_.begin(); it != pending_.end();) {
@@ -145,9 +158,10 @@ void Coordinator::failWhatShutDownRanksWillNeverSubmit(std::vector<Response>& ou
     r.kind = ResponseKind::Error;
     r.type = it->second.request.type;
     r.names = {it->first};
-    r.message = detail::concat(it->second.request.describe(), ": ranks ", rankSet(gone),
-                               " shut down (their program finished or called "
-                               "shutdown) without submitting it, so it can never run");
+    r.message =
+        detail::concat(it->second.request.describe(), ": ranks ", rankSet(gone), onHosts(gone),
+                       " shut down (their program finished or called "
+                       "shutdown) without submitting it, so it can never run");
     out.push_back(std::move(r));
     it = pending_.erase(it);
   }
@@ -162,7 +176,7 @@ void Coordinator::failJoinThatCanNeverComplete(std::vector<Response>& out) {
   Response r;
   r.kind = ResponseKind::Error;
   r.type = OpType::Join;
-  r.message = detail::concat("join: ranks ", rankSet(gone),
+  r.message = detail::concat("join: ranks ", rankSet(gone), onHosts(gone),
                              " shut down (their program finished or called shutdown) without "
                              "joining, so the join of ranks ",
                              rankSet(joined_), " can never complete");
@@ -451,19 +465,9 @@ std::string Coordinator::stallReport(const Pending& p, SteadyTime now) const {
   auto ranks = p.submitters();
   std::set<int> submitted(ranks.begin(), ranks.end());
   std::set<int> waitedFor = missing(p);
-  // Their hosts, each once, in rank order: where to look.
-  std::vector<std::string> hosts;
-  for (int r : waitedFor)
-    if (static_cast<std::size_t>(r) < options_.hostOfRank.size() &&
-        std::find(hosts.begin(), hosts.end(), options_.hostOfRank[r]) == hosts.end())
-      hosts.push_back(options_.hostOfRank[r]);
-  std::string where;
-  for (const auto& h : hosts) where += (where.empty() ? "" : ", ") + h;
   return detail::concat(p.request.describe(), " submitted by ranks ", rankSet(submitted),
                         ", waiting ", static_cast<int>(secondsBetween(p.firstSeen, now)),
-                        " s for ranks ", rankSet(waitedFor),
-                        where.empty() ? "" : (hosts.size() > 1 ? " (on hosts " : " (on host "),
-                        where, where.empty() ? "" : ")");
+                        " s for ranks ", rankSet(waitedFor), onHosts(waitedFor));
 }
 
 std::vector<std::string> Coordinator::stallWarnings(SteadyTime now) {

@@ -49,7 +49,8 @@ Engine::Engine(EngineOptions options, std::unique_ptr<collectives::Comm> data,
       executor_(options_.executor, timeline_),
       liveness_(rank_, size_, options_.livenessTimeout, options_.hostOfRank) {
   control_ = std::make_unique<ControlChannel>(
-      std::move(control), rank_ == 0 ? allRanksBut(size_, 0) : std::vector<int>{0});
+      std::move(control), rank_ == 0 ? allRanksBut(size_, 0) : std::vector<int>{0},
+      options_.hostOfRank);
   std::vector<int32_t> world;
   for (int r = 0; r < size_; ++r) world.push_back(r);
   processSets_[0] = ProcessSetState{world, nullptr};

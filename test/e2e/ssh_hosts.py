@@ -51,17 +51,18 @@ class SshHosts:
     """`count` hosts at 10.N.0.2, 10.N.0.3, ...; the bridge (hvdrun's side) is 10.N.0.1. N is
     the `subnet` given, or else one that no address on this machine uses."""
 
-    def __init__(self, count, subnet=None, login_home=None, host_keys=None, own_hostnames=False,
+    def __init__(self, count, subnet=None, login_home=None, host_keys=None, hostnames=None,
                  sshd_options=None):
         """login_home: the HOME sshd gives sessions (its shell reads that .bashrc); default: the
         user's own, so remote shells run this machine's login scripts. host_keys: per host, the
-        key types its sshd offers (ssh-keygen -t names); default: ed25519 only. own_hostnames:
-        each sshd (and so every process started through it) runs in a UTS namespace of its own
-        whose host name is the host's address with dashes, as on separate machines; OpenMPI's
-        daemons need that to route among themselves. sshd_options: per host, more sshd_config
+        key types its sshd offers (ssh-keygen -t names); default: ed25519 only. hostnames: per
+        host, a name; each sshd (and every process started through it or host_command) then runs
+        in UTS and mount namespaces of its own, with that host name and an /etc/hosts (the file
+        `hosts_file`) that resolves every host's name, as on separate machines: OpenMPI's and
+        Slurm's daemons route by host name. sshd_options: per host, more sshd_config
         lines (e.g. "KexAlgorithms curve25519-sha256"); the log is each host's sshd_log(i)."""
         self.count = count
-        self.own_hostnames = own_hostnames
+        self.hostnames = hostnames
         self.login_home = login_home
         self.host_keys = host_keys or [("ed25519",)] * count
         self.sshd_options = sshd_options or [""] * count
@@ -70,9 +71,11 @@ class SshHosts:
         self.dir = pathlib.Path(tempfile.mkdtemp(prefix="hvd-ssh-"))
         self.home = self.dir / "home"  # hvdrun's HOME: its ~/.ssh is made here
         self.key = self.home / ".ssh" / "id_ed25519"
+        self.hosts_file = self.dir / "hosts"
         self.sshd = []
 
     def _name(self, subnet):
+        self.subnet_number = subnet
         self.tag = f"{os.getpid() % 10000}x{subnet}"
         self.prefix = f"10.{subnet}.0"
         self.bridge = f"hvdbr{self.tag}"
@@ -132,6 +135,9 @@ class SshHosts:
         sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(self.key))
         (self.dir / "authorized_keys").write_text((self.key.with_suffix(".pub")).read_text())
         self._add_bridge()
+        if self.hostnames:
+            self.hosts_file.write_text("127.0.0.1 localhost\n" + "".join(
+                f"{a} {n}\n" for a, n in zip(self.addresses, self.hostnames)))
         for i, (ns, address) in enumerate(zip(self.namespaces, self.addresses)):
             outer, inner = f"hvdv{self.tag}a{i}", f"hvdv{self.tag}b{i}"
             sh("ip", "netns", "add", ns)
@@ -178,12 +184,22 @@ MaxSessions 100
     def _launch_sshd(self, i, ns):
         config = self.dir / f"sshd{i}.conf"
         log = open(self.sshd_log(i), "a")
-        sshd = [SSHD, "-D", "-e", "-f", str(config)]
-        if self.own_hostnames:
-            name = "fake-" + self.addresses[i].replace(".", "-")
-            sshd = ["unshare", "--uts", "sh", "-c", f'hostname {name} && exec "$@"', "sh"] + sshd
-        return subprocess.Popen(["ip", "netns", "exec", ns] + sshd,
+        return subprocess.Popen(self.host_command(i, [SSHD, "-D", "-e", "-f", str(config)]),
                                 stdout=log, stderr=subprocess.STDOUT)
+
+    def host_command(self, i, argv, keep_sys=False):
+        """argv run on host i: in its network namespace and, with hostnames, its own UTS and
+        mount namespaces (its name, the shared hosts file as /etc/hosts). keep_sys: this
+        machine's /sys stays (nsenter), with its cgroup file systems, which `ip netns exec`'s
+        fresh /sys lacks (slurmd needs them)."""
+        argv = [str(a) for a in argv]
+        if self.hostnames:
+            setup = (f"hostname {self.hostnames[i]} && "
+                     f"mount --bind {self.hosts_file} /etc/hosts && exec \"$@\"")
+            argv = ["unshare", "--uts", "--mount", "sh", "-c", setup, "sh"] + argv
+        if keep_sys:
+            return ["nsenter", f"--net=/run/netns/{self.namespaces[i]}"] + argv
+        return ["ip", "netns", "exec", self.namespaces[i]] + argv
 
     def _wait_listening(self, address, timeout=10):
         deadline = time.time() + timeout

@@ -1,5 +1,6 @@
-"""Ranks started without hvdrun, as srun or mpirun would start them: real processes with only
-the launcher's variables, rank 0 serving the rendezvous at the address the job script gives."""
+"""Ranks started without hvdrun on one machine, with a launcher's variables as srun would set
+them: what the real daemons (test_slurm.py, test_mpirun.py) cannot show cheaply, errors and
+re-initialisation."""
 import os
 import socket
 import subprocess
@@ -52,19 +53,17 @@ def slurm_env(rank, tasks_per_node):
             "SLURM_STEP_ID": "0", "SLURM_NTASKS": str(sum(counts))}
 
 
-def test_srun_started_ranks_rendezvous_at_rank_0(tmp_path):
+def test_a_loopback_rendezvous_for_a_step_over_several_nodes_is_refused():
+    # Two "nodes" (2 + 1 tasks) but the address is loopback: no other node could reach it.
+    # (test_slurm.py runs steps over real nodes.)
     common = {"HVD_RENDEZVOUS_ADDR": "127.0.0.1", "HVD_RENDEZVOUS_PORT": str(free_port()),
               "HVD_SECRET": "c0ffee" * 8, "PYTHONPATH": str(REPO / "build" / "python"),
-              "HVD_START_TIMEOUT": "20"}
-    results = start_ranks([slurm_env(r, "2,1") for r in range(3)],
-                          [sys.executable, "-c", WORKER_CODE], common)
-    rows = {}
-    for code, out, err in results:
-        assert code == 0, err
-        f = out.split("PLACED", 1)[1].split()
-        rows[int(f[0])] = [int(x) for x in f[1:]]
-    # size, local rank, local size, cross rank, cross size, sum of rank+1
-    assert rows == {0: [3, 0, 2, 0, 2, 6], 1: [3, 1, 2, 0, 1, 6], 2: [3, 0, 1, 1, 2, 6]}
+              "HVD_START_TIMEOUT": "3"}
+    (code, _, err), *_ = start_ranks([slurm_env(r, "2,1") for r in range(3)],
+                                     [sys.executable, "-c", WORKER_CODE], common)
+    assert code != 0
+    assert "HVD_RENDEZVOUS_ADDR=127.0.0.1, which is loopback 127.0.0.1 on its host" in err, err
+    assert "the job spans 2 nodes" in err, err
 
 
 REINIT_CODE = textwrap.dedent("""
@@ -89,17 +88,6 @@ def test_srun_started_ranks_shut_down_and_initialise_again():
         assert code == 0, err
         assert [line.split()[1:] for line in out.splitlines() if line.startswith("ROUND")] == \
             [[str(round), str(rank), "6"] for round in range(3)], out + err
-
-
-def test_mpirun_started_ranks_run_a_collective():
-    common = {"HVD_RENDEZVOUS_ADDR": "localhost", "HVD_RENDEZVOUS_PORT": str(free_port()),
-              "HVD_SECRET": "beef" * 16, "HVD_START_TIMEOUT": "20"}
-    per_rank = [{"OMPI_COMM_WORLD_RANK": str(r), "OMPI_COMM_WORLD_SIZE": "2",
-                 "OMPI_COMM_WORLD_LOCAL_RANK": str(r), "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}
-                for r in range(2)]
-    for code, out, err in start_ranks(per_rank, [str(WORKER), "allreduce", "1000"], common):
-        assert code == 0, err
-        assert "ok" in out
 
 
 def test_missing_secret_or_address_is_explained():

@@ -397,9 +397,10 @@ def test_join_fails_at_once_on_every_rank_when_a_peer_leaves_without_joining(lea
         m = re.search(r"^\[0\]<stdout>:rank 0 failed after ([\d.]+) s: (.*)$", r.stdout, re.M)
         assert m, r.stdout + r.stderr[-3000:]
         assert float(m.group(1)) < 5
-        assert "join: ranks {1} shut down (their program finished or called shutdown) without " \
-               "joining" in m.group(2)
-        assert "hvd: shutdown failed: join: ranks {1} shut down" in r.stderr, r.stderr[-3000:]
+        assert "join: ranks {1} (on host localhost) shut down (their program finished or called " \
+               "shutdown) without joining" in m.group(2)
+        assert "hvd: shutdown failed: join: ranks {1} (on host localhost) shut down" in r.stderr, \
+            r.stderr[-3000:]
 
 
 @pytest.mark.parametrize("transport", ["shm", "tcp"])
