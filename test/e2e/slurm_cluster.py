@@ -155,16 +155,11 @@ InactiveLimit=0
         env.update(extra)
         return env
 
-    def on_login_node(self, argv):
-        """argv with this machine's /etc/hosts swapped for the cluster's (a mount namespace of
-        its own), so the node names resolve as a login node's DNS would resolve them."""
-        setup = f'mount --bind {self.hosts.hosts_file} /etc/hosts && exec "$@"'
-        return ["unshare", "--mount", "sh", "-c", setup, "sh", *map(str, argv)]
-
     def run(self, argv, timeout=120, **kwargs):
-        """argv run to completion on the login node, in the cluster's environment."""
+        """argv run to completion on the login node (where the node names resolve), in the
+        cluster's environment."""
         kwargs.setdefault("env", self.env())
-        return subprocess.run(self.on_login_node(argv), capture_output=True, text=True,
+        return subprocess.run(self.hosts.on_login_node(argv), capture_output=True, text=True,
                               timeout=timeout, **kwargs)
 
     def logs(self):

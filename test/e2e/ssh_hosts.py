@@ -225,6 +225,12 @@ MaxSessions 100
         env.update(extra)
         return env
 
+    def on_login_node(self, argv):
+        """argv with this machine's /etc/hosts swapped for the hosts' (a mount namespace of its
+        own; needs hostnames), so their names resolve as a login node's DNS resolves them."""
+        setup = f'mount --bind {self.hosts_file} /etc/hosts && exec "$@"'
+        return ["unshare", "--mount", "sh", "-c", setup, "sh", *map(str, argv)]
+
     def known_hosts(self):
         """known_hosts lines for every host's ed25519 key, as ssh records a non-22 port."""
         return "".join(f"[{a}]:{SSH_PORT} {self.host_key(i)}\n"

@@ -20,10 +20,12 @@ pytestmark = [pytest.mark.skipif(_reason is not None, reason=f"Slurm: {_reason}"
 EXAMPLE = REPO / "examples" / "pytorch_mnist.py"
 TRAIN_DIGEST = pathlib.Path(__file__).parent / "train_digest.py"
 # Every rank prints its placement and the sum of rank + 1 over the job.
-PLACEMENT = ("import socket, numpy as np, hvd.numpy as h; h.init(); "
+# One write per line: launchers that forward output in chunks (Hydra) then never split it.
+PLACEMENT = ("import socket, sys, numpy as np, hvd.numpy as h; h.init(); "
              "s = h.allreduce(np.array([h.rank() + 1.0]), op=h.Sum)[0]; "
-             "print('PLACED', h.rank(), h.size(), h.local_rank(), h.local_size(), h.cross_rank(), "
-             "h.cross_size(), socket.gethostname(), 'SUM', s, flush=True); h.shutdown()")
+             "sys.stdout.write(' '.join(map(str, ['PLACED', h.rank(), h.size(), h.local_rank(), "
+             "h.local_size(), h.cross_rank(), h.cross_size(), socket.gethostname(), 'SUM', s])) "
+             "+ '\\n'); sys.stdout.flush(); h.shutdown()")
 
 
 @pytest.fixture(scope="module")

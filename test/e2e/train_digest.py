@@ -23,8 +23,11 @@ def recording_optimizer(*args, **kwargs):
 def report_then_shutdown():
     weights = b"".join(p.detach().cpu().numpy().tobytes() for o in optimizers
                        for group in o.param_groups for p in group["params"])
-    print("PLACED", hvd.rank(), hvd.size(), hvd.local_rank(), hvd.local_size(), hvd.cross_rank(),
-          hvd.cross_size(), socket.gethostname(), "WEIGHTS", zlib.crc32(weights), flush=True)
+    # One write: launchers that forward output in chunks (Hydra) do not split the line then.
+    sys.stdout.write(" ".join(map(str, [
+        "PLACED", hvd.rank(), hvd.size(), hvd.local_rank(), hvd.local_size(), hvd.cross_rank(),
+        hvd.cross_size(), socket.gethostname(), "WEIGHTS", zlib.crc32(weights)])) + "\n")
+    sys.stdout.flush()
     shutdown()
 
 
