@@ -54,8 +54,12 @@ bool ElasticDriver::everyoneAsksForNewRound() {
 void ElasticDriver::tick(Job& job) {
   if (finishing_ || failed_) return;
   if (!forced_ && round_ >= 0) {
-    if (!roundFormed()) return;
-    markFormed();
+    if (roundFormed())
+      markFormed();
+    else if (planMembership(members_, usableHosts(), options_.maxNp).remove.empty())
+      return;
+    // Else a member's host left the discovery while the round formed (a deleted pod): that
+    // member never joins, and waiting would hold the others until its start fails.
   }
   for (const auto& host : blacklist_.takeReturned(Clock::now()))
     log::logger("launcher")

@@ -18,6 +18,9 @@ ExitStatus fromWaitStatus(int status) {
 
 std::string ExitStatus::describe() const {
   if (unstarted) return "could not be started on its host (exit code " + std::to_string(code) + ")";
+  if (connectionLost)
+    return "was lost with hvdrun's SSH connection to its host (the host, its sshd or the network "
+           "went away)";
   if (!signaled) return "exited with code " + std::to_string(code);
   std::string out = "was killed by signal " + std::to_string(code) + " (" + signalName(code) + ")";
   if (code == SIGKILL)

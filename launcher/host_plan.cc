@@ -44,8 +44,11 @@ void classifyHosts(HostPlan& plan) {
 
 int rankCount(const LaunchOptions& o, const HostPlan& plan) {
   if (o.np >= 0) return o.np;
-  if (!plan.fromSlurm)
-    throw InvalidArgument("-np/--num-proc is required (outside a Slurm allocation)");
+  // As mpirun: every listed slot. With no hosts at all there is nothing to count.
+  if (!plan.fromSlurm && o.hosts.empty() && o.hostfile.empty())
+    throw InvalidArgument(
+        "-np/--num-proc is required without -H, --hostfile or a Slurm allocation (their slots "
+        "give the default)");
   int total = 0;
   for (const auto& h : plan.hosts) total += h.slots;
   return total;

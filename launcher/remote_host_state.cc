@@ -49,7 +49,9 @@ void RemoteHostState::finish(std::size_t rank, ExitStatus status, std::string wh
 void RemoteHostState::loseConnection(std::size_t c, const std::string& why) {
   for (std::size_t i = 0; i < ranks_.size(); ++i)
     if (ranks_[i].connection == c && ranks_[i].phase != Phase::Done) {
-      finish(i, {false, 255}, why);
+      ExitStatus lost{false, 255};
+      lost.connectionLost = true;
+      finish(i, lost, why);
       ranks_[i].phase = Phase::Done;  // its channel goes with the connection
     }
   if (dropped_[c]) return;
