@@ -118,8 +118,7 @@ ElasticStrategy::ElasticStrategy(const LaunchContext& c) : c_(c) {
   if (script_.empty()) {
     HostPlan plan = planHosts(o, c.base);
     fixed_ = plan.hosts;
-    if (o.hosts.empty() && o.hostfile.empty() && !plan.fromSlurm)
-      fixed_ = {{"localhost", std::max(options_.minNp, options_.maxNp)}};
+    if (plan.defaulted) fixed_ = {{"localhost", std::max(options_.minNp, options_.maxNp)}};
   } else if (o.networkInterface.find('=') != std::string::npos) {
     throw InvalidArgument("--network-interface '" + o.networkInterface +
                           "': with "

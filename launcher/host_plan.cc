@@ -19,9 +19,15 @@ HostPlan planHosts(const LaunchOptions& o, const Environment& env) {
   if (nodes != env.end() && tasks != env.end())
     return {slurmHosts(nodes->second, tasks->second),
             "the Slurm allocation (SLURM_JOB_NODELIST)",
-            true,
+            false,
             {}};
-  return {{{"localhost", std::max(1, o.np)}}, "localhost", false, {}};
+  auto ompiHostfile = env.find("OMPI_MCA_orte_default_hostfile");
+  if (ompiHostfile != env.end() && !ompiHostfile->second.empty())
+    return {loadHostfile(ompiHostfile->second),
+            "OMPI_MCA_orte_default_hostfile=" + ompiHostfile->second,
+            false,
+            {}};
+  return {{{"localhost", std::max(1, o.np)}}, "localhost", true, {}};
 }
 
 void classifyHosts(HostPlan& plan) {
@@ -45,7 +51,7 @@ void classifyHosts(HostPlan& plan) {
 int rankCount(const LaunchOptions& o, const HostPlan& plan) {
   if (o.np >= 0) return o.np;
   // As mpirun: every listed slot. With no hosts at all there is nothing to count.
-  if (!plan.fromSlurm && o.hosts.empty() && o.hostfile.empty())
+  if (plan.defaulted)
     throw InvalidArgument(
         "-np/--num-proc is required without -H, --hostfile or a Slurm allocation (their slots "
         "give the default)");

@@ -26,6 +26,8 @@ if [ "$mode" != demo ]; then
   apt_packages+=(
     # the SSH and network-namespace tests
     openssh-server openssh-client iproute2
+    # the cluster tests' real daemons: Slurm with munge, Open MPI's mpirun, MPICH's mpiexec
+    slurmd slurmctld slurm-client munge openmpi-bin mpich
     # scripts/sanitize.sh: clang, its sanitizer and libFuzzer runtimes, llvm-symbolizer for reports
     clang libclang-rt-dev llvm
     # scripts/check_format.sh (in the tests): the clang-format .clang-format was written for

@@ -20,7 +20,7 @@ import pytest
 from conftest import HVDRUN, REPO
 from ssh_hosts import SSH_PORT, SshHosts, sh, unavailable_reason
 from test_hvdrun_elastic import WORKER as ELASTIC_WORKER, finals
-from test_slurm import EXAMPLE, TRAIN_DIGEST, placements
+from test_slurm import EXAMPLE, PLACEMENT, TRAIN_DIGEST, placements
 
 JOB, NAMESPACE = "hvd-mnist", "default"
 PODS = [f"{JOB}-worker-{i}.{JOB}.{NAMESPACE}.svc" for i in range(2)]
@@ -97,7 +97,11 @@ class LauncherPod:
         return ["unshare", "--mount", "sh", "-c", setup, "sh", *map(str, argv)]
 
     def env(self):
-        env = self.pods.env(HOME=str(self.home), OMP_NUM_THREADS="1")
+        # The operator's variables for the launcher of an Open MPI job.
+        env = self.pods.env(HOME=str(self.home), OMP_NUM_THREADS="1",
+                            OMPI_MCA_orte_default_hostfile="/etc/mpi/hostfile",
+                            OMPI_MCA_orte_keep_fqdn_hostnames="true",
+                            OMPI_MCA_plm_rsh_args="-o ConnectionAttempts=10")
         env.pop("PYTHONPATH", None)  # hvdrun finds hvd's package itself, for every host
         return env
 
@@ -127,6 +131,18 @@ def test_the_launcher_pod_trains_with_the_read_only_key_and_late_worker_sshd(pod
     assert sorted(placed) == [0, 1], r.stdout[-2000:]
     assert len({p[7] for p in placed.values()}) == 1, placed  # one set of weights
     assert "final test accuracy" in r.stdout, r.stdout[-2000:]
+
+
+def test_a_bare_hvdrun_takes_the_operators_default_hostfile(pods, tmp_path):
+    # As a bare mpirun would: no --hostfile, no -np; 2 pods x 2 slots.
+    pod = LauncherPod(pods, tmp_path, "".join(f"{p} slots=2\n" for p in PODS))
+    r = subprocess.run(pod.command([HVDRUN, sys.executable, "-c", PLACEMENT]),
+                       capture_output=True, text=True, timeout=60, env=pod.env(), cwd=REPO)
+    assert r.returncode == 0, r.stderr[-3000:]
+    placed = placements(r.stdout)
+    assert sorted(placed) == [0, 1, 2, 3], r.stdout
+    assert {p[:5] for p in placed.values()} >= {(4, 0, 2, 0, 2), (4, 1, 2, 1, 2)}, placed
+    assert {p[7] for p in placed.values()} == {"10.0"}, r.stdout
 
 
 def test_an_elastic_job_survives_a_deleted_worker_pod(pods, tmp_path):

@@ -17,4 +17,8 @@ TEST_CASE("exit statuses map to shell codes and sentences") {
   CHECK_THAT(killed.describe(), Catch::Contains("SIGKILL") && Catch::Contains("out-of-memory"));
   CHECK(ExitStatus{true, SIGSEGV}.describe() == "was killed by signal 11 (SIGSEGV)");
   CHECK_FALSE(ExitStatus{false, 0}.failed());
+  ExitStatus lost{false, 255};
+  lost.connectionLost = true;
+  CHECK(lost.shellCode() == 255);
+  CHECK_THAT(lost.describe(), Catch::StartsWith("was lost with hvdrun's SSH connection"));
 }

@@ -1,6 +1,12 @@
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include "common/error.h"
+
+#include "launcher/host_plan.h"
 #include "launcher/hostfile.h"
 #include "launcher/slurm.h"
 
@@ -51,4 +57,34 @@ TEST_CASE("Slurm tasks per node expand repeat counts and must match the nodes") 
   CHECK((hosts[3].host == "big" && hosts[3].slots == 8));
   REQUIRE_THROWS_WITH(slurmHosts("node[1-3]", "2"),
                       Catch::Contains("names 3 nodes") && Catch::Contains("gives 1 counts"));
+}
+
+TEST_CASE("hosts come from -H, --hostfile, Slurm, Open MPI's default hostfile, or this machine") {
+  LaunchOptions o;
+  // Per process: the sanitizer builds run these tests at the same time.
+  auto path = std::filesystem::temp_directory_path() /
+              ("hvd-test-default-hostfile-" + std::to_string(::getpid()));
+  std::ofstream(path) << "pod-0.job.ns.svc slots=2\npod-1.job.ns.svc slots=2\n";
+  Environment env{{"OMPI_MCA_orte_default_hostfile", path.string()}};
+  // A Kubernetes MPI Operator launcher pod: bare hvdrun takes the operator's hostfile, and
+  // -np every slot in it.
+  HostPlan pod = planHosts(o, env);
+  REQUIRE(pod.hosts.size() == 2);
+  CHECK(pod.hosts[1].host == "pod-1.job.ns.svc");
+  CHECK(pod.source == "OMPI_MCA_orte_default_hostfile=" + path.string());
+  CHECK(rankCount(o, pod) == 4);
+  // Slurm's allocation comes first; -H and --hostfile before both.
+  env["SLURM_JOB_NODELIST"] = "n[1-3]";
+  env["SLURM_TASKS_PER_NODE"] = "2(x3)";
+  CHECK(rankCount(o, planHosts(o, env)) == 6);
+  o.hosts = "a:1,b:2";
+  CHECK(rankCount(o, planHosts(o, env)) == 3);
+  o.np = 2;
+  CHECK(rankCount(o, planHosts(o, env)) == 2);
+  // Nothing given anywhere: this machine, and -np is required.
+  LaunchOptions bare;
+  HostPlan local = planHosts(bare, {});
+  CHECK(local.defaulted);
+  REQUIRE_THROWS_WITH(rankCount(bare, local), Catch::Contains("-np/--num-proc is required"));
+  std::filesystem::remove(path);
 }
