@@ -87,7 +87,7 @@ def pytest_configure(config):
 # The modules whose tests start PyTorch or TensorFlow on every rank (seconds of CPU each): run
 # first, so that the parallel run's workers share them out instead of ending on them.
 HEAVY_MODULES = ("test_tensorflow_tutorials", "test_python_package", "test_replica_guard",
-                 "test_hvdrun_elastic")
+                 "test_hvdrun_elastic", "test_slurm", "test_mpirun", "test_mpi_operator")
 
 
 def pytest_collection_modifyitems(items):
