@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "runtime/config_fields.h"
 #include "runtime/external_launch.h"
+#include "runtime/munge_secret.h"
 
 namespace hvd::runtime {
 namespace {
@@ -49,7 +50,7 @@ void checkPlacement(const Topology& t) {
 }
 
 // A job of several ranks needs the launcher's rendezvous and secret.
-void checkLauncherSettings(const Config& c) {
+void checkLauncherSettings(const Config& c, bool secretFromMunge) {
   if (c.topology.size <= 1) return;
   if (c.rendezvousAddr.empty())
     throw InvalidArgument(detail::concat(envName(ParamId::Size), "=", c.topology.size, " but ",
@@ -58,7 +59,7 @@ void checkLauncherSettings(const Config& c) {
   if (c.rendezvousPort == 0)
     throw InvalidArgument(envName(ParamId::RendezvousPort) + " is not set (" +
                           envName(ParamId::RendezvousAddr) + "=" + c.rendezvousAddr + ")");
-  if (c.secret.empty())
+  if (c.secret.empty() && !secretFromMunge)
     throw InvalidArgument(envName(ParamId::Secret) +
                           " is not set: workers must be started by hvdrun, which hands each "
                           "worker the job secret");
@@ -84,12 +85,12 @@ void checkStallTimes(const Config& c) {
 
 }  // namespace
 
-Config Config::fromParams(const params::ParamValues& v) {
+Config Config::fromParams(const params::ParamValues& v, bool secretFromMunge) {
   Config c;
   fillFromTable(c, v);
   if (c.topology.hostname.empty()) c.topology.hostname = localHostname();
   checkPlacement(c.topology);
-  checkLauncherSettings(c);
+  checkLauncherSettings(c, secretFromMunge);
   checkSizes(c);
   c.fusionThresholdFixed = v.isSet(ParamId::FusionThreshold);
   c.cycleTimeFixed = v.isSet(ParamId::CycleTime);
@@ -115,6 +116,7 @@ Config fromSnapshot(std::map<std::string, std::string> env) {
   // Read through the registry, so Horovod's names (HOROVOD_GLOO_RENDEZVOUS_ADDR, ...) count.
   auto values = params::ParamValues::fromMap(env);
   int64_t size = values.getInt(ParamId::Size);
+  bool secretFromMunge = false;
   if (size > 1) {
     const std::string how = " (the job script exports it to every rank; see docs/cluster.md)";
     if (values.getString(ParamId::RendezvousAddr).empty())
@@ -128,12 +130,20 @@ Config fromSnapshot(std::map<std::string, std::string> env) {
       throw InvalidArgument(external->launcher + ": " + envName(ParamId::RendezvousPort) +
                             " is not set" + how);
     const std::string& secret = envName(ParamId::Secret);
-    if (values.getString(ParamId::Secret).empty())
-      throw InvalidArgument(external->launcher + ": " + secret +
-                            " is not set; the ranks need a shared secret, e.g. export " + secret +
-                            "=$(openssl rand -hex 32)" + how);
+    if (values.getString(ParamId::Secret).empty()) {
+      secretFromMunge = external->launcher == "Slurm" && mungeAvailable();
+      if (!secretFromMunge)
+        throw InvalidArgument(
+            external->launcher + ": " + secret +
+            " is not set; the ranks need a shared secret, e.g. export " + secret +
+            "=$(openssl rand -hex 32)" + how +
+            (external->launcher == "Slurm"
+                 ? " (with munge's programs installed, srun ranks get one from rank 0)"
+                 : ""));
+    }
   }
-  Config c = Config::fromParams(values);
+  Config c = Config::fromParams(values, secretFromMunge);
+  c.secretFromMunge = secretFromMunge;
   if (c.elastic)
     throw InvalidArgument(external->launcher +
                           " started this rank with HVD_ELASTIC=1; elastic "

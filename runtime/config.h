@@ -92,6 +92,9 @@ struct Config {
   // launcher; rank 0 of such a job serves the rendezvous itself.
   std::string externalLauncher;
   bool servesRendezvous = false;
+  // Ranks that srun started with no HVD_SECRET: rank 0 makes the secret and the others get it
+  // from rank 0 in munge credentials (munge_secret.h); connectWorld fills `secret` in.
+  bool secretFromMunge = false;
 
   // An elastic job's worker (HVD_ELASTIC=1): Runtime::create replaces the topology with this
   // worker's placement in hvdrun's newest round (elastic_rounds.h).
@@ -101,7 +104,8 @@ struct Config {
   std::string elasticCommitDir;  // HVD_ELASTIC_COMMIT_DIR; read by hvd.elastic
 
   // Throws InvalidArgument naming the variable for an invalid or inconsistent value.
-  static Config fromParams(const params::ParamValues& values);
+  // `secretFromMunge`: a job of several ranks without HVD_SECRET is valid (see above).
+  static Config fromParams(const params::ParamValues& values, bool secretFromMunge = false);
   // The process environment, with the placement an external launcher gave (if any) applied.
   static Config fromEnvironment();
 };

@@ -8,12 +8,14 @@
 #include "collectives/rendezvous/rendezvous_server.h"
 #include "collectives/rendezvous/tcp_store_client.h"
 #include "collectives/transport/wait_policy.h"
+#include "common/auth.h"
 #include "common/logging.h"
 #include "common/network.h"
 #include "common/open_files.h"
 #include "runtime/cpu_binding.h"
 #include "runtime/host_hierarchy.h"
 #include "runtime/malloc_retention.h"
+#include "runtime/munge_secret.h"
 #include "runtime/transport_table.h"
 
 namespace hvd::runtime {
@@ -49,9 +51,9 @@ std::unique_ptr<Comm> connectScope(const Config& config, rendezvous::Store& stor
   return std::move(linked.comm);
 }
 
-// Rank 0 of a job that srun or mpirun started serves the rendezvous; its World owns the server.
-std::unique_ptr<rendezvous::RendezvousServer> serveRendezvous(
-    const Config& config, const std::shared_ptr<log::Logs>& logs) {
+// Where rank 0 of a job that srun or mpirun started serves: the address of this host that
+// HVD_RENDEZVOUS_ADDR names.
+std::string rankZeroBindAddress(const Config& config) {
   std::string bindAddress;
   for (const auto& address : net::resolve(config.rendezvousAddr))
     if (net::isThisMachine(address) && (bindAddress.empty() || net::isLoopback(bindAddress)))
@@ -70,6 +72,13 @@ std::unique_ptr<rendezvous::RendezvousServer> serveRendezvous(
         config.topology.hostname, ", but the job spans ", config.topology.crossSize,
         " nodes (export HVD_RENDEZVOUS_ADDR as an address the other nodes reach, e.g. "
         "$(hostname -I | cut -d' ' -f1) on the first node)"));
+  return bindAddress;
+}
+
+// Rank 0 of a job that srun or mpirun started serves the rendezvous; its World owns the server.
+std::unique_ptr<rendezvous::RendezvousServer> serveRendezvous(
+    const Config& config, const std::shared_ptr<log::Logs>& logs) {
+  std::string bindAddress = rankZeroBindAddress(config);
   std::unique_ptr<rendezvous::RendezvousServer> server;
   try {
     server = std::make_unique<rendezvous::RendezvousServer>(
@@ -139,14 +148,59 @@ log::LogSettings logSettings(const Config& config) {
           config.logHideTime};
 }
 
-World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
+// srun ranks without HVD_SECRET (Config::secretFromMunge): rank 0 makes the secret and serves
+// it for as long as `server` lives, the others fetch it; `config.secret` holds it after.
+void agreeOnMungeSecret(Config& config, std::unique_ptr<MungeSecretServer>& server,
+                        const std::shared_ptr<log::Logs>& logs) {
+  const Topology& t = config.topology;
+  const int port = config.rendezvousPort + 1;
+  if (port > 65535)
+    throw InvalidArgument(detail::concat("HVD_RENDEZVOUS_PORT=", config.rendezvousPort,
+                                         ": the job secret is served on the next port, 65536"));
+  if (t.rank == 0) {
+    config.secret = auth::randomHex(32);
+    std::string at = rankZeroBindAddress(config);
+    try {
+      server = std::make_unique<MungeSecretServer>(at, static_cast<uint16_t>(port), config.jobId,
+                                                   config.secret, logs);
+    } catch (const std::exception& e) {
+      bool munge = std::string(e.what()).rfind("munge", 0) == 0;
+      throw InvalidArgument(detail::concat(
+          config.externalLauncher, ": rank 0 on host ", t.hostname, ": ", e.what(),
+          munge ? " (srun ranks without HVD_SECRET get it through munge: is munged running on "
+                  "its default socket? Or export HVD_SECRET)"
+                : " (another job on this host may use the port; export HVD_RENDEZVOUS_PORT, or "
+                  "HVD_SECRET to need no second port)"));
+    }
+    logs->get("runtime")->info(
+        "handing the job secret to the other ranks in munge credentials "
+        "at {}:{}",
+        at, port);
+    return;
+  }
+  try {
+    config.secret = fetchMungeSecret(config.rendezvousAddr, static_cast<uint16_t>(port),
+                                     config.jobId, config.startTimeout);
+  } catch (const std::exception& e) {
+    throw IoError(
+        detail::concat("rank ", t.rank, " on host ", t.hostname,
+                       ": cannot get the job secret (no HVD_SECRET was exported): ", e.what()));
+  }
+}
+
+World connectWorld(const Config& given, rendezvous::Store* store, WorldUse use,
                    const StoreWrapper& wrap, std::unique_ptr<rendezvous::TcpStoreClient> client,
                    std::shared_ptr<log::Logs> logs) {
   bool withControl = use == WorldUse::Engine;
+  Config config = given;
   const Topology& t = config.topology;
   World world;
   world.logs = logs ? std::move(logs) : std::make_shared<log::Logs>();
   world.logs->configure(logSettings(config));
+  // Until every rank has joined, which it cannot before it has the secret.
+  std::unique_ptr<MungeSecretServer> secretServer;
+  if (config.secretFromMunge && !store && t.size > 1)
+    agreeOnMungeSecret(config, secretServer, world.logs);
   retainFreedMemory(config.mallocRetainBytes, *world.logs->get("runtime"));
   rendezvous::TcpStoreClient* launcherClient = client.get();
   world.ownedStore = std::move(client);

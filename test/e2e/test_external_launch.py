@@ -2,10 +2,14 @@
 them: what the real daemons (test_slurm.py, test_mpirun.py) cannot show cheaply, errors and
 re-initialisation."""
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import textwrap
+import time
+
+import pytest
 
 from conftest import REPO, WORKER
 
@@ -92,10 +96,11 @@ def test_srun_started_ranks_shut_down_and_initialise_again():
 
 def test_missing_secret_or_address_is_explained():
     per_rank = [slurm_env(r, "2") for r in range(2)]
+    # Without munge's programs (no PATH to them) srun ranks cannot get a secret from rank 0.
     (code, _, err), _ = start_ranks(per_rank, [str(WORKER), "allreduce", "10"],
-                                    {"HVD_RENDEZVOUS_ADDR": "127.0.0.1",
+                                    {"HVD_RENDEZVOUS_ADDR": "127.0.0.1", "PATH": "/nonexistent",
                                      "HVD_RENDEZVOUS_PORT": str(free_port())})
-    assert code != 0 and "Slurm: HVD_SECRET is not set" in err and "openssl rand" in err
+    assert code != 0 and "Slurm: HVD_SECRET is not set" in err and "openssl rand" in err, err
     (code, _, err), _ = start_ranks(per_rank, [str(WORKER), "allreduce", "10"],
                                     {"HVD_SECRET": "x" * 64})
     assert code != 0 and "Slurm started 2 ranks without hvdrun" in err
@@ -115,3 +120,20 @@ def test_horovod_names_for_the_rendezvous_are_accepted():
                                       [str(WORKER), "allreduce", "100"], common):
         assert code == 0, err
         assert "ok" in out
+
+
+@pytest.mark.skipif(shutil.which("munge") is None, reason="munge is not installed")
+def test_srun_ranks_without_a_running_munged_fail_at_once_saying_so():
+    if subprocess.run(["munge", "-n"], capture_output=True).returncode == 0:
+        pytest.skip("a munged answers on this machine")
+    per_rank = [slurm_env(r, "2") for r in range(2)]
+    started = time.monotonic()
+    (code, _, err), (code1, _, err1) = start_ranks(
+        per_rank, [str(WORKER), "allreduce", "10"],
+        {"HVD_RENDEZVOUS_ADDR": "127.0.0.1", "HVD_RENDEZVOUS_PORT": str(free_port()),
+         "HVD_START_TIMEOUT": "5"})
+    assert code != 0 and code1 != 0
+    assert "Slurm: rank 0 on host" in err and "munge failed: " in err and \
+        "is munged running on its default socket? Or export HVD_SECRET" in err, err
+    assert "rank 1 on host" in err1 and "cannot get the job secret" in err1, err1
+    assert time.monotonic() - started < 20

@@ -1,10 +1,12 @@
 """hvd under a real Slurm 22.05 (slurm_cluster.py: munged, slurmctld and two slurmd nodes with
-their own host names and addresses): ranks started by srun inside and outside a batch job, and a
-bare hvdrun inside salloc reaching the nodes over SSH. Nothing sets a SLURM_* variable by hand:
-every one comes from the daemons. Skips with the reason when the daemons cannot run here."""
+their own host names and addresses): ranks started by srun inside and outside a batch job, with
+nothing of hvd's exported (the secret comes from rank 0 in munge credentials), and a bare hvdrun
+inside salloc reaching the nodes over SSH. Nothing sets a SLURM_* variable by hand: every one
+comes from the daemons. Skips with the reason when the daemons cannot run here."""
 import os
 import pathlib
 import re
+import subprocess
 import sys
 import time
 
@@ -64,7 +66,7 @@ def test_srun_ranks_take_an_uneven_layout_and_train_with_identical_weights(clust
     r = cluster.run(["srun", "-N", "2", "-n", "4", "--distribution=arbitrary",
                      "-w", "hvdnode1,hvdnode1,hvdnode1,hvdnode2", "--kill-on-bad-exit=1",
                      "python", TRAIN_DIGEST, EXAMPLE, "--epochs", "1"],
-                    env=user_env(cluster, HVD_SECRET="s" * 64), timeout=180, cwd=REPO)
+                    env=user_env(cluster), timeout=180, cwd=REPO)
     assert r.returncode == 0, r.stderr[-3000:] + cluster.logs()[-3000:]
     placed = placements(r.stdout)
     assert {rank: p[:6] for rank, p in placed.items()} == {
@@ -81,7 +83,7 @@ def test_srun_names_the_failing_rank_and_node_and_ends_the_step_quickly(cluster)
             "h.allreduce(np.ones(4), name='grads')\n")
     started = time.monotonic()
     r = cluster.run(["srun", "-N", "2", "-n", "4", "--kill-on-bad-exit=1", "python", "-c", code],
-                    env=user_env(cluster, HVD_SECRET="s" * 64), timeout=60)
+                    env=user_env(cluster), timeout=60)
     took = time.monotonic() - started
     assert r.returncode != 0
     assert took < 10, (took, r.stderr[-3000:])
@@ -131,3 +133,38 @@ def test_bare_hvdrun_in_salloc_takes_the_allocation_and_reaches_nodes_over_ssh(c
         0: (4, 0, 2, 0, 2, "hvdnode1"), 1: (4, 1, 2, 0, 2, "hvdnode1"),
         2: (4, 0, 2, 1, 2, "hvdnode2"), 3: (4, 1, 2, 1, 2, "hvdnode2")}, r.stdout
     assert {p[7] for p in placed.values()} == {"10.0"}, r.stdout
+
+
+def test_a_secret_handed_over_by_another_user_is_refused(cluster):
+    # Another user's process holds the port rank 0 hands the secret on (the rendezvous port
+    # + 1) and answers with a credential of its own, made decodable by this user: the rank
+    # must see whose it is. Rank 0 cannot bind the port and says so.
+    port = 23000
+    evil = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                           "munge", f"--restrict-uid={os.getuid()}"],
+                          input=b"hvd-job-secret slurm-1.0 " + b"e" * 64, capture_output=True,
+                          check=True).stdout
+    serve = ("import socket, sys; s = socket.socket(); "
+             "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); "
+             f"s.bind(('{cluster.hosts.addresses[0]}', {port + 1})); s.listen(8); "
+             "print('listening', flush=True)\n"
+             "while True:\n c, _ = s.accept(); c.sendall(sys.stdin.buffer.read() or b''); c.close()")
+    impostor = subprocess.Popen(["ip", "netns", "exec", cluster.hosts.namespaces[0], sys.executable,
+                                 "-c", serve], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        impostor.stdin.write(evil)
+        impostor.stdin.close()
+        assert impostor.stdout.readline().strip() == b"listening"
+        r = cluster.run(["srun", "-N", "2", "-n", "2", "python", "-c",
+                         "import hvd.numpy as h; h.init()"],
+                        env=user_env(cluster, HVD_RENDEZVOUS_PORT=str(port), HVD_START_TIMEOUT="5"),
+                        timeout=60)
+    finally:
+        impostor.kill()
+        impostor.wait()
+    assert r.returncode != 0
+    assert re.search(r"Slurm: rank 0 on host hvdnode1: cannot serve the job secret at "
+                     rf"[\d.]+:{port + 1}: Address already in use", r.stderr), r.stderr[-3000:]
+    assert re.search(rf"rank 1 on host hvdnode2: cannot get the job secret \(no HVD_SECRET was "
+                     rf"exported\): the credential from rank 0 \(hvdnode1:{port + 1}\) was made by "
+                     rf"uid \d+, not by this user", r.stderr), r.stderr[-3000:]
