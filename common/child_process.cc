@@ -1,8 +1,8 @@
 #include "common/child_process.h"
 
 #include <fcntl.h>
-#include <pthread.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -53,8 +53,7 @@ ssize_t writeWithoutSigpipe(int fd, const char* data, std::size_t size) {
 
 int waitFor(pid_t pid) {
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }
 
@@ -90,8 +89,8 @@ ProgramResult runProgram(const std::vector<std::string>& argv, const std::string
     if (left.count() <= 0) {
       ::kill(pid, SIGKILL);
       waitFor(pid);
-      throw TimeoutError(detail::concat(argv[0], " did not finish within ", timeout.count(),
-                                        " ms"));
+      throw TimeoutError(
+          detail::concat(argv[0], " did not finish within ", timeout.count(), " ms"));
     }
     pollfd fds[3] = {{out.fd[0], POLLIN, 0}, {err.fd[0], POLLIN, 0}, {in.fd[1], POLLOUT, 0}};
     if (::poll(fds, 3, static_cast<int>(left.count())) < 0 && errno != EINTR)

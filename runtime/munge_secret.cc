@@ -24,8 +24,8 @@ std::string payloadFor(const std::string& jobId, const std::string& secret) {
 }
 
 std::string encode(const std::string& payload) {
-  auto r = runProgram({"munge", "--restrict-uid=" + std::to_string(::getuid())}, payload,
-                      kMungeTimeout);
+  auto r =
+      runProgram({"munge", "--restrict-uid=" + std::to_string(::getuid())}, payload, kMungeTimeout);
   if (r.exitCode != 0) throw IoError("munge failed: " + r.err);
   return r.out;
 }
