@@ -3,7 +3,8 @@
 This package holds what every frontend shares: joining the job (``init``), the topology
 queries, process sets, build queries and the timeline. The collectives live in the frontends:
 ``hvd.torch`` for PyTorch tensors and ``hvd.numpy`` for NumPy arrays. Run scripts with
-``hvdrun -np N python train.py``; without hvdrun a process is a job of one rank.
+``hvdrun -np N python train.py``, or a function with ``hvd.run(train, np=N)``; without hvdrun
+a process is a job of one rank.
 """
 from hvd._basics import (
     Adasum,
@@ -42,5 +43,6 @@ from hvd._basics import (
     start_timeline,
     stop_timeline,
 )
+from hvd._run import RunError, run
 
 __version__ = "0.1.0"

@@ -255,6 +255,11 @@ MaxSessions 100
                 p.terminate()
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     p.wait(10)
+        # The veth pairs first, by their outer ends: deleting a namespace destroys its devices
+        # asynchronously, and hosts made next in this process may take the same subnet and
+        # so the same link names.
+        for i in range(self.count):
+            sh("ip", "link", "del", f"hvdv{self.tag}a{i}", check=False)
         for ns in self.namespaces:
             sh("ip", "netns", "del", ns, check=False)
         sh("ip", "link", "del", self.bridge, check=False)

@@ -13,3 +13,4 @@ hvd/_horovod_support.py.
 from hvd._horovod_shadowing import shadowed as _shadowed  # noqa: F401  (warns when it is set)
 from hvd._horovod_support import HOROVOD_API_VERSION as __version__  # noqa: F401
 from hvd._horovod_support import IS_HVD_COMPAT  # noqa: F401
+from hvd._run import run  # noqa: F401  (horovod.run)

@@ -1,0 +1,55 @@
+"""The command hvd.run's workers run (``python -m hvd._run_worker``): fetch the function from
+the driver (hvd/_run.py), run it, send back its result or its traceback. A function that
+raises also makes this process exit 1, so hvdrun ends the job as for any failed rank."""
+import os
+import socket
+import sys
+import time
+import traceback
+
+
+def _connect(host, port, deadline):
+    while True:
+        try:
+            return socket.create_connection((host, port), timeout=30)
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def main():
+    import cloudpickle
+    from hvd._run import _frame, _read_exact, _read_frame, proof
+
+    rank = os.environ["HVD_RANK"]
+    host = os.environ.get("HVD_HOSTNAME") or socket.gethostname()
+    # hvdrun serves its rendezvous on the driver's machine, at an address this worker reaches.
+    driver = os.environ["HVD_RENDEZVOUS_ADDR"], int(os.environ["HVD_RUN_DRIVER_PORT"])
+    key = os.environ.pop("HVD_RUN_KEY")  # not for the user's function or its children
+    with _connect(*driver, time.monotonic() + 30) as conn:
+        conn.sendall(proof(key, _read_exact(conn, 32)))
+        conn.sendall(_frame(f"{rank} {host}".encode()))
+        func, args, kwargs = cloudpickle.loads(_read_frame(conn))
+        conn.settimeout(None)
+        try:
+            outcome = (True, func(*args, **kwargs))
+        except BaseException:  # noqa: B036  (SystemExit and KeyboardInterrupt are failures too)
+            outcome = (False, traceback.format_exc())
+        try:
+            reply = cloudpickle.dumps(outcome)
+        except Exception as e:  # noqa: BLE001  (whatever the result's pickling raises)
+            outcome = (False, f"rank {rank}'s result cannot be pickled: {e!r}")
+            reply = cloudpickle.dumps(outcome)
+        conn.sendall(_frame(reply))
+    if not outcome[0]:
+        # Exit at once, as a crashed rank would: a clean shutdown here would wait for peers
+        # that wait for this rank in a collective, until hvdrun's grace period ends.
+        sys.stderr.write(outcome[1])
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
+
+
+if __name__ == "__main__":
+    main()
