@@ -156,3 +156,19 @@ def test_the_example_trains_on_4_ranks_over_2_ssh_hosts_with_identical_weights(h
     assert [res[:4] for res in results] == [(0, 4, 0, 0), (1, 4, 1, 0), (2, 4, 0, 1),
                                             (3, 4, 1, 1)], results
     assert len({res[4] for res in results}) == 1, results  # identical weights
+
+
+def test_horovod_spark_and_ray_say_that_hvd_lacks_them_and_what_to_use(tmp_path):
+    r = run_driver(tmp_path, """
+        for name in ("horovod.spark", "horovod.ray"):
+            try:
+                __import__(name)
+            except ModuleNotFoundError as e:
+                print("MISSING", e.name, "|", e)
+    """, env={**os.environ, "PYTHONPATH": f"{BUILD / 'python' / 'hvd' / 'compat'}:{BUILD / 'python'}"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "MISSING horovod.spark | horovod.spark: hvd does not provide Horovod's Spark " \
+           "integration (horovod.spark.run, the estimators) yet; start the training script with " \
+           "hvdrun" in r.stdout, r.stdout
+    assert "MISSING horovod.ray | horovod.ray: hvd does not provide Horovod's Ray integration" \
+        in r.stdout, r.stdout
