@@ -217,7 +217,7 @@ HVD_PARAM(LogHideTime, logHideTime, asIs,
              .group = FlagGroup::Main,
              .help = "Leave the date and time out of hvd's log lines"},
     .configKey = {.key = "logging.with_timestamp", .kind = ValueKind::NegatedSwitch},
-    .description = "1 leaves the local date and time (`2026-11-23 10:15:02.123`) out of the start "
+    .description = "1 leaves the local date and time (`YYYY-MM-DD hh:mm:ss.mmm`) out of the start "
                    "of hvd's log lines (same as `--log-hide-timestamp`).")
 
 HVD_PARAM(LogSubsys, logSubsystems, asIs,

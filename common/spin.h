@@ -1,13 +1,13 @@
 // Bounded polling before a thread sleeps: a result that arrives within microseconds costs no
-// kernel wake-up (5-20 us each on a VM). Between polls the thread yields, so a runnable thread
-// on the same core (often the one that will produce the result) runs first.
+// kernel wake-up (several microseconds each on a VM). Between polls the thread yields, so a
+// runnable thread on the same core (often the one that will produce the result) runs first.
 //
 // Polling pays only while the core is nearly free. When many threads wait for it (more ranks
 // than cores several times over, or a compute thread of the rank's own), each yield hands it to
 // another poller or to work for a whole turn, and every poller takes turns from the ranks that
-// have work: 8 fake hosts of 8 ranks on 2 cores ran a 4-byte allreduce in 4.5 ms polling for
-// up to 2 ms, and in 2.0 ms sleeping at once, while 8 ranks on one host took 12 us polling and
-// 75 us sleeping. A yield that comes back late tells the two apart (ContentionWatch).
+// have work: with 64 ranks on 2 cores a small allreduce is faster sleeping at once, with 8
+// ranks on one host much faster polling (docs/performance.md). A yield that comes back late
+// tells the two apart (ContentionWatch).
 #pragma once
 
 #include <algorithm>

@@ -1,8 +1,6 @@
 // Binding a worker to its share of the host's CPUs, as mpirun --bind-to core does. Ranks that
 // stay on their own cores are not migrated and do not take turns with another rank's threads
-// on one core: on this project's 2-core machine a 4-byte allreduce through the engine went from
-// 35-45 us unbound to a steady 35 us bound, and 4 MiB from 1.58-1.94 ms to 1.54-1.83 ms
-// (docs/performance.md).
+// on one core, which steadies an allreduce's time (docs/performance.md).
 #pragma once
 
 #include <string>

@@ -3,9 +3,9 @@
 // glibc's malloc serves a large block with mmap and gives it back with munmap when it is freed,
 // and trims the top of its heap once enough is free there. A framework training on the CPU
 // allocates the same activations every step, so with those defaults each step maps them
-// afresh and the kernel zero-fills every page on its first touch: the MNIST example's step
-// spent 12.6 ms of 112 ms in the kernel doing that on this project's machine (about 11,800
-// page faults). Raising both thresholds keeps the blocks in the heap across steps (0.6 ms).
+// afresh and the kernel zero-fills every page on its first touch, a step's page faults by the
+// thousand (docs/performance.md measures it). Raising both thresholds keeps the blocks in the
+// heap across steps.
 #pragma once
 
 #include <spdlog/logger.h>

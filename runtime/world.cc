@@ -262,8 +262,8 @@ World connectWorld(const Config& given, rendezvous::Store* store, WorldUse use,
   // Only the engine's control links are woken by other threads (a submission); the data links
   // may sleep in a blocking receive, after polling for a while. A collective called directly
   // has a caller with nothing else to do, so it polls long, as MPI's blocking calls do: on a
-  // VM whose idle vCPUs halt, a blocking receive's wake-up measured 7 us on one day and
-  // 30-170 us on another. The engine's data links poll for small messages, and for large ones
+  // VM whose idle vCPUs halt, a blocking receive's wake-up is slow and varies from day to day
+  // (docs/performance.md). The engine's data links poll for small messages, and for large ones
   // only while a caller is blocked on a result: polling through a large transfer while the
   // training step runs would take CPU from it (the step shares the engine's core).
   collectives::WaitPolicy data{.mode = collectives::WaitMode::Blocking};

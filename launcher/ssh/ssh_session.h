@@ -69,8 +69,8 @@ class SshError : public Error {
 
 // The key exchange methods to offer, from libssh2's `supported` list (its own preference
 // order): ECDH on NIST P-256 first, the rest as they were. An OpenSSH server computes P-256
-// with OpenSSL's assembly but curve25519 with its own portable code, about 1 ms more of the
-// server's CPU per login: at 64 hosts whose sshd share 2 cores, 60 ms of a launch. A server
+// with OpenSSL's assembly but curve25519 with its own portable code, which costs the server
+// more CPU per login (docs/cluster.md quotes it). A server
 // that does not offer P-256 negotiates the next method, as before. Empty when libssh2 lacks it.
 std::string keyExchangePreference(const std::vector<std::string>& supported);
 
