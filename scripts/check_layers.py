@@ -6,9 +6,12 @@ mapped to their layers by path, and an include that the including layer may not 
 as file:line, the include and the two layers. With --links (written by CMake at configure time:
 build/hvd_layer_links.txt), each layer target's links are checked too: it links only layers it
 may use, it links every layer it includes, and it links PUBLIC exactly the layers its headers
-include. Exit status 1 when anything is wrong, with one line per finding.
+include. With --diagram DOC, the layer diagram between DOC's markers (docs/architecture.md) must
+be the one drawn from the layers file (--write redraws it). Exit status 1 when anything is
+wrong, with one line per finding.
 
   python3 scripts/check_layers.py [--root DIR] [--layers FILE] [--links FILE]
+                                  [--diagram DOC [--write]]
 """
 import argparse
 import os
@@ -269,12 +272,62 @@ def check_links(layers, deps, links):
     return problems
 
 
+DIAGRAM_BEGIN = "<!-- layer diagram: drawn from cmake/layers.txt by scripts/check_layers.py " \
+    "--diagram docs/architecture.md --write; CTest checks it -->"
+DIAGRAM_END = "<!-- end of the layer diagram -->"
+
+
+def diagram(layers):
+    """Each layer (in the file's order) and the layers it may include; "l (h only)" for a layer
+    of which only some headers may be included."""
+    width = max(len(name) for name in layers)
+    lines = ["```"]
+    for layer in layers.values():
+        uses = []
+        for used, headers in layer.uses.items():
+            if headers is None:
+                uses.append(used)
+            else:
+                names = ", ".join(sorted(os.path.basename(h) for h in headers))
+                uses.append(f"{used} ({names} only)")
+        if layer.any:
+            uses.append("anything")
+        line = f"{layer.name:<{width}}" + (f"  -> {', '.join(uses)}" if uses else "")
+        if layer.target:
+            line += f"   [{layer.target}]"
+        lines.append(line.rstrip())
+    lines.append("```")
+    return "\n".join(lines)
+
+
+def check_diagram(doc, layers, write):
+    """Problems with the diagram between the markers of `doc`; with `write`, redraws it."""
+    with open(doc) as f:
+        text = f.read()
+    begin, end = text.find(DIAGRAM_BEGIN), text.find(DIAGRAM_END)
+    if begin < 0 or end < begin:
+        return [f"{doc}: no layer diagram markers ({DIAGRAM_BEGIN!r} ... {DIAGRAM_END!r})"]
+    start = begin + len(DIAGRAM_BEGIN)
+    drawn = "\n" + diagram(layers) + "\n"
+    if text[start:end] == drawn:
+        return []
+    if write:
+        with open(doc, "w") as f:
+            f.write(text[:start] + drawn + text[end:])
+        print(f"{doc}: layer diagram redrawn")
+        return []
+    return [f"{doc}: the layer diagram differs from cmake/layers.txt; redraw it with "
+            f"scripts/check_layers.py --diagram {doc} --write"]
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--root", default=os.path.dirname(here))
     parser.add_argument("--layers", help="default: <root>/cmake/layers.txt")
     parser.add_argument("--links", help="the build's hvd_layer_links.txt (checks the targets)")
+    parser.add_argument("--diagram", help="a document whose layer diagram must match")
+    parser.add_argument("--write", action="store_true", help="redraw --diagram's diagram")
     args = parser.parse_args()
     root = os.path.abspath(args.root)
     layers, problems = parse_layers(args.layers or os.path.join(root, "cmake", "layers.txt"))
@@ -284,9 +337,12 @@ def main():
     problems += include_problems
     if args.links:
         problems += check_links(layers, deps, read_links(args.links))
+    if args.diagram:
+        problems += check_diagram(args.diagram, layers, args.write)
     for p in problems:
         print(p)
-    checked = f"{len(files)} files, {len(layers)} layers" + (", links" if args.links else "")
+    checked = f"{len(files)} files, {len(layers)} layers" + (", links" if args.links else "") \
+        + (", diagram" if args.diagram else "")
     if problems:
         print(f"layers: {len(problems)} problem(s) ({checked})")
         return 1
