@@ -74,16 +74,6 @@ World connectWorld(const Config& config, rendezvous::Store* store, WorldUse use,
                    std::unique_ptr<rendezvous::TcpStoreClient> client = nullptr,
                    std::shared_ptr<log::Logs> logs = nullptr);
 
-// How a collective called directly (WorldUse::Direct) waits on its data links, on a host whose
-// `localSize` ranks share `hostCpus` CPUs (0: a CPU each, or unknown). Where every rank has a CPU,
-// it polls for config.directSpinTime on every message, as MPI's blocking calls do: its core would
-// otherwise idle, and on a VM each wake-up from idle is slow. Where the ranks outnumber the CPUs,
-// some other rank can always use the core, so polling only takes turns from it: the waits are the
-// engine's, polling for a message of at most 64 KiB for config.spinTime (or directSpinTime, if
-// shorter) and never through a larger transfer. On 2 cores that made 8 and 16 ranks of one host,
-// and 4 and 8 fake hosts of 4 and 8, 10-28% faster at 256 KiB (docs/performance.md).
-collectives::SpinPolicy directCollectiveSpins(const Config& config, int localSize, int hostCpus);
-
 // The settings of a rank's loggers: the Config's level, subsystems and time format, and the
 // prefix "host:pid [rank r/size]".
 log::LogSettings logSettings(const Config& config);

@@ -65,8 +65,8 @@ enum class WaitMode {
   Interruptible,
   // In a blocking recvmsg on the socket (the kernel then copies the message as it wakes the
   // thread: one system call instead of poll plus recvmsg per message). wake() is then seen only
-  // when the receive's 50 ms slice ends, so this is for devices
-  // no other thread wakes (data links); waits on several sockets still use poll().
+  // when the receive's 50 ms slice ends, so this is for devices no other thread wakes (data
+  // links); waits on several sockets still use poll().
   Blocking,
 };
 

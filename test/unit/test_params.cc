@@ -3,7 +3,7 @@
 #include "common/error.h"
 #include "common/params.h"
 #include "runtime/config.h"
-#include "runtime/world.h"
+#include "runtime/link_waits.h"
 
 using namespace hvd::params;
 using hvd::runtime::Config;
@@ -120,6 +120,34 @@ TEST_CASE(
       {{"HVD_SPIN_MICROSECONDS", "500"}, {"HVD_DIRECT_SPIN_MICROSECONDS", "10"}}));
   CHECK(directCollectiveSpins(shorter, 16, 2).smallSpin == microseconds(10));
   CHECK(directCollectiveSpins(shorter, 2, 2).largeSpin == microseconds(10));
+}
+
+TEST_CASE("the engine's data links poll small messages, and large ones while a caller waits") {
+  using std::chrono::microseconds;
+  using std::chrono::seconds;
+  auto config = Config::fromParams(ParamValues::fromMap({{"HVD_STALL_CHECK_TIME_SECONDS", "7"},
+                                                         {"HVD_STALL_SHUTDOWN_TIME_SECONDS", "20"},
+                                                         {"HVD_LIVENESS_TIMEOUT_SECONDS", "9"}}));
+  auto blocked = std::make_shared<std::atomic<int>>(0);
+  auto engine = dataLinkWaits(config, 2, blocked, nullptr);
+  CHECK(engine.mode == hvd::collectives::WaitMode::Blocking);
+  CHECK(engine.spins.smallSpin == microseconds(30));
+  CHECK(engine.spins.blockedCallers == blocked);
+  CHECK(engine.spins.spinFor(false) == microseconds(0));  // nobody waits on a result
+  *blocked = 1;
+  CHECK(engine.spins.spinFor(false) > microseconds(0));
+  CHECK(engine.spins.stall.warnAfter == seconds(7));  // a transfer that stops is a stall
+  CHECK(engine.spins.stall.failAfter == seconds(20));
+  CHECK(engine.spins.stall.stoppedPeerAfter == seconds(9));
+  // Called directly: no blocked-callers count, the direct spins, no stall report, but a
+  // stopped peer still fails at the liveness timeout.
+  auto direct = dataLinkWaits(config, 2, nullptr, nullptr);
+  CHECK(direct.spins.blockedCallers == nullptr);
+  CHECK(direct.spins.largeSpin == microseconds(2000));
+  CHECK(direct.spins.stall.failAfter == seconds(0));
+  CHECK(direct.spins.stall.stoppedPeerAfter == seconds(9));
+  auto noStallCheck = Config::fromParams(ParamValues::fromMap({{"HVD_STALL_CHECK_DISABLE", "1"}}));
+  CHECK(dataLinkWaits(noStallCheck, 2, blocked, nullptr).spins.stall.failAfter == seconds(0));
 }
 
 TEST_CASE("HVD_SEGMENT_BYTES is 0 (each transport's own) or at least 1024") {
