@@ -31,10 +31,11 @@ bool bindToLocalShare(const Topology& t, const std::shared_ptr<spdlog::logger>& 
 
 // A large job's links would run past the usual soft limit of 1,024 open files.
 void fitOpenFiles(const Topology& t, spdlog::logger& logger) {
-  auto files = ensureOpenFiles(rankLinkFiles(t.rank, t.size) + kOpenFilesKept,
-                               detail::concat("rank ", t.rank, "/", t.size, " on host ", t.hostname),
-                               detail::concat("a job of ", t.size, " ranks (a socket to each peer",
-                                              t.rank == 0 ? ", two on rank 0)" : ")"));
+  auto files =
+      ensureOpenFiles(rankLinkFiles(t.rank, t.size) + kOpenFilesKept,
+                      detail::concat("rank ", t.rank, "/", t.size, " on host ", t.hostname),
+                      detail::concat("a job of ", t.size, " ranks (a socket to each peer",
+                                     t.rank == 0 ? ", two on rank 0)" : ")"));
   if (files.raised())
     logger.info("raised the open-file limit (ulimit -n) from {} to {} for the links of {} ranks",
                 files.before, files.after, t.size);
