@@ -36,9 +36,9 @@ struct CpuShareFacts {
 
 // How many compute threads (a framework's intra-op pool, torch's among them) this rank can run
 // without its threads taking turns on a core with another local rank's. Frameworks size their
-// pool from the whole mask at import, before hvd binds: two ranks on this project's 2-core
-// machine then ran 2 spinning OpenMP threads each on 1 core, and a ResNet-18 step took 4.5 s
-// instead of 2.1 s. At least 1.
+// pool from the whole mask at import, before hvd binds: two ranks on a 2-core machine then run
+// 2 spinning OpenMP threads each on 1 core, and a training step takes about twice as long
+// (docs/performance.md). At least 1.
 int cpuShare(const CpuShareFacts& facts);
 
 // The CPUs this host's ranks share, to tell whether they outnumber them: 0 where hvd bound each

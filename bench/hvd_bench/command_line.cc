@@ -48,8 +48,7 @@ std::size_t parseSize(const std::string& text, const std::string& flag) {
         break;
     }
   }
-  return static_cast<std::size_t>(params::parseInt(digits, 0, INT64_MAX / 1024, flag)) *
-         multiplier;
+  return static_cast<std::size_t>(params::parseInt(digits, 0, INT64_MAX / 1024, flag)) * multiplier;
 }
 
 // Every flag's value; the modes read what is theirs.

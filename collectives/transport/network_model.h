@@ -61,8 +61,8 @@ struct NetworkModel {
   // take turns on the cores. A NIC's bandwidth and the host memory's stay. With as many cores as
   // ranks or more (or coresPerHost 0, unknown) the model is unchanged. On 8 ranks per host and
   // 2 cores, TCP within a host then costs what it measures there (several copies and the
-  // network stack per byte) against shared memory, and auto stages a 16 MiB allreduce across 8
-  // hosts (523 ms measured) instead of the flat ring (633 ms).
+  // network stack per byte) against shared memory, and auto stages a large allreduce across
+  // such hosts, which measures faster than the flat ring (docs/performance.md).
   NetworkModel sharingCores(int coresPerHost) const;
 
   // "8 ranks per host, 16 hosts per switch; NIC 5 us 12.5 GB/s, copied 1x through the

@@ -71,7 +71,7 @@ class Segment {
   // Maps, of the segment `name` that rank `expectedRank` of `size` created, its header and the
   // ring that carries `viewer`'s bytes to it, the only parts a peer uses; checks the header.
   // Mapping (and populating) the whole segment in every peer cost L^3 rings' page tables on a
-  // host of L ranks: 64 ranks took 14 s to start on 2 cores, most of it there.
+  // host of L ranks, most of a large host's start-up time.
   static Segment open(const std::string& name, int expectedRank, int size, std::size_t ringBytes,
                       int viewer);
   Segment() = default;
