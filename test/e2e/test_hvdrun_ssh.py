@@ -219,6 +219,14 @@ def processes_with(marker):
     return found
 
 
+def parent_of(pid):
+    """The parent's PID (0 once the process is gone)."""
+    try:
+        return int(pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
 LOOP_WORKER = textwrap.dedent("""
     import os, sys, time, numpy as np, hvd.numpy as hvd
     hvd.init()
@@ -341,8 +349,10 @@ def test_a_kill_the_host_never_confirms_is_given_up_on_after_2_s(hosts):
     stopped = []
     try:
         read_until_ready(proc)
-        ranks = [p for p in processes_with(marker)
-                 if pathlib.Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"sh\0-c\0trap")]
+        shells = [p for p in processes_with(marker)
+                  if pathlib.Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"sh\0-c\0trap")]
+        # A shell forked to run `sleep` has its parent's command line until it execs: not a rank.
+        ranks = [p for p in shells if parent_of(p) not in shells]
         assert len(ranks) == 4, ranks
         # Each rank's parent is its remote script, which reports the rank's exit.
         for pid in ranks:
