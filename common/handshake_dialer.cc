@@ -31,6 +31,7 @@ struct Dial {
   Deadline deadline;
   std::string what;
   std::chrono::milliseconds nextPause = kFirstPause;
+  std::string lastFailure;  // the last attempt's error, for a dial its deadline ends
   bool finished = false;
 };
 
@@ -55,7 +56,9 @@ struct HandshakeDialer::State : std::enable_shared_from_this<State> {
     d->deadlineTimer.expires_at(d->deadline);
     d->deadlineTimer.async_wait([self = shared_from_this(), d](const error_code& e) {
       if (e || self->stopped || d->finished) return;
-      self->finish(d, std::make_exception_ptr(TimeoutError(self->target(*d) + ": timed out")));
+      std::string last = d->lastFailure.empty() ? "" : " (last attempt: " + d->lastFailure + ")";
+      self->finish(d,
+                   std::make_exception_ptr(TimeoutError(self->target(*d) + ": timed out" + last)));
     });
     connect(d);
   }
@@ -77,6 +80,7 @@ struct HandshakeDialer::State : std::enable_shared_from_this<State> {
     if (e) {
       if (!retriableConnectError(e) || Clock::now() + d->nextPause >= d->deadline)
         return finish(d, std::make_exception_ptr(IoError(target(*d) + ": " + e.message())));
+      d->lastFailure = e.message();
       error_code ignored;
       d->socket.close(ignored);
       d->pause.expires_after(d->nextPause);
