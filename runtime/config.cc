@@ -131,7 +131,9 @@ Config fromSnapshot(std::map<std::string, std::string> env) {
                             " is not set" + how);
     const std::string& secret = envName(ParamId::Secret);
     if (values.getString(ParamId::Secret).empty()) {
-      secretFromMunge = external->launcher == "Slurm" && mungeAvailable();
+      auto path = env.find("PATH");
+      secretFromMunge = external->launcher == "Slurm" &&
+                        mungeAvailable(path == env.end() ? std::string() : path->second);
       if (!secretFromMunge)
         throw InvalidArgument(
             external->launcher + ": " + secret +

@@ -105,8 +105,11 @@ std::string peerBindAddress(const Config& config, const rendezvous::TcpStoreClie
 
 }  // namespace
 
-RendezvousJoin joinRendezvous(Config& config, World& world, rendezvous::Store* store) {
+RendezvousJoin joinRendezvous(Config& config, World& world, rendezvous::Store* store,
+                              std::unique_ptr<rendezvous::TcpStoreClient> client) {
   RendezvousJoin join;
+  rendezvous::TcpStoreClient* launcher = client.get();
+  world.ownedStore = std::move(client);
   if (store) {
     join.store = store;
     join.bindAddress = "127.0.0.1";
@@ -115,7 +118,6 @@ RendezvousJoin joinRendezvous(Config& config, World& world, rendezvous::Store* s
   if (config.secretFromMunge) join.secretServer = agreeOnMungeSecret(config, world.logs);
   if (config.servesRendezvous) world.rendezvousServer = serveRendezvous(config, world.logs);
   world.storeServedByRankZero = !config.externalLauncher.empty() && !config.servesRendezvous;
-  auto* launcher = static_cast<rendezvous::TcpStoreClient*>(world.ownedStore.get());
   if (!launcher) {
     auto opened = std::make_unique<rendezvous::TcpStoreClient>(
         config.rendezvousAddr, config.rendezvousPort, config.secret, config.startTimeout);

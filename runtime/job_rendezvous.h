@@ -19,10 +19,11 @@ struct RendezvousJoin {
   std::string bindAddress;             // where this rank listens for its peers
 };
 
-// Sets config.secret (munge), world.rendezvousServer, world.ownedStore (unless it holds the
-// connection to hvdrun's server already: an elastic worker opened it to read its round) and
+// Sets config.secret (munge), world.rendezvousServer, world.ownedStore and
 // world.storeServedByRankZero. `store`: an in-process store (tests' ranks as threads): used as
-// is, nothing is served or opened.
-RendezvousJoin joinRendezvous(Config& config, World& world, rendezvous::Store* store);
+// is, nothing is served or opened. `client`: the connection to hvdrun's server, when the caller
+// opened it already (an elastic worker reading its round); it becomes world.ownedStore.
+RendezvousJoin joinRendezvous(Config& config, World& world, rendezvous::Store* store,
+                              std::unique_ptr<rendezvous::TcpStoreClient> client);
 
 }  // namespace hvd::runtime

@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <boost/asio.hpp>
-#include <cstdlib>
 #include <sstream>
 #include <thread>
 
@@ -61,10 +60,9 @@ std::string decode(const std::string& credential, const std::string& jobId,
 
 }  // namespace
 
-bool mungeAvailable() {
-  const char* path = std::getenv("PATH");
+bool mungeAvailable(const std::string& path) {
   auto found = [&](const std::string& program) {
-    std::istringstream dirs(path ? path : "");
+    std::istringstream dirs(path);
     std::string dir;
     while (std::getline(dirs, dir, ':'))
       if (!dir.empty() && ::access((dir + "/" + program).c_str(), X_OK) == 0) return true;

@@ -15,8 +15,9 @@
 
 namespace hvd::runtime {
 
-// Both programs are on PATH.
-bool mungeAvailable();
+// Both programs are in one of `path`'s directories (the PATH of the environment the Config was
+// read from).
+bool mungeAvailable(const std::string& path);
 
 // Rank 0's side: serves `secret` for `jobId` on bindAddress:port until destroyed.
 class MungeSecretServer {

@@ -49,7 +49,10 @@ std::unique_ptr<Comm> connectScope(const Config& config, rendezvous::Store& stor
   return std::move(linked.comm);
 }
 
-World singleRankWorld(const Config& config, World world, WorldUse use, const CpuShareFacts& cpus) {
+// `client`: an elastic round of one worker keeps reading hvdrun's store through it.
+World singleRankWorld(const Config& config, World world, WorldUse use, const CpuShareFacts& cpus,
+                      std::unique_ptr<rendezvous::TcpStoreClient> client) {
+  world.ownedStore = std::move(client);
   world.data = singleRank(config);
   if (use == WorldUse::Engine) world.control = singleRank(config);
   world.cpuShare = cpuShare(cpus);
@@ -101,11 +104,11 @@ World connectWorld(const Config& given, rendezvous::Store* store, WorldUse use,
   World world;
   world.logs = logs ? std::move(logs) : std::make_shared<log::Logs>();
   world.logs->configure(logSettings(config));
-  world.ownedStore = std::move(client);
   const bool ownProcess = !store;  // one process per rank, not ranks as threads of a test
   CpuShareFacts cpus = prepareRankProcess(config, ownProcess, *world.logs);
-  if (config.topology.size == 1) return singleRankWorld(config, std::move(world), use, cpus);
-  RendezvousJoin joined = joinRendezvous(config, world, store);
+  if (config.topology.size == 1)
+    return singleRankWorld(config, std::move(world), use, cpus, std::move(client));
+  RendezvousJoin joined = joinRendezvous(config, world, store, std::move(client));
   if (ownProcess) world.cpuShare = cpuShare(cpus);
   store = joined.store;
   if (wrap) {
