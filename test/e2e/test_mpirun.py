@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from conftest import BUILD, REPO
+from placed_ranks import EXAMPLE, PLACEMENT, TRAIN_DIGEST, layout, placements, values
 from ssh_hosts import SSH_PORT, SshHosts, unavailable_reason
-from test_slurm import EXAMPLE, PLACEMENT, TRAIN_DIGEST, placements
 
 MPIRUN = shutil.which("mpirun.openmpi")
 _reason = unavailable_reason() or (None if MPIRUN else "missing mpirun.openmpi (openmpi-bin)")
@@ -51,10 +51,10 @@ def test_mpirun_ranks_train_the_pytorch_example_with_identical_weights(hosts):
                sys.executable, TRAIN_DIGEST, EXAMPLE, "--epochs", "1")
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     placed = placements(r.stdout)
-    assert {rank: p[:6] for rank, p in placed.items()} == {
+    assert layout(placed) == {
         0: (4, 0, 2, 0, 2, "hvdmpi1"), 1: (4, 1, 2, 0, 2, "hvdmpi1"),
         2: (4, 0, 2, 1, 2, "hvdmpi2"), 3: (4, 1, 2, 1, 2, "hvdmpi2")}, r.stdout
-    assert len({p[7] for p in placed.values()}) == 1, placed  # one set of weights
+    assert len(values(placed)) == 1, placed  # one set of weights
     assert "final test accuracy" in r.stdout, r.stdout[-2000:]
 
 
@@ -86,7 +86,7 @@ def test_mpich_mpiexec_ranks_run_a_job_with_the_three_exports(hosts):
                        env=env, cwd=REPO)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     placed = placements(r.stdout)
-    assert {rank: p[:6] for rank, p in placed.items()} == {
+    assert layout(placed) == {
         0: (4, 0, 2, 0, 2, "hvdmpi1"), 1: (4, 1, 2, 0, 2, "hvdmpi1"),
         2: (4, 0, 2, 1, 2, "hvdmpi2"), 3: (4, 1, 2, 1, 2, "hvdmpi2")}, r.stdout
-    assert {p[7] for p in placed.values()} == {"10.0"}, r.stdout
+    assert values(placed) == {"10.0"}, r.stdout

@@ -4,7 +4,6 @@ nothing of hvd's exported (the secret comes from rank 0 in munge credentials), a
 inside salloc reaching the nodes over SSH. Nothing sets a SLURM_* variable by hand: every one
 comes from the daemons. Skips with the reason when the daemons cannot run here."""
 import os
-import pathlib
 import re
 import subprocess
 import sys
@@ -13,21 +12,12 @@ import time
 import pytest
 
 from conftest import BUILD, HVDRUN, REPO
+from placed_ranks import EXAMPLE, PLACEMENT, TRAIN_DIGEST, layout, placements, values
 from slurm_cluster import SlurmCluster, unavailable_reason
 
 _reason = unavailable_reason()
 pytestmark = [pytest.mark.skipif(_reason is not None, reason=f"Slurm: {_reason}"),
               pytest.mark.xdist_group("slurm")]
-
-EXAMPLE = REPO / "examples" / "pytorch_mnist.py"
-TRAIN_DIGEST = pathlib.Path(__file__).parent / "train_digest.py"
-# Every rank prints its placement and the sum of rank + 1 over the job.
-# One write per line: launchers that forward output in chunks (Hydra) then never split it.
-PLACEMENT = ("import socket, sys, numpy as np, hvd.numpy as h; h.init(); "
-             "s = h.allreduce(np.array([h.rank() + 1.0]), op=h.Sum)[0]; "
-             "sys.stdout.write(' '.join(map(str, ['PLACED', h.rank(), h.size(), h.local_rank(), "
-             "h.local_size(), h.cross_rank(), h.cross_size(), socket.gethostname(), 'SUM', s])) "
-             "+ '\\n'); sys.stdout.flush(); h.shutdown()")
 
 
 @pytest.fixture(scope="module")
@@ -50,17 +40,6 @@ def user_env(cluster, **extra):
     return env
 
 
-def placements(stdout):
-    """rank -> (size, local_rank, local_size, cross_rank, cross_size, host, rest...)."""
-    out = {}
-    for line in stdout.splitlines():
-        line = re.sub(r"^\[\d+\]<stdout>:", "", line)
-        if line.startswith("PLACED "):
-            fields = line.split()[1:]
-            out[int(fields[0])] = tuple(int(f) for f in fields[1:6]) + tuple(fields[6:])
-    return out
-
-
 def test_srun_ranks_take_an_uneven_layout_and_train_with_identical_weights(cluster):
     # 3 tasks on the first node and 1 on the second (-w lists one node per task).
     r = cluster.run(["srun", "-N", "2", "-n", "4", "--distribution=arbitrary",
@@ -69,10 +48,10 @@ def test_srun_ranks_take_an_uneven_layout_and_train_with_identical_weights(clust
                     env=user_env(cluster), timeout=180, cwd=REPO)
     assert r.returncode == 0, r.stderr[-3000:] + cluster.logs()[-3000:]
     placed = placements(r.stdout)
-    assert {rank: p[:6] for rank, p in placed.items()} == {
+    assert layout(placed) == {
         0: (4, 0, 3, 0, 2, "hvdnode1"), 1: (4, 1, 3, 0, 1, "hvdnode1"),
         2: (4, 2, 3, 0, 1, "hvdnode1"), 3: (4, 0, 1, 1, 2, "hvdnode2")}, r.stdout
-    assert len({p[7] for p in placed.values()}) == 1, placed  # one set of weights
+    assert len(values(placed)) == 1, placed  # one set of weights
     assert "final test accuracy" in r.stdout, r.stdout[-2000:]
 
 
@@ -129,10 +108,10 @@ def test_bare_hvdrun_in_salloc_takes_the_allocation_and_reaches_nodes_over_ssh(c
                      PLACEMENT], env=user_env(cluster), timeout=120)
     assert r.returncode == 0, r.stderr[-3000:] + cluster.logs()[-3000:]
     placed = placements(r.stdout)
-    assert {rank: p[:6] for rank, p in placed.items()} == {
+    assert layout(placed) == {
         0: (4, 0, 2, 0, 2, "hvdnode1"), 1: (4, 1, 2, 0, 2, "hvdnode1"),
         2: (4, 0, 2, 1, 2, "hvdnode2"), 3: (4, 1, 2, 1, 2, "hvdnode2")}, r.stdout
-    assert {p[7] for p in placed.values()} == {"10.0"}, r.stdout
+    assert values(placed) == {"10.0"}, r.stdout
 
 
 def test_a_secret_handed_over_by_another_user_is_refused(cluster):
