@@ -57,18 +57,18 @@ def proof(key, nonce):
 
 
 def _hvdrun():
-    """hvdrun next to this package: the wheel's scripts directory, PATH, or this build tree."""
+    """The hvdrun built with this package: its build tree's (build/python/hvd ->
+    build/apps/hvdrun), else the environment's scripts directory (a wheel's), else PATH."""
     here = pathlib.Path(os.path.abspath(__file__)).parent  # a build tree links, not copies
-    candidates = [os.environ.get("HVD_HVDRUN"),
+    candidates = [here.parent.parent / "apps" / "hvdrun",
                   pathlib.Path(sysconfig.get_path("scripts")) / "hvdrun",
-                  shutil.which("hvdrun"),
-                  here.parent.parent / "apps" / "hvdrun"]  # build/python/hvd -> build/apps
+                  shutil.which("hvdrun")]
     for c in candidates:
         if c and os.access(c, os.X_OK) and not os.path.isdir(c):
             return str(c)
     raise FileNotFoundError("hvd.run needs hvdrun, which is neither in this environment's "
                             f"scripts ({sysconfig.get_path('scripts')}) nor on PATH: install hvd "
-                            "with `pip install .`, or set HVD_HVDRUN to the hvdrun to use")
+                            "with `pip install .`, or put the hvdrun to use on PATH")
 
 
 class _Driver:

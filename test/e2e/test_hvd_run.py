@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import BUILD as _BUILD, HVDRUN, REPO
+from conftest import BUILD as _BUILD, REPO
 from ssh_hosts import SSH_PORT, SshHosts, unavailable_reason
 
 BUILD = _BUILD.resolve()  # the drivers run in their own directory
@@ -145,7 +145,6 @@ def test_the_example_trains_on_4_ranks_over_2_ssh_hosts_with_identical_weights(h
     env = hosts.env()
     env.pop("PYTHONPATH", None)
     env["PYTHONPATH"] = str(BUILD / "python")  # the driver's; hvdrun finds it for the workers
-    env["HVD_HVDRUN"] = str(HVDRUN.resolve())
     env["OMP_NUM_THREADS"] = "1"
     r = run_driver(tmp_path, TRAIN.format(example=str(REPO / "examples" / "pytorch_mnist.py")) + f"""
     results = hvd.run(train, args=(1,), np=4, hosts={hosts.hosts(2)!r}, ssh_port={SSH_PORT})
