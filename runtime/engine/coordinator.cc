@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "common/format.h"
 #include "runtime/engine/fusion.h"
+#include "runtime/engine/host_layout.h"
 #include "runtime/engine/inline_allreduce.h"
 
 namespace hvd::runtime {
@@ -131,19 +132,6 @@ void Coordinator::submit(int rank, const OpRequest& request, uint64_t cacheId, S
 
 void Coordinator::requestShutdown(int rank) { shutdownRequested_.insert(rank); }
 
-std::string Coordinator::onHosts(const std::set<int>& ranks) const {
-  // Their hosts, each once, in rank order: where to look.
-  std::vector<std::string> hosts;
-  for (int r : ranks)
-    if (static_cast<std::size_t>(r) < options_.hostOfRank.size() &&
-        std::find(hosts.begin(), hosts.end(), options_.hostOfRank[r]) == hosts.end())
-      hosts.push_back(options_.hostOfRank[r]);
-  if (hosts.empty()) return "";
-  std::string out = hosts.size() > 1 ? " (on hosts " : " (on host ";
-  for (std::size_t i = 0; i < hosts.size(); ++i) out += (i ? ", " : "") + hosts[i];
-  return out + ")";
-}
-
 void Coordinator::failWhatShutDownRanksWillNeverSubmit(std::vector<Response>& out) {
   if (shutdownRequested_.empty()) return;
   for (auto it = pending_.begin(); it != pending_.end();) {
@@ -158,10 +146,10 @@ void Coordinator::failWhatShutDownRanksWillNeverSubmit(std::vector<Response>& ou
     r.kind = ResponseKind::Error;
     r.type = it->second.request.type;
     r.names = {it->first};
-    r.message =
-        detail::concat(it->second.request.describe(), ": ranks ", rankSet(gone), onHosts(gone),
-                       " shut down (their program finished or called "
-                       "shutdown) without submitting it, so it can never run");
+    r.message = detail::concat(it->second.request.describe(), ": ranks ", rankSet(gone),
+                               onHosts(options_.hostOfRank, gone),
+                               " shut down (their program finished or called "
+                               "shutdown) without submitting it, so it can never run");
     out.push_back(std::move(r));
     it = pending_.erase(it);
   }
@@ -176,7 +164,7 @@ void Coordinator::failJoinThatCanNeverComplete(std::vector<Response>& out) {
   Response r;
   r.kind = ResponseKind::Error;
   r.type = OpType::Join;
-  r.message = detail::concat("join: ranks ", rankSet(gone), onHosts(gone),
+  r.message = detail::concat("join: ranks ", rankSet(gone), onHosts(options_.hostOfRank, gone),
                              " shut down (their program finished or called shutdown) without "
                              "joining, so the join of ranks ",
                              rankSet(joined_), " can never complete");
@@ -467,7 +455,8 @@ std::string Coordinator::stallReport(const Pending& p, SteadyTime now) const {
   std::set<int> waitedFor = missing(p);
   return detail::concat(p.request.describe(), " submitted by ranks ", rankSet(submitted),
                         ", waiting ", static_cast<int>(secondsBetween(p.firstSeen, now)),
-                        " s for ranks ", rankSet(waitedFor), onHosts(waitedFor));
+                        " s for ranks ", rankSet(waitedFor),
+                        onHosts(options_.hostOfRank, waitedFor));
 }
 
 std::vector<std::string> Coordinator::stallWarnings(SteadyTime now) {

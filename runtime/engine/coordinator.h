@@ -113,8 +113,6 @@ class Coordinator {
   std::optional<std::string> disagreement(const Pending& p) const;
   Response decide(const std::string& name, Pending& p);
   std::string stallReport(const Pending& p, SteadyTime now) const;
-  // " (on host h)" / " (on hosts h1, h2)" for `ranks`, empty when their hosts are unknown.
-  std::string onHosts(const std::set<int>& ranks) const;
   void fuseInto(std::vector<Response>& out, std::vector<std::size_t>& openBytes,
                 std::vector<std::optional<FusionKey>>& openKeys, Response response,
                 const OpRequest& request);

@@ -6,6 +6,18 @@
 
 namespace hvd::runtime {
 
+std::string onHosts(const std::vector<std::string>& hostOfRank, const std::set<int>& ranks) {
+  std::vector<std::string> hosts;
+  for (int r : ranks)
+    if (r >= 0 && static_cast<std::size_t>(r) < hostOfRank.size() &&
+        std::find(hosts.begin(), hosts.end(), hostOfRank[r]) == hosts.end())
+      hosts.push_back(hostOfRank[r]);
+  if (hosts.empty()) return "";
+  std::string out = hosts.size() > 1 ? " (on hosts " : " (on host ";
+  for (std::size_t i = 0; i < hosts.size(); ++i) out += (i ? ", " : "") + hosts[i];
+  return out + ")";
+}
+
 HostLayout HostLayout::of(const std::vector<std::string>& hostOfRank) {
   HostLayout layout;
   for (int r = 0; r < static_cast<int>(hostOfRank.size()); ++r) {

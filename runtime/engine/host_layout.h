@@ -4,10 +4,15 @@
 // lives in the engine because the latter does.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
 namespace hvd::runtime {
+
+// " (on host h)" or " (on hosts h1, h2)": the hosts of `ranks`, each once, in rank order, for a
+// message that names ranks; empty when hostOfRank does not know them.
+std::string onHosts(const std::vector<std::string>& hostOfRank, const std::set<int>& ranks);
 
 struct HostLayout {
   std::vector<std::string> hosts;

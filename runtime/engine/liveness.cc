@@ -1,6 +1,7 @@
 #include "runtime/engine/liveness.h"
 
 #include "common/error.h"
+#include "runtime/engine/host_layout.h"
 
 namespace hvd::runtime {
 
@@ -35,10 +36,7 @@ std::optional<std::string> Liveness::silentPeer(Time now,
     auto silent = now - lastHeard_[static_cast<std::size_t>(peer)];
     if (silent < timeout_) continue;
     return detail::concat(
-        "rank ", rank_, "/", size_, ": rank ", peer,
-        static_cast<std::size_t>(peer) < hostOfRank_.size()
-            ? " (on host " + hostOfRank_[static_cast<std::size_t>(peer)] + ")"
-            : std::string(),
+        "rank ", rank_, "/", size_, ": rank ", peer, onHosts(hostOfRank_, {peer}),
         " has sent nothing for ", std::chrono::duration_cast<std::chrono::seconds>(silent).count(),
         " s although every engine sends a sign of life each second, also inside collectives: "
         "its process is stopped (SIGSTOP, a debugger, a paused job), hung in the kernel, or "
