@@ -50,7 +50,7 @@ void checkPlacement(const Topology& t) {
 }
 
 // A job of several ranks needs the launcher's rendezvous and secret.
-void checkLauncherSettings(const Config& c, bool secretFromMunge) {
+void checkLauncherSettings(const Config& c) {
   if (c.topology.size <= 1) return;
   if (c.rendezvousAddr.empty())
     throw InvalidArgument(detail::concat(envName(ParamId::Size), "=", c.topology.size, " but ",
@@ -59,7 +59,7 @@ void checkLauncherSettings(const Config& c, bool secretFromMunge) {
   if (c.rendezvousPort == 0)
     throw InvalidArgument(envName(ParamId::RendezvousPort) + " is not set (" +
                           envName(ParamId::RendezvousAddr) + "=" + c.rendezvousAddr + ")");
-  if (c.secret.empty() && !secretFromMunge)
+  if (c.secret.empty() && !c.secretFromMunge)
     throw InvalidArgument(envName(ParamId::Secret) +
                           " is not set: workers must be started by hvdrun, which hands each "
                           "worker the job secret");
@@ -88,9 +88,10 @@ void checkStallTimes(const Config& c) {
 Config Config::fromParams(const params::ParamValues& v, bool secretFromMunge) {
   Config c;
   fillFromTable(c, v);
+  c.secretFromMunge = secretFromMunge;
   if (c.topology.hostname.empty()) c.topology.hostname = localHostname();
   checkPlacement(c.topology);
-  checkLauncherSettings(c, secretFromMunge);
+  checkLauncherSettings(c);
   checkSizes(c);
   c.fusionThresholdFixed = v.isSet(ParamId::FusionThreshold);
   c.cycleTimeFixed = v.isSet(ParamId::CycleTime);
@@ -145,7 +146,6 @@ Config fromSnapshot(std::map<std::string, std::string> env) {
     }
   }
   Config c = Config::fromParams(values, secretFromMunge);
-  c.secretFromMunge = secretFromMunge;
   if (c.elastic)
     throw InvalidArgument(external->launcher +
                           " started this rank with HVD_ELASTIC=1; elastic "
