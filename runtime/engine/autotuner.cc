@@ -180,4 +180,31 @@ void AutotuneLog::write(const AutotuneSample& s) {
        << std::flush;
 }
 
+AutotuneSession::AutotuneSession(AutotuneOptions options, TuningParams configured,
+                                 const std::string& logPath, std::shared_ptr<spdlog::logger> log)
+    : tuner_(options, configured), log_(std::move(log)) {
+  if (!logPath.empty()) csv_.open(logPath);
+}
+
+std::optional<TuningParams> AutotuneSession::observe(
+    const ResponseList& list, const std::function<uint64_t(const std::string&)>& bytesOf,
+    std::chrono::steady_clock::time_point now) {
+  std::vector<std::pair<std::string_view, uint64_t>> executed;
+  for (const auto& r : list.responses) {
+    if (r.kind != ResponseKind::Execute) continue;
+    for (const auto& name : r.names) executed.emplace_back(name, bytesOf(name));
+  }
+  auto outcome = tuner_.observe(executed, now);
+  for (const auto& sample : outcome.finished) {
+    csv_.write(sample);
+    ++samples_;
+    if (sample.phase == "chosen")
+      log_->info("autotune: chose fusion threshold {} bytes and cycle time {} ms ({:.1f} MB/s)",
+                 sample.params.fusionThresholdBytes, sample.params.cycleTime.count() / 1000.0,
+                 sample.score / 1e6);
+  }
+  if (!outcome.retuned) return std::nullopt;
+  return tuner_.current();
+}
+
 }  // namespace hvd::runtime

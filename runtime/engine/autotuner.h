@@ -22,13 +22,18 @@
 #include <chrono>
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "common/logging.h"
 #include "runtime/engine/bayesian_search.h"
+#include "runtime/engine/messages.h"
 
 namespace hvd::runtime {
 
@@ -107,6 +112,31 @@ class AutotuneLog {
  private:
   std::ofstream out_;
   std::string path_;
+};
+
+// Rank 0's engine's side of autotuning: every dispatched list's executed operations go to the
+// Autotuner, each finished sample to the log, the final choice to the engine's log, and the
+// new setting back to the engine for the coordinator.
+class AutotuneSession {
+ public:
+  // `logPath` empty: no CSV. Throws IoError when the CSV cannot be opened.
+  AutotuneSession(AutotuneOptions options, TuningParams configured, const std::string& logPath,
+                  std::shared_ptr<spdlog::logger> log);
+
+  // `bytesOf(name)`: the bytes of an operation this rank holds; 0 for one it does not (one of
+  // a process set without rank 0 counts as a step marker without bytes). Returns the setting
+  // to apply when it changed.
+  std::optional<TuningParams> observe(const ResponseList& list,
+                                      const std::function<uint64_t(const std::string&)>& bytesOf,
+                                      std::chrono::steady_clock::time_point now);
+  bool done() const { return tuner_.done(); }
+  uint64_t samples() const { return samples_; }
+
+ private:
+  Autotuner tuner_;
+  AutotuneLog csv_;
+  std::shared_ptr<spdlog::logger> log_;
+  uint64_t samples_ = 0;
 };
 
 }  // namespace hvd::runtime

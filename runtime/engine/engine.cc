@@ -12,11 +12,6 @@ namespace hvd::runtime {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-// How long a failing engine tries to deliver its last messages (the root cause, to rank 0's
-// peers): a peer that is stopped never reads them, and shutdown waits for this thread.
-constexpr std::chrono::milliseconds kFatalFlushLimit{5000};
-// How long a rank whose collective failed listens for a peer's notice that it failed first.
-constexpr std::chrono::milliseconds kPeerFailureWait{200};
 // A loop that stays busy or spins looks after liveness every this many turns (and before each
 // sleep): not on every turn, whose latency a 4-byte allreduce feels.
 constexpr unsigned kLivenessTurns = 1024;
@@ -33,11 +28,11 @@ std::exception_ptr shutDownError(const LocalOp& op) {
       Error(op.request.describe() + ": hvd was shut down before the operation ran"));
 }
 
-std::shared_ptr<spdlog::logger> engineLog(const EngineOptions& options) {
-  return log::logger(options.logs.get(), "engine");
-}
-
 }  // namespace
+
+std::shared_ptr<spdlog::logger> Engine::log() const {
+  return log::logger(options_.logs.get(), "engine");
+}
 
 Engine::Engine(EngineOptions options, std::unique_ptr<collectives::Comm> data,
                std::unique_ptr<collectives::Comm> control)
@@ -45,27 +40,24 @@ Engine::Engine(EngineOptions options, std::unique_ptr<collectives::Comm> data,
       rank_(data->rank()),
       size_(data->size()),
       data_(std::move(data)),
+      control_(std::make_unique<ControlChannel>(
+          std::move(control), rank_ == 0 ? allRanksBut(size_, 0) : std::vector<int>{0},
+          options_.hostOfRank)),
+      submissions_(rank_, size_, options_.spinTime, options_.blockedCallers),
       timeline_(rank_),
       executor_(options_.executor, timeline_),
-      liveness_(rank_, size_, options_.livenessTimeout, options_.hostOfRank) {
-  control_ = std::make_unique<ControlChannel>(
-      std::move(control), rank_ == 0 ? allRanksBut(size_, 0) : std::vector<int>{0},
-      options_.hostOfRank);
-  std::vector<int32_t> world;
-  for (int r = 0; r < size_; ++r) world.push_back(r);
-  processSets_[0] = ProcessSetState{world, nullptr};
+      heartbeats_(rank_, size_, options_.livenessTimeout, options_.hostOfRank) {
   if (rank_ == 0) {
     CoordinatorOptions c = options_.coordinator;
     c.size = size_;
     c.cacheCapacity = options_.cacheCapacity;
     coordinator_ = std::make_unique<Coordinator>(c);
-    if (!options_.timelinePath.empty()) timeline_.start(options_.timelinePath);
-    markCycles_ = options_.timelineMarkCycles;
-    if (options_.autotune) {
-      autotuner_ = std::make_unique<Autotuner>(*options_.autotune,
-                                               TuningParams{c.fusionThresholdBytes, c.cycleTime});
-      if (!options_.autotuneLogPath.empty()) autotuneLog_.open(options_.autotuneLogPath);
-    }
+    if (!options_.timelinePath.empty())
+      timeline_.start(options_.timelinePath, options_.timelineMarkCycles);
+    if (options_.autotune)
+      autotune_ = std::make_unique<AutotuneSession>(
+          *options_.autotune, TuningParams{c.fusionThresholdBytes, c.cycleTime},
+          options_.autotuneLogPath, log());
   }
   thread_ = std::thread([this] { loop(); });
 }
@@ -76,78 +68,15 @@ Engine::~Engine() {
   if (thread_.joinable()) thread_.join();
 }
 
-std::string Engine::autoName(OpType type, int32_t processSet) {
-  return detail::concat(opTypeName(type), ".noname.", unnamed_[{type, processSet}]++);
-}
-
 Handle Engine::enqueue(Operation op) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  std::string opName = op.name.empty() ? opTypeName(op.type) : "\"" + op.name + "\"";
-  if (fatal_)
-    std::rethrow_exception(inOperation(detail::concat(opTypeName(op.type), " ", opName), fatal_));
-  if (shutdownCalled_ || threadDone_)
-    throw Error(detail::concat(opTypeName(op.type), " ", opName, ": hvd is shut down"));
-  if (joined_)
-    throw InvalidArgument(detail::concat(opTypeName(op.type), " ", opName,
-                                         ": this rank has called join; wait for it to complete "
-                                         "before submitting more operations"));
-  int setSize = size_;
-  if (op.type != OpType::AddProcessSet && op.type != OpType::RemoveProcessSet) {
-    auto it = processSets_.find(op.processSet);
-    if (it == processSets_.end())
-      throw InvalidArgument(detail::concat(opTypeName(op.type), " ", opName, ": process set ",
-                                           op.processSet, " does not exist"));
-    const auto& ranks = it->second.ranks;
-    if (std::find(ranks.begin(), ranks.end(), rank_) == ranks.end())
-      throw InvalidArgument(detail::concat(opTypeName(op.type), " ", opName, ": rank ", rank_,
-                                           " is not in process set ", op.processSet, " ",
-                                           rankSet(ranks)));
-    setSize = static_cast<int>(ranks.size());
-    if (op.type == OpType::Broadcast && op.processSet != 0) {
-      // root_rank is a global rank, as in Horovod; the set's communicator counts its members.
-      auto root = std::find(ranks.begin(), ranks.end(), op.root);
-      if (root == ranks.end())
-        throw InvalidArgument(detail::concat(opTypeName(op.type), " ", opName, ": root_rank ",
-                                             op.root, " is not a member of process set ",
-                                             op.processSet, " ", rankSet(ranks),
-                                             " (root_rank is a global rank)"));
-      op.root = static_cast<int32_t>(root - ranks.begin());
-    }
-  }
-  if (op.reduceOp == ReduceOp::Adasum) checkAdasumOperation(op, opName, setSize);
-  if (op.type == OpType::Join) op.name = "join";
-  if (op.name.empty()) op.name = autoName(op.type, op.processSet);
-  auto local = std::make_unique<LocalOp>();
-  local->request = describeOperation(op, setSize);
-  if (!op.device.isCpu()) local->ready = markReady(op.device, op.stream, local->request.describe());
-  if (inFlight_.count(local->request.key()))
-    throw InvalidArgument(detail::concat(local->request.describe(), ": an operation named \"",
-                                         op.name, "\" is already in flight on rank ", rank_,
-                                         "; wait for it or use another name"));
-  inFlight_.insert(local->request.key());
-  if (op.type == OpType::Join) joined_ = true;
-  local->op = std::move(op);
-  local->handle = std::make_shared<OpHandle>(local->request.describe(), options_.spinTime,
-                                             options_.blockedCallers);
-  local->submittedAt = Clock::now();
-  Handle handle = local->handle;
-  // The engine takes the whole queue at once, so only the first entry needs to wake it.
-  bool wake = queue_.empty();
-  queue_.push_back(std::move(local));
-  ++submitted_;
-  lock.unlock();
-  if (wake) control_->wake();
-  return handle;
+  auto submitted = submissions_.submit(std::move(op));
+  if (submitted.wakeEngine) control_->wake();
+  return submitted.handle;
 }
 
 bool Engine::takeSubmissions() {
-  std::vector<std::unique_ptr<LocalOp>> fresh;
-  bool shutdown = false;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    fresh.swap(queue_);
-    shutdown = shutdownCalled_ && !sentShutdown_;
-  }
+  auto [fresh, shutdownRequested] = submissions_.take();
+  bool shutdown = shutdownRequested && !sentShutdown_;
   if (fresh.empty() && !shutdown) return false;
   RequestList list;
   list.responseListsSeen = listsSeen_;
@@ -157,7 +86,7 @@ bool Engine::takeSubmissions() {
     s.request = op->negotiated;
     if (op->op.type != OpType::Join && options_.cacheCapacity > 0) {
       s.cacheId = workerCache_.idFor(s.request);
-      ++(s.cacheId ? cacheHits_ : cacheMisses_);
+      ++(s.cacheId ? counters_.cacheHits : counters_.cacheMisses);
     }
     if (travelsInline(op->request, options_.inlineAllreduceBytes)) s.inlineData = packInputs(*op);
     list.submissions.push_back(std::move(s));
@@ -176,15 +105,11 @@ bool Engine::takeSubmissions() {
 }
 
 bool Engine::readControl() {
-  auto messages = control_->receive();
-  if (!heardInCollective_.empty()) {
-    messages.insert(messages.begin(), std::make_move_iterator(heardInCollective_.begin()),
-                    std::make_move_iterator(heardInCollective_.end()));
-    heardInCollective_.clear();
-  }
+  auto messages = heartbeats_.takeHeardInCollective();
+  for (auto& message : control_->receive()) messages.push_back(std::move(message));
   auto now = messages.empty() ? Clock::time_point{} : Clock::now();
   for (auto& [peer, bytes] : messages) {
-    liveness_.heard(peer, now);
+    heartbeats_.heard(peer, now);
     if (coordinator_) {
       RequestList list = RequestList::decode(bytes);
       if (!list.failure.empty())
@@ -201,10 +126,10 @@ bool Engine::readControl() {
 bool Engine::coordinate() {
   auto now = Clock::now();
   for (const auto& line : coordinator_->stallWarnings(now))
-    engineLog(options_)->warn("stall: {} (HVD_STALL_CHECK_TIME_SECONDS)", line);
+    log()->warn("stall: {} (HVD_STALL_CHECK_TIME_SECONDS)", line);
   ResponseList list = coordinator_->dispatch(now);
   if (list.responses.empty()) return false;
-  if (markCycles_ && timeline_.active()) timeline_.markCycle(now);
+  if (timeline_.marksCycles() && timeline_.active()) timeline_.markCycle(now);
   std::string bytes = list.encode();
   for (int r = 1; r < size_; ++r) control_->send(r, bytes);
   // A rank joins the collectives of a list only once all of it has arrived, and a list larger
@@ -212,41 +137,26 @@ bool Engine::coordinate() {
   // collective: so the list leaves before this rank runs it. The other ranks never wait to
   // read it: their sends do not block, and their collectives of earlier lists end without us.
   control_->flush(Clock::now() + options_.opTimeout);
-  if (autotuner_ && !autotuner_->done()) autotune(list, now);
+  if (autotune_ && !autotune_->done()) {
+    // Rank 0 holds every operation of the global set.
+    auto tuned = autotune_->observe(
+        list,
+        [this](const std::string& name) {
+          auto it = waiting_.find(name);
+          return it == waiting_.end() ? uint64_t{0} : uint64_t{it->second->request.totalBytes()};
+        },
+        now);
+    counters_.autotuneSamples = autotune_->samples();
+    if (tuned) coordinator_->retune(tuned->fusionThresholdBytes, tuned->cycleTime);
+  }
   applyResponses(list);
   return true;
-}
-
-void Engine::autotune(const ResponseList& list, SteadyTime now) {
-  std::vector<std::pair<std::string_view, uint64_t>> executed;
-  for (const auto& r : list.responses) {
-    if (r.kind != ResponseKind::Execute) continue;
-    for (const auto& name : r.names) {
-      // Rank 0 holds every operation of the global set; an operation of a process set without
-      // rank 0 counts as a step marker without bytes.
-      auto it = waiting_.find(name);
-      executed.emplace_back(name, it == waiting_.end() ? 0 : it->second->request.totalBytes());
-    }
-  }
-  auto outcome = autotuner_->observe(executed, now);
-  for (const auto& sample : outcome.finished) {
-    autotuneLog_.write(sample);
-    ++autotuneSamples_;
-    if (sample.phase == "chosen")
-      engineLog(options_)->info(
-          "autotune: chose fusion threshold {} bytes and cycle time {} ms ({:.1f} MB/s)",
-          sample.params.fusionThresholdBytes, sample.params.cycleTime.count() / 1000.0,
-          sample.score / 1e6);
-  }
-  if (outcome.retuned)
-    coordinator_->retune(autotuner_->current().fusionThresholdBytes,
-                         autotuner_->current().cycleTime);
 }
 
 void Engine::applyResponses(const ResponseList& list) {
   if (list.seq == ResponseList::kHeartbeatSeq) return;  // rank 0 is alive; nothing to do
   listsSeen_ = list.seq;
-  ++responseLists_;
+  ++counters_.responseLists;
   for (uint64_t id : list.evictedCacheIds) workerCache_.forget(id);
   for (const auto& response : list.responses) applyResponse(response);
 }
@@ -259,16 +169,8 @@ void Engine::applyResponse(const Response& r) {
       if (r.type == OpType::Join) return failJoin(r);
       return failNamed(r, r.message);
     case ResponseKind::JoinDone:
-      if (join_) {
-        join_->result.value = r.value;
-        {
-          std::lock_guard<std::mutex> lock(mutex_);
-          joined_ = false;
-        }
-        finishOp(*join_, nullptr);
-        join_.reset();
-      }
-      return;
+      if (join_) join_->result.value = r.value;
+      return endJoin(nullptr);
     case ResponseKind::Shutdown:
       finished_ = true;
       for (auto& [name, op] : waiting_) finishOp(*op, shutDownError(*op));
@@ -280,39 +182,6 @@ void Engine::applyResponse(const Response& r) {
       // Rank 0 relays a rank's failure, or stops the job on a stall: on no rank is it the
       // rank's own error.
       throw PeerLost(r.message);
-  }
-}
-
-void Engine::failJoin(const Response& r) {
-  auto error = std::make_exception_ptr(InvalidArgument(r.message));
-  if (join_) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      joined_ = false;
-    }
-    finishOp(*join_, error);
-    join_.reset();
-  } else if (sentShutdown_) {
-    // This rank is one that left: its program goes on to exit as if all went well unless its
-    // shutdown says otherwise.
-    engineLog(options_)->error("rank {}: {}", rank_, r.message);
-    std::lock_guard<std::mutex> lock(mutex_);
-    leftJoinedRanks_ = error;
-  }
-}
-
-std::exception_ptr Engine::leftJoinedRanksError() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return leftJoinedRanks_;
-}
-
-void Engine::failNamed(const Response& r, const std::string& message) {
-  for (const auto& name : r.names) {
-    auto it = waiting_.find(name);
-    if (it == waiting_.end()) continue;
-    auto op = std::move(it->second);
-    waiting_.erase(it);
-    finishOp(*op, std::make_exception_ptr(InvalidArgument(message)));
   }
 }
 
@@ -340,81 +209,51 @@ void Engine::execute(const Response& r) {
     }
   } catch (...) {
     // The operations that were running fail at once: their callers are waiting, and the
-    // engine is about to stop (failEverything) without them in its queues. A link that broke
-    // because its peer failed first is not the cause: that peer's notice names it.
-    // Every rank announces before it listens: ranks that waited for each other's notice
-    // before sending their own would each hear nothing.
-    auto error = std::current_exception();
-    std::string cause = peerFailure(*control_, rank_, std::chrono::milliseconds(0));
-    announceFailure(*control_, rank_, size_, whatOf(error));
-    if (cause.empty()) cause = peerFailure(*control_, rank_, kPeerFailureWait);
-    auto reported =
-        cause.empty()
-            ? error
-            : std::make_exception_ptr(PeerLost(detail::concat(whatOf(error), "; ", cause)));
+    // engine is about to stop (failEverything) without them in its queues.
+    auto reported = reportCollectiveFailure(*control_, rank_, size_, std::current_exception());
     for (LocalOp* op : ops)
       if (op && !op->handle->poll())
         finishOp(*op, inOperation(op->handle->description(), reported));
-    if (!cause.empty()) std::rethrow_exception(reported);
-    throw;
+    std::rethrow_exception(reported);
   }
 }
 
 void Engine::run(const Response& r, const std::vector<LocalOp*>& ops, int32_t setId) {
-  if (r.type == OpType::AddProcessSet || r.type == OpType::RemoveProcessSet) {
-    LocalOp& op = *ops.at(0);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (r.type == OpType::AddProcessSet) {
-        const auto& ranks = op.request.setRanks;
-        bool member = std::find(ranks.begin(), ranks.end(), rank_) != ranks.end();
-        std::vector<int> sorted(ranks.begin(), ranks.end());
-        processSets_[r.value] = {ranks, member ? data_->subset(sorted) : nullptr};
-      } else {
-        auto it = processSets_.find(r.value);
-        if (it != processSets_.end() && it->second.comm) executor_.forget(it->second.comm.get());
-        processSets_.erase(r.value);
-      }
-    }
-    op.result.value = r.value;
-    return finishOp(op, nullptr);
-  }
+  if (r.type == OpType::AddProcessSet || r.type == OpType::RemoveProcessSet)
+    return changeProcessSets(r, *ops.at(0));
   if (setId < 0) return;  // this rank is not in the operation's process set
-  collectives::Comm* comm = data_.get();
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = processSets_.find(setId);
-    if (it == processSets_.end()) return;
-    const auto& ranks = it->second.ranks;
-    if (std::find(ranks.begin(), ranks.end(), rank_) == ranks.end()) return;
-    if (setId != 0) comm = it->second.comm.get();
-  }
-  if (timeline_.active()) {
-    std::vector<Timeline::Event> events;
-    auto now = Clock::now();
-    for (LocalOp* op : ops)
-      if (op)
-        events.push_back({timelineRow(op->request.type, op->request.name),
-                          timelinePhase(op->request.type, "NEGOTIATE"), op->submittedAt, now,
-                          op->request.totalBytes()});
-    timeline_.record(events);
-  }
+  collectives::Comm* comm = submissions_.commFor(setId, data_.get());
+  if (!comm) return;
+  if (timeline_.active()) timeline_.record(negotiationEvents(ops, Clock::now()));
   if (!r.inlineResult.empty()) return completeInline(r, ops);
   try {
-    ScopedFlag inCollective(inCollective_);
+    ScopedFlag inCollective(heartbeats_.inCollective());
     executor_.run(r, ops, *comm);
   } catch (const InvalidArgument&) {
     for (LocalOp* op : ops)
       if (op) finishOp(*op, std::current_exception());
     return;
   }
-  collectives_ = executor_.counters().collectives;
-  fusedTensors_ = executor_.counters().fusedTensors;
+  counters_.collectives = executor_.counters().collectives;
+  counters_.fusedTensors = executor_.counters().fusedTensors;
   // Callers wait on these handles; learning cache ids can wait for them.
   for (LocalOp* op : ops)
     if (op) finishOp(*op, nullptr);
   for (std::size_t i = 0; i < ops.size() && i < r.cacheIds.size(); ++i)
     if (ops[i]) workerCache_.learn(ops[i]->negotiated, r.cacheIds[i]);
+}
+
+void Engine::changeProcessSets(const Response& r, LocalOp& op) {
+  if (r.type == OpType::AddProcessSet) {
+    const auto& ranks = op.request.setRanks;
+    bool member = std::find(ranks.begin(), ranks.end(), rank_) != ranks.end();
+    std::vector<int> sorted(ranks.begin(), ranks.end());
+    submissions_.addProcessSet(r.value, ranks, member ? data_->subset(sorted) : nullptr);
+  } else if (auto comm = submissions_.removeProcessSet(r.value)) {
+    executor_.forget(comm.get());
+  }
+  op.result.value = r.value;
+  finishOp(op, nullptr);
 }
 
 void Engine::completeInline(const Response& r, const std::vector<LocalOp*>& ops) {
@@ -423,7 +262,7 @@ void Engine::completeInline(const Response& r, const std::vector<LocalOp*>& ops)
   LocalOp& op = *ops[0];
   auto t0 = Clock::now();
   unpackResult(r.inlineResult, op);
-  ++inlineAllreduces_;
+  ++counters_.inlineAllreduces;
   if (timeline_.active())
     timeline_.record(
         {{timelineRow(op.request.type, op.request.name), "ALLREDUCE (on the coordinator)", t0,
@@ -433,41 +272,11 @@ void Engine::completeInline(const Response& r, const std::vector<LocalOp*>& ops)
 }
 
 void Engine::finishOp(LocalOp& op, std::exception_ptr error) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    inFlight_.erase(op.request.key());
-  }
+  submissions_.retire(op.request);
   if (error)
     op.handle->fail(error);
   else
     op.handle->complete(std::move(op.result));
-}
-
-void Engine::failEverything(std::exception_ptr error) {
-  std::string why = whatOf(error);
-  engineLog(options_)->error("rank {}: stopping: {}", rank_, why);
-  if (options_.onFailure) options_.onFailure(why, causedByPeer(error));
-  auto fatal = std::make_exception_ptr(Error(why));
-  std::vector<std::unique_ptr<LocalOp>> queued;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!fatal_) fatal_ = fatal;
-    queued.swap(queue_);
-    inFlight_.clear();
-    joined_ = false;
-  }
-  for (auto& op : queued) op->handle->fail(inOperation(op->handle->description(), fatal));
-  for (auto& [name, op] : waiting_) op->handle->fail(inOperation(op->handle->description(), fatal));
-  waiting_.clear();
-  if (join_) join_->handle->fail(fatal);
-  join_.reset();
-  // Tell the other ranks the root cause (rank 0 tells every rank, the others tell rank 0), so
-  // their operations fail with it too.
-  announceFailure(*control_, rank_, size_, why);
-  try {  // best effort: a peer that died or stopped does not read, so not for long
-    control_->flush(Clock::now() +
-                    std::min<std::chrono::milliseconds>(options_.opTimeout, kFatalFlushLimit));
-  } catch (const std::exception&) {}
 }
 
 collectives::Deadline Engine::nextWake() const {
@@ -480,11 +289,11 @@ collectives::Deadline Engine::nextWake() const {
 
 void Engine::loop() {
   pthread_setname_np(pthread_self(), "hvd-engine");
-  liveness_.start(Clock::now());
+  heartbeats_.start(Clock::now());
   // Waits inside collectives keep this rank's heartbeats going; only a collective's waits,
   // since the control channel's own must not re-enter it.
   collectives::WaitPulse pulse([this] {
-    if (inCollective_) pulseInCollective();
+    if (heartbeats_.inCollective()) pulseInCollective();
   });
   try {
     Clock::time_point spinUntil{};
@@ -514,27 +323,18 @@ void Engine::loop() {
   } catch (const std::exception&) {
     failEverything(std::current_exception());
   }
-  std::lock_guard<std::mutex> lock(mutex_);
-  threadDone_ = true;
-  stopped_.notify_all();
+  submissions_.engineFinished();
 }
 
 bool Engine::shutdown() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  if (!shutdownCalled_) {
-    shutdownCalled_ = true;
-    lock.unlock();
-    control_->wake();
-    lock.lock();
-  }
-  if (!stopped_.wait_for(lock, options_.opTimeout, [&] { return threadDone_; })) {
-    engineLog(options_)->warn(
+  if (submissions_.requestShutdown()) control_->wake();
+  if (!submissions_.waitEngineFinished(options_.opTimeout)) {
+    log()->warn(
         "rank {}: shutdown: not every rank called shutdown within {} s; leaving without them",
         rank_, options_.opTimeout.count() / 1000);
     abort_ = true;
   }
   bool together = !abort_;
-  lock.unlock();
   control_->wake();
   if (thread_.joinable()) thread_.join();
   timeline_.stop();
@@ -542,28 +342,19 @@ bool Engine::shutdown() {
 }
 
 EngineStats Engine::stats() const {
-  return {submitted_,    cacheHits_,     cacheMisses_,      collectives_,
-          fusedTensors_, responseLists_, inlineAllreduces_, autotuneSamples_};
+  const Counters& c = counters_;
+  return {submissions_.submitted(), c.cacheHits,     c.cacheMisses,      c.collectives,
+          c.fusedTensors,           c.responseLists, c.inlineAllreduces, c.autotuneSamples};
 }
 
 std::optional<std::vector<int32_t>> Engine::processSet(int32_t id) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = processSets_.find(id);
-  if (it == processSets_.end()) return std::nullopt;
-  return it->second.ranks;
+  return submissions_.processSet(id);
 }
 
-std::vector<int32_t> Engine::processSetIds() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  std::vector<int32_t> ids;
-  for (const auto& [id, set] : processSets_) ids.push_back(id);
-  return ids;
-}
+std::vector<int32_t> Engine::processSetIds() const { return submissions_.processSetIds(); }
 
 void Engine::startTimeline(const std::string& path, bool markCycles) {
-  if (rank_ != 0) return;
-  markCycles_ = markCycles;
-  timeline_.start(path);
+  if (rank_ == 0) timeline_.start(path, markCycles);
 }
 
 void Engine::stopTimeline() { timeline_.stop(); }

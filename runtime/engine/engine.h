@@ -15,18 +15,14 @@
 // forwards it to the other ranks. An operation the ranks disagree on fails alone.
 //
 // Thread model: enqueue, stats, process-set queries, start/stopTimeline and shutdown may be
-// called from any thread; `mutex_` guards the submission queue, the names in flight, the
-// process-set table and the fatal error. Everything else belongs to the engine thread.
+// called from any thread; what they share with the engine thread is its submission desk
+// (submissions.h). Everything else belongs to the engine thread.
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <set>
 #include <thread>
 #include <unordered_map>
 
@@ -34,9 +30,10 @@
 #include "runtime/engine/control_channel.h"
 #include "runtime/engine/coordinator.h"
 #include "runtime/engine/executor.h"
-#include "runtime/engine/liveness.h"
+#include "runtime/engine/heartbeats.h"
 #include "runtime/engine/local_op.h"
 #include "runtime/engine/response_cache.h"
+#include "runtime/engine/submissions.h"
 #include "runtime/engine/timeline.h"
 
 namespace hvd::runtime {
@@ -101,7 +98,7 @@ class Engine {
   bool shutdown();
   // After shutdown(): the error this rank caused by leaving while others waited in join (they
   // failed it naming this rank), for the caller to raise; null if none.
-  std::exception_ptr leftJoinedRanksError() const;
+  std::exception_ptr leftJoinedRanksError() const { return submissions_.leftJoinedRanks(); }
 
   EngineStats stats() const;
   int rank() const { return rank_; }
@@ -113,82 +110,60 @@ class Engine {
   void stopTimeline();
 
  private:
-  struct ProcessSetState {
-    std::vector<int32_t> ranks;
-    std::unique_ptr<collectives::Comm> comm;  // null when this rank is not a member
+  // Written by the engine thread, read by stats() from any thread.
+  struct Counters {
+    std::atomic<uint64_t> cacheHits{0}, cacheMisses{0}, responseLists{0}, collectives{0},
+        fusedTensors{0}, inlineAllreduces{0}, autotuneSamples{0};
   };
 
   void loop();
   bool takeSubmissions();
   bool readControl();
   bool coordinate();
-  void autotune(const ResponseList& list, SteadyTime now);
   void applyResponses(const ResponseList& list);
   void applyResponse(const Response& response);
   void execute(const Response& response);
   // execute()'s work on the operations it took from waiting_ (null: not submitted here).
   void run(const Response& response, const std::vector<LocalOp*>& ops, int32_t setId);
-  // Sends this rank's heartbeat when one is due (rank 0 to every rank, the others to rank 0).
+  void changeProcessSets(const Response& response, LocalOp& op);
+  // Sends this rank's heartbeat when one is due (heartbeats.h).
   void heartbeat();
   // About once a second inside a collective's waits: heartbeat, hear the peers, and fail the
   // collective if one went silent or rank 0 reported the job failed.
   void pulseInCollective();
-  // Throws IoError naming a peer this engine has not heard from for the liveness timeout.
+  // Throws PeerLost naming a peer this engine has not heard from for the liveness timeout.
   void checkLiveness();
   void completeInline(const Response& response, const std::vector<LocalOp*>& ops);
   void failNamed(const Response& response, const std::string& message);
   void finishOp(LocalOp& op, std::exception_ptr error);
   // The coordinator's verdict on a join that can never complete (a rank left without joining).
   void failJoin(const Response& r);
+  void endJoin(std::exception_ptr error);
   void failEverything(std::exception_ptr error);
   collectives::Deadline nextWake() const;
-  // "<op>.noname.<n>", n counting per op type and process set: the members of a set submit
-  // the same unnamed operations on it, while ranks outside it submit none of them.
-  std::string autoName(OpType type, int32_t processSet);
+  std::shared_ptr<spdlog::logger> log() const;
 
   EngineOptions options_;
-  int rank_;
-  int size_;
+  const int rank_;
+  const int size_;
   std::unique_ptr<collectives::Comm> data_;
   std::unique_ptr<ControlChannel> control_;
+  Submissions submissions_;  // shared with the callers' threads
   Timeline timeline_;
   Executor executor_;
-  WorkerCache workerCache_;
-  // Rank 0 only.
-  std::unique_ptr<Coordinator> coordinator_;
-  std::unique_ptr<Autotuner> autotuner_;
-  AutotuneLog autotuneLog_;
+  Counters counters_;
+  std::atomic<bool> abort_{false};  // leave now, without the collective shutdown
 
   // Engine thread.
+  WorkerCache workerCache_;
+  std::unique_ptr<Coordinator> coordinator_;   // rank 0 only
+  std::unique_ptr<AutotuneSession> autotune_;  // rank 0 with HVD_AUTOTUNE only
   std::unordered_map<std::string, std::unique_ptr<LocalOp>> waiting_;  // submitted, not yet run
   std::unique_ptr<LocalOp> join_;
   uint64_t listsSeen_ = 0;
   bool sentShutdown_ = false;
-  // Liveness (engine thread only), and whether a heartbeat is being sent (one from inside a
-  // wait must not start another).
-  Liveness liveness_;
-  bool inHeartbeat_ = false;
-  bool inCollective_ = false;  // executor_.run is running a collective
-  // Control messages read by pulseInCollective(), for readControl to handle next.
-  std::vector<std::pair<int, std::string>> heardInCollective_;
   bool finished_ = false;
-
-  mutable std::mutex mutex_;
-  std::condition_variable stopped_;
-  std::vector<std::unique_ptr<LocalOp>> queue_;
-  std::set<std::string> inFlight_;
-  std::map<std::pair<OpType, int32_t>, uint64_t> unnamed_;
-  std::map<int32_t, ProcessSetState> processSets_;
-  std::exception_ptr fatal_;
-  std::exception_ptr leftJoinedRanks_;  // leftJoinedRanksError()
-  bool joined_ = false;
-  bool shutdownCalled_ = false;
-  bool threadDone_ = false;
-  std::atomic<bool> abort_{false};
-  std::atomic<bool> markCycles_{false};
-  std::atomic<uint64_t> submitted_{0}, cacheHits_{0}, cacheMisses_{0}, responseLists_{0};
-  std::atomic<uint64_t> collectives_{0}, fusedTensors_{0}, inlineAllreduces_{0};
-  std::atomic<uint64_t> autotuneSamples_{0};
+  Heartbeats heartbeats_;
 
   std::thread thread_;
 };

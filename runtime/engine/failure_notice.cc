@@ -10,6 +10,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr std::chrono::milliseconds kNoticeFlush{1000};
+// How long a rank whose collective failed listens for a peer's notice that it failed first.
+constexpr std::chrono::milliseconds kPeerFailureWait{200};
 
 }  // namespace
 
@@ -115,6 +117,15 @@ std::string peerFailure(ControlChannel& control, int rank, std::chrono::millisec
     // A message that does not decode: the control links are failing too.
   }
   return "";
+}
+
+std::exception_ptr reportCollectiveFailure(ControlChannel& control, int rank, int size,
+                                           std::exception_ptr error) {
+  std::string cause = peerFailure(control, rank, std::chrono::milliseconds(0));
+  announceFailure(control, rank, size, whatOf(error));
+  if (cause.empty()) cause = peerFailure(control, rank, kPeerFailureWait);
+  if (cause.empty()) return error;
+  return std::make_exception_ptr(PeerLost(detail::concat(whatOf(error), "; ", cause)));
 }
 
 }  // namespace hvd::runtime

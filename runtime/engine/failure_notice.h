@@ -34,4 +34,12 @@ void announceFailure(ControlChannel& control, int rank, int size, const std::str
 // Never throws.
 std::string peerFailure(ControlChannel& control, int rank, std::chrono::milliseconds wait);
 
+// What a rank whose collective failed with `error` reports: it announces its failure (every
+// rank announces before it listens: ranks that waited for each other's notice first would each
+// hear nothing), then listens briefly for a peer that failed first. A link that broke because
+// its peer failed is not the cause: when a peer's notice came, the result names it too, as
+// PeerLost; else it is `error`. Never throws.
+std::exception_ptr reportCollectiveFailure(ControlChannel& control, int rank, int size,
+                                           std::exception_ptr error);
+
 }  // namespace hvd::runtime

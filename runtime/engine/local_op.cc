@@ -109,4 +109,15 @@ void checkAdasumOperation(const Operation& op, const std::string& opName, int se
   }
 }
 
+std::vector<Timeline::Event> negotiationEvents(const std::vector<LocalOp*>& ops,
+                                               Timeline::Time now) {
+  std::vector<Timeline::Event> events;
+  for (const LocalOp* op : ops)
+    if (op)
+      events.push_back({timelineRow(op->request.type, op->request.name),
+                        timelinePhase(op->request.type, "NEGOTIATE"), op->submittedAt, now,
+                        op->request.totalBytes()});
+  return events;
+}
+
 }  // namespace hvd::runtime

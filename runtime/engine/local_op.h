@@ -10,6 +10,7 @@
 #include "collectives/operations.h"
 #include "runtime/engine/handle.h"
 #include "runtime/engine/operation.h"
+#include "runtime/engine/timeline.h"
 
 namespace hvd::runtime {
 
@@ -64,5 +65,10 @@ OpRequest describeOperation(const Operation& op, int setSize);
 // every rank alike, rather than when the collective runs. `opName` is the name as the caller
 // gave it (quoted), or the op type for an unnamed one.
 void checkAdasumOperation(const Operation& op, const std::string& opName, int setSize);
+
+// The timeline's NEGOTIATE phase of each operation (null entries skipped): from its
+// submission to `now`, when the engine runs it.
+std::vector<Timeline::Event> negotiationEvents(const std::vector<LocalOp*>& ops,
+                                               Timeline::Time now);
 
 }  // namespace hvd::runtime

@@ -13,7 +13,8 @@ namespace hvd::runtime {
 
 Timeline::~Timeline() { stop(); }
 
-void Timeline::start(const std::string& path) {
+void Timeline::start(const std::string& path, bool markCycles) {
+  markCycles_ = markCycles;
   std::lock_guard<std::mutex> lock(mutex_);
   closeLocked();
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -6,6 +6,7 @@
 // from the engine thread; a mutex guards the file.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -21,7 +22,8 @@ class Timeline {
   ~Timeline();
 
   // Throws IoError naming the path when it cannot be created. Replaces a running timeline.
-  void start(const std::string& path);
+  // `markCycles`: the engine marks each list of work it dispatches (markCycle).
+  void start(const std::string& path, bool markCycles = false);
   void stop();
   bool active() const;
 
@@ -36,6 +38,7 @@ class Timeline {
   // An instant event across all rows (Horovod's CYCLE_START): hvd has no fixed cycle, so rank
   // 0's engine marks each list of work it dispatches.
   void markCycle(Time at);
+  bool marksCycles() const { return markCycles_; }
 
  private:
   void append(const std::string& text);
@@ -49,6 +52,7 @@ class Timeline {
   bool first_ = true;
   Time origin_;
   std::map<std::string, int> rows_;
+  std::atomic<bool> markCycles_{false};
 };
 
 }  // namespace hvd::runtime

@@ -302,3 +302,45 @@ TEST_CASE("the autotune log is CSV with a header, appended to, and names a file 
   CHECK_THROWS_WITH(bad.open((dir / "missing" / "x.csv").string()),
                     Catch::Contains("missing/x.csv") && Catch::Contains("HVD_AUTOTUNE_LOG"));
 }
+
+TEST_CASE("autotune session: executed responses' bytes, a CSV row per sample, the new setting") {
+  AutotuneOptions o;
+  o.warmupSamples = 0;
+  o.stepsPerSample = 1;
+  o.maxSamples = 3;
+  auto csv = std::filesystem::temp_directory_path() /
+             ("hvd_autotune_session_" + std::to_string(::getpid()) + ".csv");
+  std::filesystem::remove(csv);
+  AutotuneSession session(o, {kMiB, microseconds(0)}, csv.string(), spdlog::default_logger());
+  // Each list: the step's gradient, plus an error response and a name this rank does not hold
+  // (a process set without rank 0), which count no bytes.
+  ResponseList list;
+  Response grad;
+  grad.names = {"grad", "other.set"};
+  Response refused;
+  refused.kind = ResponseKind::Error;
+  refused.names = {"bad"};
+  list.responses = {grad, refused};
+  auto bytesOf = [](const std::string& name) { return name == "grad" ? uint64_t{4096} : 0; };
+  auto t = Clock::time_point{};
+  int retunes = 0;
+  TuningParams last{kMiB, microseconds(0)};
+  for (int s = 0; s < 20 && !session.done(); ++s) {
+    if (auto tuned = session.observe(list, bytesOf, t)) {
+      ++retunes;
+      CHECK_FALSE(*tuned == last);  // only a change is handed back
+      last = *tuned;
+    }
+    t += std::chrono::milliseconds(2);
+  }
+  CHECK(session.done());
+  CHECK(retunes >= 1);
+  CHECK(session.samples() == 4);  // 3 search samples and the choice
+  std::ifstream in(csv);
+  std::string header, row;
+  std::getline(in, header);
+  CHECK(header.rfind("sample,phase,", 0) == 0);
+  std::getline(in, row);
+  CHECK_THAT(row, Catch::StartsWith("1,search,1048576,0,1,0.002,4096,"));
+  std::filesystem::remove(csv);
+}
