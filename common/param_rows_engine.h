@@ -4,7 +4,7 @@
 // One row per parameter, laid out as a table rather than as code:
 // clang-format off
 
-HVD_PARAM(FusionThreshold, fusionThresholdBytes, asIs,
+HVD_OPTION(FusionThreshold, Coordinator, std::size_t, fusionThresholdBytes, asIs,
     .name = "HVD_FUSION_THRESHOLD", .horovodAlias = "HOROVOD_FUSION_THRESHOLD",
     .type = ParamType::Int, .defaultValue = "134217728", .min = 0, .max = int64_t{1} << 40,
     .flag = {.names = "--fusion-threshold-mb", .kind = ValueKind::Megabytes,
@@ -17,7 +17,7 @@ HVD_PARAM(FusionThreshold, fusionThresholdBytes, asIs,
                    "(architecture.md, the engine); across hosts the host buffer grows to the "
                    "largest group.")
 
-HVD_PARAM(InlineAllreduceBytes, inlineAllreduceBytes, asIs,
+HVD_OPTION(InlineAllreduceBytes, Engine, std::size_t, inlineAllreduceBytes, asIs,
     .name = "HVD_INLINE_ALLREDUCE_BYTES",
     .type = ParamType::Int, .defaultValue = "256", .min = 0, .max = 65536,
     .description = "Host-memory allreduces of at most this many bytes (all tensors of the "
@@ -29,7 +29,7 @@ HVD_PARAM(InlineAllreduceBytes, inlineAllreduceBytes, asIs,
                    "rank has joined, or some rank's own limit is below the operation's size, the "
                    "allreduce runs as a collective. At most 65536; 0 turns it off.")
 
-HVD_PARAM(CycleTime, cycleTime, milliseconds,
+HVD_OPTION(CycleTime, Coordinator, std::chrono::microseconds, cycleTime, milliseconds,
     .name = "HVD_CYCLE_TIME", .horovodAlias = "HOROVOD_CYCLE_TIME",
     .type = ParamType::Double, .defaultValue = "0", .min = 0, .max = 10000,
     .flag = {.names = "--cycle-time-ms", .kind = ValueKind::Number,
@@ -38,7 +38,7 @@ HVD_PARAM(CycleTime, cycleTime, milliseconds,
     .description = "Milliseconds (fractions allowed) the coordinator holds ready work to fuse "
                    "more; 0 runs work as soon as every rank has submitted it.")
 
-HVD_PARAM(Autotune, autotune, asIs,
+HVD_OPTION(Autotune, Autotune, bool, enabled, asIs,
     .name = "HVD_AUTOTUNE", .horovodAlias = "HOROVOD_AUTOTUNE",
     .type = ParamType::Int, .defaultValue = "0", .min = 0, .max = 1,
     .flag = {.names = "--autotune", .kind = ValueKind::Switch,
@@ -50,7 +50,7 @@ HVD_PARAM(Autotune, autotune, asIs,
                    "explicitly stays as set; setting both is an error. Same as `hvdrun "
                    "--autotune`.")
 
-HVD_PARAM(AutotuneLog, autotuneLog, asIs,
+HVD_OPTION(AutotuneLog, Autotune, std::string, logPath, asIs,
     .name = "HVD_AUTOTUNE_LOG", .horovodAlias = "HOROVOD_AUTOTUNE_LOG",
     .type = ParamType::String, .defaultValue = "",
     .flag = {.names = "--autotune-log-file", .kind = ValueKind::Text,
@@ -59,7 +59,7 @@ HVD_PARAM(AutotuneLog, autotuneLog, asIs,
     .description = "CSV file rank 0 appends a row per autotune sample to, and last the chosen "
                    "setting. Needs `HVD_AUTOTUNE=1` (an error otherwise).")
 
-HVD_PARAM(AutotuneWarmupSamples, autotuneWarmupSamples, asIs,
+HVD_OPTION(AutotuneWarmupSamples, Autotune, int, warmupSamples, asIs,
     .name = "HVD_AUTOTUNE_WARMUP_SAMPLES", .horovodAlias = "HOROVOD_AUTOTUNE_WARMUP_SAMPLES",
     .type = ParamType::Int, .defaultValue = "3", .min = 0, .max = 100000,
     .flag = {.names = "--autotune-warmup-samples", .kind = ValueKind::Integer,
@@ -67,7 +67,7 @@ HVD_PARAM(AutotuneWarmupSamples, autotuneWarmupSamples, asIs,
     .configKey = {.key = "autotune.warmup_samples", .kind = ValueKind::Integer},
     .description = "Samples at the start, with the configured setting, that are discarded.")
 
-HVD_PARAM(AutotuneStepsPerSample, autotuneStepsPerSample, asIs,
+HVD_OPTION(AutotuneStepsPerSample, Autotune, int, stepsPerSample, asIs,
     .name = "HVD_AUTOTUNE_STEPS_PER_SAMPLE", .horovodAlias = "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE",
     .type = ParamType::Int, .defaultValue = "10", .min = 1, .max = 1000000,
     .flag = {.names = "--autotune-steps-per-sample", .kind = ValueKind::Integer,
@@ -75,7 +75,7 @@ HVD_PARAM(AutotuneStepsPerSample, autotuneStepsPerSample, asIs,
     .configKey = {.key = "autotune.steps_per_sample", .kind = ValueKind::Integer},
     .description = "Training steps per sample.")
 
-HVD_PARAM(AutotuneBayesOptMaxSamples, autotuneMaxSamples, asIs,
+HVD_OPTION(AutotuneBayesOptMaxSamples, Autotune, int, maxSamples, asIs,
     .name = "HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES",
     .horovodAlias = "HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES",
     .type = ParamType::Int, .defaultValue = "20", .min = 1, .max = 200,
@@ -85,7 +85,7 @@ HVD_PARAM(AutotuneBayesOptMaxSamples, autotuneMaxSamples, asIs,
     .description = "Samples measured after the warm-up before the best setting is kept (at most "
                    "200).")
 
-HVD_PARAM(AutotuneGaussianProcessNoise, autotuneNoise, asIs,
+HVD_OPTION(AutotuneGaussianProcessNoise, Autotune, double, noise, asIs,
     .name = "HVD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE",
     .horovodAlias = "HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE",
     .type = ParamType::Double, .defaultValue = "0.8", .min = 0, .max = 1,
@@ -95,7 +95,7 @@ HVD_PARAM(AutotuneGaussianProcessNoise, autotuneNoise, asIs,
     .description = "Noise the search assumes in one sample's score, as a share of the scores' "
                    "variance; higher trusts single samples less.")
 
-HVD_PARAM(CacheCapacity, cacheCapacity, asIs,
+HVD_OPTION(CacheCapacity, Coordinator, std::size_t, cacheCapacity, asIs,
     .name = "HVD_CACHE_CAPACITY", .horovodAlias = "HOROVOD_CACHE_CAPACITY",
     .type = ParamType::Int, .defaultValue = "1024", .min = 0, .max = 1 << 20,
     .flag = {.names = "--cache-capacity", .kind = ValueKind::Integer,
@@ -104,7 +104,7 @@ HVD_PARAM(CacheCapacity, cacheCapacity, asIs,
     .description = "Operations the response cache remembers; repeated steps then send an id "
                    "instead of the description. 0 turns it off.")
 
-HVD_PARAM(Timeline, timelinePath, asIs,
+HVD_OPTION(Timeline, Engine, std::string, timelinePath, asIs,
     .name = "HVD_TIMELINE", .horovodAlias = "HOROVOD_TIMELINE",
     .type = ParamType::String, .defaultValue = "",
     .flag = {.names = "--timeline-filename", .kind = ValueKind::Text,
@@ -116,7 +116,7 @@ HVD_PARAM(Timeline, timelinePath, asIs,
                    "`MEMCPY_IN_FUSION_BUFFER`, `ALLREDUCE` (`HIERARCHICAL_…`, `NCCL_…` for the "
                    "algorithm or backend that ran it), `MEMCPY_OUT_FUSION_BUFFER`.")
 
-HVD_PARAM(TimelineMarkCycles, timelineMarkCycles, asIs,
+HVD_OPTION(TimelineMarkCycles, Engine, bool, timelineMarkCycles, asIs,
     .name = "HVD_TIMELINE_MARK_CYCLES", .horovodAlias = "HOROVOD_TIMELINE_MARK_CYCLES",
     .type = ParamType::Int, .defaultValue = "0", .min = 0, .max = 1,
     .flag = {.names = "--timeline-mark-cycles", .kind = ValueKind::Switch,
@@ -139,7 +139,7 @@ HVD_LAUNCHER_PARAM(HorovodCompat,
     .description = "1 makes hvdrun put hvd's `horovod` compatibility package on the workers' "
                    "`PYTHONPATH` (same as `--horovod-compat`); see [python.md](python.md).")
 
-HVD_PARAM(StallCheckDisable, stallCheck, negated,
+HVD_OPTION(StallCheckDisable, Coordinator, bool, stallCheck, negated,
     .name = "HVD_STALL_CHECK_DISABLE", .horovodAlias = "HOROVOD_STALL_CHECK_DISABLE",
     .type = ParamType::Int, .defaultValue = "0", .min = 0, .max = 1,
     .flag = {.names = "--no-stall-check", .kind = ValueKind::Switch,
@@ -147,7 +147,7 @@ HVD_PARAM(StallCheckDisable, stallCheck, negated,
     .configKey = {.key = "stall_check.enabled", .kind = ValueKind::NegatedSwitch},
     .description = "1 turns the stall inspector off.")
 
-HVD_PARAM(StallCheckTimeSeconds, stallWarning, seconds,
+HVD_OPTION(StallCheckTimeSeconds, Coordinator, std::chrono::seconds, stallWarning, seconds,
     .name = "HVD_STALL_CHECK_TIME_SECONDS", .horovodAlias = "HOROVOD_STALL_CHECK_TIME_SECONDS",
     .type = ParamType::Int, .defaultValue = "60", .min = 1, .max = 86400,
     .flag = {.names = "--stall-check-warning-time-seconds", .kind = ValueKind::Integer,
@@ -160,7 +160,7 @@ HVD_PARAM(StallCheckTimeSeconds, stallWarning, seconds,
                    "shared memory the peer process's state from `/proc`: stopped, uninterruptible,"
                    " zombie).")
 
-HVD_PARAM(StallShutdownTimeSeconds, stallShutdown, seconds,
+HVD_OPTION(StallShutdownTimeSeconds, Coordinator, std::chrono::seconds, stallShutdown, seconds,
     .name = "HVD_STALL_SHUTDOWN_TIME_SECONDS",
     .horovodAlias = "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS",
     .type = ParamType::Int, .defaultValue = "300", .min = 0, .max = 86400,
@@ -174,7 +174,7 @@ HVD_PARAM(StallShutdownTimeSeconds, stallShutdown, seconds,
                    "not be below the warning time. A stopped or cut-off rank is caught sooner by "
                    "`HVD_LIVENESS_TIMEOUT_SECONDS`.")
 
-HVD_PARAM(LivenessTimeoutSeconds, livenessTimeout, seconds,
+HVD_OPTION(LivenessTimeoutSeconds, Engine, std::chrono::milliseconds, livenessTimeout, seconds,
     .name = "HVD_LIVENESS_TIMEOUT_SECONDS",
     .type = ParamType::Int, .defaultValue = "60", .min = 0, .max = 86400,
     .configKey = {.key = "stall_check.liveness_timeout_seconds", .kind = ValueKind::Integer},

@@ -4,7 +4,7 @@
 // One row per parameter, laid out as a table rather than as code:
 // clang-format off
 
-HVD_PARAM(AllreduceRingThreshold, ringThresholdBytes, asIs,
+HVD_OPTION(AllreduceRingThreshold, Executor, std::size_t, ringThresholdBytes, asIs,
     .name = "HVD_ALLREDUCE_RING_THRESHOLD",
     .type = ParamType::Int, .defaultValue = "131072", .min = 0, .max = INT64_MAX,
     .description = "Allreduce payloads of at least this many bytes use the pipelined ring; smaller"
@@ -29,7 +29,7 @@ HVD_PARAM(NetworkModel, networkModel, networkModel,
                    "be the same on every rank (init checks). A file that cannot be read or parsed,"
                    " or an unknown field, fails init naming the file and field.")
 
-HVD_PARAM(AllreduceAlgorithm, allreduceAlgorithm, asIs,
+HVD_OPTION(AllreduceAlgorithm, Executor, collectives::AllreduceAlgorithm, allreduceAlgorithm, asIs,
     .name = "HVD_ALLREDUCE_ALGORITHM",
     .type = ParamType::String, .defaultValue = "auto",
     .choices = {"auto", "ring", "recursive_doubling", "rabenseifner"},
@@ -56,7 +56,7 @@ HVD_PARAM(AllreduceAlgorithm, allreduceAlgorithm, asIs,
                    "same on every rank. Anything else fails init naming the variable and the valid"
                    " values. Set by `hvdrun --allreduce-algorithm`.")
 
-HVD_PARAM(SegmentBytes, segmentBytes, asIs,
+HVD_OPTION(SegmentBytes, Executor, std::size_t, segmentBytes, asIs,
     .name = "HVD_SEGMENT_BYTES",
     .type = ParamType::Int, .defaultValue = "0", .min = 0, .max = 1 << 30,
     .description = "Largest message of allreduce's pipelined ring, of the broadcast chain and of "
@@ -97,7 +97,7 @@ HVD_PARAM(ShmBufferBytes, shmBufferBytes, asIs,
                    "ranks needs room for L·(L-1)·(this + 64 KiB) in `/dev/shm` (60 MiB for 8 "
                    "ranks), of which it takes a ring's share when two ranks first use it.")
 
-HVD_PARAM(SpinMicroseconds, spinTime, microseconds,
+HVD_OPTION(SpinMicroseconds, Engine, std::chrono::microseconds, spinTime, microseconds,
     .name = "HVD_SPIN_MICROSECONDS",
     .type = ParamType::Int, .defaultValue = "30", .min = 0, .max = 100000,
     .description = "Microseconds the engine keeps polling its links after its last activity, a "
@@ -219,7 +219,7 @@ HVD_PARAM(CheckReplicas, checkReplicasEvery, checkReplicas,
                    "Anything else (`every:0`, `sometimes`) fails init naming the variable. Set by "
                    "`hvdrun --check-replicas` or the config file's `params.check_replicas`.")
 
-HVD_PARAM(GpuBackend, gpuUseNccl, isNccl,
+HVD_OPTION(GpuBackend, Executor, bool, gpuUseNccl, isNccl,
     .name = "HVD_GPU_BACKEND",
     .type = ParamType::String, .defaultValue = "nccl",
     .choices = {"nccl", "staged"},

@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "common/handshake_listener.h"
+#include "common/param_options.h"
 
 namespace hvd::params {
 
@@ -16,9 +17,12 @@ const std::vector<ParamSpec>& allParams() {
 #define HVD_PARAM(Id, member, how, ...) \
   ParamSpec{.id = ParamId::Id, .configMember = #member, __VA_ARGS__},
 #define HVD_LAUNCHER_PARAM(Id, ...) ParamSpec{.id = ParamId::Id, __VA_ARGS__},
+#define HVD_OPTION(Id, Tag, type, member, how, ...) \
+  ParamSpec{.id = ParamId::Id, .configMember = HVD_OPTION_MEMBER_NAME(Tag, member), __VA_ARGS__},
 #include "common/param_rows.h"
 #undef HVD_PARAM
 #undef HVD_LAUNCHER_PARAM
+#undef HVD_OPTION
   };
 #pragma GCC diagnostic pop
   return kParams;

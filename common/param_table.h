@@ -11,6 +11,9 @@
 // may not see: each includer defines the macros and takes what it needs.
 //   HVD_PARAM(Id, configMember, how, spec...)  a parameter the runtime reads into
 //       Config::configMember; `how` names the conversion in runtime/config_fields.cc.
+//   HVD_OPTION(Id, Tag, type, member, how, spec...)  a parameter the runtime reads into a
+//       member of a component's options struct, which the row declares (common/param_options.h
+//       maps the tag to the struct; param_option_members.h expands its members).
 //   HVD_LAUNCHER_PARAM(Id, spec...)            a parameter only hvdrun reads.
 //   spec... is ParamSpec's designated initializer from .name on.
 // Thread-safety: the table is immutable after its first use.
@@ -69,9 +72,11 @@ struct ConfigKeySpec {
 enum class ParamId {
 #define HVD_PARAM(id, ...) id,
 #define HVD_LAUNCHER_PARAM(id, ...) id,
+#define HVD_OPTION(id, ...) id,
 #include "common/param_rows.h"
 #undef HVD_PARAM
 #undef HVD_LAUNCHER_PARAM
+#undef HVD_OPTION
 };
 
 struct ParamSpec {

@@ -67,20 +67,34 @@ void checkLauncherSettings(const Config& c) {
 
 // Values each variable allows alone but the runtime cannot use.
 void checkSizes(const Config& c) {
-  if (c.segmentBytes != 0 && c.segmentBytes < 1024)
-    throw InvalidArgument(detail::concat(envName(ParamId::SegmentBytes), "=", c.segmentBytes,
+  const std::size_t segment = c.engine.executor.segmentBytes;
+  if (segment != 0 && segment < 1024)
+    throw InvalidArgument(detail::concat(envName(ParamId::SegmentBytes), "=", segment,
                                          ": expected 0 (the transport's) or at least 1024"));
   if (c.shmBufferBytes % 64 != 0)
     throw InvalidArgument(detail::concat(envName(ParamId::ShmBufferBytes), "=", c.shmBufferBytes,
                                          " is not a multiple of 64"));
 }
 
-void checkStallTimes(const Config& c) {
+void checkStallTimes(const CoordinatorOptions& c) {
   if (c.stallShutdown.count() > 0 && c.stallShutdown < c.stallWarning)
     throw InvalidArgument(detail::concat(
         envName(ParamId::StallShutdownTimeSeconds), "=", c.stallShutdown.count(),
         " is shorter than ", envName(ParamId::StallCheckTimeSeconds), "=", c.stallWarning.count(),
         ": the job would fail before the stall is reported"));
+}
+
+// The engine's options that no row fills: copies of Config-wide values and what follows from
+// the placement and from which knobs were set.
+void deriveEngineOptions(Config& c, const params::ParamValues& v) {
+  EngineOptions& e = c.engine;
+  e.opTimeout = c.opTimeout;
+  e.executor.opTimeout = c.opTimeout;
+  e.executor.fuseInPieces = c.topology.localSize == c.topology.size;
+  e.executor.gpuHierarchicalAllreduce = c.hierarchicalAllreduce;
+  e.executor.hostname = c.topology.hostname;
+  e.autotune.tuneFusion = !v.isSet(ParamId::FusionThreshold);
+  e.autotune.tuneCycleTime = !v.isSet(ParamId::CycleTime);
 }
 
 }  // namespace
@@ -93,15 +107,18 @@ Config Config::fromParams(const params::ParamValues& v, bool secretFromMunge) {
   checkPlacement(c.topology);
   checkLauncherSettings(c);
   checkSizes(c);
-  c.fusionThresholdFixed = v.isSet(ParamId::FusionThreshold);
-  c.cycleTimeFixed = v.isSet(ParamId::CycleTime);
   params::checkCombinations(v);
-  checkStallTimes(c);
+  checkStallTimes(c.engine.coordinator);
+  deriveEngineOptions(c, v);
   if (c.elastic && (c.workerId < 0 || c.rendezvousAddr.empty()))
     throw InvalidArgument(envName(ParamId::Elastic) + "=1 needs " + envName(ParamId::WorkerId) +
                           " and " + envName(ParamId::RendezvousAddr) +
                           ": elastic workers are started by hvdrun");
   return c;
+}
+
+EngineOptions defaultEngineOptions() {
+  return Config::fromParams(params::ParamValues::fromMap({})).engine;
 }
 
 namespace {

@@ -13,6 +13,7 @@
 #include "common/params.h"
 #include "common/topology.h"
 #include "runtime/cpu_binding.h"
+#include "runtime/engine/engine_options.h"
 
 namespace hvd::runtime {
 
@@ -39,38 +40,18 @@ struct Config {
   // operation within the op timeout of its last progress, with the specific reason (the peer,
   // the NCCL call); this limit is only the safety net behind it, and must not fire first.
   std::chrono::milliseconds handleWaitLimit() const { return 2 * opTimeout; }
-  std::size_t ringThresholdBytes = 0;
-  // HVD_ALLREDUCE_ALGORITHM: forces host allreduce's algorithm; Auto goes by the threshold.
-  collectives::AllreduceAlgorithm allreduceAlgorithm = collectives::AllreduceAlgorithm::Auto;
   // HVD_NETWORK_MODEL (or the built-in one) as the file says; the job's ranks per host are
   // set on the World's copy (World::networkModel). Never null after fromParams.
   std::shared_ptr<const collectives::NetworkModel> networkModel;
-  std::size_t segmentBytes = 0;  // HVD_SEGMENT_BYTES; 0: each communicator's pipelineSegmentBytes()
   std::size_t socketBufferBytes = 0;
   Transport transport = Transport::Auto;
   std::size_t shmBufferBytes = 0;
-  std::chrono::microseconds spinTime{0};
   std::chrono::microseconds directSpinTime{0};
-  std::size_t fusionThresholdBytes = 0;
-  std::size_t inlineAllreduceBytes = 0;
-  std::chrono::microseconds cycleTime{0};
-  std::size_t cacheCapacity = 0;
-  // HVD_AUTOTUNE: rank 0 tunes fusion threshold and cycle time (runtime/engine/autotuner.h);
-  // a knob set explicitly stays fixed.
-  bool autotune = false;
-  std::string autotuneLog;
-  int autotuneWarmupSamples = 0;
-  int autotuneStepsPerSample = 0;
-  int autotuneMaxSamples = 0;
-  double autotuneNoise = 0;
-  bool fusionThresholdFixed = false;  // HVD_FUSION_THRESHOLD was set
-  bool cycleTimeFixed = false;        // HVD_CYCLE_TIME was set
-  std::string timelinePath;
-  bool timelineMarkCycles = false;  // HVD_TIMELINE_MARK_CYCLES=1
-  bool stallCheck = true;
-  std::chrono::seconds stallWarning{0};
-  std::chrono::seconds stallShutdown{0};
-  std::chrono::seconds livenessTimeout{0};        // HVD_LIVENESS_TIMEOUT_SECONDS; 0: never
+  // The engine's options (runtime/engine/engine_options.h): the rows tagged Engine,
+  // Coordinator, Executor and Autotune fill them (HVD_FUSION_THRESHOLD, HVD_CYCLE_TIME, the
+  // stall checks, the cache, the timeline, the liveness timeout, HVD_SPIN_MICROSECONDS, the
+  // allreduce algorithm and segment size, HVD_AUTOTUNE*, ...); fromParams derives the rest.
+  EngineOptions engine;
   std::vector<std::vector<int32_t>> processSets;  // static sets, created at init
   CpuBinding cpuBinding = CpuBinding::Core;
   std::size_t mallocRetainBytes = 0;     // HVD_MALLOC_RETAIN_MB (runtime/malloc_retention.h)
@@ -81,7 +62,6 @@ struct Config {
   // OMP_NUM_THREADS is set: the user chose the frameworks' thread counts, and the frontends
   // leave them alone (Runtime::computeThreads).
   bool computeThreadsChosen = false;
-  bool gpuUseNccl = true;              // HVD_GPU_BACKEND=nccl
   bool hierarchicalAllreduce = false;  // HVD_HIERARCHICAL_ALLREDUCE=1
   bool hierarchicalAllgather = false;  // HVD_HIERARCHICAL_ALLGATHER=1
   std::string logLevel;
@@ -109,5 +89,10 @@ struct Config {
   // The process environment, with the placement an external launcher gave (if any) applied.
   static Config fromEnvironment();
 };
+
+// The engine's options with the parameter table's defaults (what a process without HVD_*
+// variables gets): where tests and hvd-bench start from, since the options structs' own
+// members start at zero.
+EngineOptions defaultEngineOptions();
 
 }  // namespace hvd::runtime

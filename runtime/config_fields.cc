@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "common/error.h"
+#include "common/param_options.h"
 
 namespace hvd::runtime {
 namespace {
@@ -115,9 +116,12 @@ void networkModel(std::shared_ptr<const collectives::NetworkModel>& m, const Par
 void fillFromTable(Config& c, const ParamValues& v) {
 #define HVD_PARAM(Id, member, how, ...) how(c.member, v, ParamId::Id);
 #define HVD_LAUNCHER_PARAM(id, ...)
+#define HVD_OPTION(Id, Tag, type, member, how, ...) \
+  how(c.HVD_OPTION_PATH_##Tag.member, v, ParamId::Id);
 #include "common/param_rows.h"
 #undef HVD_PARAM
 #undef HVD_LAUNCHER_PARAM
+#undef HVD_OPTION
 }
 
 }  // namespace hvd::runtime

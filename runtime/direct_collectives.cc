@@ -15,15 +15,18 @@ std::unique_ptr<DirectCollectives> DirectCollectives::create(const Config& confi
 
 void DirectCollectives::allreduce(const Tensor& input, const Tensor& output, ReduceOp op,
                                   double prescale, double postscale) {
-  AllreduceOptions options{
-      config_.segmentBytes,       config_.ringThresholdBytes, prescale, postscale,
-      config_.allreduceAlgorithm, world_.networkModel.get()};
+  AllreduceOptions options{config_.engine.executor.segmentBytes,
+                           config_.engine.executor.ringThresholdBytes,
+                           prescale,
+                           postscale,
+                           config_.engine.executor.allreduceAlgorithm,
+                           world_.networkModel.get()};
   collectives::allreduce(*world_.data, input, output, op, options);
 }
 
 void DirectCollectives::broadcast(const Tensor& tensor, int root) {
   BroadcastOptions options;
-  options.maxSegmentBytes = config_.segmentBytes;
+  options.maxSegmentBytes = config_.engine.executor.segmentBytes;
   options.model = world_.networkModel.get();
   collectives::broadcast(*world_.data, tensor, root, options);
 }

@@ -46,9 +46,9 @@ struct Choice {
 };
 const Choice kChoices[] = {
     {params::ParamId::AllreduceAlgorithm, "",
-     [](const Config& c) { return static_cast<uint64_t>(c.allreduceAlgorithm); }},
+     [](const Config& c) { return static_cast<uint64_t>(c.engine.executor.allreduceAlgorithm); }},
     {params::ParamId::AllreduceRingThreshold, "",
-     [](const Config& c) { return static_cast<uint64_t>(c.ringThresholdBytes); }},
+     [](const Config& c) { return static_cast<uint64_t>(c.engine.executor.ringThresholdBytes); }},
     {params::ParamId::NetworkModel, " (the model's contents)", [](const Config& c) {
        // The file's contents: ranks per host is the job's, agreed in this exchange.
        collectives::NetworkModel m = *c.networkModel;
@@ -179,9 +179,10 @@ HostShape attachHostHierarchy(const Config& config, Comm& data, rendezvous::Stor
   const HostLayout& layout = x.layout;
   // Left to Auto, the cost model chooses the staged allreduce size by size, where a job has
   // several hosts of several ranks each; a named algorithm is a flat one.
-  const bool byModel = !everywhere[0] &&
-                       config.allreduceAlgorithm == collectives::AllreduceAlgorithm::Auto &&
-                       layout.hosts.size() > 1 && layout.even() && ranksPerHost > 1;
+  const bool byModel =
+      !everywhere[0] &&
+      config.engine.executor.allreduceAlgorithm == collectives::AllreduceAlgorithm::Auto &&
+      layout.hosts.size() > 1 && layout.even() && ranksPerHost > 1;
   if (what.empty() && !byModel) return shape;
   auto log = logs->get("runtime");
   if (layout.hosts.size() == 1) return shape;  // one host: the flat ones are already local

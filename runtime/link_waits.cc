@@ -7,7 +7,7 @@ namespace hvd::runtime {
 collectives::SpinPolicy directCollectiveSpins(const Config& config, int localSize, int hostCpus) {
   if (hostCpus <= 0 || localSize <= hostCpus)
     return {.smallSpin = config.directSpinTime, .largeSpin = config.directSpinTime};
-  return {.smallSpin = std::min(config.spinTime, config.directSpinTime),
+  return {.smallSpin = std::min(config.engine.spinTime, config.directSpinTime),
           .largeSpin = std::chrono::microseconds(0)};
 }
 
@@ -17,10 +17,11 @@ collectives::WaitPolicy dataLinkWaits(const Config& config, int hostCpus,
   const Topology& t = config.topology;
   collectives::WaitPolicy data{.mode = collectives::WaitMode::Blocking};
   if (blockedCallers) {
-    data.spins = {.smallSpin = config.spinTime, .blockedCallers = std::move(blockedCallers)};
-    if (config.stallCheck)
-      data.spins.stall = {
-          .warnAfter = config.stallWarning, .failAfter = config.stallShutdown, .logs = logs};
+    data.spins = {.smallSpin = config.engine.spinTime, .blockedCallers = std::move(blockedCallers)};
+    if (config.engine.coordinator.stallCheck)
+      data.spins.stall = {.warnAfter = config.engine.coordinator.stallWarning,
+                          .failAfter = config.engine.coordinator.stallShutdown,
+                          .logs = logs};
   } else {
     data.spins = directCollectiveSpins(config, t.localSize, hostCpus);
     if (t.rank == 0 && data.spins.largeSpin != config.directSpinTime && logs)
@@ -31,7 +32,7 @@ collectives::WaitPolicy dataLinkWaits(const Config& config, int hostCpus,
   }
   // Collectives called directly have no heartbeats: without this they would wait for a
   // stopped peer (shared memory knows its process) until the op timeout.
-  data.spins.stall.stoppedPeerAfter = config.livenessTimeout;
+  data.spins.stall.stoppedPeerAfter = config.engine.livenessTimeout;
   data.spins.stall.logs = logs;
   return data;
 }

@@ -13,12 +13,12 @@ namespace hvd::runtime {
 
 // The data links block in a receive after polling, and fail a transfer whose peer is seen
 // stopped at the liveness timeout. For the engine (`blockedCallers` set: the count of callers
-// blocked on a result) they poll small messages for config.spinTime, and large ones only while
-// a caller is blocked, since polling through a large transfer while the training step runs
+// blocked on a result) they poll small messages for config.engine.spinTime, and large ones only
+// while a caller is blocked, since polling through a large transfer while the training step runs
 // would take CPU from it; a transfer that stops moving is reported like a stalled negotiation
-// when config.stallCheck. For collectives called directly (no blockedCallers) the caller has
-// nothing else to do, so they poll long (directCollectiveSpins). `hostCpus`: the CPUs of the
-// host's ranks (0: unknown). Rank 0 logs the choice when the ranks outnumber the CPUs.
+// when config.engine.coordinator.stallCheck. For collectives called directly (no blockedCallers)
+// the caller has nothing else to do, so they poll long (directCollectiveSpins). `hostCpus`: the
+// CPUs of the host's ranks (0: unknown). Rank 0 logs the choice when the ranks outnumber the CPUs.
 collectives::WaitPolicy dataLinkWaits(const Config& config, int hostCpus,
                                       std::shared_ptr<std::atomic<int>> blockedCallers,
                                       const std::shared_ptr<log::Logs>& logs);
@@ -28,8 +28,8 @@ collectives::WaitPolicy dataLinkWaits(const Config& config, int hostCpus,
 // config.directSpinTime on every message, as MPI's blocking calls do: its core would otherwise
 // idle, and on a VM each wake-up from idle is slow. Where the ranks outnumber the CPUs, some
 // other rank can always use the core, so polling only takes turns from it: the waits are the
-// engine's, polling for a message of at most 64 KiB for config.spinTime (or directSpinTime, if
-// shorter) and never through a larger transfer (docs/performance.md measures both).
+// engine's, polling for a message of at most 64 KiB for config.engine.spinTime (or directSpinTime,
+// if shorter) and never through a larger transfer (docs/performance.md measures both).
 collectives::SpinPolicy directCollectiveSpins(const Config& config, int localSize, int hostCpus);
 
 }  // namespace hvd::runtime

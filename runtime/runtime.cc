@@ -12,46 +12,10 @@ namespace hvd::runtime {
 
 using namespace hvd::collectives;
 
-EngineOptions engineOptions(const Config& c) {
-  EngineOptions o;
-  o.coordinator.fusionThresholdBytes = c.fusionThresholdBytes;
-  o.coordinator.cycleTime = c.cycleTime;
-  o.coordinator.stallCheck = c.stallCheck;
-  o.coordinator.stallWarning = c.stallWarning;
-  o.coordinator.stallShutdown = c.stallShutdown;
-  o.executor.segmentBytes = c.segmentBytes;
-  o.executor.ringThresholdBytes = c.ringThresholdBytes;
-  o.executor.allreduceAlgorithm = c.allreduceAlgorithm;
-  o.executor.fuseInPieces = c.topology.localSize == c.topology.size;
-  o.executor.opTimeout = c.opTimeout;
-  o.executor.gpuUseNccl = c.gpuUseNccl;
-  o.executor.gpuHierarchicalAllreduce = c.hierarchicalAllreduce;
-  o.executor.hostname = c.topology.hostname;
-  o.cacheCapacity = c.cacheCapacity;
-  o.opTimeout = c.opTimeout;
-  o.livenessTimeout = c.livenessTimeout;
-  o.spinTime = c.spinTime;
-  o.inlineAllreduceBytes = c.inlineAllreduceBytes;
-  o.timelinePath = c.timelinePath;
-  o.timelineMarkCycles = c.timelineMarkCycles;
-  if (c.autotune) {
-    AutotuneOptions a;
-    a.warmupSamples = c.autotuneWarmupSamples;
-    a.stepsPerSample = c.autotuneStepsPerSample;
-    a.maxSamples = c.autotuneMaxSamples;
-    a.noise = c.autotuneNoise;
-    a.tuneFusion = !c.fusionThresholdFixed;
-    a.tuneCycleTime = !c.cycleTimeFixed;
-    o.autotune = a;
-    o.autotuneLogPath = c.autotuneLog;
-  }
-  return o;
-}
-
 Runtime::Runtime(Config config, World world, rendezvous::Store* store)
     : config_(std::move(config)), world_(std::move(world)) {
   reportStore_ = store ? store : world_.ownedStore.get();
-  EngineOptions options = engineOptions(config_);
+  EngineOptions options = config_.engine;
   options.blockedCallers = world_.blockedCallers;
   options.logs = world_.logs;
   options.executor.logs = world_.logs;

@@ -84,6 +84,4 @@ class Runtime : public BlockingCollectives {
   rendezvous::Store* reportStore_ = nullptr;   // likewise, for failure notices
 };
 
-EngineOptions engineOptions(const Config& config);
-
 }  // namespace hvd::runtime

@@ -52,7 +52,7 @@ struct World {
 };
 
 enum class WorldUse {
-  // The engine's: a control communicator too; the data links poll for config.spinTime
+  // The engine's: a control communicator too; the data links poll for config.engine.spinTime
   // before sleeping on a small message, and on a large one only while a caller is blocked on
   // a result (World::blockedCallers).
   Engine,

@@ -204,7 +204,7 @@ int calibrateMode(Values& v, Config config) {
   // Merged into the file when it exists: calibrating one link keeps the other's figures.
   if (!v.save.empty() && std::filesystem::exists(v.save))
     base = collectives::NetworkModel::fromFile(v.save, "--save " + v.save);
-  config.allreduceAlgorithm = collectives::AllreduceAlgorithm::RecursiveDoubling;
+  config.engine.executor.allreduceAlgorithm = collectives::AllreduceAlgorithm::RecursiveDoubling;
   auto rt = runtime::DirectCollectives::create(config);
   auto c = calibrate(*rt, base, config.transport == runtime::Transport::Tcp);
   if (rt->topology().rank == 0) {

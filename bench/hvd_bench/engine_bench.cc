@@ -112,7 +112,7 @@ EngineBenchResult runEngineBench(const runtime::Config& config, const EngineBenc
   EngineBenchResult result;
   result.ranks = config.topology.size;
   result.rounds = o.rounds;
-  result.fusionThresholdBytes = config.fusionThresholdBytes;
+  result.fusionThresholdBytes = config.engine.coordinator.fusionThresholdBytes;
   const std::vector<std::pair<std::string, std::vector<std::size_t>>> lists = {
       {"resnet-like", resnetLikeSizes()}, {"small", smallTensorSizes()}};
   for (const auto& [name, sizes] : lists) {
@@ -133,7 +133,7 @@ EngineBenchResult runEngineBench(const runtime::Config& config, const EngineBenc
   for (int round = 0; round < o.rounds; ++round) {
     for (bool fused : {round % 2 == 0, round % 2 != 0}) {
       runtime::Config c = config;
-      if (!fused) c.fusionThresholdBytes = 0;
+      if (!fused) c.engine.coordinator.fusionThresholdBytes = 0;
       auto rt = runtime::Runtime::create(c);
       for (std::size_t i = 0; i < lists.size(); ++i) {
         StepRun run = runSteps(*rt, lists[i].second, lists[i].first + ".", o);

@@ -121,10 +121,10 @@ GpuBenchResult runGpuBench(const runtime::Config& config, const GpuBenchOptions&
   HVD_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0), "hvd-bench --gpu");
   result.device = prop.name;
   result.versions = gpu::cudaVersionText() + ", " + collectives::nccl::ncclVersionText(true);
-  result.gpuBackend = config.topology.localSize > devices || !config.gpuUseNccl ? "host-staged"
-                      : config.hierarchicalAllreduce && config.topology.crossSize > 1
-                          ? "hierarchical"
-                          : "nccl";
+  result.gpuBackend =
+      config.topology.localSize > devices || !config.engine.executor.gpuUseNccl ? "host-staged"
+      : config.hierarchicalAllreduce && config.topology.crossSize > 1           ? "hierarchical"
+                                                                                : "nccl";
   for (auto b : sizesOf(o)) result.rows.push_back({b});
   if (config.topology.size == 1) runLocal(config, o, result);
   auto rt = runtime::Runtime::create(config);

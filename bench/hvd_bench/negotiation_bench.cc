@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "runtime/config.h"
 #include "runtime/engine/coordinator.h"
 #include "runtime/engine/messages.h"
 
@@ -43,7 +44,7 @@ std::string cycle(Coordinator& c, int ranks, const std::string& encodedRequest,
 }
 
 NegotiationRow measure(int ranks, const NegotiationBenchOptions& o) {
-  CoordinatorOptions co;
+  CoordinatorOptions co = runtime::defaultEngineOptions().coordinator;
   co.size = ranks;
   co.fusionThresholdBytes = 64u << 20;
   co.cacheCapacity = 1024;

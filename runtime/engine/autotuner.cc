@@ -181,9 +181,9 @@ void AutotuneLog::write(const AutotuneSample& s) {
 }
 
 AutotuneSession::AutotuneSession(AutotuneOptions options, TuningParams configured,
-                                 const std::string& logPath, std::shared_ptr<spdlog::logger> log)
+                                 std::shared_ptr<spdlog::logger> log)
     : tuner_(options, configured), log_(std::move(log)) {
-  if (!logPath.empty()) csv_.open(logPath);
+  if (!options.logPath.empty()) csv_.open(options.logPath);
 }
 
 std::optional<TuningParams> AutotuneSession::observe(

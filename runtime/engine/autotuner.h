@@ -44,12 +44,12 @@ struct TuningParams {
 };
 
 struct AutotuneOptions {
-  int warmupSamples = 3;
-  int stepsPerSample = 10;
-  int maxSamples = 20;
-  double noise = 0.8;  // a score's noise variance relative to the scores' variance
-  bool tuneFusion = true;
-  bool tuneCycleTime = true;
+  // The rows tagged Autotune: enabled, logPath (the CSV; empty: none), warmupSamples,
+  // stepsPerSample, maxSamples, noise (a score's noise variance relative to the scores').
+#define HVD_OPTION_MEMBERS_OF_Autotune(type, member) type member{};
+#include "common/param_option_members.h"
+  bool tuneFusion = true;     // false: HVD_FUSION_THRESHOLD was set
+  bool tuneCycleTime = true;  // false: HVD_CYCLE_TIME was set
 };
 
 struct AutotuneSample {
@@ -119,8 +119,8 @@ class AutotuneLog {
 // new setting back to the engine for the coordinator.
 class AutotuneSession {
  public:
-  // `logPath` empty: no CSV. Throws IoError when the CSV cannot be opened.
-  AutotuneSession(AutotuneOptions options, TuningParams configured, const std::string& logPath,
+  // Throws IoError when the CSV (options.logPath) cannot be opened.
+  AutotuneSession(AutotuneOptions options, TuningParams configured,
                   std::shared_ptr<spdlog::logger> log);
 
   // `bytesOf(name)`: the bytes of an operation this rank holds; 0 for one it does not (one of

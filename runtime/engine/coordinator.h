@@ -31,13 +31,11 @@ namespace hvd::runtime {
 using SteadyTime = std::chrono::steady_clock::time_point;
 
 struct CoordinatorOptions {
+  // The rows tagged Coordinator: fusionThresholdBytes (0: no fusion), cycleTime, stallCheck,
+  // stallWarning, stallShutdown (0: never fail a stalled job), cacheCapacity (0: no cache).
+#define HVD_OPTION_MEMBERS_OF_Coordinator(type, member) type member{};
+#include "common/param_option_members.h"
   int size = 1;
-  std::size_t fusionThresholdBytes = 0;  // 0: no fusion
-  std::chrono::microseconds cycleTime{0};
-  bool stallCheck = true;
-  std::chrono::seconds stallWarning{60};
-  std::chrono::seconds stallShutdown{0};  // 0: never fail a stalled job
-  std::size_t cacheCapacity = 1024;       // 0: no response cache
   // Every rank's host name, by rank: stall reports name the hosts of the ranks waited for.
   std::vector<std::string> hostOfRank;
 };

@@ -50,14 +50,12 @@ Engine::Engine(EngineOptions options, std::unique_ptr<collectives::Comm> data,
   if (rank_ == 0) {
     CoordinatorOptions c = options_.coordinator;
     c.size = size_;
-    c.cacheCapacity = options_.cacheCapacity;
     coordinator_ = std::make_unique<Coordinator>(c);
     if (!options_.timelinePath.empty())
       timeline_.start(options_.timelinePath, options_.timelineMarkCycles);
-    if (options_.autotune)
+    if (options_.autotune.enabled)
       autotune_ = std::make_unique<AutotuneSession>(
-          *options_.autotune, TuningParams{c.fusionThresholdBytes, c.cycleTime},
-          options_.autotuneLogPath, log());
+          options_.autotune, TuningParams{c.fusionThresholdBytes, c.cycleTime}, log());
   }
   thread_ = std::thread([this] { loop(); });
 }
@@ -84,7 +82,7 @@ bool Engine::takeSubmissions() {
     Submission s;
     op->negotiated = op->request.negotiated();
     s.request = op->negotiated;
-    if (op->op.type != OpType::Join && options_.cacheCapacity > 0) {
+    if (op->op.type != OpType::Join && options_.coordinator.cacheCapacity > 0) {
       s.cacheId = workerCache_.idFor(s.request);
       ++(s.cacheId ? counters_.cacheHits : counters_.cacheMisses);
     }

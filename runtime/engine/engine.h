@@ -29,6 +29,7 @@
 #include "runtime/engine/autotuner.h"
 #include "runtime/engine/control_channel.h"
 #include "runtime/engine/coordinator.h"
+#include "runtime/engine/engine_options.h"
 #include "runtime/engine/executor.h"
 #include "runtime/engine/heartbeats.h"
 #include "runtime/engine/local_op.h"
@@ -37,37 +38,6 @@
 #include "runtime/engine/timeline.h"
 
 namespace hvd::runtime {
-
-struct EngineOptions {
-  CoordinatorOptions coordinator;
-  ExecutorOptions executor;
-  std::size_t cacheCapacity = 1024;
-  std::chrono::milliseconds opTimeout{300000};
-  // A peer this engine hears nothing from for this long fails the job (heartbeats every
-  // second); zero: never.
-  std::chrono::milliseconds livenessTimeout{0};
-  // After activity, the loop keeps polling this long before it sleeps: the next submission or
-  // the coordinator's reply usually follows within microseconds, and catching it by polling
-  // saves a kernel wake-up of the engine thread. Handles' wait() polls as long.
-  std::chrono::microseconds spinTime{0};
-  // Handles count their blocked waiters here; the data links read it (World::blockedCallers).
-  std::shared_ptr<std::atomic<int>> blockedCallers;
-  // Host-memory allreduces of at most this many bytes travel with their requests and are
-  // reduced by the coordinator (inline_allreduce.h); 0: never.
-  std::size_t inlineAllreduceBytes = 0;
-  std::string timelinePath;         // rank 0 writes it; empty: none
-  bool timelineMarkCycles = false;  // HVD_TIMELINE_MARK_CYCLES
-  // HVD_AUTOTUNE: rank 0 tunes the coordinator's fusion threshold and cycle time (autotuner.h).
-  std::optional<AutotuneOptions> autotune;
-  std::string autotuneLogPath;  // rank 0 appends a row per sample; empty: none
-  // Every rank's host name, by rank (messages that name a silent peer); empty: unknown.
-  std::vector<std::string> hostOfRank;
-  // Called on the engine thread when the engine stops on a fatal error, with the error and
-  // whether a peer's failure caused it (the Runtime tells the launcher: failure_reports.h).
-  std::function<void(const std::string& why, bool causedByPeer)> onFailure;
-  // The Runtime's loggers (common/logging.h); null: the process's. executor.logs likewise.
-  std::shared_ptr<log::Logs> logs = nullptr;
-};
 
 struct EngineStats {
   uint64_t submitted = 0;

@@ -1,5 +1,5 @@
-// What the executor (host and GPU halves) needs from the configuration; runtime.cc fills it
-// from Config.
+// What the executor (host and GPU halves) needs from the configuration: Config embeds it
+// (Config::engine.executor), the parameter rows fill it, fromParams derives the rest.
 #pragma once
 
 #include <chrono>
@@ -16,9 +16,10 @@ class Logs;  // common/logging.h
 namespace hvd::runtime {
 
 struct ExecutorOptions {
-  std::size_t segmentBytes = 0;  // HVD_SEGMENT_BYTES; 0: the communicator's
-  std::size_t ringThresholdBytes = 128 * 1024;
-  collectives::AllreduceAlgorithm allreduceAlgorithm = collectives::AllreduceAlgorithm::Auto;
+  // The rows tagged Executor: segmentBytes (0: the communicator's), ringThresholdBytes,
+  // allreduceAlgorithm, gpuUseNccl.
+#define HVD_OPTION_MEMBERS_OF_Executor(type, member) type member{};
+#include "common/param_option_members.h"
   std::shared_ptr<const collectives::NetworkModel>
       networkModel;  // Auto's across hosts; may be null
   // Every rank of the job is on this host, where a collective's round trip costs a few
@@ -26,7 +27,6 @@ struct ExecutorOptions {
   // that stay in the core's cache (Executor::fusionPieceBytes).
   bool fuseInPieces = false;
   std::chrono::milliseconds opTimeout{300000};  // bounds the wait for GPU work
-  bool gpuUseNccl = true;                       // HVD_GPU_BACKEND=nccl
   bool gpuHierarchicalAllreduce = false;        // HVD_HIERARCHICAL_ALLREDUCE
   std::string hostname;                         // named in NCCL errors; groups ranks into hosts
   std::shared_ptr<log::Logs> logs = nullptr;    // the Runtime's; null: the process's

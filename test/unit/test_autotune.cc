@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "runtime/config.h"
 #include "runtime/engine/autotuner.h"
 #include "runtime/engine/bayesian_search.h"
 
@@ -146,7 +147,7 @@ TEST_CASE("the first samples spread over the grid before expected improvement ta
 }
 
 TEST_CASE("autotune: warm-up discarded, samples of whole steps, then the best setting stays") {
-  AutotuneOptions o;
+  AutotuneOptions o = defaultEngineOptions().autotune;
   o.warmupSamples = 1;
   o.stepsPerSample = 2;
   o.maxSamples = 4;
@@ -188,7 +189,7 @@ TEST_CASE("autotune: warm-up discarded, samples of whole steps, then the best se
 }
 
 TEST_CASE("autotune: unnamed operations count by type, so their steps still end samples") {
-  AutotuneOptions o;
+  AutotuneOptions o = defaultEngineOptions().autotune;
   o.warmupSamples = 0;
   o.stepsPerSample = 3;
   o.maxSamples = 2;
@@ -204,7 +205,7 @@ TEST_CASE("autotune: unnamed operations count by type, so their steps still end 
 }
 
 TEST_CASE("autotune: a knob the user set stays fixed while the other is searched") {
-  AutotuneOptions o;
+  AutotuneOptions o = defaultEngineOptions().autotune;
   o.warmupSamples = 0;
   o.stepsPerSample = 1;
   o.maxSamples = 8;
@@ -235,7 +236,7 @@ TEST_CASE("autotune finds the setting a simulated job trains fastest with") {
   for (unsigned seed : {7u, 8u, 9u}) {
     std::mt19937 rng(seed);
     std::normal_distribution<double> jitter(0.0, 0.01);
-    AutotuneOptions o;
+    AutotuneOptions o = defaultEngineOptions().autotune;
     o.warmupSamples = 1;
     o.stepsPerSample = 5;
     Autotuner tuner(o, {128 * kMiB, microseconds(0)});
@@ -257,7 +258,7 @@ TEST_CASE("autotune keeps the configured setting when no other trains measurably
   for (unsigned seed = 20; seed < 30; ++seed) {
     std::mt19937 rng(seed);
     std::normal_distribution<double> jitter(0.0, 0.03);
-    AutotuneOptions o;
+    AutotuneOptions o = defaultEngineOptions().autotune;
     o.warmupSamples = 0;
     o.stepsPerSample = 5;
     o.maxSamples = 12;
@@ -304,14 +305,15 @@ TEST_CASE("the autotune log is CSV with a header, appended to, and names a file 
 }
 
 TEST_CASE("autotune session: executed responses' bytes, a CSV row per sample, the new setting") {
-  AutotuneOptions o;
+  AutotuneOptions o = defaultEngineOptions().autotune;
   o.warmupSamples = 0;
   o.stepsPerSample = 1;
   o.maxSamples = 3;
   auto csv = std::filesystem::temp_directory_path() /
              ("hvd_autotune_session_" + std::to_string(::getpid()) + ".csv");
   std::filesystem::remove(csv);
-  AutotuneSession session(o, {kMiB, microseconds(0)}, csv.string(), spdlog::default_logger());
+  o.logPath = csv.string();
+  AutotuneSession session(o, {kMiB, microseconds(0)}, spdlog::default_logger());
   // Each list: the step's gradient, plus an error response and a name this rank does not hold
   // (a process set without rank 0), which count no bytes.
   ResponseList list;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "runtime/config.h"
 #include "runtime/engine/coordinator.h"
 #include "runtime/engine/executor.h"
 #include "runtime/engine/inline_allreduce.h"
@@ -27,7 +28,7 @@ OpRequest allreduce(const std::string& name, int64_t elements, DType dtype = DTy
 }
 
 CoordinatorOptions options(int size, std::size_t fusion = 0) {
-  CoordinatorOptions o;
+  CoordinatorOptions o = defaultEngineOptions().coordinator;
   o.size = size;
   o.fusionThresholdBytes = fusion;
   o.stallWarning = seconds(5);

@@ -191,5 +191,6 @@ TEST_CASE("the doc table has a row per parameter, and --print-config shows what 
   std::string all = describeAll(ParamValues::fromMap({}));
   CHECK(all.find("set by hvdrun's --fusion-threshold-mb, params.fusion_threshold_mb\n") !=
         std::string::npos);
-  CHECK(all.find("read into Config::fusionThresholdBytes\n") != std::string::npos);
+  CHECK(all.find("read into Config::engine.coordinator.fusionThresholdBytes\n") !=
+        std::string::npos);
 }

@@ -64,11 +64,12 @@ TEST_CASE(
     "a silent rank is named after 60 s by default, after HVD_LIVENESS_TIMEOUT_SECONDS if set") {
   // The end-to-end test of a stopped rank sets a short timeout (test_hvdrun_failures.py); the
   // production default is checked here, where it costs nothing to check.
-  CHECK(Config::fromParams(ParamValues::fromMap({})).livenessTimeout == std::chrono::seconds(60));
+  CHECK(Config::fromParams(ParamValues::fromMap({})).engine.livenessTimeout ==
+        std::chrono::seconds(60));
   auto set = Config::fromParams(ParamValues::fromMap({{"HVD_LIVENESS_TIMEOUT_SECONDS", "5"}}));
-  CHECK(set.livenessTimeout == std::chrono::seconds(5));
+  CHECK(set.engine.livenessTimeout == std::chrono::seconds(5));
   CHECK(Config::fromParams(ParamValues::fromMap({{"HVD_LIVENESS_TIMEOUT_SECONDS", "0"}}))
-            .livenessTimeout == std::chrono::seconds(0));
+            .engine.livenessTimeout == std::chrono::seconds(0));
 }
 
 TEST_CASE("HVD_CHECK_REPLICAS: off, first and every:N; anything else named with what it takes") {
@@ -87,11 +88,11 @@ TEST_CASE("HVD_CHECK_REPLICAS: off, first and every:N; anything else named with 
 
 TEST_CASE("the engine's and the direct collectives' polling times come from their variables") {
   auto defaults = Config::fromParams(ParamValues::fromMap({}));
-  CHECK(defaults.spinTime == std::chrono::microseconds(30));
+  CHECK(defaults.engine.spinTime == std::chrono::microseconds(30));
   CHECK(defaults.directSpinTime == std::chrono::microseconds(2000));
   auto set = Config::fromParams(ParamValues::fromMap(
       {{"HVD_SPIN_MICROSECONDS", "0"}, {"HVD_DIRECT_SPIN_MICROSECONDS", "150"}}));
-  CHECK(set.spinTime == std::chrono::microseconds(0));
+  CHECK(set.engine.spinTime == std::chrono::microseconds(0));
   CHECK(set.directSpinTime == std::chrono::microseconds(150));
   REQUIRE_THROWS_WITH(ParamValues::fromMap({{"HVD_DIRECT_SPIN_MICROSECONDS", "-5"}}),
                       Catch::Contains("HVD_DIRECT_SPIN_MICROSECONDS"));
@@ -151,9 +152,9 @@ TEST_CASE("the engine's data links poll small messages, and large ones while a c
 }
 
 TEST_CASE("HVD_SEGMENT_BYTES is 0 (each transport's own) or at least 1024") {
-  CHECK(Config::fromParams(ParamValues::fromMap({})).segmentBytes == 0);
-  CHECK(Config::fromParams(ParamValues::fromMap({{"HVD_SEGMENT_BYTES", "1024"}})).segmentBytes ==
-        1024);
+  CHECK(Config::fromParams(ParamValues::fromMap({})).engine.executor.segmentBytes == 0);
+  CHECK(Config::fromParams(ParamValues::fromMap({{"HVD_SEGMENT_BYTES", "1024"}}))
+            .engine.executor.segmentBytes == 1024);
   REQUIRE_THROWS_WITH(
       Config::fromParams(ParamValues::fromMap({{"HVD_SEGMENT_BYTES", "512"}})),
       Catch::Contains("HVD_SEGMENT_BYTES=512: expected 0 (the transport's) or at least 1024"));
@@ -181,13 +182,13 @@ TEST_CASE("allreduce algorithm names parse back, and an unknown one names the va
 
 TEST_CASE("HVD_ALLREDUCE_ALGORITHM forces the algorithm, a bad value fails naming it") {
   using hvd::collectives::AllreduceAlgorithm;
-  CHECK(Config::fromParams(ParamValues::fromMap({})).allreduceAlgorithm ==
+  CHECK(Config::fromParams(ParamValues::fromMap({})).engine.executor.allreduceAlgorithm ==
         AllreduceAlgorithm::Auto);
   CHECK(Config::fromParams(ParamValues::fromMap({{"HVD_ALLREDUCE_ALGORITHM", "rabenseifner"}}))
-            .allreduceAlgorithm == AllreduceAlgorithm::Rabenseifner);
+            .engine.executor.allreduceAlgorithm == AllreduceAlgorithm::Rabenseifner);
   CHECK(
       Config::fromParams(ParamValues::fromMap({{"HVD_ALLREDUCE_ALGORITHM", "recursive_doubling"}}))
-          .allreduceAlgorithm == AllreduceAlgorithm::RecursiveDoubling);
+          .engine.executor.allreduceAlgorithm == AllreduceAlgorithm::RecursiveDoubling);
   REQUIRE_THROWS_AS(ParamValues::fromMap({{"HVD_ALLREDUCE_ALGORITHM", "bogus"}}),
                     hvd::InvalidArgument);
   REQUIRE_THROWS_WITH(ParamValues::fromMap({{"HVD_ALLREDUCE_ALGORITHM", "bogus"}}),
