@@ -28,6 +28,8 @@ from hvd import _basics, _core
 from hvd import numpy as _hvd_numpy
 from hvd._basics import Average, Sum, global_process_set
 from hvd._frontend import Collectives, _label
+from hvd._gradients import check_differentiable as _check_differentiable
+from hvd._gradients import grad_name as _grad_name
 from hvd._handles import synchronize
 from hvd.tensorflow.adapter import TensorFlowAdapter
 from hvd.tensorflow.compression import Compression
@@ -106,16 +108,6 @@ def _tensor(x, what: str):
     except (TypeError, ValueError) as e:
         raise ValueError(f"{what}: expected a tf.Tensor (or a value convertible to one), got "
                          f"{type(x).__name__}: {e}") from None
-
-
-def _grad_name(name):
-    return f"{name}.grad" if name else None
-
-
-def _check_differentiable(op, what):
-    if op not in (Sum, Average):
-        raise RuntimeError(f"{what}: the gradient of op={_basics._OP_NAMES.get(op, op)} is not "
-                           "defined; only Sum and Average are differentiable")
 
 
 def _differentiable(x) -> bool:

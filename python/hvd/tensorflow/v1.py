@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from hvd._accumulation import BackwardPasses
 from hvd._basics import Average, global_process_set
 from hvd.tensorflow import mpi_ops, replicas
+from hvd.tensorflow.accumulation import GradientAccumulation
 from hvd.tensorflow.compression import Compression
 from hvd.tensorflow.gradient_tape import (LocalSources, reduce_gradients_of, reduce_options,
                                           reduction_name)
@@ -48,13 +50,13 @@ class _DistributedOptimizer(_V1Optimizer):
                          use_locking=use_locking)
         self._optimizer = optimizer
         self._options = options
-        self._passes = backward_passes_per_step
-        self._average_aggregated = average_aggregated_gradients
+        self._passes = BackwardPasses(backward_passes_per_step,
+                                      bool(average_aggregated_gradients), "DistributedOptimizer")
         self._local = LocalSources()
         self._scale_local = bool(scale_local_gradients)
         # BroadcastGlobalVariablesHook broadcasts before the first step: check the start.
         self._guard = replicas.make_guard("DistributedOptimizer", options.process_set, first=0)
-        self._accumulated = None  # backward_passes_per_step > 1: (accumulators, counter, ready)
+        self._accumulation = None  # backward_passes_per_step > 1, in this graph
 
     def register_local_var(self, var):
         """This variable's gradient stays this rank's own (Horovod's local variables)."""
@@ -64,7 +66,7 @@ class _DistributedOptimizer(_V1Optimizer):
         pairs = self._optimizer.compute_gradients(*args, **kwargs)
         grads = [g for g, _ in pairs]
         variables = [v for _, v in pairs]
-        if self._passes > 1:
+        if self._passes.steps > 1:
             grads = self._accumulate(grads, variables)
         else:
             grads = self._reduce(grads, variables)
@@ -77,62 +79,28 @@ class _DistributedOptimizer(_V1Optimizer):
                                    self._options, reduction_name(self.get_name(), variables))
 
     def _accumulate(self, grads, variables):
-        """Horovod's local aggregation: each pass adds its gradients to local accumulators;
-        every backward_passes_per_step-th pass reduces the accumulated sum (their mean with
-        average_aggregated_gradients) and apply_gradients applies it, other passes apply
-        nothing."""
+        """Horovod's local aggregation (hvd.tensorflow.accumulation): each pass adds its
+        gradients to local sums; every backward_passes_per_step-th pass reduces them (their
+        mean with average_aggregated_gradients) and apply_gradients applies that, other passes
+        apply nothing."""
         if tf.executing_eagerly():
             raise ValueError("DistributedOptimizer(backward_passes_per_step > 1) of a "
                              "tf.compat.v1.train optimizer needs a graph (a TF1 session)")
-        local = [tf.compat.v1.GraphKeys.LOCAL_VARIABLES]
-        accumulators = [None if g is None else
-                        tf.compat.v1.Variable(tf.zeros(v.shape, dtype=v.dtype.base_dtype),
-                                              trainable=False, collections=local,
-                                              name="hvd_accumulated_gradient")
-                        for g, v in zip(grads, variables)]
-        counter = tf.compat.v1.Variable(0, trainable=False, collections=local, dtype=tf.int64,
-                                        name="hvd_backward_passes")
-        adds = [a.assign_add(tf.convert_to_tensor(g)) for a, g in zip(accumulators, grads)
-                if a is not None]
-        with tf.control_dependencies(adds):
-            count = counter.assign_add(1)
-        ready = tf.equal(count % self._passes, 0)
-        scale = 1.0 / self._passes if self._average_aggregated else 1.0
-
-        def reduced():
-            sums = [None if a is None else a.read_value() * tf.cast(scale, a.dtype.base_dtype)
-                    for a in accumulators]
-            return [tf.zeros_like(v) if s is None else s
-                    for s, v in zip(self._reduce(sums, variables), variables)]
-
-        def unreduced():
-            return [tf.zeros_like(v) if a is None else a.read_value()
-                    for a, v in zip(accumulators, variables)]
-
-        out = tf.cond(ready, reduced, unreduced)
-        self._accumulated = (accumulators, ready)
-        return [None if g is None else o for g, o in zip(grads, out)]
+        graph = tf.compat.v1.get_default_graph()
+        if self._accumulation is None or self._accumulation.counter.graph is not graph:
+            self._accumulation = GradientAccumulation(self._passes, self._reduce,
+                                                      local_variables=True)
+        return self._accumulation.add(grads, variables)
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
-        if self._accumulated is None:
+        if self._accumulation is None:
             return self._optimizer.apply_gradients(grads_and_vars, global_step, name)
-        accumulators, ready = self._accumulated
         grads_and_vars = list(grads_and_vars)
-
-        def apply():
-            with tf.control_dependencies([self._optimizer.apply_gradients(grads_and_vars,
-                                                                          global_step, name)]):
-                return tf.group(*[a.assign(tf.zeros_like(a)) for a in accumulators
-                                  if a is not None])
-
-        def skip():
-            # The global step counts backward passes, as Horovod's does, so that a
-            # StopAtStepHook counts batches whether or not they ended with an update.
-            if global_step is None:
-                return tf.group(tf.no_op())
-            return tf.group(global_step.assign_add(1))
-
-        return tf.cond(ready, apply, skip)
+        # The global step counts backward passes, as Horovod's does, so that a StopAtStepHook
+        # counts batches whether or not they ended with an update.
+        return tf.group(self._accumulation.apply(
+            lambda: self._optimizer.apply_gradients(grads_and_vars, global_step, name),
+            global_step))
 
     # The wrapped optimizer owns the slots and hyper-parameters.
     def get_slot(self, *args, **kwargs):
@@ -155,9 +123,7 @@ def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense="
     what = "DistributedOptimizer"
     options = reduce_options(what, op, compression, sparse_as_dense, gradient_predivide_factor,
                              num_groups, groups, process_set)
-    if not isinstance(backward_passes_per_step, int) or backward_passes_per_step < 1:
-        raise ValueError(f"{what}: backward_passes_per_step must be a positive integer, got "
-                         f"{backward_passes_per_step!r}")
+    BackwardPasses(backward_passes_per_step, what=what)  # checks it before anything is built
     return _DistributedOptimizer(optimizer, name, use_locking, options, backward_passes_per_step,
                                  average_aggregated_gradients, scale_local_gradients)
 

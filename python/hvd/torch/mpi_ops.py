@@ -17,6 +17,8 @@ from torch.autograd.graph import increment_version as _increment_version
 from hvd import _basics
 from hvd._basics import Average, Sum, global_process_set
 from hvd._frontend import ArrayAdapter, Collectives
+from hvd._gradients import check_differentiable as _check_differentiable
+from hvd._gradients import grad_name as _grad_name
 from hvd._handles import poll, synchronize  # noqa: F401 (re-exported)
 from hvd.torch.compression import Compression
 
@@ -102,19 +104,9 @@ class _TorchAdapter(ArrayAdapter):
 _c = Collectives(_TorchAdapter())
 
 
-def _grad_name(name):
-    return f"{name}.grad" if name else None
-
-
 def _needs_grad(*tensors):
     return torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad
                                            for t in tensors)
-
-
-def _check_differentiable(op, what):
-    if op not in (Sum, Average):
-        raise RuntimeError(f"{what}: the gradient of op={_basics._OP_NAMES.get(op, op)} is not "
-                           "defined; only Sum and Average are differentiable")
 
 
 # -- allreduce ----------------------------------------------------------------------------------

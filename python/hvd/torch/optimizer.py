@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from hvd import _basics, _core, _replicas
+from hvd._accumulation import BackwardPasses
 from hvd._basics import Average, HorovodInternalError, global_process_set
 from hvd.torch.compression import Compression
 from hvd.torch.mpi_ops import _c, _SparsePending, allreduce
@@ -124,15 +125,13 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             raise ValueError("DistributedOptimizer: op must be hvd.Average or hvd.Sum")
         if gradient_predivide_factor != 1.0 and self._op != Average:
             raise ValueError("DistributedOptimizer: gradient_predivide_factor needs op=Average")
-        if backward_passes_per_step < 1:
-            raise ValueError("DistributedOptimizer: backward_passes_per_step must be >= 1, got "
-                             f"{backward_passes_per_step}")
+        # autograd adds each pass into .grad; _hook counts the passes per gradient.
+        self._passes = BackwardPasses(backward_passes_per_step)
         self._prescale = 1.0 / float(gradient_predivide_factor)
         self._postscale = float(gradient_predivide_factor)
         self._sparse_as_dense = sparse_as_dense
         self._densified = set()  # ids of sparse gradients reduced as dense this step
         self._process_set, self._process_set_id, self._communicates = _participation(process_set)
-        self.backward_passes_per_step = backward_passes_per_step
 
         # Per-parameter state is keyed by id(p): a dict keyed by the tensor itself calls
         # torch's Python-level Tensor.__hash__, several times per gradient per step.
@@ -151,12 +150,21 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         # id(p) -> (core handle or _SparsePending or None, (compressed, ctx))
         self._handles: Dict[int, tuple] = {}
         self._group_ready: Dict[int, List[torch.Tensor]] = {}
-        self._reset_delays()
+        self._passes.restart(self._keys())
         self._synchronized = False
         self._should_synchronize = True
         self._hooks = [p.register_post_accumulate_grad_hook(self._hook)
                        for p in self._requires_update] if self._communicates else []
         self._replica_guard = replica_guard(self._process_set, self._communicates)
+
+    @property
+    def backward_passes_per_step(self) -> int:
+        return self._passes.steps
+
+    @backward_passes_per_step.setter
+    def backward_passes_per_step(self, steps):
+        """Takes effect from the next step, as in Horovod."""
+        self._passes.steps = BackwardPasses(steps).steps
 
     @property
     def _parameter_names(self):
@@ -216,9 +224,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         return out
 
     # -- communication -----------------------------------------------------------------------
-    def _reset_delays(self):
-        # Backward passes still to come before each gradient's allreduce starts.
-        self._delay = {id(p): self.backward_passes_per_step for p in self._requires_update}
+    def _keys(self):
+        return [id(p) for p in self._requires_update]
 
     def _grad_of(self, p):
         if p.grad is None:
@@ -256,13 +263,12 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def _hook(self, p):
         key = id(p)
-        delay = self._delay[key]
-        if delay <= 0 and (key in self._deferred or self._handles.get(key, (None,))[0] is not None):
+        if self._passes.step_done(key) and (key in self._deferred or
+                                            self._handles.get(key, (None,))[0] is not None):
             raise AssertionError("Gradients were computed more than backward_passes_per_step "
                                  "times before optimizer.step() or synchronize(); increase "
                                  "backward_passes_per_step to accumulate gradients locally")
-        self._delay[key] = delay = delay - 1
-        if delay > 0 or key in self._deferred:  # synchronize() starts it
+        if not self._passes.arrive(key) or key in self._deferred:  # synchronize() starts it
             self._handles.setdefault(key, (None, None))
             return
         index = self._group_of.get(key)
@@ -306,7 +312,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 if key in self._densified:  # SparseAdam and the like take sparse gradients
                     self._densified.discard(key)
                     p.grad = p.grad.to_sparse()
-            self._delay[key] = self.backward_passes_per_step
+        self._passes.restart(self._keys())
         handles.clear()
         self._synchronized = True
 
@@ -364,7 +370,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                     pass  # an elastic job restoring its state after a failed round
         self._handles.clear()
         self._group_ready.clear()
-        self._reset_delays()
+        self._passes.restart(self._keys())
         self._synchronized = False
         load_keeping_param_groups(
             self, lambda: super(self.__class__, self).load_state_dict(state_dict))
@@ -393,9 +399,7 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
         if gradient_predivide_factor != 1.0:
             raise ValueError("DistributedOptimizer: gradient_predivide_factor needs op=Average "
                              "(Adasum needs no scaling)")
-        if backward_passes_per_step < 1:
-            raise ValueError("DistributedOptimizer: backward_passes_per_step must be >= 1, got "
-                             f"{backward_passes_per_step}")
+        BackwardPasses(backward_passes_per_step)  # checks it; each step() combines anyway
         self.backward_passes_per_step = backward_passes_per_step
         self._compression = compression
         self._process_set, self._process_set_id, self._communicates = _participation(process_set)

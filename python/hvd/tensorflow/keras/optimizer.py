@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import keras
 
+from hvd._accumulation import BackwardPasses
 from hvd._basics import Average, global_process_set
 from hvd.tensorflow import replicas
 from hvd.tensorflow.compression import Compression
-from hvd.tensorflow.keras.accumulation import GradientAccumulation
+from hvd.tensorflow.accumulation import GradientAccumulation
 from hvd.tensorflow.gradient_tape import (LocalSources, local_layer_variables,
                                           reduce_gradients_of, reduce_options, reduction_name)
 
@@ -194,9 +195,7 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
                            "Optimizer._clip_gradients, where hvd reduces the gradients")
     options = reduce_options(what, op, compression, sparse_as_dense, gradient_predivide_factor,
                              num_groups, groups, process_set)
-    if not isinstance(backward_passes_per_step, int) or backward_passes_per_step < 1:
-        raise ValueError(f"{what}: backward_passes_per_step must be a positive integer, got "
-                         f"{backward_passes_per_step!r}")
+    passes = BackwardPasses(backward_passes_per_step, bool(average_aggregated_gradients), what)
     loss_scaled = not KERAS2 and isinstance(optimizer, _LossScaleOptimizer)
     if (not KERAS2 and not loss_scaled
             and keras.config.dtype_policy().name == "mixed_float16"):
@@ -232,8 +231,7 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     distributed._hvd_local = LocalSources()
     distributed._hvd_scale_local = bool(scale_local_gradients)
     if KERAS2 and backward_passes_per_step > 1:
-        distributed._agg_helper = GradientAccumulation(
-            backward_passes_per_step, bool(average_aggregated_gradients), distributed._hvd_reduce)
+        distributed._agg_helper = GradientAccumulation(passes, distributed._hvd_reduce)
     return distributed
 
 
