@@ -24,8 +24,8 @@ HVD_OPTION(InlineAllreduceBytes, Engine, std::size_t, inlineAllreduceBytes, asIs
                    "operation together: a loss, a metric, a counter) travel with their negotiation"
                    " request; rank 0 reduces them and sends the result with its reply, so no "
                    "collective runs and a lone small allreduce takes two trips between ranks "
-                   "instead of three (4-byte latency through the engine 34-41 us against 57-68 us "
-                   "with 0, docs/performance.md). Results are bit-identical on every rank. When a "
+                   "instead of three (the engine's 4-byte latency: docs/performance.md). "
+                   "Results are bit-identical on every rank. When a "
                    "rank has joined, or some rank's own limit is below the operation's size, the "
                    "allreduce runs as a collective. At most 65536; 0 turns it off.")
 
