@@ -103,8 +103,12 @@ bool Engine::takeSubmissions() {
 }
 
 bool Engine::readControl() {
-  auto messages = heartbeats_.takeHeardInCollective();
-  for (auto& message : control_->receive()) messages.push_back(std::move(message));
+  auto messages = control_->receive();
+  if (heartbeats_.heardAnyInCollective()) {  // they came first
+    auto heard = heartbeats_.takeHeardInCollective();
+    messages.insert(messages.begin(), std::make_move_iterator(heard.begin()),
+                    std::make_move_iterator(heard.end()));
+  }
   auto now = messages.empty() ? Clock::time_point{} : Clock::now();
   for (auto& [peer, bytes] : messages) {
     heartbeats_.heard(peer, now);

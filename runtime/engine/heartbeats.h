@@ -46,6 +46,7 @@ class Heartbeats {
   // job's failure throws PeerLost now, ending the collective instead of letting it time out.
   void heardInCollective(Messages messages, Time now);
   Messages takeHeardInCollective();
+  bool heardAnyInCollective() const { return !heardInCollective_.empty(); }
 
   // Throws PeerLost naming a watched peer silent for the timeout; `exempt` peers (those that
   // asked rank 0 to shut down, and may have left) are not judged.

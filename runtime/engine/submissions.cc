@@ -22,11 +22,11 @@ std::string Submissions::autoName(OpType type, int32_t processSet) {
 
 Submissions::Submitted Submissions::submit(Operation op) {
   std::unique_lock<std::mutex> lock(mutex_);
-  const std::string what = detail::concat(opTypeName(op.type), " ", quotedOpName(op));
-  if (fatal_) std::rethrow_exception(inOperation(what, fatal_));
-  if (shutdownRequested_ || engineFinished_) throw Error(what + ": hvd is shut down");
+  auto what = [&op] { return detail::concat(opTypeName(op.type), " ", quotedOpName(op)); };
+  if (fatal_) std::rethrow_exception(inOperation(what(), fatal_));
+  if (shutdownRequested_ || engineFinished_) throw Error(what() + ": hvd is shut down");
   if (joined_)
-    throw InvalidArgument(what +
+    throw InvalidArgument(what() +
                           ": this rank has called join; wait for it to complete before "
                           "submitting more operations");
   int setSize = admitOperation(op, sets_, rank_, size_);
