@@ -68,6 +68,15 @@ HVD_PARAM(JobId, jobId, asIs,
     .type = ParamType::String, .defaultValue = "local",
     .description = "Scopes this job's rendezvous keys.")
 
+HVD_PARAM(ExternalLauncher, externalLauncher, asIs,
+    .name = "HVD_EXTERNAL_LAUNCHER",
+    .type = ParamType::String, .defaultValue = "",
+    .description = "What started the ranks without hvdrun, when it is not srun or mpirun (whose "
+                   "variables hvd reads itself): `hvd.spark.run` and `hvd.ray.RayExecutor` set "
+                   "it to Spark or Ray, with every rank's placement and the rendezvous address "
+                   "in the other `HVD_*` variables. Rank 0 then serves the job's rendezvous "
+                   "itself, and messages name the launcher.")
+
 HVD_PARAM(StartTimeout, startTimeout, seconds,
     .name = "HVD_START_TIMEOUT", .horovodAlias = "HOROVOD_START_TIMEOUT",
     .type = ParamType::Int, .defaultValue = "30", .min = 1, .max = 86400,

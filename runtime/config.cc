@@ -125,7 +125,12 @@ namespace {
 
 Config fromSnapshot(std::map<std::string, std::string> env) {
   auto external = detectExternalLaunch(env);
-  if (!external) return Config::fromParams(params::ParamValues::fromMap(env));
+  if (!external) {
+    // hvdrun's ranks, or ranks that hvd.spark.run or hvd.ray placed (HVD_EXTERNAL_LAUNCHER).
+    Config c = Config::fromParams(params::ParamValues::fromMap(env));
+    c.servesRendezvous = !c.externalLauncher.empty() && c.topology.size > 1 && c.topology.rank == 0;
+    return c;
+  }
   // What the job script exports wins, under hvd's or Horovod's name.
   for (const auto& [k, v] : external->params) {
     const std::string& alias = params::spec(k).horovodAlias;

@@ -68,8 +68,9 @@ struct Config {
   std::string logSubsystems;
   bool logHideTime = false;  // HVD_LOG_HIDE_TIME=1
 
-  // Set when srun/mpirun started this rank without hvdrun (external_launch.h): names that
-  // launcher; rank 0 of such a job serves the rendezvous itself.
+  // Set when srun/mpirun started this rank without hvdrun (external_launch.h), or to
+  // HVD_EXTERNAL_LAUNCHER (Spark, Ray): names that launcher; rank 0 of such a job serves the
+  // rendezvous itself.
   std::string externalLauncher;
   bool servesRendezvous = false;
   // Ranks that srun started with no HVD_SECRET: rank 0 makes the secret and the others get it

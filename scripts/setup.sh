@@ -28,6 +28,8 @@ if [ "$mode" != demo ]; then
     openssh-server openssh-client iproute2
     # the cluster tests' real daemons: Slurm with munge, Open MPI's mpirun, MPICH's mpiexec
     slurmd slurmctld slurm-client munge openmpi-bin mpich
+    # hvd.spark.run's tests: a Spark standalone cluster (PySpark's jars) runs on Java
+    openjdk-17-jre-headless
     # scripts/sanitize.sh: clang, its sanitizer and libFuzzer runtimes, llvm-symbolizer for reports
     clang libclang-rt-dev llvm
     # scripts/check_format.sh (in the tests): the clang-format .clang-format was written for

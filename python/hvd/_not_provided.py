@@ -7,6 +7,6 @@ _INSTEAD = ("start the training script with hvdrun on the cluster's hosts, or th
             "function with hvd.run (horovod.run) from the driver: docs/python.md")
 
 
-def not_provided(module, what):
-    raise ModuleNotFoundError(f"{module}: hvd does not provide {what} yet; {_INSTEAD}",
+def not_provided(module, what, instead=_INSTEAD):
+    raise ModuleNotFoundError(f"{module}: hvd does not provide {what} yet; {instead}",
                               name=module)

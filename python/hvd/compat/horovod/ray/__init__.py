@@ -1,2 +1,3 @@
-"""horovod.ray: not provided by hvd yet; importing it says so (hvd/_not_provided.py)."""
-from hvd import _no_horovod_ray  # noqa: F401
+"""horovod.ray on hvd: RayExecutor is hvd.ray's (docs/ray.md); elastic Ray jobs are not
+provided yet (min_workers/max_workers say so)."""
+from hvd.ray import RayExecutor  # noqa: F401

@@ -1,2 +1,3 @@
-"""horovod.spark: not provided by hvd yet; importing it says so (hvd/_not_provided.py)."""
-from hvd import _no_horovod_spark  # noqa: F401
+"""horovod.spark on hvd: run and run_elastic are hvd.spark's (docs/spark.md). The estimators
+(horovod.spark.torch, .keras, .lightning, .common) are not provided: importing them says so."""
+from hvd.spark import run, run_elastic  # noqa: F401
