@@ -9,6 +9,7 @@ import json
 import os
 import pathlib
 import shutil
+import signal
 import subprocess
 import time
 import urllib.request
@@ -122,13 +123,17 @@ class SparkCluster:
         return (self.hosts.dir / f"{name}.log").read_text(errors="replace")
 
     def close(self):
+        # Each daemon leads a process group: a worker's executors and their Python workers go
+        # with it.
         for p in reversed(self.procs):
             if p.poll() is None:
-                p.terminate()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(p.pid, signal.SIGTERM)
         for p in self.procs:
             with contextlib.suppress(subprocess.TimeoutExpired):
-                p.wait(15)
+                p.wait(10)
             if p.poll() is None:
-                p.kill()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
         self.hosts.close()

@@ -50,9 +50,9 @@ class _Worker:
         os.environ.update(env)
         self.executable = None
 
-    def where(self):
+    def node_id(self):
         import ray
-        return ray.get_runtime_context().get_node_id(), ray.util.get_node_ip_address()
+        return ray.get_runtime_context().get_node_id()
 
     def free_port(self, host):
         from hvd import _ranks
@@ -181,10 +181,10 @@ class RayExecutor:
                 num_cpus=self.cpus_per_worker, num_gpus=self.gpus_per_worker,
                 scheduling_strategy=PlacementGroupSchedulingStrategy(
                     self._group, placement_group_bundle_index=index)).remote(env))
-        where = ray.get([w.where.remote() for w in self.workers])
-        node_ids = [node for node, _ in where]
+        node_ids = ray.get([w.node_id.remote() for w in self.workers])
         self.placements = _ranks.place(node_ids)
-        ips = {node: ip for node, ip in where}
+        # The address each node's raylet registered (`ray start --node-ip-address`).
+        ips = {n["NodeID"]: n["NodeManagerAddress"] for n in ray.nodes()}
         zero = next(i for i, p in enumerate(self.placements) if p.rank == 0)
         rendezvous = ips[node_ids[zero]]
         port = ray.get(self.workers[zero].free_port.remote(rendezvous))
