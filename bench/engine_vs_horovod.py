@@ -1,7 +1,7 @@
 """The engine's framework pattern through the Horovod API: hvd against Horovod itself.
 
 Each step submits the allreduces (average, float32) of 100 tensors with allreduce_async_,
-last layer first, then synchronizes them all: `hvd-bench --engine`'s pattern and its two
+last layer first, then synchronizes them all: `hvd-bench engine`'s pattern and its two
 lists (ResNet-50-like, 4 KiB to 4 MiB; small, 4 to 64 KiB). The script is written against
 `horovod.torch`, so the same code runs on both libraries: hvd through `hvdrun
 --horovod-compat` (hvd's compatibility package), Horovod through its own `horovodrun --gloo`.

@@ -106,7 +106,7 @@ class Launchers:
 
     def launch(self, tool, timeout):
         """Seconds to every rank initialised, for a worker that does nothing else."""
-        cmd = (self.hvdrun + [str(WORKER), "--startup"] if tool == "hvd"
+        cmd = (self.hvdrun + [str(WORKER), "startup"] if tool == "hvd"
                else self.mpirun + [str(self.mpi_dir / "mpi_startup")])
         start = time.time_ns()
         return self.launched(tool, start, run(cmd, self.env, timeout))

@@ -12,7 +12,7 @@ fake+='HVD_LOCAL_SIZE=1 HVD_CROSS_RANK=$HVD_RANK HVD_CROSS_SIZE=$HVD_SIZE;'
 run() {  # name, extra hvdrun flags...
   local name=$1 round=$2; shift 2
   "$build/apps/hvdrun" -np 2 "$@" -x NCCL_SOCKET_IFNAME=lo sh -c \
-    "$fake exec $build/apps/hvd-bench --gpu -e 256M -n 10 --json $out/${name}_round$round.json" \
+    "$fake exec $build/apps/hvd-bench gpu -e 256M -n 10 --json $out/${name}_round$round.json" \
     > "$out/${name}_round$round.log" 2>&1
 }
 for round in $(seq 1 "$rounds"); do

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Simulated allreduce or broadcast at scale: hvd-bench --simulate for several world sizes on one
+"""Simulated allreduce or broadcast at scale: hvd-bench simulate for several world sizes on one
 topology.
 
 Runs the real algorithms on the simulated transport (virtual time) for each world size, writes
@@ -27,7 +27,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def simulate(bench, ranks, args):
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        cmd = [bench, "--simulate", str(ranks), "-o", args.op,
+        cmd = [bench, "simulate", str(ranks), "-o", args.op,
                "--ranks-per-host", str(args.ranks_per_host),
                "-b", args.min_bytes, "-e", args.max_bytes, "-f", str(args.step_factor),
                "--json", out.name]

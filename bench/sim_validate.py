@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """The simulator against measured runs on this machine.
 
-Calibrates the network model on 2 ranks (hvd-bench --calibrate), measures each allreduce
+Calibrates the network model on 2 ranks (hvd-bench calibrate), measures each allreduce
 algorithm for real (hvdrun ... hvd-bench, HVD_ALLREDUCE_ALGORITHM forced) at each world size on
-this host, simulates the same sizes with the calibrated model (hvd-bench --simulate), and prints
+this host, simulates the same sizes with the calibrated model (hvd-bench simulate), and prints
 simulated / measured per size. Rounds interleave the real runs; the median of the rounds is
 compared.
 
@@ -38,7 +38,7 @@ def measured(ranks, algorithm, transport, args, path):
 
 
 def simulated(ranks, model, args, path):
-    run([os.path.join(BUILD, "hvd-bench"), "--simulate", str(ranks), "--ranks-per-host",
+    run([os.path.join(BUILD, "hvd-bench"), "simulate", str(ranks), "--ranks-per-host",
          str(ranks), "--model", model, "--algorithms", ",".join(ALGORITHMS),
          "-b", args.min_bytes, "-e", args.max_bytes, "-f", "4", "--json", path])
     with open(path) as f:
@@ -57,7 +57,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="hvd-sim-validate-")
     model = os.path.join(tmp, "model.json")
     run([os.path.join(BUILD, "hvdrun"), "-np", "2", "--transport", args.transport,
-         os.path.join(BUILD, "hvd-bench"), "--calibrate", "--save", model])
+         os.path.join(BUILD, "hvd-bench"), "calibrate", "--save", model])
     with open(model) as f:
         calibrated = json.load(f)
     result = {"benchmark": "simulator against measured", "date": time.strftime("%Y-%m-%d"),

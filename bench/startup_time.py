@@ -1,5 +1,5 @@
 """Time from starting the launcher to every rank initialised (connected and past a barrier):
-hvdrun with 4 ranks of a C++ worker (hvd-bench --startup) on this machine, and torchrun with 4
+hvdrun with 4 ranks of a C++ worker (hvd-bench startup) on this machine, and torchrun with 4
 ranks of init_process_group(gloo) + barrier as its peer; hvdrun with 4 ranks on 2 SSH hosts
 (network namespaces running real sshd, as in the e2e tests; needs root), and OpenMPI's mpirun of
 an MPI_Init + MPI_Barrier program on the same hosts as its peer. The SSH cases run twice: with
@@ -86,7 +86,7 @@ def main():
     work = pathlib.Path(tempfile.mkdtemp(prefix="hvd-startup-time-"))
     atexit.register(shutil.rmtree, work, True)
     configs = {"hvdrun local 4 ranks": lambda: timed(
-        [str(HVDRUN), "-np", "4", "-H", "localhost:4", str(WORKER), "--startup"])}
+        [str(HVDRUN), "-np", "4", "-H", "localhost:4", str(WORKER), "startup"])}
     host_sets = []
     skipped = {}
     mpi_program = None
@@ -99,7 +99,7 @@ def main():
     mpi_env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     for n in local_ranks:
         configs[f"hvdrun local {n} ranks"] = lambda n=n: timed(
-            [str(HVDRUN), "-np", str(n), str(WORKER), "--startup"], ranks=n)
+            [str(HVDRUN), "-np", str(n), str(WORKER), "startup"], ranks=n)
         if mpi_program:
             configs[f"mpirun local {n} ranks (oversubscribed)"] = lambda n=n: timed(
                 ["mpirun", "--oversubscribe", "-np", str(n), "--mca", "btl", "vader,self",
@@ -118,7 +118,7 @@ def main():
                 configs[f"hvdrun ssh 2 hosts x 2 ranks ({label})"] = (
                     lambda hosts=hosts: timed(
                         [str(HVDRUN), "--ssh-port", str(SSH_PORT), "-np", "4", "-H",
-                         hosts.hosts(2), str(WORKER), "--startup"], env=hosts.env()))
+                         hosts.hosts(2), str(WORKER), "startup"], env=hosts.env()))
                 if mpi_program:
                     # ssh reads the passwd entry's home, not $HOME: name the files.
                     agent = (f"ssh -p {SSH_PORT} -i {hosts.key} -o BatchMode=yes "

@@ -60,7 +60,7 @@ Calibration calibrate(runtime::BlockingCollectives& rt, const collectives::Netwo
   const auto& topology = rt.topology();
   if (topology.size != 2)
     throw InvalidArgument(
-        detail::concat("--calibrate measures one link: run it on 2 ranks, not ", topology.size));
+        detail::concat("calibrate measures one link: run it on 2 ranks, not ", topology.size));
   Calibration c;
   c.sameHost = topology.localSize == 2;
   c.overTcp = c.sameHost && overTcp;
@@ -76,7 +76,7 @@ Calibration calibrate(runtime::BlockingCollectives& rt, const collectives::Netwo
   double transfer = c.largeSeconds - c.smallSeconds - c.largeBytes / c.reduceBytesPerSecond;
   if (transfer <= 0)
     throw InternalError(detail::concat(
-        "--calibrate: a 4 MiB allreduce (", c.largeSeconds * 1e6,
+        "calibrate: a 4 MiB allreduce (", c.largeSeconds * 1e6,
         " us) took less than a 4-byte "
         "one plus the reduction alone; the machine is too noisy to calibrate, run it again"));
   collectives::LinkModel link{c.smallSeconds, c.largeBytes / transfer};
@@ -92,7 +92,7 @@ Calibration calibrate(runtime::BlockingCollectives& rt, const collectives::Netwo
 void printCalibration(std::ostream& out, const Calibration& c) {
   char line[256];
   std::snprintf(line, sizeof line,
-                "# hvd-bench --calibrate: the link %s: 4 B allreduce %.2f us, 4 MiB %.1f us; "
+                "# hvd-bench calibrate: the link %s: 4 B allreduce %.2f us, 4 MiB %.1f us; "
                 "reduction %.2f GB/s\n",
                 c.overTcp    ? "within a host over TCP"
                 : c.sameHost ? "within a host"

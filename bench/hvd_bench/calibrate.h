@@ -1,6 +1,6 @@
-// hvd-bench --calibrate: measures the link between two ranks and the reduction speed, and
+// hvd-bench calibrate: measures the link between two ranks and the reduction speed, and
 // writes them into a network model (collectives/transport/network_model.h) that the simulator
-// (hvd-bench --simulate --model) and the runtime (HVD_NETWORK_MODEL) read. Run under hvdrun on
+// (hvd-bench simulate --model) and the runtime (HVD_NETWORK_MODEL) read. Run under hvdrun on
 // two ranks: on one host it measures the link within a host (shared memory, or with
 // --transport tcp the TCP loopback that a job of several hosts uses within each), on two hosts
 // the link between them.

@@ -51,31 +51,26 @@ std::size_t parseSize(const std::string& text, const std::string& flag) {
   return static_cast<std::size_t>(params::parseInt(digits, 0, INT64_MAX / 1024, flag)) * multiplier;
 }
 
-// Every flag's value; the modes read what is theirs.
+// Every option's value; each subcommand reads what is its own and the sweep's sizes.
 struct Values {
   BenchOptions o;
   std::string minBytes = "8", maxBytes = "64M", stepBytes = "0", op = "allreduce",
               dtype = "float32", redop = "sum", placement = "both", json;
   int check = 1;
-  bool engine = false;
+  bool startupFirst = false;
   EngineBenchOptions eo;
-  bool gpuMode = false;
-  bool startup = false, startupFirst = false;
   int simulate = 0;
   SimBenchOptions so;
   std::string modelFile, algorithms;
   double nicGbps = 0, nicLatencyUs = -1;
-  bool negotiation = false;
   NegotiationBenchOptions no;
-  bool calibrateMode = false;
   std::string save;
 };
 
-void addOptions(CLI::App& app, Values& v) {
+// The sweep's options, on the command itself: they come before or after a subcommand's name
+// (the subcommands fall through to them), and gpu and simulate take their sizes from them.
+void addSweepOptions(CLI::App& app, Values& v) {
   auto& o = v.o;
-  auto& eo = v.eo;
-  auto& so = v.so;
-  auto& no = v.no;
   app.add_option("-b,--minbytes", v.minBytes, "Smallest size (K, M, G suffixes)");
   app.add_option("-e,--maxbytes", v.maxBytes, "Largest size");
   app.add_option("-f,--stepfactor", o.stepFactor, "Multiply the size by this each row");
@@ -95,64 +90,51 @@ void addOptions(CLI::App& app, Values& v) {
   app.add_option("--placement", v.placement,
                  "Which runs to time: both, out (out of place only) or in (in place only)");
   app.add_option("--json", v.json, "Also write the rows to this JSON file (rank 0)");
-  app.add_flag("--engine", v.engine,
-               "Instead of a sweep, time 100-tensor steps through the engine with fusion on and "
-               "off, and a 4-byte allreduce's latency");
-  app.add_option("--steps", eo.steps, "--engine: timed steps per list, configuration and round")
-      ->check(CLI::Range(1, 100000));
-  app.add_option("--rounds", eo.rounds,
-                 "--engine: rounds, each timing fusion on and off on fresh runtimes, in "
-                 "alternating order")
-      ->check(CLI::Range(1, 1000));
-  app.add_option("--latency-iters", eo.latencyIterations, "--engine: timed 4-byte allreduces")
-      ->check(CLI::Range(10, 10000000));
-  app.add_flag("--gpu", v.gpuMode,
-               "Instead of a sweep, time GPU allreduces (-b to -e, -f, -w, -n): NCCL against a "
-               "device copy and the fusion copy kernel (one rank), the engine on GPU against host "
-               "buffers (any ranks); CUDA builds only");
-  app.add_flag("--startup", v.startup,
-               "Instead of a sweep, initialise as hvd_init does, pass a barrier, and print "
-               "'HVD_INITIALISED <unix time ns>' (for bench/startup_time.py)");
   app.add_flag("--startup-first", v.startupFirst,
-               "As --startup, then shut that runtime down and run the sweep: one launch gives "
-               "both the launch time and the sweep (for bench/fake_hosts.py)");
-  app.add_option("--simulate", v.simulate,
-                 "Instead of a sweep, simulate an allreduce (or -o broadcast) on this many ranks "
-                 "(virtual time, one "
-                 "process; no hvdrun): every algorithm against the lower bound and the cost "
-                 "model's choice, -b to -e by -f")
-      ->check(CLI::Range(1, 65536));
-  app.add_option("--model", v.modelFile,
-                 "--simulate: the network model, JSON (fields: HVD_NETWORK_MODEL in "
-                 "docs/environment.md); default: "
-                 "100 Gb/s NICs and this class of machine within a host");
-  app.add_option("--ranks-per-host", so.model.ranksPerHost,
-                 "--simulate: the topology's ranks per host")
-      ->check(CLI::Range(1, 65536));
-  app.add_option("--hosts-per-switch", so.model.hostsPerSwitch,
-                 "--simulate: hosts per switch (0: one switch)")
-      ->check(CLI::Range(0, 65536));
-  app.add_option("--nic-gbps", v.nicGbps, "--simulate: NIC bandwidth in Gbit/s")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--nic-latency-us", v.nicLatencyUs, "--simulate: NIC latency in microseconds")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--algorithms", v.algorithms,
-                 "--simulate: comma-separated, of recursive_doubling, ring, rabenseifner, "
-                 "hierarchical (default: all that fit the topology)");
-  app.add_flag("--negotiation", v.negotiation,
-               "Instead of a sweep, time rank 0's coordinator per cycle (decode every rank's "
-               "requests, check, fuse, encode the responses) at 16 to 4,096 ranks; no hvdrun");
-  app.add_option("--negotiation-tensors", no.tensors, "--negotiation: allreduces per cycle")
-      ->check(CLI::Range(1, 100000));
-  app.add_flag("--calibrate", v.calibrateMode,
-               "Instead of a sweep, measure the link between 2 ranks (within a host, or between "
-               "two) and the reduction speed, and print the network model; with --save, write it "
-               "(merged into that file when it exists) for --simulate --model and the "
-               "HVD_NETWORK_MODEL variable");
-  app.add_option("--save", v.save, "--calibrate: the model file to write");
+               "Before the sweep (or gpu, engine): initialise as hvd_init does, pass a barrier, "
+               "print 'HVD_INITIALISED <unix time ns>' and shut that runtime down: one launch "
+               "gives both the launch time and the sweep (for bench/fake_hosts.py)");
 }
 
-// Sizes, operation and checks of the sweep (and the sizes other modes borrow).
+void addEngineOptions(CLI::App& cmd, Values& v) {
+  cmd.add_option("--steps", v.eo.steps, "Timed steps per list, configuration and round")
+      ->check(CLI::Range(1, 100000));
+  cmd.add_option("--rounds", v.eo.rounds,
+                 "Rounds, each timing fusion on and off on fresh runtimes, in alternating order")
+      ->check(CLI::Range(1, 1000));
+  cmd.add_option("--latency-iters", v.eo.latencyIterations, "Timed 4-byte allreduces")
+      ->check(CLI::Range(10, 10000000));
+}
+
+void addSimulateOptions(CLI::App& cmd, Values& v) {
+  auto& so = v.so;
+  cmd.add_option("ranks", v.simulate, "Simulated ranks")->required()->check(CLI::Range(1, 65536));
+  cmd.add_option("--model", v.modelFile,
+                 "The network model, JSON (fields: HVD_NETWORK_MODEL in docs/environment.md); "
+                 "default: 100 Gb/s NICs and this class of machine within a host");
+  cmd.add_option("--ranks-per-host", so.model.ranksPerHost, "The topology's ranks per host")
+      ->check(CLI::Range(1, 65536));
+  cmd.add_option("--hosts-per-switch", so.model.hostsPerSwitch, "Hosts per switch (0: one switch)")
+      ->check(CLI::Range(0, 65536));
+  cmd.add_option("--nic-gbps", v.nicGbps, "NIC bandwidth in Gbit/s")->check(CLI::PositiveNumber);
+  cmd.add_option("--nic-latency-us", v.nicLatencyUs, "NIC latency in microseconds")
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--algorithms", v.algorithms,
+                 "Comma-separated, of recursive_doubling, ring, rabenseifner, hierarchical "
+                 "(default: all that fit the topology)");
+}
+
+void addNegotiationOptions(CLI::App& cmd, Values& v) {
+  cmd.add_option("--tensors", v.no.tensors, "Allreduces per cycle")->check(CLI::Range(1, 100000));
+}
+
+void addCalibrateOptions(CLI::App& cmd, Values& v) {
+  cmd.add_option("--save", v.save,
+                 "The model file to write (merged into it when it exists), for simulate --model "
+                 "and HVD_NETWORK_MODEL");
+}
+
+// Sizes, operation and checks of the sweep (and the sizes other subcommands borrow).
 void resolveSweep(Values& v) {
   v.o.minBytes = parseSize(v.minBytes, "-b");
   v.o.maxBytes = parseSize(v.maxBytes, "-e");
@@ -162,23 +144,20 @@ void resolveSweep(Values& v) {
   v.o.redop = collectives::parseReduceOp(v.redop);
   v.o.check = v.check != 0;
   v.o.placement = parsePlacement(v.placement);
-  if (v.startupFirst && (v.simulate > 0 || v.negotiation || v.calibrateMode || v.startup))
-    throw InvalidArgument(
-        "--startup-first goes before a sweep, --gpu or --engine; not with --simulate, "
-        "--negotiation, --calibrate or --startup");
 }
 
-int simulateMode(Values& v, const CLI::App& app) {
+int simulateMode(Values& v, const CLI::App& cmd, const Config*) {
   auto& so = v.so;
+  const CLI::App& app = *cmd.get_parent();
   if (!v.modelFile.empty()) {
     int perHost = so.model.ranksPerHost, perSwitch = so.model.hostsPerSwitch;
     so.model = collectives::NetworkModel::fromFile(v.modelFile, "--model " + v.modelFile);
-    if (app.count("--ranks-per-host")) so.model.ranksPerHost = perHost;
-    if (app.count("--hosts-per-switch")) so.model.hostsPerSwitch = perSwitch;
+    if (cmd.count("--ranks-per-host")) so.model.ranksPerHost = perHost;
+    if (cmd.count("--hosts-per-switch")) so.model.hostsPerSwitch = perSwitch;
   }
   if (v.nicGbps > 0) so.model.interHost.bytesPerSecond = v.nicGbps * 1e9 / 8;
   if (v.nicLatencyUs >= 0) so.model.interHost.latencySeconds = v.nicLatencyUs * 1e-6;
-  so.model.validate("--simulate");
+  so.model.validate("simulate");
   so.ranks = v.simulate;
   so.op = v.op;
   if (app.count("--minbytes")) so.minBytes = v.o.minBytes;
@@ -192,14 +171,15 @@ int simulateMode(Values& v, const CLI::App& app) {
   return 0;
 }
 
-int negotiationMode(Values& v) {
+int negotiationMode(Values& v, const CLI::App&, const Config*) {
   auto result = runNegotiationBench(v.no);
   printNegotiationReport(std::cout, result);
   if (!v.json.empty()) writeNegotiationJson(v.json, result);
   return 0;
 }
 
-int calibrateMode(Values& v, Config config) {
+int calibrateMode(Values& v, const CLI::App&, const Config* job) {
+  Config config = *job;
   collectives::NetworkModel base;
   // Merged into the file when it exists: calibrating one link keeps the other's figures.
   if (!v.save.empty() && std::filesystem::exists(v.save))
@@ -232,9 +212,11 @@ void stampInitialised(const Config& config) {
   rt->shutdown();  // collective: no rank leaves while another still talks to it
 }
 
-int gpuMode([[maybe_unused]] Values& v, [[maybe_unused]] const CLI::App& app,
-            [[maybe_unused]] const Config& config) {
+int gpuMode([[maybe_unused]] Values& v, [[maybe_unused]] const CLI::App& cmd,
+            [[maybe_unused]] const Config* job) {
 #ifdef HVD_BENCH_GPU
+  const Config& config = *job;
+  const CLI::App& app = *cmd.get_parent();
   GpuBenchOptions g;
   if (app.count("--minbytes")) g.minBytes = v.o.minBytes;
   if (app.count("--maxbytes")) g.maxBytes = v.o.maxBytes;
@@ -248,11 +230,12 @@ int gpuMode([[maybe_unused]] Values& v, [[maybe_unused]] const CLI::App& app,
   }
   return 0;
 #else
-  throw InvalidArgument("--gpu: this build of hvd has no GPU support");
+  throw InvalidArgument("gpu: this build of hvd has no GPU support");
 #endif
 }
 
-int engineMode(Values& v, const Config& config) {
+int engineMode(Values& v, const CLI::App&, const Config* job) {
+  const Config& config = *job;
   auto result = runEngineBench(config, v.eo);
   if (config.topology.rank == 0) {
     printEngineReport(std::cout, result);
@@ -278,17 +261,66 @@ int sweepMode(Values& v, const Config& config) {
   return 0;
 }
 
-// The modes without a job come first: they need no hvdrun and no runtime configuration.
-int runMode(Values& v, const CLI::App& app) {
+int startupMode(Values&, const CLI::App&, const Config* job) {
+  stampInitialised(*job);
+  return 0;
+}
+
+// hvd-bench's subcommands; without one it runs the sweep.
+struct Subcommand {
+  const char* name;
+  const char* help;
+  bool needsJob;           // runs under hvdrun, with the runtime's configuration
+  bool afterStartupFirst;  // --startup-first may come before it
+  void (*addOptions)(CLI::App&, Values&);
+  int (*run)(Values&, const CLI::App& self, const Config* job);
+};
+
+const Subcommand kSubcommands[] = {
+    {"engine",
+     "Time 100-tensor steps through the engine with fusion on and off, and a 4-byte "
+     "allreduce's latency",
+     true, true, addEngineOptions, engineMode},
+    {"gpu",
+     "Time GPU allreduces (-b to -e, -f, -w, -n): NCCL against a device copy and the fusion "
+     "copy kernel (one rank), the engine on GPU against host buffers (any ranks); CUDA builds "
+     "only",
+     true, true, nullptr, gpuMode},
+    {"startup",
+     "Initialise as hvd_init does, pass a barrier, and print 'HVD_INITIALISED <unix time ns>' "
+     "(for bench/startup_time.py)",
+     true, false, nullptr, startupMode},
+    {"calibrate",
+     "Measure the link between 2 ranks (within a host, or between two) and the reduction speed, "
+     "and print the network model",
+     true, false, addCalibrateOptions, calibrateMode},
+    {"simulate",
+     "Simulate an allreduce (or -o broadcast) on this many ranks (virtual time, one process; no "
+     "hvdrun): every algorithm against the lower bound and the cost model's choice, -b to -e by "
+     "-f",
+     false, false, addSimulateOptions, simulateMode},
+    {"negotiation",
+     "Time rank 0's coordinator per cycle (decode every rank's requests, check, fuse, encode the "
+     "responses) at 16 to 4,096 ranks; no hvdrun",
+     false, false, addNegotiationOptions, negotiationMode},
+};
+
+int run(Values& v, const CLI::App& app) {
   resolveSweep(v);
-  if (v.simulate > 0) return simulateMode(v, app);
-  if (v.negotiation) return negotiationMode(v);
+  for (const auto& sub : kSubcommands) {
+    const CLI::App* cmd = app.get_subcommand(sub.name);
+    if (!cmd->parsed()) continue;
+    if (v.startupFirst && !sub.afterStartupFirst)
+      throw InvalidArgument(std::string("--startup-first goes before a sweep, gpu or engine; "
+                                        "not with ") +
+                            sub.name);
+    if (!sub.needsJob) return sub.run(v, *cmd, nullptr);
+    auto config = Config::fromEnvironment();
+    if (v.startupFirst) stampInitialised(config);
+    return sub.run(v, *cmd, &config);
+  }
   auto config = Config::fromEnvironment();
-  if (v.calibrateMode) return calibrateMode(v, config);
-  if (v.startup || v.startupFirst) stampInitialised(config);
-  if (v.startup) return 0;
-  if (v.gpuMode) return gpuMode(v, app, config);
-  if (v.engine) return engineMode(v, config);
+  if (v.startupFirst) stampInitialised(config);
   return sweepMode(v, config);
 }
 
@@ -296,11 +328,19 @@ int runMode(Values& v, const CLI::App& app) {
 
 int runCommandLine(int argc, char** argv) {
   Values v;
-  CLI::App app{"hvd-bench: time hvd's collectives over a sweep of sizes (run under hvdrun)"};
-  addOptions(app, v);
+  CLI::App app{
+      "hvd-bench: time hvd's collectives over a sweep of sizes (run under hvdrun), or run one "
+      "of its subcommands"};
+  app.fallthrough();  // the sweep's options also after a subcommand's name
+  app.require_subcommand(0, 1);
+  addSweepOptions(app, v);
+  for (const auto& sub : kSubcommands) {
+    CLI::App* cmd = app.add_subcommand(sub.name, sub.help);
+    if (sub.addOptions) sub.addOptions(*cmd, v);
+  }
   CLI11_PARSE(app, argc, argv);
   try {
-    return runMode(v, app);
+    return run(v, app);
   } catch (const InvalidArgument& e) {
     std::fprintf(stderr, "hvd-bench: error: %s\n", e.what());
     return 2;

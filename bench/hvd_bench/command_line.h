@@ -1,6 +1,6 @@
-// hvd-bench's command line: one mode per run, each a function of its own (command_line.cc):
-// the collective sweep by default, or --engine, --gpu, --startup (and --startup-first before a
-// sweep), --simulate, --negotiation, --calibrate. docs/cli.md lists the flags.
+// hvd-bench's command line: the collective sweep by default, or one subcommand (a table in
+// command_line.cc): engine, gpu, startup, calibrate, simulate N, negotiation. --startup-first
+// comes before a sweep, gpu or engine. docs/cli.md lists the options.
 #pragma once
 
 namespace hvd::bench {

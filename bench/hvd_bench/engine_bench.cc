@@ -178,8 +178,8 @@ EngineBenchResult runEngineBench(const runtime::Config& config, const EngineBenc
 }
 
 void printEngineReport(std::ostream& out, const EngineBenchResult& r) {
-  out << "# hvd-bench --engine: " << r.ranks << " ranks, fusion threshold "
-      << r.fusionThresholdBytes << " bytes, " << r.rounds
+  out << "# hvd-bench engine: " << r.ranks << " ranks, fusion threshold " << r.fusionThresholdBytes
+      << " bytes, " << r.rounds
       << " rounds alternating fusion on and off (medians over all rounds' steps)\n";
   out << "#  list         tensors      bytes | fused ms/step  steps/s  colls | unfused ms/step"
          "  steps/s  colls | speed-up\n";
@@ -197,7 +197,7 @@ void printEngineReport(std::ostream& out, const EngineBenchResult& r) {
 }
 
 void writeEngineJson(const std::string& path, const EngineBenchResult& r) {
-  nlohmann::json j = {{"tool", "hvd-bench --engine"},
+  nlohmann::json j = {{"tool", "hvd-bench engine"},
                       {"ranks", r.ranks},
                       {"rounds", r.rounds},
                       {"fusion_threshold_bytes", r.fusionThresholdBytes},

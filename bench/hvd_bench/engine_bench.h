@@ -1,4 +1,4 @@
-// hvd-bench --engine: the framework pattern through the runtime engine. Each step submits a
+// hvd-bench engine: the framework pattern through the runtime engine. Each step submits a
 // list of gradient-like tensors asynchronously (named as a framework would, so steps after the
 // first hit the response cache) and waits for all of them; the list is timed with fusion on
 // and with fusion off in one run, and the latency of a lone 4-byte allreduce through the

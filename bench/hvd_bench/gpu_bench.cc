@@ -116,9 +116,9 @@ GpuBenchResult runGpuBench(const runtime::Config& config, const GpuBenchOptions&
   GpuBenchResult result;
   result.ranks = config.topology.size;
   int devices = 0;
-  HVD_CUDA_CHECK(cudaGetDeviceCount(&devices), "hvd-bench --gpu");
+  HVD_CUDA_CHECK(cudaGetDeviceCount(&devices), "hvd-bench gpu");
   cudaDeviceProp prop{};
-  HVD_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0), "hvd-bench --gpu");
+  HVD_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0), "hvd-bench gpu");
   result.device = prop.name;
   result.versions = gpu::cudaVersionText() + ", " + collectives::nccl::ncclVersionText(true);
   result.gpuBackend =
@@ -143,7 +143,7 @@ GpuBenchResult runGpuBench(const runtime::Config& config, const GpuBenchOptions&
 }
 
 void printGpuReport(std::ostream& out, const GpuBenchResult& r) {
-  out << "# hvd-bench --gpu: " << r.ranks << " rank(s) on " << r.device << " (" << r.versions
+  out << "# hvd-bench gpu: " << r.ranks << " rank(s) on " << r.device << " (" << r.versions
       << "); engine GPU backend: " << r.gpuBackend << "\n";
   out << std::setw(12) << "bytes" << std::setw(12) << "nccl(us)" << std::setw(12) << "copy(us)"
       << std::setw(10) << "ratio" << std::setw(16) << "engine-gpu(us)" << std::setw(17)
@@ -172,7 +172,7 @@ void writeGpuJson(const std::string& path, const GpuBenchResult& r) {
                     {"copy_us", row.copyUs},
                     {"engine_gpu_us", row.engineGpuUs},
                     {"engine_host_us", row.engineHostUs}});
-  nlohmann::json j = {{"benchmark", "hvd-bench --gpu"},
+  nlohmann::json j = {{"benchmark", "hvd-bench gpu"},
                       {"ranks", r.ranks},
                       {"device", r.device},
                       {"versions", r.versions},

@@ -1,4 +1,4 @@
-// hvd-bench --gpu: GPU tensors (CUDA builds only).
+// hvd-bench gpu: GPU tensors (CUDA builds only).
 // - One rank: the NCCL allreduce itself (out of place, float32 sum, CUDA events around it)
 //   against a device-to-device copy of the same size, the physical floor of a one-rank
 //   allreduce; and the fusion buffer's batched copy of 100 small tensors against 100

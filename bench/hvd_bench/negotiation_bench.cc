@@ -65,11 +65,11 @@ NegotiationRow measure(int ranks, const NegotiationBenchOptions& o) {
   cached.responseListsSeen = 1;
   for (const auto& response : first.responses)
     for (uint64_t id : response.cacheIds) {
-      HVD_ENFORCE(id != 0, "--negotiation: the response cache gave no id");
+      HVD_ENFORCE(id != 0, "negotiation: the response cache gave no id");
       cached.submissions.push_back({id, {}, {}});
     }
   HVD_ENFORCE(static_cast<int>(cached.submissions.size()) == o.tensors,
-              "--negotiation: ", cached.submissions.size(), " of ", o.tensors,
+              "negotiation: ", cached.submissions.size(), " of ", o.tensors,
               " operations came back from the first cycle");
   std::string cachedBytes = cached.encode();
   row.cachedRequestBytes = cachedBytes.size();
@@ -91,14 +91,14 @@ NegotiationRow measure(int ranks, const NegotiationBenchOptions& o) {
 }  // namespace
 
 NegotiationBenchResult runNegotiationBench(const NegotiationBenchOptions& o) {
-  HVD_ENFORCE(o.tensors >= 1 && o.cycles >= 1, "--negotiation: tensors and cycles must be >= 1");
+  HVD_ENFORCE(o.tensors >= 1 && o.cycles >= 1, "negotiation: tensors and cycles must be >= 1");
   NegotiationBenchResult result{o, {}};
   for (int n : o.ranks) result.rows.push_back(measure(n, o));
   return result;
 }
 
 void printNegotiationReport(std::ostream& out, const NegotiationBenchResult& r) {
-  out << "# hvd-bench --negotiation: rank 0's coordinator, " << r.options.tensors
+  out << "# hvd-bench negotiation: rank 0's coordinator, " << r.options.tensors
       << " allreduces per cycle, fused; median of " << r.options.cycles << " cached cycles\n";
   out << "#  ranks  first cycle (us)  cached cycle (us)  ns per rank and tensor  request bytes "
          "(first/cached)  response bytes\n";

@@ -1,4 +1,4 @@
-// hvd-bench --negotiation: what rank 0's coordinator costs per cycle as the job grows. For each
+// hvd-bench negotiation: what rank 0's coordinator costs per cycle as the job grows. For each
 // job size, every rank submits the same list of gradient-like allreduces, as a training step
 // does: the RequestLists are encoded as the ranks send them, and the coordinator decodes each,
 // submits it, dispatches the fused responses and encodes them, all timed. The first cycle

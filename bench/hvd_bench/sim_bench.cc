@@ -170,10 +170,10 @@ std::vector<Candidate> broadcastCandidates(const SimBenchOptions& o,
 
 SimBenchResult runSimBench(const SimBenchOptions& o) {
   auto wallStart = std::chrono::steady_clock::now();
-  HVD_ENFORCE(o.ranks >= 1, "--simulate: ranks must be >= 1");
+  HVD_ENFORCE(o.ranks >= 1, "simulate: ranks must be >= 1");
   bool isBroadcast = o.op == "broadcast";
   if (!isBroadcast && o.op != "allreduce")
-    throw InvalidArgument("--simulate -o '" + o.op + "': simulates allreduce or broadcast");
+    throw InvalidArgument("simulate -o '" + o.op + "': simulates allreduce or broadcast");
   SimBenchResult result{o, {}, 0};
   Worlds worlds;
   worlds.flat = std::make_unique<sim::SimWorld>(
@@ -211,7 +211,7 @@ SimBenchResult runSimBench(const SimBenchOptions& o) {
 
 void printSimReport(std::ostream& out, const SimBenchResult& r) {
   const auto& o = r.options;
-  out << "# hvd-bench --simulate: "
+  out << "# hvd-bench simulate: "
       << (o.op == "broadcast" ? "broadcast from rank 0" : "allreduce float32 sum") << ", "
       << o.ranks << " ranks; " << o.model.describe() << "\n";
   out << "# simulated microseconds per algorithm; bound: the alpha-beta-gamma lower bound; "

@@ -1,4 +1,4 @@
-// hvd-bench --simulate: the allreduce or broadcast algorithms run on the simulated transport
+// hvd-bench simulate: the allreduce or broadcast algorithms run on the simulated transport
 // (virtual time, timing only) for any number of ranks and topology, against the α-β-γ lower
 // bound and the cost model's choice. One row per size: every algorithm's simulated time, the
 // bound, the algorithm the cost model picks (what auto runs there) and the fastest simulated.

@@ -47,7 +47,7 @@ def test_bench_rejects_bad_arguments():
 
 def test_engine_benchmark_alternates_fusion_on_and_off(tmp_path):
     out = tmp_path / "engine.json"
-    r = run_hvdrun("-np", 2, BENCH, "--engine", "--steps", "2", "--rounds", "3",
+    r = run_hvdrun("-np", 2, BENCH, "engine", "--steps", "2", "--rounds", "3",
                    "--latency-iters", "50", "--json", out, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     report = json.loads(out.read_text())

@@ -304,7 +304,7 @@ def test_an_unknown_allreduce_algorithm_fails_naming_the_variable():
 def test_calibrate_writes_a_model_that_the_runtime_reads_and_a_bad_one_fails_init(tmp_path):
     model = tmp_path / "model.json"
     bench = BUILD / "apps" / "hvd-bench"
-    r = run_hvdrun("-np", 2, bench, "--calibrate", "--save", model)
+    r = run_hvdrun("-np", 2, bench, "calibrate", "--save", model)
     assert r.returncode == 0, r.stderr
     assert "the link within a host" in r.stdout
     fields = json.loads(model.read_text())
@@ -314,7 +314,7 @@ def test_calibrate_writes_a_model_that_the_runtime_reads_and_a_bad_one_fails_ini
     # The runtime takes it, and the simulator too.
     r = run_hvdrun("-np", 2, "-x", f"HVD_NETWORK_MODEL={model}", WORKER, "allreduce", 100_000)
     assert r.returncode == 0 and r.stdout.count(" ok") == 2, r.stderr
-    sim = __import__("subprocess").run([str(bench), "--simulate", "8", "--model", str(model),
+    sim = __import__("subprocess").run([str(bench), "simulate", "8", "--model", str(model),
                                         "-b", "4", "-e", "4"], capture_output=True, text=True,
                                        timeout=60)
     assert sim.returncode == 0 and "8 ranks" in sim.stdout, sim.stderr
@@ -469,7 +469,7 @@ def test_hvd_bench_startup_first_stamps_every_rank_then_sweeps(tmp_path):
     rows = json.loads(report.read_text())["rows"]
     assert [row["size"] for row in rows] == [4, 16, 64]
     assert all(row["out_of_place"]["wrong"] == 0 for row in rows)
-    r = subprocess.run([bench, "--startup-first", "--simulate", "4"], capture_output=True,
+    r = subprocess.run([bench, "--startup-first", "simulate", "4"], capture_output=True,
                        text=True, timeout=30)
     assert r.returncode == 2
-    assert "--startup-first goes before a sweep" in r.stderr and "not with --simulate" in r.stderr
+    assert "--startup-first goes before a sweep" in r.stderr and "not with simulate" in r.stderr
