@@ -6,7 +6,7 @@
 // TCP throughout, also within a host; the hierarchical form's stages within a host are shared
 // memory), and how many of a host's ranks share its NIC in a round.
 // The simulated transport (transport/sim) runs the same algorithms on the same model, which is
-// how these predictions are checked (bench: hvd-bench --simulate).
+// how these predictions are checked (bench: hvd-bench simulate).
 #pragma once
 
 #include <cstddef>

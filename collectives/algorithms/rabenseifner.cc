@@ -11,7 +11,7 @@
 //   Nearest partners first: the large early halves travel between neighbours, which launchers
 //   place on one host, and only the small late ones cross between hosts. On hosts of L ranks a
 //   host's NIC then carries about the payload each way, as the hierarchical form's does, not L
-//   times half of it (cost_model.cc; hvd-bench --simulate shows the difference).
+//   times half of it (cost_model.cc; hvd-bench simulate shows the difference).
 // - Allgather by recursive doubling, log2 p rounds, the halving's rounds in reverse: with
 //   d = p/2, ..., 1, rank v sends the finished blocks it holds to v xor d and receives that
 //   rank's (the half it gave away at distance d) in place.

@@ -10,7 +10,7 @@
 namespace hvd::runtime {
 
 // Tensors this large skip the fusion buffer: copying them in and out costs more than the
-// per-operation overhead fusing saves (measured with hvd-bench --engine, docs/performance.md).
+// per-operation overhead fusing saves (measured with hvd-bench engine, docs/performance.md).
 inline constexpr std::size_t kFuseBelowBytes = 256 << 10;
 
 // Consecutive tensors of one dtype below kFuseBelowBytes share a chunk while it stays within
