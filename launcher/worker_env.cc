@@ -27,6 +27,9 @@ Environment workerEnvironment(const Environment& base, const RankPlacement& p,
       {ParamId::RendezvousPort, std::to_string(job.rendezvousPort)},
       {ParamId::JobId, job.jobId},
       {ParamId::Secret, job.secret},
+      // hvdrun serves the rendezvous: a value inherited from a Spark task or Ray actor that
+      // started hvdrun would make rank 0 serve one too.
+      {ParamId::ExternalLauncher, ""},
   };
   for (const auto& [id, value] : settings) {
     const params::ParamSpec& spec = params::spec(id);

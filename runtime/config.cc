@@ -90,9 +90,8 @@ void deriveEngineOptions(Config& c, const params::ParamValues& v) {
   EngineOptions& e = c.engine;
   e.opTimeout = c.opTimeout;
   e.executor.opTimeout = c.opTimeout;
-  e.executor.fuseInPieces = c.topology.localSize == c.topology.size;
   e.executor.gpuHierarchicalAllreduce = c.hierarchicalAllreduce;
-  e.executor.hostname = c.topology.hostname;
+  c.setTopology(c.topology);
   e.autotune.tuneFusion = !v.isSet(ParamId::FusionThreshold);
   e.autotune.tuneCycleTime = !v.isSet(ParamId::CycleTime);
 }
@@ -115,6 +114,13 @@ Config Config::fromParams(const params::ParamValues& v, bool secretFromMunge) {
                           " and " + envName(ParamId::RendezvousAddr) +
                           ": elastic workers are started by hvdrun");
   return c;
+}
+
+void Config::setTopology(Topology placement) {
+  topology = std::move(placement);
+  // Every rank of a round decides alike: the executor cuts fused allreduces by this.
+  engine.executor.fuseInPieces = topology.localSize == topology.size;
+  engine.executor.hostname = topology.hostname;
 }
 
 EngineOptions defaultEngineOptions() {

@@ -84,6 +84,9 @@ struct Config {
   std::chrono::milliseconds elasticTimeout{};
   std::string elasticCommitDir;  // HVD_ELASTIC_COMMIT_DIR; read by hvd.elastic
 
+  // Replaces the placement (an elastic round's) and the engine options that follow from it.
+  void setTopology(Topology placement);
+
   // Throws InvalidArgument naming the variable for an invalid or inconsistent value.
   // `secretFromMunge`: a job of several ranks without HVD_SECRET is valid (see above).
   static Config fromParams(const params::ParamValues& values, bool secretFromMunge = false);

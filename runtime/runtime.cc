@@ -69,7 +69,7 @@ ElasticJoin joinElasticRound(const Config& given, rendezvous::Store* store) {
   }
   auto joined =
       rendezvous::elastic::joinNextRound(*store, given.jobId, given.workerId, given.elasticTimeout);
-  join.config.topology = joined.placement;
+  join.config.setTopology(joined.placement);
   join.config.jobId = detail::concat(given.jobId, "r", joined.round);
   join.config.peerAddress = joined.address;
   // A round's workers wait for each other as long as hvdrun waits for them: a new worker may

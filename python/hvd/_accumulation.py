@@ -8,15 +8,16 @@ a compiled graph too, and asks `completes`.
 """
 from __future__ import annotations
 
+import numbers
 from typing import Dict, Hashable, Iterable
 
 
 class BackwardPasses:
     def __init__(self, steps, average: bool = False, what: str = "DistributedOptimizer"):
-        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 1:
             raise ValueError(f"{what}: backward_passes_per_step must be a positive integer, "
                              f"got {steps!r}")
-        self.steps = steps
+        self.steps = int(steps)
         self.average = average  # average_aggregated_gradients: the sum's mean, not the sum
         self._remaining: Dict[Hashable, int] = {}
 

@@ -59,11 +59,32 @@ def place(hosts: Sequence[str]) -> List[Placement]:
     return fixed
 
 
+# Rank 0's rendezvous port is picked below the kernel's ephemeral range (32768 and up on
+# Linux): the port is free when picked and released before rank 0's runtime binds it, and in
+# between no outgoing connection and no listener on port 0 can take it.
+_PORTS = range(20000, 32000)
+
+
 def free_port(host: str) -> int:
     """A TCP port free on `host` now, for rank 0's rendezvous."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+    import random
+    for port in random.sample(_PORTS, 64):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free TCP port on {host} in {_PORTS.start}-{_PORTS.stop - 1} "
+                       "after 64 tries")
+
+
+def pick_interface(nics) -> Optional[str]:
+    """The first of `nics` (names) this host has, for HVD_NETWORK_INTERFACE; None if none."""
+    if not nics:
+        return None
+    present = {name for _, name in socket.if_nameindex()}
+    return next((n for n in sorted(nics) if n in present), None)
 
 
 def rank_environment(p: Placement, rendezvous: str, port: int, secret: str, launcher: str,
@@ -121,14 +142,18 @@ def run_rank(payload: bytes, env: Dict[str, str], placement: Placement,
         code = proc.wait()
         reader.join(30)
         output = kept.decode(errors="replace")
-        try:
-            import cloudpickle
-            with open(result_path, "rb") as f:
-                ok, value, peer = cloudpickle.load(f)
-        except (OSError, EOFError, pickle.UnpicklingError):
+        if not os.path.exists(result_path):
             ok, peer = False, False
             value = (f"rank {placement.rank}'s Python process exited with code {code} without a "
                      f"result (killed, or it crashed){_last_lines(output)}")
+        else:
+            try:
+                import cloudpickle
+                with open(result_path, "rb") as f:
+                    ok, value, peer = cloudpickle.load(f)
+            except Exception as e:  # noqa: BLE001  (a result whose class is not importable here)
+                ok, peer = False, False
+                value = f"rank {placement.rank}'s result cannot be read where it ran: {e!r}"
         return Outcome(placement.rank, placement.host, ok, value, output, time.time(), peer)
 
 

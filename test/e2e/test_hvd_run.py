@@ -163,7 +163,8 @@ def test_the_example_trains_on_4_ranks_over_2_ssh_hosts_with_identical_weights(h
 
 
 def test_what_hvd_lacks_of_horovod_spark_and_ray_says_so_and_what_to_use(tmp_path):
-    """Without PySpark or Ray installed too: the modules import, their missing parts say so."""
+    """horovod.spark and horovod.ray import (with PySpark and Ray installed, as Horovod's need);
+    what hvd lacks of them says so."""
     r = run_driver(tmp_path, """
         import horovod.spark, horovod.ray
         print("RUN", horovod.spark.run.__module__, horovod.ray.RayExecutor.__module__)

@@ -14,6 +14,11 @@ def test_backward_passes_per_step_must_be_a_positive_integer(steps):
         BackwardPasses(steps, what="Opt")
 
 
+def test_numpy_integers_count_as_integers():
+    import numpy as np
+    assert BackwardPasses(np.int64(3)).steps == 3
+
+
 def test_the_sum_or_its_mean_is_reduced():
     assert BackwardPasses(4).scale == 1.0
     assert BackwardPasses(4, average=True).scale == 0.25

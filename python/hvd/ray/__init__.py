@@ -58,9 +58,14 @@ class _Worker:
         from hvd import _ranks
         return _ranks.free_port(host)
 
-    def join(self, env: Dict[str, str], executable_cls, args, kwargs):
+    def join(self, env: Dict[str, str], nics, executable_cls, args, kwargs):
         import os
+
+        from hvd import _ranks
         os.environ.update(env)
+        nic = _ranks.pick_interface(nics)  # the first of them this node has
+        if nic and "HVD_NETWORK_INTERFACE" not in env:
+            os.environ["HVD_NETWORK_INTERFACE"] = nic
         if executable_cls is not None:
             self.executable = executable_cls(*(args or ()), **(kwargs or {}))
         return True
@@ -73,12 +78,15 @@ class _Worker:
 
 
 def _outcome(call):
-    """(ok, value or traceback): a rank's failure comes back as data, with its traceback."""
+    """(ok, value or traceback, whether the error was hvd's HorovodInternalError): a rank's
+    failure comes back as data, with its traceback."""
+    import time
     import traceback
     try:
-        return True, call()
-    except BaseException:  # noqa: B036  (the driver reports it, with the rank)
-        return False, traceback.format_exc()
+        return True, call(), False, time.time()
+    except BaseException as e:  # noqa: B036  (the driver reports it, with the rank)
+        peer = any(c.__name__ == "HorovodInternalError" for c in type(e).__mro__)
+        return False, traceback.format_exc(), peer, time.time()
 
 
 class RayExecutor:
@@ -129,6 +137,7 @@ class RayExecutor:
         self.gpus_per_worker = (gpus_per_slot or gpus_per_worker or 1) if use_gpu else 0
         self.workers: List[Any] = []
         self.placements = []
+        self.hosts: List[str] = []  # each rank's node address, by rank
         self._group = None
 
     # -- start ----------------------------------------------------------------------------
@@ -140,9 +149,6 @@ class RayExecutor:
         actor after that (execute() calls into it)."""
         ray = _ray()
         from ray.util.placement_group import placement_group
-        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
-
-        from hvd import _ranks
 
         if self.workers:
             raise RuntimeError(f"{_LAUNCHER}: start() was called already; shutdown() first")
@@ -169,11 +175,20 @@ class RayExecutor:
                 f"not fit on the Ray cluster within placement_group_timeout_s={timeout}: it "
                 f"has {total.get('CPU', 0):g} CPUs ({free.get('CPU', 0):g} free) and "
                 f"{total.get('GPU', 0):g} GPUs on {len(ray.nodes())} nodes")
-        actor = ray.remote(_Worker)
         env = {str(k): str(v) for k, v in (extra_env_vars or {}).items()}
-        if self.settings.nics:
-            env.setdefault("HVD_NETWORK_INTERFACE", ",".join(sorted(self.settings.nics)))
         env.setdefault("HVD_START_TIMEOUT", str(int(self.settings.timeout_s)))
+        try:
+            self._start_actors(ray, env, executable_cls, executable_args, executable_kwargs)
+        except BaseException:
+            self.shutdown()  # no actor or reservation outlives a start that failed
+            raise
+
+    def _start_actors(self, ray, env, executable_cls, executable_args, executable_kwargs):
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        from hvd import _ranks
+
+        actor = ray.remote(_Worker)
         self.workers = []
         for i in range(self.num_workers):
             index = i // self.num_workers_per_host if self.num_hosts is not None else i
@@ -198,8 +213,8 @@ class RayExecutor:
         for worker, p, host in zip(self.workers, self.placements, self.hosts):
             rank_env = _ranks.rank_environment(p, rendezvous, port, secret, "Ray", job_id)
             rank_env["HVD_HOSTNAME"] = host  # the node's address names it in messages
-            joins.append(worker.join.remote(rank_env, executable_cls, executable_args,
-                                            executable_kwargs))
+            joins.append(worker.join.remote(rank_env, sorted(self.settings.nics or ()),
+                                            executable_cls, executable_args, executable_kwargs))
         ray.get(joins)
 
     # -- calls ----------------------------------------------------------------------------
@@ -221,7 +236,8 @@ class RayExecutor:
     def run_remote(self, fn: Callable, args: Optional[List] = None,
                    kwargs: Optional[Dict] = None) -> List[Any]:
         """fn(*args, **kwargs) on every rank, without waiting: Ray object refs in rank order;
-        each resolves to (ok, return value or traceback)."""
+        each resolves to (ok, return value or traceback, was it hvd's HorovodInternalError,
+        when it ended)."""
         return [w.call.remote(fn, args, kwargs) for w in self._started()]
 
     def shutdown(self):
@@ -240,26 +256,46 @@ class RayExecutor:
         return self.workers
 
     def _gather(self, refs) -> List[Any]:
-        """The results in rank order; the first rank to fail raises RunError at once and
-        stops the job (its peers would wait for it in their collectives)."""
+        """The results in rank order. A failure raises RunError at once, naming the rank that
+        failed first for a reason of its own (the others' errors follow from it, as Spark's
+        ranks' do: hvd/_ranks.py), and stops the job: its peers would wait for it in their
+        collectives."""
+        from hvd import _ranks
+
         ray = _ray()
         index = {ref: i for i, ref in enumerate(refs)}
         results: Dict[int, Any] = {}
+        failures = []
         pending = list(refs)
+        deadline = None  # after the first failure: how long the others may take to report
         while pending:
-            done, pending = ray.wait(pending, num_returns=1)
+            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+            done, pending = ray.wait(pending, num_returns=1, timeout=timeout)
+            if not done:
+                break
             i = index[done[0]]
             try:
-                ok, value = ray.get(done[0])
+                ok, value, peer, finished = ray.get(done[0])
             except ray.exceptions.RayActorError as e:
-                ok, value = False, f"its actor died: {e}"
-            if not ok:
-                host = self.hosts[i] if i < len(self.hosts) else "?"
-                self.shutdown()
-                raise RunError(f"{_LAUNCHER}: rank {i} on node {host} failed:\n"
-                               f"{str(value).rstrip()}")
-            results[i] = value
+                ok, value, peer, finished = False, f"its actor died: {e}", False, time.time()
+            if ok:
+                results[i] = value
+                continue
+            host = self.hosts[i] if i < len(self.hosts) else "?"
+            failures.append(_ranks.Outcome(i, host, False, value, "", finished, peer))
+            if deadline is None:
+                deadline = time.monotonic() + _FAILURE_GRACE
+        if failures:
+            first = _ranks.first_failure(failures)
+            self.shutdown()
+            raise RunError(f"{_LAUNCHER}: rank {first.rank} on node {first.host} failed:\n"
+                           f"{str(first.value).rstrip()}")
         return [results[i] for i in range(len(refs))]
+
+
+# How long the other ranks may take to report after the first failure, so that the report
+# names the rank whose own error it was (its peers' HorovodInternalError often comes first).
+_FAILURE_GRACE = 2.0
 
 
 __all__ = ["RayExecutor", "RunError"]

@@ -63,7 +63,7 @@ def _wait_for_slots(sc, num_proc: int, start_timeout: float) -> None:
         slots = _slots(sc)
 
 
-def _rank_task(payload, secret, job_id, executable, env):
+def _rank_task(payload, secret, job_id, executable, env, nics):
     """The barrier stage's function: runs on each executor, returns [Outcome]."""
     def task(_):
         from pyspark import BarrierTaskContext
@@ -79,7 +79,12 @@ def _rank_task(payload, secret, job_id, executable, env):
         port = _ranks.free_port(hosts[zero]) if index == zero else 0
         port = int(ctx.allGather(str(port))[zero])
         rank_env = dict(env)
-        rank_env.update(_ranks.rank_environment(me, hosts[zero], port, secret, "Spark", job_id))
+        nic = _ranks.pick_interface(nics)
+        if nic:
+            rank_env.setdefault("HVD_NETWORK_INTERFACE", nic)
+        # A stage Spark runs again is a job of its own (rendezvous keys, shared memory).
+        attempt = f"{job_id}-a{ctx.stageAttemptNumber()}"
+        rank_env.update(_ranks.rank_environment(me, hosts[zero], port, secret, "Spark", attempt))
         outcome = _ranks.run_rank(payload, rank_env, me, executable,
                                   echo=lambda line: sys.stdout.write(line))
         yield outcome
@@ -97,16 +102,14 @@ def run(fn, args=(), kwargs=None, num_proc=None, start_timeout=None, use_mpi=Non
     HOROVOD_SPARK_START_TIMEOUT or 600) bounds the wait for the cluster's slots. ``env`` adds to
     the ranks' environment. Each rank's output is written, prefixed with its rank, to
     ``stdout`` (default sys.stdout) when it ends, with ``verbose`` >= 1; ``stderr`` gets the
-    failing rank's traceback. A rank that raises fails the call with RunError naming the rank,
-    its host and its traceback. MPI arguments are refused: hvd's own transports run the job.
+    failing rank's traceback. ``nics``: each rank uses the first of them its host has. A rank
+    that raises fails the call with RunError naming the rank, its host and its traceback. MPI
+    arguments are refused: hvd's own transports run the job.
     """
     if use_mpi or extra_mpi_args:
         raise ValueError(f"{_LAUNCHER}: hvd does not use MPI (use_mpi, extra_mpi_args); its "
                          "own transports run the job")
     del use_gloo, prefix_output_with_timestamp
-    if nics:
-        env = dict(env or {})
-        env.setdefault("HVD_NETWORK_INTERFACE", ",".join(sorted(nics)))
     import cloudpickle
 
     sc = _spark_context()
@@ -120,7 +123,8 @@ def run(fn, args=(), kwargs=None, num_proc=None, start_timeout=None, use_mpi=Non
     _wait_for_slots(sc, num_proc, start_timeout)
     payload = cloudpickle.dumps((fn, tuple(args), dict(kwargs or {})))
     job_id = f"spark-{secrets.token_hex(6)}"
-    task = _rank_task(payload, secrets.token_hex(32), job_id, executable, dict(env or {}))
+    task = _rank_task(payload, secrets.token_hex(32), job_id, executable, dict(env or {}),
+                      sorted(nics or ()))
     group = f"hvd.spark.run.{job_id}"
     outcomes = _collect(sc, group, num_proc, task)
     return _results(outcomes, num_proc, stdout or sys.stdout, stderr or sys.stderr, verbose)

@@ -56,7 +56,7 @@ class _DistributedOptimizer(_V1Optimizer):
         self._scale_local = bool(scale_local_gradients)
         # BroadcastGlobalVariablesHook broadcasts before the first step: check the start.
         self._guard = replicas.make_guard("DistributedOptimizer", options.process_set, first=0)
-        self._accumulation = None  # backward_passes_per_step > 1, in this graph
+        self._accumulation = None  # backward_passes_per_step > 1: the latest call's
 
     def register_local_var(self, var):
         """This variable's gradient stays this rank's own (Horovod's local variables)."""
@@ -86,10 +86,10 @@ class _DistributedOptimizer(_V1Optimizer):
         if tf.executing_eagerly():
             raise ValueError("DistributedOptimizer(backward_passes_per_step > 1) of a "
                              "tf.compat.v1.train optimizer needs a graph (a TF1 session)")
-        graph = tf.compat.v1.get_default_graph()
-        if self._accumulation is None or self._accumulation.counter.graph is not graph:
-            self._accumulation = GradientAccumulation(self._passes, self._reduce,
-                                                      local_variables=True)
+        # Sums and counter of their own per compute_gradients call (a GAN's two minimize
+        # calls count apart); apply_gradients applies the latest's.
+        self._accumulation = GradientAccumulation(self._passes, self._reduce,
+                                                  local_variables=True)
         return self._accumulation.add(grads, variables)
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):

@@ -1,4 +1,2 @@
 """horovod.spark.torch: Horovod's Spark estimators, not provided by hvd (its import says so)."""
-from hvd._no_spark_estimators import fail
-
-fail(__name__)
+from hvd._no_spark_estimators import torch  # noqa: F401

@@ -1,0 +1,5 @@
+"""What the compatibility package's horovod.ray re-exports. Importing it needs Ray, as importing
+Horovod's horovod.ray does (hvd.ray itself imports Ray only when it is used)."""
+import ray  # noqa: F401
+
+from hvd.ray import RayExecutor  # noqa: F401
