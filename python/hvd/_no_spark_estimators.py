@@ -5,7 +5,12 @@ ModuleNotFoundError, so code that probes for them behaves as without them."""
 from hvd._not_provided import not_provided
 
 
+_ESTIMATOR_MODULES = ("torch", "keras", "lightning", "common")
+
+
 def __getattr__(name):
+    if name not in _ESTIMATOR_MODULES:  # the import system's own questions (__path__, ...)
+        raise AttributeError(name)
     not_provided(f"horovod.spark.{name}",
                  "Horovod's Spark estimators (TorchEstimator, KerasEstimator, LightningEstimator "
                  "and their Store)",

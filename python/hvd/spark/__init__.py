@@ -66,6 +66,8 @@ def _wait_for_slots(sc, num_proc: int, start_timeout: float) -> None:
 def _rank_task(payload, secret, job_id, executable, env, nics):
     """The barrier stage's function: runs on each executor, returns [Outcome]."""
     def task(_):
+        import secrets
+
         from pyspark import BarrierTaskContext
 
         from hvd import _ranks
@@ -76,15 +78,16 @@ def _rank_task(payload, secret, job_id, executable, env, nics):
         placements = _ranks.place(hosts)
         me = placements[index]
         zero = next(i for i, p in enumerate(placements) if p.rank == 0)
-        port = _ranks.free_port(hosts[zero]) if index == zero else 0
-        port = int(ctx.allGather(str(port))[zero])
+        # Rank 0's task picks the port, and names this run of the stage: one Spark runs again
+        # is a job of its own (rendezvous keys, shared memory).
+        mine = f"{_ranks.free_port(hosts[zero])} {secrets.token_hex(4)}" if index == zero else ""
+        port, run = ctx.allGather(mine)[zero].split()
         rank_env = dict(env)
         nic = _ranks.pick_interface(nics)
         if nic:
             rank_env.setdefault("HVD_NETWORK_INTERFACE", nic)
-        # A stage Spark runs again is a job of its own (rendezvous keys, shared memory).
-        attempt = f"{job_id}-a{ctx.stageAttemptNumber()}"
-        rank_env.update(_ranks.rank_environment(me, hosts[zero], port, secret, "Spark", attempt))
+        rank_env.update(_ranks.rank_environment(me, hosts[zero], int(port), secret, "Spark",
+                                                f"{job_id}-{run}"))
         outcome = _ranks.run_rank(payload, rank_env, me, executable,
                                   echo=lambda line: sys.stdout.write(line))
         yield outcome
