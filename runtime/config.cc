@@ -131,12 +131,8 @@ namespace {
 
 Config fromSnapshot(std::map<std::string, std::string> env) {
   auto external = detectExternalLaunch(env);
-  if (!external) {
-    // hvdrun's ranks, or ranks that hvd.spark.run or hvd.ray placed (HVD_EXTERNAL_LAUNCHER).
-    Config c = Config::fromParams(params::ParamValues::fromMap(env));
-    c.servesRendezvous = !c.externalLauncher.empty() && c.topology.size > 1 && c.topology.rank == 0;
-    return c;
-  }
+  // hvdrun's ranks, or ranks that hvd.spark.run or hvd.ray placed (HVD_EXTERNAL_LAUNCHER).
+  if (!external) return Config::fromParams(params::ParamValues::fromMap(env));
   // What the job script exports wins, under hvd's or Horovod's name.
   for (const auto& [k, v] : external->params) {
     const std::string& alias = params::spec(k).horovodAlias;
@@ -179,7 +175,6 @@ Config fromSnapshot(std::map<std::string, std::string> env) {
                           " started this rank with HVD_ELASTIC=1; elastic "
                           "jobs are started by hvdrun (--min-np, --host-discovery-script)");
   c.externalLauncher = external->launcher;
-  c.servesRendezvous = size > 1 && c.topology.rank == 0;
   return c;
 }
 

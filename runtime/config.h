@@ -69,10 +69,12 @@ struct Config {
   bool logHideTime = false;  // HVD_LOG_HIDE_TIME=1
 
   // Set when srun/mpirun started this rank without hvdrun (external_launch.h), or to
-  // HVD_EXTERNAL_LAUNCHER (Spark, Ray): names that launcher; rank 0 of such a job serves the
-  // rendezvous itself.
+  // HVD_EXTERNAL_LAUNCHER (Spark, Ray): names that launcher.
   std::string externalLauncher;
-  bool servesRendezvous = false;
+  // Rank 0 of a job of several ranks that such a launcher started serves the rendezvous itself.
+  bool servesRendezvous() const {
+    return !externalLauncher.empty() && topology.size > 1 && topology.rank == 0;
+  }
   // Ranks that srun started with no HVD_SECRET: rank 0 makes the secret and the others get it
   // from rank 0 in munge credentials (munge_secret.h); connectWorld fills `secret` in.
   bool secretFromMunge = false;

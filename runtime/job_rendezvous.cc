@@ -116,8 +116,8 @@ RendezvousJoin joinRendezvous(Config& config, World& world, rendezvous::Store* s
     return join;
   }
   if (config.secretFromMunge) join.secretServer = agreeOnMungeSecret(config, world.logs);
-  if (config.servesRendezvous) world.rendezvousServer = serveRendezvous(config, world.logs);
-  world.storeServedByRankZero = !config.externalLauncher.empty() && !config.servesRendezvous;
+  if (config.servesRendezvous()) world.rendezvousServer = serveRendezvous(config, world.logs);
+  world.storeServedByRankZero = !config.externalLauncher.empty() && !config.servesRendezvous();
   if (!launcher) {
     auto opened = std::make_unique<rendezvous::TcpStoreClient>(
         config.rendezvousAddr, config.rendezvousPort, config.secret, config.startTimeout);

@@ -31,7 +31,7 @@ struct World {
   // This rank's loggers: every line starts "host:pid [rank r/size]". Everything the World
   // made logs through them, and so does the Runtime that owns the World.
   std::shared_ptr<log::Logs> logs;
-  // Rank 0 of a job that srun or mpirun started (Config::servesRendezvous) serves the job's
+  // Rank 0 of a job that srun or mpirun started (Config::servesRendezvous()) serves the job's
   // rendezvous itself, for as long as this World lives or until leaveRendezvous.
   std::unique_ptr<rendezvous::RendezvousServer> rendezvousServer;
   std::unique_ptr<rendezvous::Store> ownedStore;  // the launcher's store client, if used

@@ -308,8 +308,7 @@ struct ServedJob {
         test::oneHost(n, "tcp",
                       {{"HVD_JOB_ID", id}, {"HVD_LOG_LEVEL", "info"}, {"HVD_LOG_HIDE_TIME", "1"}}));
     c.rendezvousPort = port;
-    c.externalLauncher = "a test";
-    c.servesRendezvous = rank == 0;
+    c.externalLauncher = "a test";  // rank 0 serves the rendezvous
     return c;
   }
 
