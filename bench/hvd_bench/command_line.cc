@@ -307,21 +307,20 @@ const Subcommand kSubcommands[] = {
 
 int run(Values& v, const CLI::App& app) {
   resolveSweep(v);
-  for (const auto& sub : kSubcommands) {
-    const CLI::App* cmd = app.get_subcommand(sub.name);
-    if (!cmd->parsed()) continue;
-    if (v.startupFirst && !sub.afterStartupFirst)
-      throw InvalidArgument(std::string("--startup-first goes before a sweep, gpu or engine; "
-                                        "not with ") +
-                            sub.name);
-    if (!sub.needsJob) return sub.run(v, *cmd, nullptr);
-    auto config = Config::fromEnvironment();
-    if (v.startupFirst) stampInitialised(config);
-    return sub.run(v, *cmd, &config);
+  const Subcommand* sub = nullptr;  // none: the sweep
+  const CLI::App* cmd = nullptr;
+  for (const auto& s : kSubcommands) {
+    if (!app.get_subcommand(s.name)->parsed()) continue;
+    sub = &s;
+    cmd = app.get_subcommand(s.name);
   }
+  if (sub && v.startupFirst && !sub->afterStartupFirst)
+    throw InvalidArgument(
+        std::string("--startup-first goes before a sweep, gpu or engine; not with ") + sub->name);
+  if (sub && !sub->needsJob) return sub->run(v, *cmd, nullptr);
   auto config = Config::fromEnvironment();
   if (v.startupFirst) stampInitialised(config);
-  return sweepMode(v, config);
+  return sub ? sub->run(v, *cmd, &config) : sweepMode(v, config);
 }
 
 }  // namespace
