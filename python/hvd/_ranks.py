@@ -2,13 +2,13 @@
 mechanism hvd.spark.run and hvd.ray.RayExecutor share. Given where each worker runs, ranks go
 host by host (the host of worker 0 first, so rank 0 stays where the framework put worker 0),
 each worker learns its HVD_* placement, and rank 0 serves the job's rendezvous itself on a port
-it picked (HVD_EXTERNAL_LAUNCHER), so nothing needs to reach the driver. Each rank runs the
-function in a process of its own (python -m hvd._task_worker): the framework's worker stays
-clean for its next task, and a rank that crashes fails its task, not the executor."""
+it picked (HVD_EXTERNAL_LAUNCHER), so nothing needs to reach the driver. A Spark rank runs the
+function in a process of its own (run_rank: python -m hvd._task_worker), so the executor's
+Python worker stays clean for its next task and a rank that crashes fails its task, not the
+executor; a Ray actor is a process of its own already."""
 from __future__ import annotations
 
 import os
-import pickle
 import socket
 import subprocess
 import sys
@@ -79,12 +79,14 @@ def free_port(host: str) -> int:
                        "after 64 tries")
 
 
-def pick_interface(nics) -> Optional[str]:
-    """The first of `nics` (names) this host has, for HVD_NETWORK_INTERFACE; None if none."""
-    if not nics:
-        return None
-    present = {name for _, name in socket.if_nameindex()}
-    return next((n for n in sorted(nics) if n in present), None)
+def with_interface(env: Dict[str, str], nics) -> Dict[str, str]:
+    """`env` with HVD_NETWORK_INTERFACE the first of `nics` (names) this host has, unless env
+    names one; run where the rank runs."""
+    present = {name for _, name in socket.if_nameindex()} if nics else set()
+    nic = next((n for n in sorted(nics or ()) if n in present), None)
+    if nic and "HVD_NETWORK_INTERFACE" not in env:
+        env = {**env, "HVD_NETWORK_INTERFACE": nic}
+    return env
 
 
 def rank_environment(p: Placement, rendezvous: str, port: int, secret: str, launcher: str,
@@ -142,24 +144,23 @@ def run_rank(payload: bytes, env: Dict[str, str], placement: Placement,
         code = proc.wait()
         reader.join(30)
         output = kept.decode(errors="replace")
+        ok, peer, finished = False, False, time.time()
         if not os.path.exists(result_path):
-            ok, peer = False, False
             value = (f"rank {placement.rank}'s Python process exited with code {code} without a "
                      f"result (killed, or it crashed){_last_lines(output)}")
         else:
             try:
-                import cloudpickle
+                from hvd import _outcome
                 with open(result_path, "rb") as f:
-                    ok, value, peer = cloudpickle.load(f)
+                    ok, value, peer, finished = _outcome.loads(f.read())
             except Exception as e:  # noqa: BLE001  (a result whose class is not importable here)
-                ok, peer = False, False
                 value = f"rank {placement.rank}'s result cannot be read where it ran: {e!r}"
-        return Outcome(placement.rank, placement.host, ok, value, output, time.time(), peer)
+        return Outcome(placement.rank, placement.host, ok, value, output, finished, peer)
 
 
 def _die_with_parent():
     """The rank's process is killed when its task's process goes (a cancelled Spark job kills
-    the Python worker, a stopped Ray actor its process): no rank outlives its task."""
+    the Python worker): no rank outlives its task."""
     import ctypes
     import signal
     PR_SET_PDEATHSIG = 1
@@ -180,6 +181,7 @@ def first_failure(outcomes: Sequence[Outcome]) -> Optional[Outcome]:
     return min(failed, key=lambda o: (o.peer_failure, o.finished, o.rank))
 
 
-def failure_message(launcher: str, failure: Outcome) -> str:
-    return (f"{launcher}: rank {failure.rank} on host {failure.host} failed:\n"
+def failure_message(launcher: str, failure: Outcome, where: str = "host") -> str:
+    """`where`: what the framework calls the rank's machine (a Ray "node")."""
+    return (f"{launcher}: rank {failure.rank} on {where} {failure.host} failed:\n"
             f"{str(failure.value).rstrip()}")

@@ -97,7 +97,7 @@ class _Driver:
             self.handlers.append(handler)
 
     def _handle(self, conn):
-        import cloudpickle
+        from hvd import _outcome
         with conn:
             try:
                 conn.settimeout(30)  # the handshake; a worker's function may then run for days
@@ -108,7 +108,7 @@ class _Driver:
                 rank, host = _read_frame(conn).decode().split(" ", 1)
                 conn.sendall(_frame(self.payload))
                 conn.settimeout(None)
-                ok, value = cloudpickle.loads(_read_frame(conn))
+                ok, value, *_ = _outcome.loads(_read_frame(conn))
             except (OSError, ConnectionError, ValueError):
                 return  # the worker died: hvdrun reports it
             with self.lock:

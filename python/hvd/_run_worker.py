@@ -3,9 +3,7 @@ the driver (hvd/_run.py), run it, send back its result or its traceback. A funct
 raises also makes this process exit 1, so hvdrun ends the job as for any failed rank."""
 import os
 import socket
-import sys
 import time
-import traceback
 
 
 def _connect(host, port, deadline):
@@ -20,6 +18,8 @@ def _connect(host, port, deadline):
 
 def main():
     import cloudpickle
+
+    from hvd import _outcome
     from hvd._run import _frame, _read_exact, _read_frame, proof
 
     rank = os.environ["HVD_RANK"]
@@ -32,23 +32,9 @@ def main():
         conn.sendall(_frame(f"{rank} {host}".encode()))
         func, args, kwargs = cloudpickle.loads(_read_frame(conn))
         conn.settimeout(None)
-        try:
-            outcome = (True, func(*args, **kwargs))
-        except BaseException:  # noqa: B036  (SystemExit and KeyboardInterrupt are failures too)
-            outcome = (False, traceback.format_exc())
-        try:
-            reply = cloudpickle.dumps(outcome)
-        except Exception as e:  # noqa: BLE001  (whatever the result's pickling raises)
-            outcome = (False, f"rank {rank}'s result cannot be pickled: {e!r}")
-            reply = cloudpickle.dumps(outcome)
-        conn.sendall(_frame(reply))
-    if not outcome[0]:
-        # Exit at once, as a crashed rank would: a clean shutdown here would wait for peers
-        # that wait for this rank in a collective, until hvdrun's grace period ends.
-        sys.stderr.write(outcome[1])
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(1)
+        outcome = _outcome.call(func, args, kwargs)
+        conn.sendall(_frame(_outcome.dumps(outcome)))
+    _outcome.exit_if_failed(outcome)  # hvdrun then ends the job as for any failed rank
 
 
 if __name__ == "__main__":

@@ -1,15 +1,14 @@
 """hvd.ray.RayExecutor (and horovod.ray's under the compat package) on a real Ray cluster
 (ray_cluster.py): a head node and a worker node of 2 CPUs each, in network namespaces. Each
 driver is a script of its own, run on the head node as users run it."""
-import json
 import os
-import subprocess
 import sys
 import textwrap
 
 import pytest
 
 from conftest import BUILD as _BUILD, REPO
+from outcome_driver import run_outcome_driver
 from ray_cluster import RayCluster, unavailable_reason
 from test_hvd_run import TRAIN
 
@@ -33,22 +32,12 @@ def cluster():
     c.close()
 
 
-def run_driver(cluster, tmp_path, body, pythonpath, timeout=300):
+def run_driver(cluster, tmp_path, body, pythonpath):
     code = textwrap.dedent(CONNECT.format(address=cluster.address))
     code += textwrap.dedent(TRAIN.format(example=str(EXAMPLE))) + textwrap.dedent(body)
-    script = tmp_path / "driver.py"
-    script.write_text(code)
     env = {**cluster.env(), "PYTHONPATH": pythonpath}
-    r = subprocess.run(cluster.on_head([sys.executable, script]), capture_output=True,
-                       text=True, timeout=timeout, env=env, cwd=tmp_path)
-    outcome = {}
-    for line in r.stdout.splitlines():
-        if line.startswith("OUTCOME "):
-            outcome.update(json.loads(line[len("OUTCOME "):]))
-    if "done" not in outcome:
-        pytest.fail(f"driver exited {r.returncode}:\n{r.stdout[-3000:]}\n{r.stderr[-6000:]}\n"
-                    f"head node:\n{cluster.log(0)[-2000:]}")
-    return outcome
+    return run_outcome_driver(lambda script: cluster.on_head([sys.executable, script]), code,
+                              tmp_path, env, context=lambda: f"head node:\n{cluster.log(0)[-2000:]}")
 
 
 def assert_trained_as_one_job(results):

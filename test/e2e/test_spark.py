@@ -1,15 +1,14 @@
 """hvd.spark.run (and horovod.spark.run under the compat package) on a real Spark standalone
 cluster (spark_cluster.py): a master and two 2-core workers in network namespaces. Each driver
 is a script of its own, run as users run it, with a SparkSession on the cluster."""
-import json
 import os
-import subprocess
 import sys
 import textwrap
 
 import pytest
 
 from conftest import BUILD as _BUILD, REPO
+from outcome_driver import run_outcome_driver
 from spark_cluster import SparkCluster, unavailable_reason
 from test_hvd_run import TRAIN
 
@@ -38,26 +37,16 @@ def cluster():
     c.close()
 
 
-def run_driver(cluster, tmp_path, body, pythonpath, timeout=300):
+def run_driver(cluster, tmp_path, body, pythonpath):
     code = textwrap.dedent(SESSION.format(master=cluster.master_url, driver=cluster.driver_host,
                                           pythonpath=pythonpath))
     code += textwrap.dedent(TRAIN.format(example=str(EXAMPLE))) + textwrap.dedent(body)
-    script = tmp_path / "driver.py"
-    script.write_text(code)
     # PySpark starts the executors' Python from the driver's PYSPARK_PYTHON (default python3).
     env = {**os.environ, "PYTHONPATH": pythonpath, "PYSPARK_PYTHON": sys.executable}
-    r = subprocess.run([sys.executable, script], capture_output=True, text=True,
-                       timeout=timeout, env=env, cwd=tmp_path)
-    outcome = {}
-    for line in r.stdout.splitlines():
-        if line.startswith("OUTCOME "):
-            outcome.update(json.loads(line[len("OUTCOME "):]))
-    if "done" not in outcome:
-        pytest.fail(f"driver exited {r.returncode}:\n{r.stdout[-3000:]}\n{r.stderr[-6000:]}")
-    return outcome, r
+    return run_outcome_driver(lambda script: [sys.executable, script], code, tmp_path, env)
 
 
-def assert_trained_as_one_job(results, hosts):
+def assert_trained_as_one_job(results):
     """4 results in rank order, two ranks per host (by the ranks' own placement), one set of
     weights."""
     assert [r[0] for r in results] == [0, 1, 2, 3]
@@ -99,13 +88,11 @@ def hvd_flows(cluster, tmp_path_factory):
         out["done"] = True
         print("OUTCOME " + json.dumps(out), flush=True)
     """
-    outcome, _ = run_driver(cluster, tmp_path_factory.mktemp("spark"), body,
-                            str(BUILD / "python"))
-    return outcome
+    return run_driver(cluster, tmp_path_factory.mktemp("spark"), body, str(BUILD / "python"))
 
 
 def test_the_example_trains_on_4_spark_tasks_over_2_workers_with_identical_weights(hvd_flows):
-    assert_trained_as_one_job(hvd_flows["train"], 2)
+    assert_trained_as_one_job(hvd_flows["train"])
 
 
 def test_a_job_larger_than_the_cluster_fails_within_start_timeout_naming_its_slots(hvd_flows):
@@ -137,7 +124,7 @@ def test_horovod_spark_under_the_compat_package(cluster, tmp_path):
         print("OUTCOME " + json.dumps(out), flush=True)
     """
     compat = f"{BUILD / 'python' / 'hvd' / 'compat'}{os.pathsep}{BUILD / 'python'}"
-    outcome, _ = run_driver(cluster, tmp_path, body, compat)
-    assert_trained_as_one_job(outcome["train"], 2)
+    outcome = run_driver(cluster, tmp_path, body, compat)
+    assert_trained_as_one_job(outcome["train"])
     assert outcome["estimators"].startswith("horovod.spark.torch: hvd does not provide "
                                             "Horovod's Spark estimators")

@@ -62,31 +62,19 @@ class _Worker:
         import os
 
         from hvd import _ranks
-        os.environ.update(env)
-        nic = _ranks.pick_interface(nics)  # the first of them this node has
-        if nic and "HVD_NETWORK_INTERFACE" not in env:
-            os.environ["HVD_NETWORK_INTERFACE"] = nic
+        os.environ.update(_ranks.with_interface(env, nics))  # the first of them this node has
         if executable_cls is not None:
             self.executable = executable_cls(*(args or ()), **(kwargs or {}))
         return True
 
+    # A rank's failure comes back as data (hvd/_outcome.py), with its traceback.
     def call(self, fn, args, kwargs):
-        return _outcome(lambda: fn(*(args or ()), **(kwargs or {})))
+        from hvd import _outcome
+        return _outcome.call(fn, args or (), kwargs)
 
     def execute(self, fn):
-        return _outcome(lambda: fn(self.executable))
-
-
-def _outcome(call):
-    """(ok, value or traceback, whether the error was hvd's HorovodInternalError): a rank's
-    failure comes back as data, with its traceback."""
-    import time
-    import traceback
-    try:
-        return True, call(), False, time.time()
-    except BaseException as e:  # noqa: B036  (the driver reports it, with the rank)
-        peer = any(c.__name__ == "HorovodInternalError" for c in type(e).__mro__)
-        return False, traceback.format_exc(), peer, time.time()
+        from hvd import _outcome
+        return _outcome.call(fn, (self.executable,))
 
 
 class RayExecutor:
@@ -288,8 +276,7 @@ class RayExecutor:
         if failures:
             first = _ranks.first_failure(failures)
             self.shutdown()
-            raise RunError(f"{_LAUNCHER}: rank {first.rank} on node {first.host} failed:\n"
-                           f"{str(first.value).rstrip()}")
+            raise RunError(_ranks.failure_message(_LAUNCHER, first, where="node"))
         return [results[i] for i in range(len(refs))]
 
 

@@ -18,7 +18,7 @@ import secrets
 import sys
 import threading
 import time
-from typing import List, Optional
+from typing import List
 
 from hvd._run import RunError
 
@@ -82,10 +82,7 @@ def _rank_task(payload, secret, job_id, executable, env, nics):
         # is a job of its own (rendezvous keys, shared memory).
         mine = f"{_ranks.free_port(hosts[zero])} {secrets.token_hex(4)}" if index == zero else ""
         port, run = ctx.allGather(mine)[zero].split()
-        rank_env = dict(env)
-        nic = _ranks.pick_interface(nics)
-        if nic:
-            rank_env.setdefault("HVD_NETWORK_INTERFACE", nic)
+        rank_env = _ranks.with_interface(env, nics)
         rank_env.update(_ranks.rank_environment(me, hosts[zero], int(port), secret, "Spark",
                                                 f"{job_id}-{run}"))
         outcome = _ranks.run_rank(payload, rank_env, me, executable,
