@@ -173,6 +173,28 @@ HVD_LAUNCHER_PARAM(SshConcurrency,
                    "hvdrun's machine has cores to spare; lower it when a bastion or firewall "
                    "limits new connections.")
 
+HVD_LAUNCHER_PARAM(LaunchAgent,
+    .name = "HVD_LAUNCH_AGENT",
+    .type = ParamType::String, .defaultValue = "",
+    .flag = {.names = "--launch-agent", .kind = ValueKind::Text,
+             .target = FlagTarget::Launcher,
+             .group = FlagGroup::Ssh,
+             .help = "Start every worker as 'AGENT HOST COMMAND...' on this machine instead of "
+                     "here or over SSH"},
+    .description = "An executable hvdrun runs on its own machine in place of each worker, as "
+                   "`AGENT HOST COMMAND [ARGS...]`, with the worker's environment "
+                   "(`--launch-agent`; read by hvdrun): for hosts a cluster's own scheduler "
+                   "starts processes on. The agent's output and exit status are the worker's; "
+                   "SIGTERM must stop the worker. `hvd.ray.RayExecutor`'s elastic jobs start "
+                   "their workers as Ray actors this way ([cli.md](cli.md#launch-agents)).")
+
+HVD_LAUNCHER_PARAM(LaunchAgentEnv,
+    .name = "HVD_LAUNCH_AGENT_ENV",
+    .type = ParamType::String, .defaultValue = "",
+    .description = "Set by hvdrun for a launch agent: the comma-separated names of the "
+                   "variables the agent must give the worker where it runs (those an SSH start "
+                   "forwards).")
+
 HVD_PARAM(OpTimeout, opTimeout, seconds,
     .name = "HVD_OP_TIMEOUT",
     .type = ParamType::Int, .defaultValue = "300", .min = 1, .max = 86400,

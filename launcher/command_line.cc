@@ -98,6 +98,8 @@ void applyLauncherFlags(const std::map<params::ParamId, FlagValue>& given, Launc
     o.elastic.requireProgress = std::get<bool>(it->second);
   if (auto it = given.find(params::ParamId::ElasticCommitDir); it != given.end())
     o.elastic.commitDir = std::get<std::string>(it->second);
+  if (auto it = given.find(params::ParamId::LaunchAgent); it != given.end())
+    o.launchAgent = std::get<std::string>(it->second);
   // 0: not given; sshConcurrency() then reads the variable from hvdrun's environment.
   if (given.count(params::ParamId::SshConcurrency))
     o.ssh.concurrency = static_cast<int>(number(params::ParamId::SshConcurrency));

@@ -13,6 +13,7 @@
 #include "launcher/elastic_workers.h"
 #include "launcher/host_discovery.h"
 #include "launcher/host_plan.h"
+#include "launcher/launch_agent.h"
 #include "launcher/launch_strategy.h"
 #include "launcher/local_spawner.h"
 #include "launcher/remote_hosts.h"
@@ -93,6 +94,7 @@ class ElasticStrategy : public LaunchStrategy {
   std::vector<HostSlots> fixed_;  // the fixed list
   std::map<std::string, std::string> interfaces_;
   std::string executable_;  // command[0] on this machine, when workers may run here
+  std::string agent_;       // --launch-agent, resolved; "": none
   std::map<std::string, bool> localCache_;
   std::unique_ptr<HostDiscovery> discovery_;
 };
@@ -130,7 +132,8 @@ ElasticStrategy::ElasticStrategy(const LaunchContext& c) : c_(c) {
   bool localPossible =
       !script_.empty() || std::any_of(fixed_.begin(), fixed_.end(),
                                       [&](const HostSlots& h) { return isLocal(h.host); });
-  if (localPossible) executable_ = resolveExecutable(o.command[0], c.base);
+  agent_ = resolveLaunchAgent(o, c.base);
+  if (localPossible && agent_.empty()) executable_ = resolveExecutable(o.command[0], c.base);
 }
 
 bool ElasticStrategy::isLocal(const std::string& host) {
@@ -180,6 +183,7 @@ JobStart ElasticStrategy::start(rendezvous::RendezvousServer& server, const JobI
   launch.ssh = o.ssh;
   launch.graceSeconds = static_cast<int>(o.grace.count());
   launch.executable = executable_;
+  launch.agent = agent_;
   launch.extra = extra;
   launch.job = job;
   if (!net::isLoopback(job.rendezvousAddr)) launch.remoteRendezvousAddr = job.rendezvousAddr;

@@ -6,6 +6,7 @@
 #include "common/network.h"
 #include "common/param_table.h"
 #include "launcher/job.h"
+#include "launcher/launch_agent.h"
 #include "launcher/remote_hosts.h"
 #include "launcher/ssh/remote_command.h"
 
@@ -50,23 +51,46 @@ rendezvous::elastic::HostAddresses ElasticWorkers::addresses(
     }
   rendezvous::elastic::HostAddresses out;
   if (remote.empty()) return out;  // one machine: loopback serves
+  std::string source = routeSourceTowards(remote);
+  if (source.empty()) return out;
+  for (const auto& [id, p] : members)
+    if (isLocal_(p.hostname) && interfaceFor(launch_->interfaces, p.hostname).empty())
+      out[p.hostname] = source;
+  return out;
+}
+
+std::string ElasticWorkers::routeSourceTowards(const std::string& remote) {
   auto source = routeSource_.find(remote);
   if (source == routeSource_.end()) {
     try {
       source = routeSource_.emplace(remote, net::sourceAddressTowards(remote)).first;
     } catch (const Error& e) {
-      // Its SSH check fails the same way, and the driver takes the host out.
+      // Its workers fail to start the same way (the SSH check, or the rendezvous out of
+      // reach), and the driver takes the host out.
       log::logger("launcher")->warn("elastic: {}", e.what());
-      return out;
+      return "";
     }
   }
-  for (const auto& [id, p] : members)
-    if (isLocal_(p.hostname) && interfaceFor(launch_->interfaces, p.hostname).empty())
-      out[p.hostname] = source->second;
-  return out;
+  return source->second;
+}
+
+void ElasticWorkers::startThroughAgent(Job& job, const rendezvous::elastic::Members& added) {
+  for (const auto& [id, p] : added) {
+    std::string rendezvous = launch_->job.rendezvousAddr;
+    if (!isLocal_(p.hostname)) {
+      rendezvous = launch_->remoteRendezvousAddr;
+      if (rendezvous.empty()) rendezvous = routeSourceTowards(p.hostname);
+      if (rendezvous.empty()) rendezvous = launch_->job.rendezvousAddr;  // fails, and says so
+      launch_->listenOn(rendezvous);
+    }
+    Environment env = environmentOf(*launch_, id, p, rendezvous);
+    int label = job.addWorker(agentWorker(launch_->agent, p, std::move(env), launch_->command));
+    HVD_ENFORCE(label == id, "elastic: worker ", id, " got output stream ", label);
+  }
 }
 
 void ElasticWorkers::start(Job& job, const rendezvous::elastic::Members& added) {
+  if (!launch_->agent.empty()) return startThroughAgent(job, added);
   // Labels are handed out in id order, whatever host a worker goes to.
   std::map<std::string, LateHost> remote;
   std::vector<std::string> remoteOrder;

@@ -10,6 +10,8 @@
 // reach it over loopback, so a round that spans hosts tells them the address their peers reach
 // them on (the one the kernel routes towards the round's first remote host), unless
 // --network-interface chose one.
+// With --launch-agent every worker starts as a child process of this machine's agent
+// (launch_agent.h); a remote host's workers are told the address the kernel routes towards it.
 // Thread model: everything runs on the job's thread, but the SSH check and the making of a
 // remote worker's run script, which run on that host's thread and read only copies.
 #pragma once
@@ -40,6 +42,7 @@ struct ElasticLaunch {
   std::string workingDir;
   std::map<std::string, std::string> interfaces;  // parseNetworkInterfaces
   SshOptions ssh;
+  std::string agent;  // --launch-agent, resolved: every worker starts through it; "": none
   int graceSeconds = 10;
 };
 
@@ -55,6 +58,10 @@ class ElasticWorkers : public WorkerStarter {
  private:
   std::shared_ptr<const ElasticLaunch> launch_;  // shared with the remote hosts' threads
   std::function<bool(const std::string&)> isLocal_;
+  // The address `remote`'s workers reach this machine on ("" when no route is known).
+  std::string routeSourceTowards(const std::string& remote);
+  void startThroughAgent(Job& job, const rendezvous::elastic::Members& added);
+
   std::map<std::string, std::string> routeSource_;  // remote host -> this machine's address
 };
 

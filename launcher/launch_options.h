@@ -48,6 +48,8 @@ struct LaunchOptions {
   SshOptions ssh;
   // --network-interface: "IFACE" or "host=IFACE,..." (remote_hosts.h); empty: automatic.
   std::string networkInterface;
+  // --launch-agent (launch_agent.h); empty: HVD_LAUNCH_AGENT in hvdrun's environment, else none.
+  std::string launchAgent;
   ElasticFlags elastic;
 };
 

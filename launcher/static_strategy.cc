@@ -11,6 +11,7 @@
 #include "common/network.h"
 #include "common/params.h"
 #include "launcher/host_plan.h"
+#include "launcher/launch_agent.h"
 #include "launcher/launch_strategy.h"
 #include "launcher/local_spawner.h"
 #include "launcher/remote_hosts.h"
@@ -68,6 +69,9 @@ class StaticStrategy : public LaunchStrategy {
   std::map<std::string, std::string> interfaces_;
   std::string localExecutable_;
   std::vector<ssh::SshTarget> targets_;  // the remote hosts that get ranks, in host order
+  std::string agent_;                    // --launch-agent, resolved; "": none
+  // With an agent: the remote hosts that get ranks -> this machine's address towards each.
+  std::vector<std::pair<std::string, std::string>> agentRoutes_;
   ssh::PreflightReport checked_;
 };
 
@@ -80,17 +84,31 @@ StaticStrategy::StaticStrategy(const LaunchContext& c)
   bool anyLocal = std::any_of(placements_.begin(), placements_.end(), [&](const RankPlacement& p) {
     return plan_.local.count(p.hostname) > 0;
   });
-  if (anyLocal) localExecutable_ = resolveExecutable(o.command[0], c.base);
+  agent_ = resolveLaunchAgent(o, c.base);
+  if (anyLocal && agent_.empty()) localExecutable_ = resolveExecutable(o.command[0], c.base);
   std::set<std::string> used;
   for (const auto& p : placements_) used.insert(p.hostname);
-  for (const auto& h : plan_.hosts)
-    if (used.count(h.host) && !plan_.local.count(h.host))
+  for (const auto& h : plan_.hosts) {
+    if (!used.count(h.host) || plan_.local.count(h.host)) continue;
+    if (agent_.empty())
       targets_.push_back(sshTargetFor(h, o.ssh, c.base));
+    else
+      agentRoutes_.emplace_back(h.host, "");
+  }
 }
 
 // Checks the remote hosts, --ssh-concurrency at once; throws one report of all failures,
 // before any rank starts. Keeps each host's checked connection for its ranks.
 void StaticStrategy::prepare() {
+  // The agent's workers are told the address this machine reaches their host from.
+  for (auto& [host, source] : agentRoutes_) {
+    try {
+      source = net::sourceAddressTowards(host);
+    } catch (const Error& e) {
+      throw Error(
+          detail::concat("cannot start the job: host ", host, " (--launch-agent): ", e.what()));
+    }
+  }
   if (targets_.empty()) return;
   const LaunchOptions& o = c_.options;
   std::vector<ssh::PreflightHost> checks;
@@ -121,11 +139,12 @@ void StaticStrategy::prepare() {
 
 HostReach StaticStrategy::reach() {
   HostReach r;
-  r.remote = !targets_.empty();
+  r.remote = !targets_.empty() || !agentRoutes_.empty();
   r.thisHost = plan_.local.empty() ? "" : *plan_.local.begin();
   r.interface = interfaceFor(interfaces_, r.thisHost);
   for (const auto& t : targets_)
     r.routes.emplace_back(t.alias, checked_.ready.at(t.alias).localAddress);
+  for (const auto& route : agentRoutes_) r.routes.push_back(route);
   return r;
 }
 
@@ -139,6 +158,7 @@ void StaticStrategy::addTorchRendezvous(Environment& extra,
   auto given = [&](const std::string& name) { return userSet(name, c_.base, c_.options.exports); };
   if (!given("MASTER_ADDR")) {
     std::string address = rendezvousAddress;  // this machine's, as every host reaches it
+    if (!plan_.local.count(rank0.hostname) && !agent_.empty()) address = rank0.hostname;
     if (!plan_.local.count(rank0.hostname))
       for (const auto& t : targets_)
         if (t.alias == rank0.hostname) address = t.address;
@@ -184,10 +204,13 @@ JobStart StaticStrategy::start(rendezvous::RendezvousServer&, const JobIdentity&
     std::string iface = interfaceFor(interfaces_, p.hostname);
     if (!iface.empty()) env[params::envName(params::ParamId::NetworkInterface)] = iface;
     bool local = plan_.local.count(p.hostname) > 0;
-    std::string gloo = glooInterface(iface, local, targets_.empty(), job.rendezvousAddr);
+    std::string gloo =
+        glooInterface(iface, local, targets_.empty() && agentRoutes_.empty(), job.rendezvousAddr);
     if (!gloo.empty() && !userSet("GLOO_SOCKET_IFNAME", c_.base, o.exports))
       env["GLOO_SOCKET_IFNAME"] = gloo;
-    if (local)
+    if (!agent_.empty())
+      out.local.push_back(agentWorker(agent_, p, std::move(env), o.command));
+    else if (local)
       out.local.push_back(localRank(p, std::move(env)));
     else
       remoteByHost[p.hostname].push_back(remoteRank(p, env, iface, job));

@@ -105,9 +105,10 @@ class _Driver:
                 conn.sendall(nonce)
                 if not hmac.compare_digest(_read_exact(conn, 32), proof(self.key, nonce)):
                     return  # not a worker of this job: it gets nothing and is never read
-                rank, host = _read_frame(conn).decode().split(" ", 1)
+                _, host = _read_frame(conn).decode().split(" ", 1)
                 conn.sendall(_frame(self.payload))
                 conn.settimeout(None)
+                rank = _read_frame(conn).decode()  # the one it ended with
                 ok, value, *_ = _outcome.loads(_read_frame(conn))
             except (OSError, ConnectionError, ValueError):
                 return  # the worker died: hvdrun reports it
@@ -152,19 +153,28 @@ def run(func, args=(), kwargs=None, np=1, min_np=None, max_np=None, slots=None,
         raise ValueError("hvd.run: hvd does not use MPI (use_mpi, mpi_args); its own transports "
                          "run the job")
     del disable_cache, use_gloo  # nothing is cached; hvd's TCP transport is always there
-    import cloudpickle
-    key = secrets.token_hex(32)
-    driver = _Driver(cloudpickle.dumps((func, tuple(args), dict(kwargs or {}))), key)
-    command = [_hvdrun(), "-np", str(np)]
+    flags = ["-np", str(np)]
     for flag, value in (("-H", hosts), ("--hostfile", hostfile),
                         ("--start-timeout", start_timeout), ("--ssh-port", ssh_port),
                         ("--ssh-identity-file", ssh_identity_file),
                         ("--output-filename", output_filename),
                         ("--network-interface", network_interface)):
         if value is not None:
-            command += [flag, str(value)]
+            flags += [flag, str(value)]
     if verbose:
-        command.append("--verbose")
+        flags.append("--verbose")
+    return launch(func, args, kwargs, flags, executable, env, np)
+
+
+def launch(func, args, kwargs, flags, executable=None, env=None, np=None):
+    """``hvdrun FLAGS`` on the worker command with func served to its workers; the results by
+    the rank each worker ended with. `np`: the ranks that must all return (a static job); None:
+    an elastic job, whose workers come and go, returns the results of the workers that finished
+    (the last round's ranks)."""
+    import cloudpickle
+    key = secrets.token_hex(32)
+    driver = _Driver(cloudpickle.dumps((func, tuple(args), dict(kwargs or {}))), key)
+    command = [_hvdrun(), *flags]
     # A driver that imported Horovod's names from hvd's compatibility package: the function,
     # pickled with references to horovod.*, needs them on the workers too.
     if getattr(sys.modules.get("horovod"), "IS_HVD_COMPAT", False):
@@ -173,13 +183,13 @@ def run(func, args=(), kwargs=None, np=1, min_np=None, max_np=None, slots=None,
     worker_env = dict(os.environ if env is None else env)
     worker_env.update(HVD_RUN_DRIVER_PORT=str(driver.port), HVD_RUN_KEY=key)
     try:
-        code, stderr_tail = _launch(command, worker_env, driver.failed)
+        code, stderr_tail = _supervise(command, worker_env, driver.failed)
     finally:
         driver.close()
     return _results(driver, np, code, stderr_tail)
 
 
-def _launch(command, env, failed):
+def _supervise(command, env, failed):
     """hvdrun to completion, or until a rank's function raised (`failed`): then hvdrun is told
     to stop the job, as at Ctrl-C, and the others' errors (consequences) do not wait. Its
     stdout goes through; its stderr through with its tail kept."""
@@ -217,6 +227,10 @@ def _results(driver, np, code, stderr_tail):
         summary = "\n".join(line for line in stderr_tail if line.startswith("hvdrun"))
         raise RunError(f"the job failed (hvdrun exited with code {code}):\n"
                        + (summary or "\n".join(stderr_tail[-10:])))
+    if np is None:
+        if not outcomes:
+            raise RunError("the elastic job ended without any worker returning a result")
+        return [outcomes[r][1] for r in sorted(outcomes)]
     missing = [r for r in range(np) if r not in outcomes]
     if missing:
         raise RunError(f"ranks {missing} ended without returning a result")

@@ -1,5 +1,5 @@
 """The command hvd.run's workers run (``python -m hvd._run_worker``): fetch the function from
-the driver (hvd/_run.py), run it, send back its result or its traceback. A function that
+the driver (hvd/_run.py), run it, send back its result (with the rank it ended with) or its traceback. A function that
 raises also makes this process exit 1, so hvdrun ends the job as for any failed rank."""
 import os
 import socket
@@ -14,6 +14,13 @@ def _connect(host, port, deadline):
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.1)
+
+
+def _final_rank(started_as):
+    """The rank the result belongs to: an elastic job's worker may end in another round, with
+    another rank, than the one it started with."""
+    from hvd import _basics
+    return str(_basics.rank()) if _basics.is_initialized() else started_as
 
 
 def main():
@@ -33,7 +40,7 @@ def main():
         func, args, kwargs = cloudpickle.loads(_read_frame(conn))
         conn.settimeout(None)
         outcome = _outcome.call(func, args, kwargs)
-        conn.sendall(_frame(_outcome.dumps(outcome)))
+        conn.sendall(_frame(_final_rank(rank).encode()) + _frame(_outcome.dumps(outcome)))
     _outcome.exit_if_failed(outcome)  # hvdrun then ends the job as for any failed rank
 
 

@@ -173,12 +173,14 @@ def test_what_hvd_lacks_of_horovod_spark_and_ray_says_so_and_what_to_use(tmp_pat
                 __import__(name)
             except ModuleNotFoundError as e:
                 print("MISSING", e.name, "|", e)
-        for call in (lambda: horovod.spark.run_elastic(print),
-                     lambda: horovod.ray.RayExecutor(min_workers=1, max_workers=2)):
-            try:
-                call()
-            except NotImplementedError as e:
-                print("LATER", e)
+        try:
+            horovod.spark.run_elastic(print)
+        except NotImplementedError as e:
+            print("LATER", e)
+        try:
+            horovod.ray.RayExecutor(num_workers=2, min_workers=1, max_workers=2)
+        except ValueError as e:
+            print("REFUSED", e)
     """, env={**os.environ, "PYTHONPATH": f"{BUILD / 'python' / 'hvd' / 'compat'}:{BUILD / 'python'}"})
     assert r.returncode == 0, r.stderr[-3000:]
     assert "RUN hvd.spark hvd.ray" in r.stdout, r.stdout
@@ -187,5 +189,5 @@ def test_what_hvd_lacks_of_horovod_spark_and_ray_says_so_and_what_to_use(tmp_pat
                "(TorchEstimator, KerasEstimator, LightningEstimator and their Store) yet; train " \
                "with horovod.spark.run" in r.stdout, r.stdout
     assert "LATER hvd.spark.run_elastic: elastic Spark jobs are not provided yet" in r.stdout
-    assert "LATER hvd.ray: elastic Ray jobs (min_workers, max_workers) are not provided yet" \
-        in r.stdout
+    assert "REFUSED hvd.ray: give num_workers (or num_hosts) for a fixed job, or " \
+           "min_workers/max_workers for an elastic one, not both" in r.stdout

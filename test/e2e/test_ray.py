@@ -1,9 +1,12 @@
 """hvd.ray.RayExecutor (and horovod.ray's under the compat package) on a real Ray cluster
 (ray_cluster.py): a head node and a worker node of 2 CPUs each, in network namespaces. Each
 driver is a script of its own, run on the head node as users run it."""
+import json
 import os
+import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -114,14 +117,156 @@ def test_workers_that_do_not_fit_fail_at_the_placement_timeout_naming_the_cluste
 
 def test_horovod_ray_under_the_compat_package(cluster, tmp_path):
     body = """
-        from horovod.ray import RayExecutor
+        from horovod.ray import ElasticRayExecutor, RayExecutor
         executor = RayExecutor(RayExecutor.create_settings(), num_hosts=2,
                                num_workers_per_host=2)
         executor.start()
-        out = {"train": executor.run(train, args=(10,)), "done": True}
+        out = {"train": executor.run(train, args=(10,))}
         executor.shutdown()
+
+        def ranks():
+            import horovod.torch as h
+            h.init()
+            return h.rank(), h.size()
+
+        elastic = ElasticRayExecutor(ElasticRayExecutor.create_settings(min_num_proc=2,
+                                                                        max_num_proc=4))
+        elastic.start()
+        out["elastic"] = elastic.run(ranks)
+        elastic.shutdown()
+        out["done"] = True
         print("OUTCOME " + json.dumps(out), flush=True)
     """
     compat = f"{BUILD / 'python' / 'hvd' / 'compat'}{os.pathsep}{BUILD / 'python'}"
     outcome = run_driver(cluster, tmp_path, body, compat)
     assert_trained_as_one_job(outcome["train"])
+    assert outcome["elastic"] == [[0, 4], [1, 4], [2, 4], [3, 4]]
+
+
+ELASTIC = """
+    from hvd.ray import RayExecutor
+    from hvd import RunError
+
+    def train(progress, last_batches):
+        import time, zlib, torch, hvd.torch as h
+        h.init()
+        torch.manual_seed(0)
+        model = torch.nn.Linear(8, 1)
+        opt = h.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.01),
+                                     named_parameters=model.named_parameters())
+        state = h.elastic.TorchState(model=model, optimizer=opt, batch=0, sizes=[], done=0)
+
+        @h.elastic.run
+        def loop(state):
+            # Every rank decides from the synced state alone, so all stop at the same batch:
+            # `last_batches` after the job has been at 3 workers, then fewer, then 3 again.
+            while state.batch < 3000 and state.done < last_batches:
+                if not state.sizes or state.sizes[-1] != h.size():
+                    state.sizes = state.sizes + [h.size()]
+                x = torch.randn(16, 8)
+                opt.zero_grad()
+                ((model(x) - x.sum(1, keepdim=True)) ** 2).mean().backward()
+                opt.step()
+                state.batch += 1
+                if len(state.sizes) >= 3 and state.sizes[-3:][0] == 3 and h.size() == 3:
+                    state.done += 1
+                if h.rank() == 0:
+                    with open(progress, "a") as f:
+                        f.write(f"{state.batch} {h.size()}\\n")
+                time.sleep(0.05)
+                state.commit()
+
+        loop(state)
+        weights = b"".join(p.detach().numpy().tobytes() for p in model.parameters())
+        return h.rank(), h.size(), state.sizes, zlib.crc32(weights)
+
+    def fails():
+        import hvd.numpy as h, numpy as np
+        h.init()
+        h.allreduce(np.ones(2, np.float32), name="warm.fails")
+        if h.rank() == 2:
+            raise ValueError("rank two's bad batch")
+        h.allreduce(np.ones(2, np.float32), name="after.fails")
+
+    out = {}
+    executor = RayExecutor(RayExecutor.create_settings(timeout_s=30), min_workers=2,
+                           max_workers=3, cpus_per_slot=1, cooldown_range=(1, 10))
+    executor.start()
+    out["train"] = executor.run(train, args=(PROGRESS, 30))
+    start = time.monotonic()
+    try:
+        executor.run(fails)
+    except RunError as e:
+        out["fails"] = [str(e), time.monotonic() - start]
+    executor.shutdown()
+    out["done"] = True
+    print("OUTCOME " + json.dumps(out), flush=True)
+"""
+
+
+def sizes_seen(progress):
+    """The sizes rank 0 trained at, in order, each once per stretch."""
+    sizes = []
+    for line in progress.read_text().splitlines():
+        size = int(line.split()[1])
+        if not sizes or sizes[-1] != size:
+            sizes.append(size)
+    return sizes
+
+
+def wait_for(condition, timeout, what, driver):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        if driver.poll() is not None:
+            pytest.fail(f"the driver ended while waiting for {what}:\n{driver.stdout.read()}")
+        time.sleep(0.2)
+    pytest.fail(f"no {what} within {timeout} s")
+
+
+def test_an_elastic_job_goes_on_without_a_node_that_leaves_and_grows_back(cluster, tmp_path):
+    """min_workers=2, max_workers=3 on 2 nodes of 2 CPUs: 3 workers, 2 on the driver's node.
+    The other node's raylet stops: training goes on with 2; it starts again: back to 3. A rank
+    that raises fails the next run at once naming its rank, node and traceback."""
+    progress = tmp_path / "progress"
+    progress.touch()
+    code = textwrap.dedent(CONNECT.format(address=cluster.address))
+    code += textwrap.dedent(ELASTIC).replace("PROGRESS", repr(str(progress)))
+    script = tmp_path / "driver.py"
+    script.write_text(code)
+    env = {**cluster.env(), "PYTHONPATH": str(BUILD / "python")}
+    driver = subprocess.Popen(cluster.on_head([sys.executable, str(script)]), env=env,
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True)
+    try:
+        wait_for(lambda: sizes_seen(progress)[-1:] == [3], 90, "training at 3 workers", driver)
+        cluster.stop_node(1)
+        left = time.monotonic()
+        wait_for(lambda: sizes_seen(progress)[-1:] == [2], 30, "training at 2 workers", driver)
+        shrunk = time.monotonic() - left
+        cluster.start_node(1)
+        wait_for(lambda: sizes_seen(progress)[-1:] == [3] and len(sizes_seen(progress)) >= 3,
+                 120, "training at 3 workers again", driver)
+        output, _ = driver.communicate(timeout=120)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+        cluster.wait_for_nodes(2)  # for the module's other tests
+    outcome = {}
+    for line in output.splitlines():
+        if line.startswith("OUTCOME "):
+            outcome.update(json.loads(line[len("OUTCOME "):]))
+    assert outcome.get("done"), output[-6000:]
+    results = outcome["train"]
+    assert [r[0] for r in results] == [0, 1, 2]
+    assert {r[1] for r in results} == {3}
+    assert len({r[3] for r in results}) == 1, results  # identical weights
+    assert results[0][2][-3:] == [3, 2, 3], results  # the sizes the state went through
+    assert shrunk < 15, shrunk
+    node = cluster.hosts.addresses[1]
+    assert f"the worker on node {node} was lost with its Ray actor" in output
+    message, seconds = outcome["fails"]
+    assert "rank 2 on host" in message and "ValueError: rank two's bad batch" in message
+    assert seconds < 15

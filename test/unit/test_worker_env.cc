@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/error.h"
+#include "launcher/launch_agent.h"
 #include "launcher/worker_env.h"
 
 using namespace hvd::launcher;
@@ -52,4 +53,32 @@ TEST_CASE("exporting a variable hvdrun sets for each rank is refused, naming it"
   auto env = workerEnvironment({{"HVD_RANK", "7"}, {"RANK", "7"}}, p, job, {}, {});
   CHECK(env["HVD_RANK"] == "3");
   CHECK(env["RANK"] == "3");
+}
+
+TEST_CASE("a launch agent runs as AGENT HOST COMMAND with the worker's environment and names") {
+  RankPlacement p{1, 2, 1, 2, 0, 1, "10.0.0.7"};
+  JobIdentity job{"10.0.0.1", 4242, "s3cr3t", "job1"};
+  auto env = workerEnvironment({{"PATH", "/bin"}, {"HOME", "/root"}}, p, job, {}, {});
+  WorkerSpec w = agentWorker("/opt/agent", p, env, {"python", "train.py"});
+  CHECK(w.executable == "/opt/agent");
+  CHECK(w.argv == std::vector<std::string>{"/opt/agent", "10.0.0.7", "python", "train.py"});
+  CHECK(w.env.at("HVD_SECRET") == "s3cr3t");  // in its environment, never on a command line
+  std::string names = "," + w.env.at("HVD_LAUNCH_AGENT_ENV") + ",";
+  CHECK(names.find(",HVD_RANK,") != std::string::npos);
+  CHECK(names.find(",HVD_SECRET,") != std::string::npos);
+  CHECK(names.find(",PATH,") != std::string::npos);
+  CHECK(names.find(",HOME,") == std::string::npos);  // the host's own, as over SSH
+}
+
+TEST_CASE("a launch agent that is not there is refused naming the flag or the variable") {
+  LaunchOptions o;
+  CHECK(resolveLaunchAgent(o, {}).empty());
+  o.launchAgent = "/nonexistent/agent";
+  REQUIRE_THROWS_WITH(resolveLaunchAgent(o, {}),
+                      Catch::Contains("--launch-agent: /nonexistent/agent: not found"));
+  o.launchAgent.clear();
+  REQUIRE_THROWS_WITH(
+      resolveLaunchAgent(o, {{"HVD_LAUNCH_AGENT", "no-such-agent"}, {"PATH", "/x"}}),
+      Catch::Contains("HVD_LAUNCH_AGENT: no-such-agent: command not found"));
+  CHECK(resolveLaunchAgent(o, {{"HVD_LAUNCH_AGENT", "sh"}, {"PATH", "/bin"}}) == "/bin/sh");
 }

@@ -11,6 +11,10 @@ their process between calls: run() and execute() call into the same initialised 
 Horovod. A rank whose call raises fails the call at once with RunError (rank, node, traceback)
 and stops the job's actors, whose peers would otherwise wait for it until the op timeout.
 
+With min_workers/max_workers the job is elastic (hvd/ray/_elastic.py): hvdrun's elastic driver
+runs it, with Ray's live nodes for its hosts and Ray actors for its workers, and the training
+function uses hvd.elastic.run and a State as under hvdrun.
+
 Needs Ray (``pip install 'hvd[ray]'``) and ``ray.init()`` (a cluster address) in the driver.
 """
 from __future__ import annotations
@@ -99,12 +103,21 @@ class RayExecutor:
                  cooldown_range=None, elastic_timeout: int = 600,
                  override_discovery: bool = True, cpus_per_slot: Optional[int] = None,
                  gpus_per_slot: Optional[int] = None):
-        del use_current_placement_group, reset_limit, cooldown_range, override_discovery
+        del use_current_placement_group, override_discovery
+        self.settings = settings or MiniSettings()
+        self.workers: List[Any] = []
+        self._elastic = None
         if min_workers is not None or max_workers is not None:
-            raise NotImplementedError(
-                f"{_LAUNCHER}: elastic Ray jobs (min_workers, max_workers) are not provided "
-                "yet; give num_workers, or run an elastic job under hvdrun (docs/elastic.md)")
-        del elastic_timeout
+            if num_workers is not None or num_hosts is not None:
+                raise ValueError(f"{_LAUNCHER}: give num_workers (or num_hosts) for a fixed "
+                                 "job, or min_workers/max_workers for an elastic one, not both")
+            from hvd.ray._elastic import ElasticJob
+            cpus = cpus_per_slot or cpus_per_worker
+            gpus = (gpus_per_slot or gpus_per_worker or 1) if use_gpu else 0
+            self._elastic = ElasticJob(self.settings, min_workers or 1, max_workers, cpus, gpus,
+                                       reset_limit, cooldown_range, elastic_timeout)
+            return
+        del elastic_timeout, reset_limit, cooldown_range
         if num_workers is not None and num_hosts is not None:
             raise ValueError(f"{_LAUNCHER}: give num_workers, or num_hosts with "
                              "num_workers_per_host, not both")
@@ -116,14 +129,12 @@ class RayExecutor:
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise ValueError(f"{_LAUNCHER}: {name} must be a positive integer, got "
                                  f"{value!r}")
-        self.settings = settings or MiniSettings()
         self.num_hosts = num_hosts
         self.num_workers_per_host = num_workers_per_host
         self.num_workers = num_workers if num_workers is not None else \
             num_hosts * num_workers_per_host
         self.cpus_per_worker = cpus_per_slot or cpus_per_worker
         self.gpus_per_worker = (gpus_per_slot or gpus_per_worker or 1) if use_gpu else 0
-        self.workers: List[Any] = []
         self.placements = []
         self.hosts: List[str] = []  # each rank's node address, by rank
         self._group = None
@@ -138,6 +149,10 @@ class RayExecutor:
         ray = _ray()
         from ray.util.placement_group import placement_group
 
+        if self._elastic is not None:
+            env = {str(k): str(v) for k, v in (extra_env_vars or {}).items()}
+            return self._elastic.start(ray, executable_cls, executable_args, executable_kwargs,
+                                       env)
         if self.workers:
             raise RuntimeError(f"{_LAUNCHER}: start() was called already; shutdown() first")
         bundle = {"CPU": self.cpus_per_worker}
@@ -208,17 +223,24 @@ class RayExecutor:
     # -- calls ----------------------------------------------------------------------------
     def run(self, fn: Callable, args: Optional[List] = None, kwargs: Optional[Dict] = None,
             callbacks: Optional[List[Callable]] = None) -> List[Any]:
-        """fn(*args, **kwargs) on every rank; the results in rank order."""
+        """fn(*args, **kwargs) on every rank; the results in rank order. Elastic: the results
+        of the workers that finished (the last round's), in their rank order."""
         del callbacks
+        if self._elastic is not None:
+            return self._elastic.run(fn, args, kwargs)
         return self._gather([w.call.remote(fn, args, kwargs) for w in self._started()])
 
     def execute(self, fn: Callable, callbacks: Optional[List[Callable]] = None) -> List[Any]:
-        """fn(executable) on every rank (the executable_cls instance start() made)."""
+        """fn(executable) on every rank (the executable_cls instance start() made; elastic: made
+        by each worker as it starts)."""
         del callbacks
+        if self._elastic is not None:
+            return self._elastic.execute(fn)
         return self._gather([w.execute.remote(fn) for w in self._started()])
 
     def execute_single(self, fn: Callable) -> Any:
         """fn(executable) on rank 0 only."""
+        self._refuse_elastic("execute_single", "execute")
         return self._gather([self._started()[0].execute.remote(fn)])[0]
 
     def run_remote(self, fn: Callable, args: Optional[List] = None,
@@ -226,17 +248,26 @@ class RayExecutor:
         """fn(*args, **kwargs) on every rank, without waiting: Ray object refs in rank order;
         each resolves to (ok, return value or traceback, was it hvd's HorovodInternalError,
         when it ended)."""
+        self._refuse_elastic("run_remote", "run")
         return [w.call.remote(fn, args, kwargs) for w in self._started()]
 
     def shutdown(self):
         """Stops the actors and frees their resources."""
         ray = _ray()
+        if self._elastic is not None:
+            return self._elastic.shutdown()
         for w in self.workers:
             ray.kill(w)
         self.workers = []
         if self._group is not None:
             ray.util.remove_placement_group(self._group)
             self._group = None
+
+    def _refuse_elastic(self, method, instead):
+        if self._elastic is not None:
+            raise NotImplementedError(f"{_LAUNCHER}: {method}() has no meaning in an elastic job,"
+                                      f" whose workers come and go between rounds; use "
+                                      f"{instead}()")
 
     def _started(self):
         if not self.workers:
@@ -280,9 +311,64 @@ class RayExecutor:
         return [results[i] for i in range(len(refs))]
 
 
+@dataclass
+class ElasticSettings:
+    """ElasticRayExecutor.create_settings()'s settings."""
+    min_num_proc: int = 1
+    max_num_proc: Optional[int] = None
+    reset_limit: Optional[int] = None
+    elastic_timeout: int = 600
+    timeout_s: int = 30
+    nics: Optional[set] = None
+    placement_group_timeout_s: int = 100
+    cooldown_range: Optional[tuple] = None
+
+
+class ElasticRayExecutor:
+    """Horovod's older elastic Ray API: ``ElasticRayExecutor(settings, ...)``, ``start()``,
+    ``run(worker_fn)`` calling ``worker_fn()`` on every worker. The same job as
+    ``RayExecutor(min_workers=..., max_workers=...)``."""
+
+    @staticmethod
+    def create_settings(min_num_proc=1, max_num_proc=None, reset_limit=None,
+                        elastic_timeout=600, timeout_s=30, ssh_identity_file=None, nics=None,
+                        min_np=None, max_np=None, cooldown_range=None, **kwargs):
+        del ssh_identity_file, kwargs  # SSH is not used: Ray starts the workers
+        return ElasticSettings(min_num_proc=min_np or min_num_proc,
+                               max_num_proc=max_np or max_num_proc, reset_limit=reset_limit,
+                               elastic_timeout=elastic_timeout, timeout_s=timeout_s,
+                               nics=set(nics) if nics else None, cooldown_range=cooldown_range)
+
+    def __init__(self, settings: ElasticSettings, use_gpu: bool = False, cpus_per_slot: int = 1,
+                 gpus_per_slot: Optional[int] = None, env_vars: Optional[dict] = None,
+                 override_discovery: bool = True):
+        del override_discovery
+        if gpus_per_slot and not use_gpu:
+            raise ValueError(f"{_LAUNCHER}: gpus_per_slot={gpus_per_slot} needs use_gpu=True")
+        self._executor = RayExecutor(settings, min_workers=settings.min_num_proc,
+                                     max_workers=settings.max_num_proc,
+                                     cpus_per_slot=cpus_per_slot, use_gpu=use_gpu,
+                                     gpus_per_slot=gpus_per_slot,
+                                     reset_limit=settings.reset_limit,
+                                     cooldown_range=settings.cooldown_range,
+                                     elastic_timeout=settings.elastic_timeout)
+        self._env = env_vars or {}
+
+    def start(self):
+        self._executor.start(extra_env_vars=self._env)
+
+    def run(self, worker_fn: Callable, callbacks: Optional[List[Callable]] = None) -> List[Any]:
+        """worker_fn() on every worker; the results of the workers that finished."""
+        del callbacks
+        return self._executor.run(worker_fn)
+
+    def shutdown(self):
+        self._executor.shutdown()
+
+
 # How long the other ranks may take to report after the first failure, so that the report
 # names the rank whose own error it was (its peers' HorovodInternalError often comes first).
 _FAILURE_GRACE = 2.0
 
 
-__all__ = ["RayExecutor", "RunError"]
+__all__ = ["ElasticRayExecutor", "RayExecutor", "RunError"]

@@ -2,4 +2,4 @@
 Horovod's horovod.ray does (hvd.ray itself imports Ray only when it is used)."""
 import ray  # noqa: F401
 
-from hvd.ray import RayExecutor  # noqa: F401
+from hvd.ray import ElasticRayExecutor, RayExecutor  # noqa: F401

@@ -1,3 +1,3 @@
-"""horovod.ray on hvd: RayExecutor is hvd.ray's (docs/ray.md); as Horovod's, it needs Ray.
-Elastic Ray jobs are not provided yet (min_workers/max_workers say so)."""
-from hvd.ray._horovod import RayExecutor  # noqa: F401
+"""horovod.ray on hvd: RayExecutor and ElasticRayExecutor are hvd.ray's (docs/ray.md); as
+Horovod's, it needs Ray."""
+from hvd.ray._horovod import ElasticRayExecutor, RayExecutor  # noqa: F401
