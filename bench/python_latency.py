@@ -4,6 +4,8 @@ Run under hvdrun with 2 ranks; each rank times, in rounds that alternate the var
 the machine's load moves them alike, the median of N calls of:
   - hvd.torch.allreduce of a 1-element tensor (out of place: the frontend allocates the output),
   - hvd.torch.allreduce_ (in place),
+  - hvd.torch.allreduce_async and synchronize (out of place, through the integer handle table
+    the blocking calls skip),
   - the core's enqueue and wait on a NumPy array, in place (no frontend),
   - the core's enqueue alone (the binding's conversion, checks and submission),
 and rank 0 writes their medians as JSON; `hvd-bench engine` gives the engine's own latency (C++,
@@ -55,6 +57,8 @@ def main():
     variants = {
         "hvd.torch.allreduce (out of place)": lambda: hvd.allreduce(tensor, name="w"),
         "hvd.torch.allreduce_ (in place)": lambda: hvd.allreduce_(tensor, name="w_"),
+        "allreduce_async + synchronize (out of place)": lambda: hvd.synchronize(
+            hvd.allreduce_async(tensor, name="wa")),
         "core enqueue + wait, NumPy, in place": lambda: _core.enqueue(
             ALLREDUCE, "core", [array], [array], SUM).wait(),
     }

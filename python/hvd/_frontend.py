@@ -189,8 +189,25 @@ class Collectives:
         return self._allreduce_async([tensor], op, name, prescale_factor, postscale_factor,
                                      process_set, inplace, average, grouped=False)
 
+    def allreduce(self, tensor, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0,
+                  process_set=None, inplace=False, average=None):
+        """allreduce_async and synchronize in one, for the blocking calls: their handle is never
+        seen by the caller, so it skips the integer handle table (two locked dict updates, a
+        tenth of a small allreduce's time from Python)."""
+        core_handle, finish = self._allreduce_submit([tensor], op, name, prescale_factor,
+                                                     postscale_factor, process_set, inplace,
+                                                     average, grouped=False)
+        return finish(*core_handle.wait(as_numpy=self.a.outputs_as_numpy))
+
     def _allreduce_async(self, tensors, op, name, prescale_factor, postscale_factor,
                          process_set, inplace, average, grouped: bool) -> int:
+        return self._register(*self._allreduce_submit(tensors, op, name, prescale_factor,
+                                                      postscale_factor, process_set, inplace,
+                                                      average, grouped))
+
+    def _allreduce_submit(self, tensors, op, name, prescale_factor, postscale_factor,
+                          process_set, inplace, average, grouped: bool):
+        """The core's handle and the step that makes the frontend's result from its outputs."""
         what = _label(("grouped_allreduce" if grouped else "allreduce") + ("_" if inplace else ""),
                       name)
         op = self._op(op, average, what)
@@ -200,8 +217,8 @@ class Collectives:
                           prescale=float(prescale_factor), postscale=float(postscale_factor),
                           process_set=_basics.process_set_id(process_set),
                           stream=self._stream(inputs))
-        return self._register(h, lambda *_: ([self.a.output(t) for t in outputs] if grouped
-                                             else self.a.output(outputs[0])))
+        return h, lambda *_: ([self.a.output(t) for t in outputs] if grouped
+                              else self.a.output(outputs[0]))
 
     def enqueue_inplace_allreduce(self, tensors, op: int, name: str, prescale: float,
                                   postscale: float, process_set_id: int):
