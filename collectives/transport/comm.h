@@ -26,7 +26,7 @@ class Comm {
   int rank() const { return rank_; }
   int size() const { return size_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
-  Deadline deadline() const { return Clock::now() + timeout_; }
+  Deadline deadline() const { return coarseNow() + timeout_; }
   Connection& peer(int r);
 
   // Each collective takes the next sequence number; both sides agree because collectives run in

@@ -31,12 +31,12 @@ const StallWatch& ProgressEngine::stallWatch() const {
 
 WaitPulse::WaitPulse(std::function<void()> pulse) : pulse_(std::move(pulse)) {
   tPulse = &pulse_;
-  tNextPulse = Clock::now() + kStallLook;
+  tNextPulse = coarseNow() + kStallLook;
 }
 
 void pulseIfDue() {
   if (!tPulse) return;
-  auto now = Clock::now();
+  auto now = coarseNow();
   if (now < tNextPulse) return;
   tNextPulse = now + kStallLook;
   (*tPulse)();
@@ -46,16 +46,21 @@ WaitPulse::~WaitPulse() { tPulse = nullptr; }
 
 void Request::wait(Deadline deadline) {
   if (!state_) return;
+  if (!state_->done) waitForCompletion(deadline);
+  if (state_->error) std::rethrow_exception(state_->error);
+}
+
+void Request::waitForCompletion(Deadline deadline) {
   const bool latencyBound = state_->bytes <= kLatencyBoundBytes;
   const StallWatch& watch = engine_->stallWatch();
   const bool watched = watch.warnAfter.count() > 0 || watch.failAfter.count() > 0 ||
                        watch.stoppedPeerAfter.count() > 0 || tPulse != nullptr;
 
-  auto lastMove = Clock::now();
+  auto lastMove = coarseNow();
   std::size_t lastMoved = state_->moved;
   bool warned = false;
   while (!state_->done) {
-    auto now = Clock::now();
+    auto now = coarseNow();
     if (now >= deadline)
       throw TimeoutError(state_->description() +
                          ": timed out (the peer stopped or is too slow; "
@@ -84,7 +89,6 @@ void Request::wait(Deadline deadline) {
     }
     engine_->progressUntil(std::min(deadline, now + kStallLook), latencyBound);
   }
-  if (state_->error) std::rethrow_exception(state_->error);
 }
 
 bool Request::test() const {
