@@ -48,12 +48,21 @@ mpi_name = "OpenMPI-shm" if mpi == "openmpi-shm" else "OpenMPI-TCP"
 lines = [f"| size | hvd us | {mpi_name} us | Gloo us | hvd busbw GB/s | MPI busbw | Gloo busbw "
          "| hvd vs best peer | hvd vs Gloo |",
          "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+
+
+def micros(d, t):
+    """Three significant digits at least: shared memory's small sizes take tenths of a us."""
+    if t not in d:
+        return "-"
+    return f"{d[t]:.3f}" if d[t] < 1 else f"{d[t]:.2f}" if d[t] < 10 else f"{d[t]:.1f}"
+
+
 for r in rows:
     m, b = r["median_time_us"], r["median_busbw_gbps"]
     cell = lambda d, t, f: f.format(d[t]) if t in d else "-"
     ratio = lambda x: f"{x:.2f}x" if x else "-"
-    lines.append(f"| {human(r['size'])} | {cell(m, 'hvd', '{:.1f}')} | "
-                 f"{cell(m, mpi, '{:.1f}')} | {cell(m, 'gloo', '{:.1f}')} | "
+    lines.append(f"| {human(r['size'])} | {micros(m, 'hvd')} | "
+                 f"{micros(m, mpi)} | {micros(m, 'gloo')} | "
                  f"{cell(b, 'hvd', '{:.2f}')} | {cell(b, mpi, '{:.2f}')} | "
                  f"{cell(b, 'gloo', '{:.2f}')} | {ratio(r['ratio_vs_best_peer'])} | "
                  f"{ratio(r['ratio_vs_gloo'])} |")
