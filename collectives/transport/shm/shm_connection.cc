@@ -17,15 +17,24 @@ constexpr std::size_t kHeaderBytes = sizeof(MessageHeader);
 constexpr std::size_t kChunk = 128 * 1024;
 
 // Copies n bytes into the ring at stream position `at`, wrapping at its end.
+// Where a ring position falls in the ring's bytes: a mask for the power-of-two sizes rings
+// have by default, where a 64-bit division would cost each small message's four copies tens of
+// nanoseconds.
+std::size_t ringOffset(const RingView& ring, uint64_t at) {
+  std::size_t size = ring.bytes;
+  return (size & (size - 1)) == 0 ? static_cast<std::size_t>(at & (size - 1))
+                                  : static_cast<std::size_t>(at % size);
+}
+
 void copyIn(const RingView& ring, uint64_t at, const std::byte* from, std::size_t n) {
-  std::size_t offset = at % ring.bytes;
+  std::size_t offset = ringOffset(ring, at);
   std::size_t first = std::min(n, ring.bytes - offset);
   std::memcpy(ring.data + offset, from, first);
   if (n > first) std::memcpy(ring.data, from + first, n - first);
 }
 
 void copyOut(const RingView& ring, uint64_t at, std::byte* to, std::size_t n) {
-  std::size_t offset = at % ring.bytes;
+  std::size_t offset = ringOffset(ring, at);
   std::size_t first = std::min(n, ring.bytes - offset);
   std::memcpy(to, ring.data + offset, first);
   if (n > first) std::memcpy(to + first, ring.data, n - first);
