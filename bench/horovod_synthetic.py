@@ -1,14 +1,16 @@
 """Horovod's own synthetic benchmark, unmodified, on hvd and on Horovod: the number Horovod's
-users quote. Runs `examples/pytorch/pytorch_synthetic_benchmark.py` from a Horovod source tree
+users quote. Runs `examples/pytorch/pytorch_synthetic_benchmark.py` (or, with --framework
+tensorflow2, `examples/tensorflow2/tensorflow2_synthetic_benchmark.py`) from a Horovod source tree
 (not part of this repository, nor of Horovod's PyPI sdist: give a checkout or an extracted copy
 with --examples) under `hvdrun --horovod-compat` and under Horovod's `horovodrun --gloo` (the
 virtualenv bench/install_horovod.sh builds), the same ranks, arguments and environment, each
 configuration in fresh processes, rounds rotating their order. Reports the script's own
 "Total img/sec" line, medians over rounds, and hvd / Horovod per model.
 
-The script imports torchvision's models: --torchvision names a directory holding torchvision
-(`pip install --no-deps --target DIR torchvision`), put on both jobs' PYTHONPATH so neither
-virtualenv changes.
+The PyTorch script imports torchvision's models: --torchvision names a directory holding
+torchvision (`pip install --no-deps --target DIR torchvision`), put on both jobs' PYTHONPATH so
+neither virtualenv changes. TensorFlow 2.15 (Keras 2): --python ~/.cache/hvd/venv-tf215/bin/python
+--horovod-python ~/.cache/hvd/horovod-venv-tf215/bin/python (bench/install_horovod.sh says how).
 
     python bench/horovod_synthetic.py --examples HOROVOD/examples --models resnet18,resnet50 \\
         --torchvision ~/.cache/hvd/torchvision --json bench/results/horovod_synthetic.json
@@ -30,15 +32,19 @@ TOTAL = re.compile(r"Total img/sec on (\d+) CPU\(s\): ([0-9.]+) \+-([0-9.]+)")
 LIBRARIES = ("hvd", "horovod")
 
 
+SCRIPTS = {"pytorch": "pytorch/pytorch_synthetic_benchmark.py",
+           "tensorflow2": "tensorflow2/tensorflow2_synthetic_benchmark.py"}
+MODELS = {"pytorch": "resnet18,resnet50", "tensorflow2": "MobileNetV2,ResNet50"}
+
+
 def command(library, model, args):
-    script = [str(pathlib.Path(args.examples) / "pytorch" / "pytorch_synthetic_benchmark.py"),
-              "--no-cuda", "--model", model, "--batch-size", str(args.batch_size),
+    script = [str(pathlib.Path(args.examples) / SCRIPTS[args.framework]), "--no-cuda", "--model", model, "--batch-size", str(args.batch_size),
               "--num-warmup-batches", str(args.warmup_batches),
               "--num-batches-per-iter", str(args.batches_per_iter),
               "--num-iters", str(args.iters)]
     if library == "hvd":
         return [str(BUILD / "apps" / "hvdrun"), "-np", str(args.ranks), "--horovod-compat",
-                sys.executable, *script]
+                args.python, *script]
     python = pathlib.Path(args.horovod_python)
     return [str(python.parent / "horovodrun"), "--gloo", "-np", str(args.ranks), "-H",
             f"localhost:{args.ranks}", str(python), *script]
@@ -46,7 +52,10 @@ def command(library, model, args):
 
 def run(library, model, args):
     env = dict(os.environ)
-    env["OMP_NUM_THREADS"] = str(args.threads)  # the same for both: torch's intra-op threads
+    # The same for both: torch's intra-op threads, TensorFlow's pools.
+    for name in ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"):
+        env[name] = str(args.threads)
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if args.torchvision:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [args.torchvision,
                                                           env.get("PYTHONPATH")]))
@@ -64,7 +73,10 @@ def run(library, model, args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--examples", required=True, help="Horovod's examples directory")
-    ap.add_argument("--models", default="resnet18,resnet50")
+    ap.add_argument("--framework", choices=sorted(SCRIPTS), default="pytorch")
+    ap.add_argument("--models", help="comma separated (default: resnet18,resnet50 for PyTorch, "
+                                     "MobileNetV2,ResNet50 for TensorFlow)")
+    ap.add_argument("--python", default=sys.executable, help="the Python hvd's ranks run")
     ap.add_argument("--ranks", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of every rank")
     ap.add_argument("--batch-size", type=int, default=16)
@@ -77,12 +89,12 @@ def main():
     ap.add_argument("--timeout", type=int, default=1800)
     ap.add_argument("--json", help="write the rounds and medians here")
     args = ap.parse_args()
-    if not (pathlib.Path(args.examples) / "pytorch" / "pytorch_synthetic_benchmark.py").exists():
-        raise SystemExit(f"--examples {args.examples}: no pytorch/pytorch_synthetic_benchmark.py")
+    if not (pathlib.Path(args.examples) / SCRIPTS[args.framework]).exists():
+        raise SystemExit(f"--examples {args.examples}: no {SCRIPTS[args.framework]}")
     if not pathlib.Path(args.horovod_python).exists():
         raise SystemExit(f"--horovod-python {args.horovod_python}: not found; "
                          "bench/install_horovod.sh builds Horovod into that virtualenv")
-    models = args.models.split(",")
+    models = (args.models or MODELS[args.framework]).split(",")
     configs = [(lib, m) for m in models for lib in LIBRARIES]
     rounds = []
     for r in range(args.rounds):
@@ -106,7 +118,7 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"benchmark": "bench/horovod_synthetic.py",
-                       "script": "examples/pytorch/pytorch_synthetic_benchmark.py (Horovod)",
+                       "script": f"examples/{SCRIPTS[args.framework]} (Horovod)",
                        "machine": platform.node(), "cpus": os.cpu_count(),
                        "args": {k: v for k, v in vars(args).items() if k != "horovod_python"},
                        "rounds": rounds, "medians": summary}, f, indent=2)
