@@ -63,7 +63,8 @@ ShmConnection::ShmConnection(ShmDevice& device, int selfRank, int size, int peer
       in_(in),
       out_(out),
       inTail_(in.ring->tail.load(std::memory_order_relaxed)),
-      outHead_(out.ring->head.load(std::memory_order_relaxed)) {}
+      outHead_(out.ring->head.load(std::memory_order_relaxed)),
+      outTailSeen_(out.ring->tail.load(std::memory_order_relaxed)) {}
 
 ShmConnection::~ShmConnection() { device_.forget(this); }
 
@@ -122,8 +123,7 @@ Request ShmConnection::irecv(MutableBytes data, Tag tag) {
 bool ShmConnection::sendWhole(ConstBytes data, Tag tag) {
   std::size_t total = kHeaderBytes + data.size();
   if (total > kChunk) return false;
-  uint64_t tail = out_.ring->tail.load(std::memory_order_acquire);
-  if (out_.bytes - static_cast<std::size_t>(outHead_ - tail) < total) return false;
+  if (freeSpace(total) < total) return false;
   MessageHeader header{tag, data.size()};
   copyIn(out_, outHead_, reinterpret_cast<const std::byte*>(&header), kHeaderBytes);
   if (!data.empty()) copyIn(out_, outHead_ + kHeaderBytes, data.data(), data.size());
@@ -142,6 +142,13 @@ bool ShmConnection::receiveWhole(MutableBytes data, Tag tag) {
   if (!data.empty()) copyOut(in_, inTail_ + kHeaderBytes, data.data(), data.size());
   consume(total);
   return true;
+}
+
+std::size_t ShmConnection::freeSpace(std::size_t wanted) {
+  std::size_t space = out_.bytes - static_cast<std::size_t>(outHead_ - outTailSeen_);
+  if (space >= wanted) return space;
+  outTailSeen_ = out_.ring->tail.load(std::memory_order_acquire);
+  return out_.bytes - static_cast<std::size_t>(outHead_ - outTailSeen_);
 }
 
 void ShmConnection::publish(std::size_t n) {
@@ -177,10 +184,10 @@ bool ShmConnection::pumpSends() {
   while (!sends_.empty()) {
     Op& op = sends_.front();
     std::size_t total = kHeaderBytes + op.header.length;
-    uint64_t tail = out_.ring->tail.load(std::memory_order_acquire);
-    std::size_t space = out_.bytes - static_cast<std::size_t>(outHead_ - tail);
+    std::size_t n = std::min(total - op.done, kChunk);
+    std::size_t space = freeSpace(n);
     if (space == 0) break;
-    std::size_t n = std::min({space, total - op.done, kChunk});
+    n = std::min(n, space);
     forPieces(reinterpret_cast<std::byte*>(&op.header), op.data, op.done, n,
               [&](const std::byte* piece, std::size_t length, std::size_t offset) {
                 copyIn(out_, outHead_ + offset, piece, length);

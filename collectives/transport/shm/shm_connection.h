@@ -63,6 +63,9 @@ class ShmConnection : public Connection, public RequestDescriber {
   // expected tag and size). False when it cannot, having moved nothing.
   bool sendWhole(ConstBytes data, Tag tag);
   bool receiveWhole(MutableBytes data, Tag tag);
+  // The ring's free bytes for a send that wants `wanted`: from the tail as last read while that
+  // leaves enough, else read again.
+  std::size_t freeSpace(std::size_t wanted);
   // Moves outHead_ (inTail_) on by n bytes, makes it visible to the peer and rings its doorbell.
   void publish(std::size_t n);
   void consume(std::size_t n);
@@ -82,6 +85,9 @@ class ShmConnection : public Connection, public RequestDescriber {
   RingView out_;
   uint64_t inTail_;   // our copy of in_.ring->tail (only we write it)
   uint64_t outHead_;  // our copy of out_.ring->head
+  // out_.ring->tail as last read: the space it leaves stays free (the tail only grows), so a
+  // send reads the peer's counter, a cache line the peer writes, only when that space is short.
+  uint64_t outTailSeen_;
   std::deque<Op> sends_;
   std::deque<Op> recvs_;
   MessageHeader incoming_{};
