@@ -160,6 +160,17 @@ def init(comm=None, process_sets: Optional[Sequence[Union[ProcessSet, Sequence[i
         h = _core.enqueue(_core.OP_TYPES["allgather"], "hvd.init.local_sizes", [local], [])
         sizes = np.from_dlpack(h.wait()[0][0])
         _homogeneous = bool((sizes == sizes[0]).all())
+        global _last_rank
+        _last_rank = _core.rank()
+
+
+# The rank of the last job this process joined, kept after shutdown: hvd.run's workers report
+# their result under it (an elastic worker's rank changes between rounds).
+_last_rank: Optional[int] = None
+
+
+def last_rank() -> Optional[int]:
+    return _last_rank
 
 
 def shutdown():

@@ -24,6 +24,7 @@ from collections import deque
 
 _GREETING = b"hvd.run worker"
 _STDERR_KEPT = 40  # hvdrun's last stderr lines, quoted when the job fails without a traceback
+_FAILURE_GRACE = 2.0  # seconds the other ranks may take to report after a peer's failure
 
 
 class RunError(RuntimeError):
@@ -78,7 +79,9 @@ class _Driver:
         self.payload, self.key = payload, key
         self.outcomes = {}  # rank -> (ok, value or traceback text, host)
         self.failures = []  # ranks whose function raised, in the order their news came
+        self.own_failures = []  # those whose error was not hvd's HorovodInternalError
         self.failed = threading.Event()
+        self.failed_on_its_own = threading.Event()
         self.lock = threading.Lock()
         self.handlers = []
         self.server = socket.create_server(("", 0), family=socket.AF_INET, backlog=128)
@@ -109,13 +112,16 @@ class _Driver:
                 conn.sendall(_frame(self.payload))
                 conn.settimeout(None)
                 rank = _read_frame(conn).decode()  # the one it ended with
-                ok, value, *_ = _outcome.loads(_read_frame(conn))
+                ok, value, peer_failure, _ = _outcome.loads(_read_frame(conn))
             except (OSError, ConnectionError, ValueError):
                 return  # the worker died: hvdrun reports it
             with self.lock:
                 self.outcomes[int(rank)] = (ok, value, host)
                 if not ok:
                     self.failures.append(int(rank))
+                    if not peer_failure:
+                        self.own_failures.append(int(rank))
+                        self.failed_on_its_own.set()
                     self.failed.set()
 
     def close(self):
@@ -183,15 +189,15 @@ def launch(func, args, kwargs, flags, executable=None, env=None, np=None):
     worker_env = dict(os.environ if env is None else env)
     worker_env.update(HVD_RUN_DRIVER_PORT=str(driver.port), HVD_RUN_KEY=key)
     try:
-        code, stderr_tail = _supervise(command, worker_env, driver.failed)
+        code, stderr_tail = _supervise(command, worker_env, driver)
     finally:
         driver.close()
     return _results(driver, np, code, stderr_tail)
 
 
-def _supervise(command, env, failed):
-    """hvdrun to completion, or until a rank's function raised (`failed`): then hvdrun is told
-    to stop the job, as at Ctrl-C, and the others' errors (consequences) do not wait. Its
+def _supervise(command, env, driver):
+    """hvdrun to completion, or until a rank's function raised (driver.failed): then hvdrun is
+    told to stop the job, as at Ctrl-C, and the others' errors (consequences) do not wait. Its
     stdout goes through; its stderr through with its tail kept."""
     tail = deque(maxlen=_STDERR_KEPT)
     proc = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True, bufsize=1)
@@ -205,7 +211,11 @@ def _supervise(command, env, failed):
     pumping.start()
     try:
         while proc.poll() is None:
-            if failed.wait(0.05):
+            if driver.failed.wait(0.05):
+                # A peer's HorovodInternalError often arrives before the error that caused it:
+                # the rank at fault gets a moment to report before the job is stopped.
+                if not driver.failed_on_its_own.is_set():
+                    driver.failed_on_its_own.wait(_FAILURE_GRACE)
                 proc.terminate()
                 break
         proc.wait()
@@ -220,7 +230,8 @@ def _supervise(command, env, failed):
 def _results(driver, np, code, stderr_tail):
     outcomes = driver.outcomes
     if driver.failures:
-        rank = driver.failures[0]  # the first to raise; the others' errors follow from it
+        # The first to raise for a reason of its own; the others' errors follow from it.
+        rank = (driver.own_failures or driver.failures)[0]
         _, trace, host = outcomes[rank]
         raise RunError(f"rank {rank} on host {host} raised:\n{trace.rstrip()}")
     if code != 0:

@@ -18,9 +18,11 @@ def _connect(host, port, deadline):
 
 def _final_rank(started_as):
     """The rank the result belongs to: an elastic job's worker may end in another round, with
-    another rank, than the one it started with."""
-    from hvd import _basics
-    return str(_basics.rank()) if _basics.is_initialized() else started_as
+    another rank, than the one it started with (the last it joined, also after hvd.shutdown)."""
+    import sys
+    basics = sys.modules.get("hvd._basics")  # not imported: the function never joined
+    last = basics.last_rank() if basics is not None else None
+    return str(last) if last is not None else started_as
 
 
 def main():

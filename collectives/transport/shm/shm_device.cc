@@ -241,6 +241,8 @@ void ShmDevice::sleepOnDoorbell(Deadline deadline) {
   // Announce the sleep before the last look at the rings: a peer that moves bytes after that
   // look sees a sleeper and wakes us, or changes the doorbell so the futex does not sleep.
   h.sleepers.fetch_add(1, std::memory_order_seq_cst);
+  // Pairs with ringDoorbellOf's fence: the rings' acquire loads below come after it.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   uint32_t seen = h.doorbell.load(std::memory_order_seq_cst);
   bool ready = pumpAll() || wakeRequested_.exchange(false);
   auto left = deadline - Clock::now();

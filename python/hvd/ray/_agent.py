@@ -1,5 +1,6 @@
 """The launch agent of hvd.ray's elastic jobs (hvdrun --launch-agent; launcher/launch_agent.h):
-``python -m hvd.ray._agent HOST COMMAND [ARGS...]``, run by hvdrun on the driver's machine in
+``python .../hvd/ray/_agent.py HOST COMMAND [ARGS...]`` (by path, so that the hvd package is not
+imported), run by hvdrun on the driver's machine in
 place of one worker. It asks the executor in the driver (hvd/ray/_elastic.py, over the Unix
 socket HVD_RAY_AGENT_SOCKET) to run the command on the Ray node at HOST, then stands for that
 worker: the worker's output is its output, the worker's exit status its exit status, and
@@ -54,7 +55,7 @@ def _write(stream, data):
 
 def main():
     if len(sys.argv) < 3:
-        sys.exit("usage: python -m hvd.ray._agent HOST COMMAND [ARGS...] (run by hvdrun)")
+        sys.exit("usage: python _agent.py HOST COMMAND [ARGS...] (run by hvdrun)")
     host, argv = sys.argv[1], sys.argv[2:]
     names = [n for n in os.environ.get(AGENT_ENV, "").split(",") if n in os.environ]
     request = {"host": host, "argv": argv, "env": {n: os.environ[n] for n in names},
@@ -84,7 +85,10 @@ def main():
         elif kind == EXIT:
             code = int(payload)
             if code < 0:  # killed by a signal: so is this process, for hvdrun's summary
-                signal.signal(-code, signal.SIG_DFL)
+                try:
+                    signal.signal(-code, signal.SIG_DFL)
+                except (OSError, ValueError):
+                    pass  # SIGKILL and SIGSTOP have no handler to reset
                 os.kill(os.getpid(), -code)
             sys.exit(code)
         elif kind == LOST:

@@ -37,13 +37,17 @@ _LAUNCHER = "hvd.ray"
 # host lists, Ray jobs get this unless cooldown_range says otherwise.
 DEFAULT_COOLDOWN = (10, 300)
 DISCOVERY_INTERVAL = 1.0
+STOP_GRACE = 10  # seconds from a stopped worker's SIGTERM to its SIGKILL (hvdrun's default)
 
 
 class _ProcessActor:
     """One worker's process on its node (made a Ray actor class by ElasticJob)."""
 
     def __init__(self):
+        import threading
         self.proc = None
+        self.stopped = False  # terminate() came first: run() starts nothing
+        self.lock = threading.Lock()
 
     def ready(self):
         return os.getpid()
@@ -56,11 +60,17 @@ class _ProcessActor:
         from hvd import _ranks
         child_env = dict(os.environ)  # the node's (CUDA_VISIBLE_DEVICES from Ray) ...
         child_env.update(env)         # ... under what hvdrun forwards
-        self.proc = subprocess.Popen(argv, env=child_env,
-                                     cwd=cwd if os.path.isdir(cwd) else None,
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE,
-                                     preexec_fn=_ranks._die_with_parent)  # dies with the actor
+        with self.lock:
+            stopped = self.stopped
+            if not stopped:
+                self.proc = subprocess.Popen(argv, env=child_env,
+                                             cwd=cwd if os.path.isdir(cwd) else None,
+                                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                             stderr=subprocess.PIPE,
+                                             preexec_fn=_ranks._die_with_parent)  # dies with it
+        if stopped:
+            yield "x", -15  # stopped before it started: as if by SIGTERM
+            return
         selector = selectors.DefaultSelector()
         selector.register(self.proc.stdout, selectors.EVENT_READ, "o")
         selector.register(self.proc.stderr, selectors.EVENT_READ, "e")
@@ -77,7 +87,9 @@ class _ProcessActor:
 
     def terminate(self, grace):
         import subprocess
-        proc = self.proc
+        with self.lock:
+            self.stopped = True
+            proc = self.proc
         if proc is None or proc.poll() is not None:
             return
         proc.terminate()
@@ -129,8 +141,9 @@ class ElasticJob:
             self._hosts_file = os.path.join(self._dir, "hosts")
             self._refresh_hosts()
             self._discovery = self._script("discover", f"exec cat {shlex.quote(self._hosts_file)}")
+            agent = os.path.join(os.path.dirname(os.path.abspath(_agent.__file__)), "_agent.py")
             self._agent = self._script(
-                "agent", f"exec {shlex.quote(sys.executable)} -m hvd.ray._agent \"$@\"")
+                "agent", f"exec {shlex.quote(sys.executable)} {shlex.quote(agent)} \"$@\"")
             self._socket_path = os.path.join(self._dir, "agents.sock")
             self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             self._server.bind(self._socket_path)
@@ -265,6 +278,10 @@ class ElasticJob:
             scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote()
         with self._lock:
             self._actors.add(actor)
+        # The agent's stop (hvdrun's SIGTERM) or end is watched from now on, also while the
+        # actor waits for its node's resources: neither may be lost.
+        stop = threading.Event()
+        threading.Thread(target=self._relay_stop, args=(conn, actor, stop), daemon=True).start()
         try:
             timeout = self.settings.timeout_s
             ready, _ = ray.wait([actor.ready.remote()], timeout=timeout)
@@ -276,7 +293,9 @@ class ElasticJob:
                     f"has {free.get('CPU', 0):g} CPUs and {free.get('GPU', 0):g} GPUs "
                     "free)").encode()))
                 return
-            threading.Thread(target=self._relay_stop, args=(conn, actor), daemon=True).start()
+            if stop.is_set():
+                conn.sendall(_agent.frame(_agent.EXIT, b"-15"))
+                return
             stream = actor.run.options(num_returns="streaming").remote(
                 request["argv"], request["env"], request["cwd"])
             try:
@@ -296,17 +315,20 @@ class ElasticJob:
                 self._actors.discard(actor)
             ray.kill(actor, no_restart=True)
 
-    def _relay_stop(self, conn, actor):
-        """hvdrun's SIGTERM to the agent stops the worker, SIGKILL after the grace period; an
-        agent that vanished takes its worker with it."""
-        try:
-            kind, _ = _agent.read_frame(conn)
-        except OSError:
-            return  # the worker's end closed the connection
-        if kind == _agent.STOP:
-            actor.terminate.remote(10)
-        else:
-            self._ray.kill(actor, no_restart=True)
+    def _relay_stop(self, conn, actor, stop):
+        """hvdrun's SIGTERM to the agent stops the worker (terminate, then SIGKILL after
+        STOP_GRACE); an agent that vanished (hvdrun's SIGKILL) takes its worker with it."""
+        while True:
+            try:
+                kind, _ = _agent.read_frame(conn)
+            except OSError:
+                return  # _run_worker closed the connection: the worker's end was relayed
+            if kind != _agent.STOP:
+                self._ray.kill(actor, no_restart=True)
+                return
+            if not stop.is_set():
+                stop.set()
+                actor.terminate.remote(STOP_GRACE)
 
 
 def _call_on_executable(fn, cls, args, kwargs):
