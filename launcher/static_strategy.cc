@@ -158,10 +158,11 @@ void StaticStrategy::addTorchRendezvous(Environment& extra,
   auto given = [&](const std::string& name) { return userSet(name, c_.base, c_.options.exports); };
   if (!given("MASTER_ADDR")) {
     std::string address = rendezvousAddress;  // this machine's, as every host reaches it
-    if (!plan_.local.count(rank0.hostname) && !agent_.empty()) address = rank0.hostname;
-    if (!plan_.local.count(rank0.hostname))
+    if (!plan_.local.count(rank0.hostname)) {
+      if (!agent_.empty()) address = rank0.hostname;  // the agent's host, as named
       for (const auto& t : targets_)
         if (t.alias == rank0.hostname) address = t.address;
+    }
     extra["MASTER_ADDR"] = address;
   }
   if (!given("MASTER_PORT")) {

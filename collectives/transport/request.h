@@ -5,8 +5,8 @@
 #pragma once
 
 #include <time.h>
-#include <atomic>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>

@@ -108,7 +108,7 @@ class _Driver:
                 conn.sendall(nonce)
                 if not hmac.compare_digest(_read_exact(conn, 32), proof(self.key, nonce)):
                     return  # not a worker of this job: it gets nothing and is never read
-                _, host = _read_frame(conn).decode().split(" ", 1)
+                host = _read_frame(conn).decode()
                 conn.sendall(_frame(self.payload))
                 conn.settimeout(None)
                 rank = _read_frame(conn).decode()  # the one it ended with

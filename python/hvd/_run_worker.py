@@ -1,6 +1,7 @@
 """The command hvd.run's workers run (``python -m hvd._run_worker``): fetch the function from
-the driver (hvd/_run.py), run it, send back its result (with the rank it ended with) or its traceback. A function that
-raises also makes this process exit 1, so hvdrun ends the job as for any failed rank."""
+the driver (hvd/_run.py), run it, send back its result or its traceback with the rank it ended
+with. A function that raises also makes this process exit 1, so hvdrun ends the job as for any
+failed rank."""
 import os
 import socket
 import time
@@ -38,7 +39,7 @@ def main():
     key = os.environ.pop("HVD_RUN_KEY")  # not for the user's function or its children
     with _connect(*driver, time.monotonic() + 30) as conn:
         conn.sendall(proof(key, _read_exact(conn, 32)))
-        conn.sendall(_frame(f"{rank} {host}".encode()))
+        conn.sendall(_frame(host.encode()))
         func, args, kwargs = cloudpickle.loads(_read_frame(conn))
         conn.settimeout(None)
         outcome = _outcome.call(func, args, kwargs)

@@ -21,6 +21,18 @@ pytestmark = [pytest.mark.skipif(unavailable_reason() is not None,
                                  reason=str(unavailable_reason())),
               pytest.mark.xdist_group("ray")]
 
+# A rank that raises between two collectives: the others' collective fails because of it.
+FAILS = """
+    def fails(bad_rank, message):
+        import hvd.numpy as h, numpy as np
+        h.init()
+        h.allreduce(np.ones(2, np.float32), name="warm.fails")
+        if h.rank() == bad_rank:
+            raise ValueError(message)
+        h.allreduce(np.ones(2, np.float32), name="after.fails")
+        return h.rank()
+"""
+
 CONNECT = """
     import json, time
     import ray
@@ -37,7 +49,8 @@ def cluster():
 
 def run_driver(cluster, tmp_path, body, pythonpath):
     code = textwrap.dedent(CONNECT.format(address=cluster.address))
-    code += textwrap.dedent(TRAIN.format(example=str(EXAMPLE))) + textwrap.dedent(body)
+    code += textwrap.dedent(TRAIN.format(example=str(EXAMPLE))) + textwrap.dedent(FAILS)
+    code += textwrap.dedent(body)
     env = {**cluster.env(), "PYTHONPATH": pythonpath}
     return run_outcome_driver(lambda script: cluster.on_head([sys.executable, script]), code,
                               tmp_path, env, context=lambda: f"head node:\n{cluster.log(0)[-2000:]}")
@@ -64,18 +77,9 @@ def ray_flows(cluster, tmp_path_factory):
         out["hosts"] = executor.hosts
         out["train"] = executor.run(train, args=(10,))
 
-        def fails():
-            import hvd.numpy as h, numpy as np
-            h.init()
-            h.allreduce(np.ones(2, np.float32), name="warm.fails")
-            if h.rank() == 3:
-                raise ValueError("rank three's bad batch")
-            h.allreduce(np.ones(2, np.float32), name="after.fails")
-            return h.rank()
-
         start = time.monotonic()
         try:
-            executor.run(fails)
+            executor.run(fails, args=(3, "rank three's bad batch"))
         except RunError as e:
             out["fails"] = [str(e), time.monotonic() - start]
         executor.shutdown()
@@ -134,6 +138,9 @@ def test_horovod_ray_under_the_compat_package(cluster, tmp_path):
         elastic.start()
         out["elastic"] = elastic.run(ranks)
         elastic.shutdown()
+        elastic.start()  # the same executor serves again after a shutdown
+        out["elastic_again"] = elastic.run(ranks)
+        elastic.shutdown()
         out["done"] = True
         print("OUTCOME " + json.dumps(out), flush=True)
     """
@@ -141,6 +148,7 @@ def test_horovod_ray_under_the_compat_package(cluster, tmp_path):
     outcome = run_driver(cluster, tmp_path, body, compat)
     assert_trained_as_one_job(outcome["train"])
     assert outcome["elastic"] == [[0, 4], [1, 4], [2, 4], [3, 4]]
+    assert outcome["elastic_again"] == outcome["elastic"]
 
 
 ELASTIC = """
@@ -180,14 +188,6 @@ ELASTIC = """
         weights = b"".join(p.detach().numpy().tobytes() for p in model.parameters())
         return h.rank(), h.size(), state.sizes, zlib.crc32(weights)
 
-    def fails():
-        import hvd.numpy as h, numpy as np
-        h.init()
-        h.allreduce(np.ones(2, np.float32), name="warm.fails")
-        if h.rank() == 2:
-            raise ValueError("rank two's bad batch")
-        h.allreduce(np.ones(2, np.float32), name="after.fails")
-
     out = {}
     executor = RayExecutor(RayExecutor.create_settings(timeout_s=30), min_workers=2,
                            max_workers=3, cpus_per_slot=1, cooldown_range=(1, 10))
@@ -195,7 +195,7 @@ ELASTIC = """
     out["train"] = executor.run(train, args=(PROGRESS, 30))
     start = time.monotonic()
     try:
-        executor.run(fails)
+        executor.run(fails, args=(2, "rank two's bad batch"))
     except RunError as e:
         out["fails"] = [str(e), time.monotonic() - start]
     executor.shutdown()
@@ -232,6 +232,7 @@ def test_an_elastic_job_goes_on_without_a_node_that_leaves_and_grows_back(cluste
     progress = tmp_path / "progress"
     progress.touch()
     code = textwrap.dedent(CONNECT.format(address=cluster.address))
+    code += textwrap.dedent(FAILS)
     code += textwrap.dedent(ELASTIC).replace("PROGRESS", repr(str(progress)))
     script = tmp_path / "driver.py"
     script.write_text(code)

@@ -16,7 +16,6 @@ constexpr std::size_t kHeaderBytes = sizeof(MessageHeader);
 // start of a large message while the writer is still copying in the rest.
 constexpr std::size_t kChunk = 128 * 1024;
 
-// Copies n bytes into the ring at stream position `at`, wrapping at its end.
 // Where a ring position falls in the ring's bytes: a mask for the power-of-two sizes rings
 // have by default, where a 64-bit division would cost each small message's four copies tens of
 // nanoseconds.
@@ -26,6 +25,7 @@ std::size_t ringOffset(const RingView& ring, uint64_t at) {
                                   : static_cast<std::size_t>(at % size);
 }
 
+// Copies n bytes into the ring at stream position `at`, wrapping at its end.
 void copyIn(const RingView& ring, uint64_t at, const std::byte* from, std::size_t n) {
   std::size_t offset = ringOffset(ring, at);
   std::size_t first = std::min(n, ring.bytes - offset);

@@ -133,6 +133,7 @@ class ElasticJob:
         if self._dir is not None:
             raise RuntimeError(f"{_LAUNCHER}: start() was called already; shutdown() first")
         self._ray = ray
+        self._stopped.clear()  # a start after shutdown() serves again
         self._actor_cls = ray.remote(_ProcessActor)
         self.executable = (executable_cls, tuple(args or ()), dict(kwargs or {}))
         self.env = env
