@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <thread>
 
 #include "collectives/rendezvous/rendezvous_server.h"
@@ -96,6 +97,45 @@ TEST_CASE("shm: messages smaller and larger than the ring arrive in order and wh
         }
       },
       shmOptions(ringBytes, waits));
+}
+
+TEST_CASE("shm: payload a lap old that looks like the next message's stamp is not taken for it") {
+  // A message at ring position p is announced by a stamp p|3 in its first 8 bytes (the layout in
+  // shm_connection.cc: stamp, 16-byte header, payload padded to 8). Every payload word here
+  // holds the stamp a message one lap later would carry at that spot, and rank 1 polls each
+  // message's slot before rank 0 writes it: a receiver that trusted what a slot held would
+  // accept a lap-old word as a message (and read garbage), where the sender's zeroed slot says
+  // "nothing yet".
+  constexpr std::size_t kRing = 4096;
+  const std::vector<std::size_t> sizes = {40, 104, 8, 200, 0, 13, 512, 24};
+  auto paddedBytes = [](std::size_t length) { return (24 + length + 7) & ~std::size_t{7}; };
+  test::runRanks(
+      2,
+      [&](Comm& comm) {
+        std::vector<uint8_t> ack(1);
+        uint64_t position = 0;
+        for (int k = 0; k < 400; ++k) {
+          std::size_t length = sizes[k % sizes.size()];
+          std::vector<uint8_t> message(length);
+          for (std::size_t at = 0; at < length; at += 8) {
+            uint64_t fake = (position + 24 + at + kRing) | 3;
+            std::memcpy(message.data() + at, &fake, std::min<std::size_t>(8, length - at));
+          }
+          position += paddedBytes(length);
+          if (comm.rank() == 0) {
+            comm.peer(1).irecv(bytesOf(ack), 1).wait(comm.deadline());
+            comm.peer(1).isend(bytesOf(message), 2).wait(comm.deadline());
+            continue;
+          }
+          std::vector<uint8_t> in(length, 0xEE);
+          Request r = comm.peer(0).irecv(bytesOf(in), 2);
+          HVD_ENFORCE(!r.test(), "message ", k, " received before it was sent");
+          comm.peer(0).isend(bytesOf(ack), 1).wait(comm.deadline());
+          r.wait(comm.deadline());
+          HVD_ENFORCE(in == message, "message ", k, " arrived changed");
+        }
+      },
+      shmOptions(kRing));
 }
 
 TEST_CASE("shm: a message of another size or tag fails the receive naming both") {

@@ -1,6 +1,7 @@
 #include "collectives/transport/shm/shm_connection.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -11,18 +12,40 @@
 namespace hvd::collectives::shm {
 namespace {
 
-constexpr std::size_t kHeaderBytes = sizeof(MessageHeader);
+// A message in a ring starts at a multiple of 8 with an 8-byte stamp, then the MessageHeader,
+// then the payload, padded to a multiple of 8. The stamp, written last, is the message's
+// position with kValid (and kWhole when every byte of it was written before the stamp): the
+// reader polls the stamp where the next message will start, so a small message and the news of
+// it share cache lines, and the head counter, a line of its own, moves only for messages that
+// stream through the ring in pieces. A sender zeroes the stamp slot after each message it ends
+// before stamping it, so the reader never takes payload bytes of a message one lap earlier for a
+// stamp; an old stamp names another position.
+constexpr std::size_t kStampBytes = sizeof(uint64_t);
+constexpr std::size_t kHeaderBytes = kStampBytes + sizeof(MessageHeader);
+constexpr uint64_t kValid = 1;
+constexpr uint64_t kWhole = 2;
+constexpr uint64_t kStampFlags = 7;
 // A writer publishes its progress at least every kChunk bytes, so the reader copies out the
 // start of a large message while the writer is still copying in the rest.
 constexpr std::size_t kChunk = 128 * 1024;
 
+std::size_t paddedBytes(std::size_t length) {
+  return (kHeaderBytes + length + kStampBytes - 1) & ~(kStampBytes - 1);
+}
+
 // Where a ring position falls in the ring's bytes: a mask for the power-of-two sizes rings
-// have by default, where a 64-bit division would cost each small message's four copies tens of
+// have by default, where a 64-bit division would cost each small message's copies tens of
 // nanoseconds.
 std::size_t ringOffset(const RingView& ring, uint64_t at) {
   std::size_t size = ring.bytes;
   return (size & (size - 1)) == 0 ? static_cast<std::size_t>(at & (size - 1))
                                   : static_cast<std::size_t>(at % size);
+}
+
+// The stamp slot at a message's position (a multiple of 8; ring sizes are multiples of 64, so
+// the slot never wraps).
+std::atomic_ref<uint64_t> stampAt(const RingView& ring, uint64_t at) {
+  return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(ring.data + ringOffset(ring, at)));
 }
 
 // Copies n bytes into the ring at stream position `at`, wrapping at its end.
@@ -40,15 +63,23 @@ void copyOut(const RingView& ring, uint64_t at, std::byte* to, std::size_t n) {
   if (n > first) std::memcpy(to + first, ring.data, n - first);
 }
 
-// Calls move(piece, length, offset) for the next n bytes of a message whose `done` bytes have
-// moved: first what is left of the header (at `header`), then of the payload; `offset` is
-// where the piece starts among those n bytes.
+// Calls move(piece, length, offset) for the parts of a message's bytes [done, done + n) that
+// are its header (at `header`) or its payload; `offset` is where the part starts from `done`.
+// The stamp and the padding are nobody's bytes.
 template <typename Move>
-void forPieces(std::byte* header, std::byte* payload, std::size_t done, std::size_t n,
-               Move&& move) {
-  std::size_t first = done < kHeaderBytes ? std::min(n, kHeaderBytes - done) : 0;
-  if (first > 0) move(header + done, first, std::size_t{0});
-  if (n > first) move(payload + (done + first - kHeaderBytes), n - first, first);
+void forPieces(std::byte* header, std::byte* payload, std::size_t length, std::size_t done,
+               std::size_t n, Move&& move) {
+  auto overlap = [&](std::size_t begin, std::size_t end, std::byte* base) {
+    std::size_t from = std::max(begin, done), to = std::min(end, done + n);
+    if (from < to) move(base + (from - begin), to - from, from - done);
+  };
+  overlap(kStampBytes, kHeaderBytes, header);
+  overlap(kHeaderBytes, kHeaderBytes + length, payload);
+}
+
+// Payload bytes a request has moved once `done` of its message's bytes have.
+std::size_t payloadMoved(std::size_t done, std::size_t length) {
+  return done <= kHeaderBytes ? 0 : std::min(done - kHeaderBytes, length);
 }
 
 }  // namespace
@@ -121,26 +152,31 @@ Request ShmConnection::irecv(MutableBytes data, Tag tag) {
 }
 
 bool ShmConnection::sendWhole(ConstBytes data, Tag tag) {
-  std::size_t total = kHeaderBytes + data.size();
-  if (total > kChunk) return false;
-  if (freeSpace(total) < total) return false;
+  std::size_t padded = paddedBytes(data.size());
+  if (padded > kChunk || freeSpace(padded + kStampBytes) < padded + kStampBytes) return false;
   MessageHeader header{tag, data.size()};
-  copyIn(out_, outHead_, reinterpret_cast<const std::byte*>(&header), kHeaderBytes);
-  if (!data.empty()) copyIn(out_, outHead_ + kHeaderBytes, data.data(), data.size());
-  publish(total);
+  // The payload past the stamp's cache line first, then that line's bytes together, just before
+  // the stamp: a reader polling the line takes it from this core once, not between stores.
+  std::size_t lineEnd = (outHead_ | (kCacheLine - 1)) + 1;
+  std::size_t inLine =
+      std::min(data.size(), lineEnd - std::min<uint64_t>(lineEnd, outHead_ + kHeaderBytes));
+  if (data.size() > inLine)
+    copyIn(out_, outHead_ + kHeaderBytes + inLine, data.data() + inLine, data.size() - inLine);
+  copyIn(out_, outHead_ + kStampBytes, reinterpret_cast<const std::byte*>(&header), sizeof header);
+  if (inLine > 0) copyIn(out_, outHead_ + kHeaderBytes, data.data(), inLine);
+  endMessage(outHead_, padded, true);
   return true;
 }
 
 bool ShmConnection::receiveWhole(MutableBytes data, Tag tag) {
-  std::size_t total = kHeaderBytes + data.size();
-  uint64_t head = in_.ring->head.load(std::memory_order_acquire);
-  if (static_cast<std::size_t>(head - inTail_) < total) return false;
+  if (stampAt(in_, inTail_).load(std::memory_order_acquire) != (inTail_ | kValid | kWhole))
+    return false;
   MessageHeader header;
-  copyOut(in_, inTail_, reinterpret_cast<std::byte*>(&header), kHeaderBytes);
+  copyOut(in_, inTail_ + kStampBytes, reinterpret_cast<std::byte*>(&header), sizeof header);
   // A mismatch is reported by the queued path, with the request's description.
   if (header.tag != tag || header.length != data.size()) return false;
   if (!data.empty()) copyOut(in_, inTail_ + kHeaderBytes, data.data(), data.size());
-  consume(total);
+  consume(paddedBytes(data.size()));
   return true;
 }
 
@@ -151,9 +187,13 @@ std::size_t ShmConnection::freeSpace(std::size_t wanted) {
   return out_.bytes - static_cast<std::size_t>(outHead_ - outTailSeen_);
 }
 
-void ShmConnection::publish(std::size_t n) {
-  outHead_ += n;
-  out_.ring->head.store(outHead_, std::memory_order_release);
+void ShmConnection::endMessage(uint64_t start, std::size_t padded, bool stamp) {
+  outHead_ = start + padded;
+  stampAt(out_, outHead_).store(0, std::memory_order_relaxed);
+  if (stamp)
+    stampAt(out_, start).store(start | kValid | kWhole, std::memory_order_release);
+  else
+    out_.ring->head.store(outHead_, std::memory_order_release);
   device_.ringDoorbellOf(peerRank_);
 }
 
@@ -183,20 +223,32 @@ bool ShmConnection::pumpSends() {
   bool moved = false;
   while (!sends_.empty()) {
     Op& op = sends_.front();
-    std::size_t total = kHeaderBytes + op.header.length;
-    std::size_t n = std::min(total - op.done, kChunk);
-    std::size_t space = freeSpace(n);
-    if (space == 0) break;
-    n = std::min(n, space);
-    forPieces(reinterpret_cast<std::byte*>(&op.header), op.data, op.done, n,
+    std::size_t padded = paddedBytes(op.header.length);
+    std::size_t left = padded - op.done;
+    uint64_t start = outHead_ - op.done;
+    std::size_t space = freeSpace(std::min(left + kStampBytes, kChunk));
+    // The message's end goes with room for the next stamp's slot; a piece before it is never
+    // the end, and the first piece holds the whole header.
+    bool last = left <= kChunk && space >= left + kStampBytes;
+    std::size_t n = last ? left : std::min({left - 1, kChunk, space});
+    if (n == 0 || (op.done == 0 && n < kHeaderBytes)) break;
+    forPieces(reinterpret_cast<std::byte*>(&op.header), op.data, op.header.length, op.done, n,
               [&](const std::byte* piece, std::size_t length, std::size_t offset) {
                 copyIn(out_, outHead_ + offset, piece, length);
               });
-    publish(n);
+    bool first = op.done == 0;
     op.done += n;
-    op.state->moved = op.done;
+    if (last) {
+      endMessage(start, padded, first);
+    } else {
+      outHead_ += n;
+      out_.ring->head.store(outHead_, std::memory_order_release);
+      if (first) stampAt(out_, start).store(start | kValid, std::memory_order_release);
+      device_.ringDoorbellOf(peerRank_);
+    }
+    op.state->moved = payloadMoved(op.done, op.header.length);
     moved = true;
-    if (op.done == total) {
+    if (last) {
       op.state->done = true;
       sends_.pop_front();
     }
@@ -208,32 +260,50 @@ bool ShmConnection::pumpReceives() {
   bool moved = false;
   while (!recvs_.empty()) {
     Op& op = recvs_.front();
-    std::size_t total = kHeaderBytes + op.header.length;
-    uint64_t head = in_.ring->head.load(std::memory_order_acquire);
-    std::size_t available = static_cast<std::size_t>(head - inTail_);
-    if (available == 0) break;
-    std::size_t n = std::min({available, total - op.done, kChunk});
-    forPieces(reinterpret_cast<std::byte*>(&incoming_), op.data, op.done, n,
-              [&](std::byte* piece, std::size_t length, std::size_t offset) {
-                copyOut(in_, inTail_ + offset, piece, length);
-              });
-    if (op.done < kHeaderBytes && op.done + n >= kHeaderBytes &&
-        (incoming_.tag != op.header.tag || incoming_.length != op.header.length)) {
-      failAll(std::make_exception_ptr(InternalError(
-          detail::concat(op.state->description(), ": the peer sent tag=", hexTag(incoming_.tag),
-                         " ", incoming_.length, " bytes (the ranks disagree on the algorithm)"))));
-      return true;
+    std::size_t padded = paddedBytes(op.header.length);
+    if (op.done == 0) {
+      uint64_t stamp = stampAt(in_, inTail_).load(std::memory_order_acquire);
+      if ((stamp & ~kStampFlags) != inTail_ || !(stamp & kValid)) break;
+      copyOut(in_, inTail_ + kStampBytes, reinterpret_cast<std::byte*>(&incoming_),
+              sizeof incoming_);
+      if (incoming_.tag != op.header.tag || incoming_.length != op.header.length) {
+        failAll(std::make_exception_ptr(InternalError(detail::concat(
+            op.state->description(), ": the peer sent tag=", hexTag(incoming_.tag), " ",
+            incoming_.length, " bytes (the ranks disagree on the algorithm)"))));
+        return true;
+      }
+      // A whole message is read at once; one that streams, from what the head counter shows.
+      std::size_t n = (stamp & kWhole) ? padded : kHeaderBytes;
+      if (n > kHeaderBytes) copyOut(in_, inTail_ + kHeaderBytes, op.data, op.header.length);
+      consume(n);
+      op.done = n;
+    } else {
+      std::size_t available =
+          static_cast<std::size_t>(in_.ring->head.load(std::memory_order_acquire) - inTail_);
+      std::size_t n = std::min({available, padded - op.done, kChunk});
+      if (n == 0) break;
+      forPieces(reinterpret_cast<std::byte*>(&incoming_), op.data, op.header.length, op.done, n,
+                [&](std::byte* piece, std::size_t length, std::size_t offset) {
+                  copyOut(in_, inTail_ + offset, piece, length);
+                });
+      consume(n);
+      op.done += n;
     }
-    consume(n);
-    op.done += n;
-    op.state->moved = op.done;
+    op.state->moved = payloadMoved(op.done, op.header.length);
     moved = true;
-    if (op.done == total) {
+    if (op.done == padded) {
       op.state->done = true;
       recvs_.pop_front();
     }
   }
   return moved;
+}
+
+bool ShmConnection::bytesWaiting() const {
+  if (recvs_.empty()) return false;
+  if (recvs_.front().done > 0) return in_.ring->head.load(std::memory_order_acquire) != inTail_;
+  uint64_t stamp = stampAt(in_, inTail_).load(std::memory_order_acquire);
+  return (stamp & kValid) && (stamp & ~kStampFlags) == inTail_;
 }
 
 namespace {
@@ -269,7 +339,7 @@ std::string ShmConnection::peerState() const {
 bool ShmConnection::failIfPeerClosed() {
   if (!device_.peerClosed(peerRank_)) return false;
   // What the peer wrote before closing is still in our ring: a receive it covers completes.
-  if (!recvs_.empty() && in_.ring->head.load(std::memory_order_acquire) != inTail_) return false;
+  if (bytesWaiting()) return false;
   const Op& op = recvs_.empty() ? sends_.front() : recvs_.front();
   // A peer closes because it failed, most often because another rank died: name that one,
   // which every rank then blames alike.

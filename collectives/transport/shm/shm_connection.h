@@ -1,7 +1,8 @@
 // A Connection to a peer on the same host through two shared-memory rings: the peer writes into
-// the ring in this rank's segment and this rank into the one in the peer's. Messages are a
-// 16-byte header {tag, length} then the payload, as on TCP, matched in order against the posted
-// receives (a mismatch is an InternalError). A send is done once its bytes are in the ring, so
+// the ring in this rank's segment and this rank into the one in the peer's. Messages are an
+// 8-byte stamp, the 16-byte header {tag, length} TCP sends too, and the payload (layout in
+// shm_connection.cc), matched in order against the posted receives (a mismatch is an
+// InternalError). A send is done once its bytes are in the ring, so
 // the caller may reuse its buffer before the peer has read it; a message larger than the ring
 // streams through it in chunks, the reader copying out while the writer copies in.
 // Thread model: every method runs on the thread that owns the Comm (inside the device's
@@ -66,9 +67,14 @@ class ShmConnection : public Connection, public RequestDescriber {
   // The ring's free bytes for a send that wants `wanted`: from the tail as last read while that
   // leaves enough, else read again.
   std::size_t freeSpace(std::size_t wanted);
-  // Moves outHead_ (inTail_) on by n bytes, makes it visible to the peer and rings its doorbell.
-  void publish(std::size_t n);
+  // Ends the message at `start` of `padded` bytes, whose bytes are in the ring: zeroes the next
+  // stamp's slot, then stamps the message whole (stamp) or moves the head counter to its end
+  // (the rest of a message that streamed), and rings the peer's doorbell.
+  void endMessage(uint64_t start, std::size_t padded, bool stamp);
+  // Moves inTail_ on by n bytes, makes it visible to the peer and rings its doorbell.
   void consume(std::size_t n);
+  // Bytes of the next message are in the ring for the receive at the front of the queue.
+  bool bytesWaiting() const;
   bool pumpSends();
   bool pumpReceives();
   // The peer closed its end: fail what can no longer complete (a receive whose bytes are not in
@@ -83,8 +89,10 @@ class ShmConnection : public Connection, public RequestDescriber {
   int peerPid_;
   RingView in_;
   RingView out_;
-  uint64_t inTail_;   // our copy of in_.ring->tail (only we write it)
-  uint64_t outHead_;  // our copy of out_.ring->head
+  uint64_t inTail_;  // our copy of in_.ring->tail (only we write it)
+  // Where this rank's next byte goes in out_; ahead of out_.ring->head, which moves only for
+  // messages that stream.
+  uint64_t outHead_;
   // out_.ring->tail as last read: the space it leaves stays free (the tail only grows), so a
   // send reads the peer's counter, a cache line the peer writes, only when that space is short.
   uint64_t outTailSeen_;

@@ -26,8 +26,8 @@ namespace {
 
 constexpr uint64_t kMagic = 0x6876642d73686d31;  // "hvd-shm1"
 // 2: rings are taken when first used, so a segment may be sparse; a version-1 peer would map it
-// as if every page were reserved.
-constexpr uint32_t kVersion = 2;
+// as if every page were reserved. 3: a message is announced by its stamp (shm_connection.cc).
+constexpr uint32_t kVersion = 3;
 
 std::size_t ringStride(std::size_t ringBytes) { return sizeof(RingHeader) + ringBytes; }
 

@@ -4,9 +4,9 @@
 // leaves nothing in /dev/shm.
 //
 // Layout: SegmentHeader, then for each peer p != owner (in rank order) a RingHeader followed by
-// ringBytes of data. The sender p moves `head`, the owner moves `tail`; both count bytes since
-// the start, so head - tail is what the ring holds. The fields each side writes sit on their own
-// cache lines.
+// ringBytes of data. The sender p moves `head` (for messages that stream: a whole message is
+// announced by its stamp, shm_connection.cc), the owner moves `tail`; both count bytes since the
+// start. The fields each side writes sit on their own cache lines.
 // Thread model: a Segment object is used by one thread; the shared fields are atomics that other
 // processes change at any time.
 #pragma once
@@ -42,7 +42,7 @@ struct SegmentHeader {
 };
 
 struct RingHeader {
-  alignas(kCacheLine) std::atomic<uint64_t> head;  // bytes written by the sender
+  alignas(kCacheLine) std::atomic<uint64_t> head;  // bytes a streaming sender has written
   alignas(kCacheLine) std::atomic<uint64_t> tail;  // bytes consumed by the owner
 };
 
