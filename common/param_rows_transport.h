@@ -13,9 +13,15 @@ HVD_OPTION(AllreduceRingThreshold, Executor, std::size_t, ringThresholdBytes, as
 HVD_PARAM(NetworkModel, networkModel, networkModel,
     .name = "HVD_NETWORK_MODEL",
     .type = ParamType::String, .defaultValue = "",
-    .unsetMeans = "(built in)",
+    .unsetMeans = "this host's calibration, else built in",
     .description = "A JSON file describing the cluster for `HVD_ALLREDUCE_ALGORITHM=auto`'s cost "
-                   "model across hosts: `intra_host_latency_seconds`, "
+                   "model. Unset, a job within one host reads the file `hvd-bench calibrate` "
+                   "saved for this host (`$XDG_CACHE_HOME/hvd/network_model-<host>.json`, "
+                   "`~/.cache` without XDG_CACHE_HOME) when there is one, whose "
+                   "`measured_allreduce` tables (each algorithm's time by size over `shm` or "
+                   "`tcp` on N ranks) then pick the algorithm within the host in place of "
+                   "`HVD_ALLREDUCE_RING_THRESHOLD`; jobs across hosts ignore such tables. Fields "
+                   "across hosts: `intra_host_latency_seconds`, "
                    "`intra_host_bytes_per_second` (shared memory), "
                    "`same_host_tcp_latency_seconds`, `same_host_tcp_bytes_per_second` (TCP "
                    "within a host, as a job of several hosts is linked), "

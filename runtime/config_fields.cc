@@ -2,9 +2,14 @@
 // and the one expansion of the rows that calls them.
 #include "runtime/config_fields.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
+#include <filesystem>
 
+#include "collectives/algorithms/allreduce.h"
 #include "common/error.h"
 #include "common/param_options.h"
 
@@ -100,18 +105,66 @@ void processSets(std::vector<std::vector<int32_t>>& m, const ParamValues& v, Par
   }
 }
 
-// HVD_NETWORK_MODEL: the file's model, or the built-in one. Ranks per host are the job's, set
-// once every rank agreed on the layout (connectWorld).
+// The runtime's check of a model's measured tables: every algorithm name is one it runs.
+void checkMeasuredNames(const collectives::NetworkModel& model, const std::string& origin) {
+  for (const auto& table : model.measuredAllreduce)
+    for (const auto& entry : table.seconds) {
+      std::string where = detail::concat(origin, ": measured_allreduce over ", table.link, " on ",
+                                         table.ranks, " ranks: ");
+      collectives::AllreduceAlgorithm a;
+      try {
+        a = collectives::parseAllreduceAlgorithm(entry.first);
+      } catch (const InvalidArgument& e) {
+        throw InvalidArgument(where + e.what());
+      }
+      if (a == collectives::AllreduceAlgorithm::Auto)
+        throw InvalidArgument(where + "'auto' is a choice, not an algorithm it can time");
+    }
+}
+
+// HVD_NETWORK_MODEL: the file's model; unset, for a job within one host, the model
+// hvd-bench calibrate saved for this host if there is one; else the built-in one. Ranks per
+// host are the job's, set once every rank agreed on the layout (connectWorld).
 void networkModel(std::shared_ptr<const collectives::NetworkModel>& m, const ParamValues& v,
                   ParamId id) {
-  const std::string& path = v.getString(id);
+  std::string path = v.getString(id);
+  std::string origin = params::envName(id) + "=" + path;
+  if (path.empty() && v.getInt(ParamId::LocalSize) >= v.getInt(ParamId::Size)) {
+    std::string saved = machineNetworkModelPath();
+    std::error_code error;
+    if (!saved.empty() && std::filesystem::exists(saved, error)) {
+      path = saved;
+      origin = "this host's calibration " + saved + " (hvd-bench calibrate)";
+    }
+  }
   collectives::NetworkModel model;
-  if (!path.empty())
-    model = collectives::NetworkModel::fromFile(path, params::envName(id) + "=" + path);
+  if (!path.empty()) {
+    try {
+      model = collectives::NetworkModel::fromFile(path, origin);
+      checkMeasuredNames(model, origin);
+    } catch (const InvalidArgument& e) {
+      if (path == v.getString(id)) throw;
+      throw InvalidArgument(std::string(e.what()) +
+                            " (run hvd-bench calibrate again, or remove the file)");
+    }
+  }
   m = std::make_shared<const collectives::NetworkModel>(model);
 }
 
 }  // namespace
+
+std::string machineNetworkModelPath() {
+  std::string dir;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    dir = xdg;
+  else if (const char* home = std::getenv("HOME"); home && *home)
+    dir = std::string(home) + "/.cache";
+  else
+    return "";
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return dir + "/hvd/network_model-" + host + ".json";
+}
 
 void fillFromTable(Config& c, const ParamValues& v) {
 #define HVD_PARAM(Id, member, how, ...) how(c.member, v, ParamId::Id);

@@ -12,4 +12,9 @@ namespace hvd::runtime {
 // Checks across parameters are Config::fromParams's.
 void fillFromTable(Config& c, const params::ParamValues& v);
 
+// Where `hvd-bench calibrate` keeps this host's network model, which jobs within one host use
+// when HVD_NETWORK_MODEL is unset: $XDG_CACHE_HOME/hvd/network_model-<host>.json ($HOME/.cache
+// without XDG_CACHE_HOME). Empty where neither variable is set.
+std::string machineNetworkModelPath();
+
 }  // namespace hvd::runtime

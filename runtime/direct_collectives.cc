@@ -47,4 +47,6 @@ Tensor DirectCollectives::reducescatter(const Tensor& input, ReduceOp op,
 
 void DirectCollectives::barrier() { collectives::barrier(*world_.data); }
 
+const std::string& DirectCollectives::linkName() const { return world_.data->linkName(); }
+
 }  // namespace hvd::runtime

@@ -27,6 +27,8 @@ class DirectCollectives : public BlockingCollectives {
   collectives::Tensor reducescatter(const collectives::Tensor& input, collectives::ReduceOp op,
                                     const collectives::Allocate& allocate) override;
   void barrier() override;
+  // The data communicator's link kind (Comm::linkName).
+  const std::string& linkName() const;
 
  private:
   DirectCollectives(Config config, World world)

@@ -74,6 +74,9 @@ void attachHosts(const Config& config, World& world, rendezvous::Store& store, i
   auto model = std::make_shared<collectives::NetworkModel>(*config.networkModel);
   model->ranksPerHost = hosts.ranksPerHost;
   *model = model->sharingCores(hosts.coresPerHost);
+  // Tables measured within one host serve jobs within one host: across hosts a communicator's
+  // TCP links are not the loopback's.
+  if (hosts.ranksPerHost < t.size) model->measuredAllreduce.clear();
   if (t.rank == 0 && hosts.coresPerHost > 0 && hosts.coresPerHost < hosts.ranksPerHost)
     world.logs->get("runtime")->info(
         "allreduce cost model: {} ranks per host share {} cores, so each copies within its host "

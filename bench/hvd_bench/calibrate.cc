@@ -89,6 +89,52 @@ Calibration calibrate(runtime::BlockingCollectives& rt, const collectives::Netwo
   return c;
 }
 
+collectives::MeasuredAllreduce measureAllreduce(const AlgorithmRuns& runs, const std::string& link,
+                                                int ranks) {
+  constexpr std::size_t kSmallest = 16 * 1024, kLargest = 16 * 1024 * 1024;
+  constexpr int kRounds = 3;
+  collectives::MeasuredAllreduce table;
+  table.link = link;
+  table.ranks = ranks;
+  for (std::size_t bytes = kSmallest; bytes <= kLargest; bytes *= 2) {
+    int iterations = bytes <= 256 * 1024 ? 20 : bytes <= 2 * 1024 * 1024 ? 8 : 4;
+    std::vector<std::vector<double>> rounds(runs.size());
+    for (int round = 0; round < kRounds; ++round)
+      for (std::size_t a = 0; a < runs.size(); ++a)
+        rounds[a].push_back(allreduceSeconds(*runs[a].second, bytes / 4, iterations));
+    table.bytes.push_back(static_cast<double>(bytes));
+    for (std::size_t a = 0; a < runs.size(); ++a)
+      table.seconds[collectives::allreduceAlgorithmName(runs[a].first)].push_back(
+          median(rounds[a]));
+  }
+  return table;
+}
+
+void printMeasuredAllreduce(std::ostream& out, const collectives::MeasuredAllreduce& table) {
+  out << "# allreduce over " << table.link << " on " << table.ranks
+      << " ranks, median us (* auto's pick):\n#     bytes";
+  for (const auto& entry : table.seconds) {
+    char name[32];
+    std::snprintf(name, sizeof name, " %19s", entry.first.c_str());
+    out << name;
+  }
+  out << "\n";
+  for (std::size_t i = 0; i < table.bytes.size(); ++i) {
+    char cell[64];
+    std::snprintf(cell, sizeof cell, "# %9.0f", table.bytes[i]);
+    out << cell;
+    double best = 0;
+    for (const auto& entry : table.seconds)
+      if (best == 0 || entry.second[i] < best) best = entry.second[i];
+    for (const auto& entry : table.seconds) {
+      std::snprintf(cell, sizeof cell, " %18.1f%s", entry.second[i] * 1e6,
+                    entry.second[i] == best ? "*" : " ");
+      out << cell;
+    }
+    out << "\n";
+  }
+}
+
 void printCalibration(std::ostream& out, const Calibration& c) {
   char line[256];
   std::snprintf(line, sizeof line,

@@ -13,6 +13,7 @@
 #include "bench/hvd_bench/collective_bench.h"
 #include "bench/hvd_bench/engine_bench.h"
 #include "bench/hvd_bench/negotiation_bench.h"
+#include "runtime/config_fields.h"
 #ifdef HVD_BENCH_GPU
 #include "bench/hvd_bench/gpu_bench.h"
 #endif
@@ -131,7 +132,8 @@ void addNegotiationOptions(CLI::App& cmd, Values& v) {
 void addCalibrateOptions(CLI::App& cmd, Values& v) {
   cmd.add_option("--save", v.save,
                  "The model file to write (merged into it when it exists), for simulate --model "
-                 "and HVD_NETWORK_MODEL");
+                 "and HVD_NETWORK_MODEL; within a host the default is this host's, which its "
+                 "jobs use when HVD_NETWORK_MODEL is unset");
 }
 
 // Sizes, operation and checks of the sweep (and the sizes other subcommands borrow).
@@ -180,20 +182,46 @@ int negotiationMode(Values& v, const CLI::App&, const Config*) {
 
 int calibrateMode(Values& v, const CLI::App&, const Config* job) {
   Config config = *job;
+  bool sameHost = config.topology.localSize == config.topology.size;
+  // Within a host, the model is this host's: saved where jobs within it find it.
+  std::string save = v.save;
+  if (save.empty() && sameHost) save = runtime::machineNetworkModelPath();
+  if (save.empty())
+    throw InvalidArgument(
+        "calibrate: between hosts, --save FILE names the model file (then HVD_NETWORK_MODEL)");
   collectives::NetworkModel base;
   // Merged into the file when it exists: calibrating one link keeps the other's figures.
-  if (!v.save.empty() && std::filesystem::exists(v.save))
-    base = collectives::NetworkModel::fromFile(v.save, "--save " + v.save);
-  config.engine.executor.allreduceAlgorithm = collectives::AllreduceAlgorithm::RecursiveDoubling;
-  auto rt = runtime::DirectCollectives::create(config);
+  if (std::filesystem::exists(save)) base = collectives::NetworkModel::fromFile(save, save);
+  auto direct = [&](collectives::AllreduceAlgorithm algorithm) {
+    Config c = config;
+    c.engine.executor.allreduceAlgorithm = algorithm;
+    return runtime::DirectCollectives::create(c);
+  };
+  auto rt = direct(collectives::AllreduceAlgorithm::RecursiveDoubling);
   auto c = calibrate(*rt, base, config.transport == runtime::Transport::Tcp);
+  collectives::MeasuredAllreduce table;
+  if (sameHost) {
+    auto ring = direct(collectives::AllreduceAlgorithm::Ring);
+    auto rabenseifner = direct(collectives::AllreduceAlgorithm::Rabenseifner);
+    table = measureAllreduce({{collectives::AllreduceAlgorithm::RecursiveDoubling, rt.get()},
+                              {collectives::AllreduceAlgorithm::Ring, ring.get()},
+                              {collectives::AllreduceAlgorithm::Rabenseifner, rabenseifner.get()}},
+                             rt->linkName(), config.topology.size);
+    c.model.setMeasured(table);
+  }
   if (rt->topology().rank == 0) {
     printCalibration(std::cout, c);
-    if (!v.save.empty()) {
-      std::ofstream out(v.save);
-      if (!out) throw InvalidArgument("--save: cannot write " + v.save);
-      out << c.model.toJson() << "\n";
-    }
+    if (sameHost) printMeasuredAllreduce(std::cout, table);
+    std::filesystem::path path(save);
+    std::error_code error;
+    if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), error);
+    std::ofstream out(save);
+    if (!out) throw InvalidArgument("calibrate: cannot write " + save);
+    out << c.model.toJson() << "\n";
+    std::cout << "# saved to " << save
+              << (v.save.empty() ? " (jobs within this host use it unless HVD_NETWORK_MODEL names "
+                                   "another file)\n"
+                                 : "\n");
   }
   rt->barrier();
   return 0;

@@ -59,8 +59,9 @@ struct AllreduceOptions {
 };
 
 // Auto's rule: the algorithm for a flat allreduce of `bytes` over `comm` (never Auto). With a
-// model and a communicator that spans hosts, the one the cost model predicts fastest; otherwise
-// (within one host, where the thresholds were measured) recursive doubling below
+// model and a communicator that spans hosts, the one the cost model predicts fastest; within one
+// host, the fastest in the model's table measured on this machine for the communicator's link
+// and size (hvd-bench calibrate), and without one recursive doubling below
 // options.ringThresholdBytes and the ring from there on.
 AllreduceAlgorithm chooseAllreduceAlgorithm(const Comm& comm, std::size_t bytes,
                                             const AllreduceOptions& options);

@@ -210,6 +210,29 @@ double allreduceLowerBound(std::size_t bytes, const CommShape& shape, const Netw
          std::max({perRank, perHost, acrossHosts, (n - 1.0) / n * model.reduceSeconds(s)});
 }
 
+AllreduceAlgorithm measuredFastestAllreduce(std::size_t bytes, const std::string& link, int ranks,
+                                            const NetworkModel& model) {
+  const MeasuredAllreduce* table = model.measured(link, ranks);
+  if (!table) return AllreduceAlgorithm::Auto;
+  const auto& sizes = table->bytes;
+  double s =
+      std::clamp(static_cast<double>(std::max<std::size_t>(bytes, 1)), sizes.front(), sizes.back());
+  std::size_t hi = std::lower_bound(sizes.begin(), sizes.end(), s) - sizes.begin();
+  std::size_t lo = hi > 0 && sizes[hi] != s ? hi - 1 : hi;
+  double f = lo == hi ? 0 : std::log(s / sizes[lo]) / std::log(sizes[hi] / sizes[lo]);
+  AllreduceAlgorithm best = AllreduceAlgorithm::Auto;
+  double bestSeconds = 0;
+  for (const auto& [name, times] : table->seconds) {
+    double t = std::exp(std::log(times[lo]) + f * (std::log(times[hi]) - std::log(times[lo])));
+    AllreduceAlgorithm a = parseAllreduceAlgorithm(name);
+    if (best == AllreduceAlgorithm::Auto || t < bestSeconds) {
+      best = a;
+      bestSeconds = t;
+    }
+  }
+  return best;
+}
+
 AllreduceAlgorithm fastestAllreduce(std::size_t bytes, const CommShape& shape,
                                     const NetworkModel& model) {
   AllreduceAlgorithm best = AllreduceAlgorithm::RecursiveDoubling;

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "collectives/algorithms/allreduce.h"
 #include "collectives/algorithms/broadcast.h"
@@ -48,6 +49,13 @@ double allreduceLowerBound(std::size_t bytes, const CommShape& shape, const Netw
 // recursive doubling, ring, Rabenseifner).
 AllreduceAlgorithm fastestAllreduce(std::size_t bytes, const CommShape& shape,
                                     const NetworkModel& model);
+
+// Auto's pick for a communicator within one host from the model's measured table for `link` and
+// `ranks` (NetworkModel::measuredAllreduce): the algorithm with the least time at `bytes`, each
+// interpolated between the measured sizes around it (log-log) and held beyond the ends; Auto
+// where no table matches.
+AllreduceAlgorithm measuredFastestAllreduce(std::size_t bytes, const std::string& link, int ranks,
+                                            const NetworkModel& model);
 
 // Seconds for a broadcast of `bytes` from rank 0 by `algorithm` (not Auto); `segmentBytes`: the
 // pipeline segment (the chain's, and the limit of the ring allgather's). The tree's time is the

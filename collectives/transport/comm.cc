@@ -52,6 +52,7 @@ std::unique_ptr<Comm> Comm::subset(const std::vector<int>& ranks) const {
   sub->ownsConnections_ = false;
   sub->pipelineSegmentBytes_ = pipelineSegmentBytes_;
   sub->buffersPerPeer_ = buffersPerPeer_;
+  sub->linkName_ = linkName_;
   return sub;
 }
 

@@ -52,6 +52,10 @@ class Comm {
   // device sets it; subsets keep it.
   bool buffersPerPeer() const { return buffersPerPeer_; }
   void setBuffersPerPeer(bool perPeer) { buffersPerPeer_ = perPeer; }
+  // The kind of link between its ranks, as the network model's measured tables name it: "tcp"
+  // (the default, as above) or what the device sets ("shm", "sim"). Subsets keep it.
+  const std::string& linkName() const { return linkName_; }
+  void setLinkName(std::string name) { linkName_ = std::move(name); }
   // The transport's progress engine (null for a single rank), for waiting on several requests.
   ProgressEngine* progress() const { return progress_.get(); }
   // A communicator over some of this one's ranks (`ranks` sorted, unique, containing this rank;
@@ -97,6 +101,7 @@ class Comm {
   KeptBuffer workspace_;
   std::size_t pipelineSegmentBytes_ = 512 * 1024;
   bool buffersPerPeer_ = false;
+  std::string linkName_ = "tcp";
   std::unique_ptr<Hierarchy> hierarchy_;
 };
 

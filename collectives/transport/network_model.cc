@@ -71,12 +71,16 @@ std::string NetworkModel::describe() const {
                            ? detail::concat(", copied ", std::round(nicMemoryCopies * 100) / 100,
                                             "x through the receiving host's memory")
                            : std::string(", bypassing host memory");
-  return detail::concat(ranksPerHost, " ranks per host", switches, "; NIC ",
-                        micros(interHost.latencySeconds), " ", rate(interHost.bytesPerSecond),
-                        copies, "; shm ", micros(intraHost.latencySeconds), " ",
-                        rate(intraHost.bytesPerSecond), " (host ", rate(hostMemoryBytesPerSecond),
-                        "); same host over TCP ", micros(sameHostTcp.latencySeconds), " ",
-                        rate(sameHostTcp.bytesPerSecond), "; reduce ", rate(reduceBytesPerSecond));
+  std::string tables;
+  for (const auto& t : measuredAllreduce)
+    tables += detail::concat(tables.empty() ? "; allreduce measured over " : ", ", t.link, " on ",
+                             t.ranks, " ranks");
+  return detail::concat(
+      ranksPerHost, " ranks per host", switches, "; NIC ", micros(interHost.latencySeconds), " ",
+      rate(interHost.bytesPerSecond), copies, "; shm ", micros(intraHost.latencySeconds), " ",
+      rate(intraHost.bytesPerSecond), " (host ", rate(hostMemoryBytesPerSecond),
+      "); same host over TCP ", micros(sameHostTcp.latencySeconds), " ",
+      rate(sameHostTcp.bytesPerSecond), "; reduce ", rate(reduceBytesPerSecond), tables);
 }
 
 std::string NetworkModel::toJson() const {
@@ -85,8 +89,77 @@ std::string NetworkModel::toJson() const {
   for (const auto& f : fields()) j[f.name] = f.at(copy);
   j["ranks_per_host"] = ranksPerHost;
   j["hosts_per_switch"] = hostsPerSwitch;
+  for (const auto& t : measuredAllreduce) {
+    nlohmann::ordered_json table;
+    table["link"] = t.link;
+    table["ranks"] = t.ranks;
+    table["bytes"] = t.bytes;
+    table["seconds"] = t.seconds;
+    j["measured_allreduce"].push_back(table);
+  }
   return j.dump(2);
 }
+
+const MeasuredAllreduce* NetworkModel::measured(const std::string& link, int ranks) const {
+  for (const auto& t : measuredAllreduce)
+    if (t.link == link && t.ranks == ranks) return &t;
+  return nullptr;
+}
+
+void NetworkModel::setMeasured(MeasuredAllreduce table) {
+  for (auto& t : measuredAllreduce)
+    if (t.link == table.link && t.ranks == table.ranks) {
+      t = std::move(table);
+      return;
+    }
+  measuredAllreduce.push_back(std::move(table));
+}
+
+namespace {
+
+MeasuredAllreduce measuredFromJson(const nlohmann::json& j, const std::string& where) {
+  auto fail = [&](const std::string& what) { throw InvalidArgument(where + ": " + what); };
+  if (!j.is_object()) fail("a table is an object {link, ranks, bytes, seconds}");
+  MeasuredAllreduce t;
+  for (const auto& item : j.items()) {
+    const auto& v = item.value();
+    if (item.key() == "link" && v.is_string()) {
+      t.link = v.get<std::string>();
+    } else if (item.key() == "ranks" && v.is_number_integer()) {
+      t.ranks = v.get<int>();
+    } else if (item.key() == "bytes" && v.is_array()) {
+      for (const auto& b : v) {
+        if (!b.is_number() || b.get<double>() <= 0) fail("bytes must be numbers > 0");
+        t.bytes.push_back(b.get<double>());
+      }
+    } else if (item.key() == "seconds" && v.is_object()) {
+      for (const auto& algorithm : v.items()) {
+        auto& times = t.seconds[algorithm.key()];
+        if (!algorithm.value().is_array()) fail("seconds." + algorithm.key() + " must be a list");
+        for (const auto& s : algorithm.value()) {
+          if (!s.is_number() || !(s.get<double>() > 0))
+            fail("seconds." + algorithm.key() + " must hold numbers > 0");
+          times.push_back(s.get<double>());
+        }
+      }
+    } else {
+      fail(detail::concat("unknown or mistyped field ", item.key(), ": ", v.dump()));
+    }
+  }
+  if (t.link.empty()) fail("link is missing");
+  if (t.ranks < 2) fail("ranks must be >= 2");
+  if (t.bytes.empty() || !std::is_sorted(t.bytes.begin(), t.bytes.end()) ||
+      std::adjacent_find(t.bytes.begin(), t.bytes.end()) != t.bytes.end())
+    fail("bytes must be a non-empty ascending list");
+  if (t.seconds.empty()) fail("seconds names no algorithm");
+  for (const auto& [name, times] : t.seconds)
+    if (times.size() != t.bytes.size())
+      fail(detail::concat("seconds.", name, " has ", times.size(), " times for ", t.bytes.size(),
+                          " sizes"));
+  return t;
+}
+
+}  // namespace
 
 NetworkModel NetworkModel::fromJson(const std::string& text, const std::string& origin) {
   nlohmann::json j;
@@ -100,6 +173,13 @@ NetworkModel NetworkModel::fromJson(const std::string& text, const std::string& 
   for (const auto& item : j.items()) {
     const std::string key = item.key();
     const auto& value = item.value();
+    if (key == "measured_allreduce") {
+      if (!value.is_array()) throw InvalidArgument(origin + ": measured_allreduce must be a list");
+      for (std::size_t i = 0; i < value.size(); ++i)
+        m.setMeasured(
+            measuredFromJson(value[i], detail::concat(origin, ": measured_allreduce[", i, "]")));
+      continue;
+    }
     if (!value.is_number())
       throw InvalidArgument(
           detail::concat(origin, ": ", key, " must be a number, not ", value.dump()));

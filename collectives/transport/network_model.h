@@ -5,13 +5,28 @@
 // cannot disagree about the machine.
 #pragma once
 
+#include <map>
 #include <string>
+#include <vector>
 
 namespace hvd::collectives {
 
 struct LinkModel {
   double latencySeconds = 0;  // α: a message's fixed cost, end to end
   double bytesPerSecond = 0;  // 1/β
+};
+
+// Allreduce times measured on one machine (hvd-bench calibrate) for a communicator within one
+// host: over `link` (Comm::linkName: "shm", "tcp") with `ranks` ranks, each algorithm's median
+// seconds (by its HVD_ALLREDUCE_ALGORITHM name) at each of `bytes`. Where a table matches a
+// communicator, Auto picks from it instead of the formulas and the size threshold: the
+// crossovers are the machine's own (a loopback's throughput, for one, changes with message
+// size in ways no latency-bandwidth pair captures).
+struct MeasuredAllreduce {
+  std::string link;
+  int ranks = 2;
+  std::vector<double> bytes;                           // ascending
+  std::map<std::string, std::vector<double>> seconds;  // one per size
 };
 
 struct NetworkModel {
@@ -44,6 +59,12 @@ struct NetworkModel {
   double reduceBytesPerSecond = 4e9;
   // Consecutive ranks share a host: rank r is on host r / ranksPerHost.
   int ranksPerHost = 1;
+  std::vector<MeasuredAllreduce> measuredAllreduce;
+
+  // The table for `link` and `ranks`, or null.
+  const MeasuredAllreduce* measured(const std::string& link, int ranks) const;
+  // Adds `table`, replacing one of the same link and ranks.
+  void setMeasured(MeasuredAllreduce table);
 
   int hostOf(int rank) const { return rank / ranksPerHost; }
   // The link between two ranks of one host on a communicator that does or does not span
@@ -68,8 +89,10 @@ struct NetworkModel {
   // "8 ranks per host, 16 hosts per switch; NIC 5 us 12.5 GB/s, copied 1x through the
   // receiving host's memory; shm 0.3 us 6 GB/s (host 20 GB/s); ..."
   std::string describe() const;
-  // JSON with the fields above (snake_case, seconds and bytes per second); parsing takes any
-  // subset over the defaults and throws InvalidArgument naming a bad or unknown field.
+  // JSON with the fields above (snake_case, seconds and bytes per second; the tables as
+  // "measured_allreduce": [{"link", "ranks", "bytes": [...], "seconds": {name: [...]}}]);
+  // parsing takes any subset over the defaults and throws InvalidArgument naming a bad or
+  // unknown field. The tables' algorithm names are the runtime's to check.
   std::string toJson() const;
   static NetworkModel fromJson(const std::string& text, const std::string& origin);
   // The same from a file; `origin` names it in errors (e.g. "HVD_NETWORK_MODEL=/path").

@@ -2,6 +2,7 @@
 import json
 import os
 import re
+import socket
 import subprocess
 import time
 
@@ -324,6 +325,37 @@ def test_calibrate_writes_a_model_that_the_runtime_reads_and_a_bad_one_fails_ini
     assert r.returncode != 0
     assert f"HVD_NETWORK_MODEL={model}: unknown field nic_speed" in r.stderr, r.stderr
     assert " ok" not in r.stdout
+
+
+def test_calibrate_keeps_this_hosts_algorithm_table_where_its_jobs_read_it(tmp_path):
+    # Without --save, calibrate within a host writes this host's model, with each algorithm's
+    # measured times over the job's link; jobs within the host read it when HVD_NETWORK_MODEL is
+    # unset, and a broken one fails their init naming the file and what to do.
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
+    bench = BUILD / "apps" / "hvd-bench"
+    r = run_hvdrun("-np", 2, "--transport", "tcp", bench, "calibrate", env=env)
+    assert r.returncode == 0, r.stderr
+    saved = tmp_path / "hvd" / f"network_model-{socket.gethostname()}.json"
+    assert f"saved to {saved}" in r.stdout, r.stdout
+    assert "allreduce over tcp on 2 ranks" in r.stdout
+    tables = json.loads(saved.read_text())["measured_allreduce"]
+    assert [(t["link"], t["ranks"]) for t in tables] == [("tcp", 2)]
+    assert sorted(tables[0]["seconds"]) == ["rabenseifner", "recursive_doubling", "ring"]
+    assert tables[0]["bytes"][0] == 16384 and tables[0]["bytes"][-1] == 16 << 20
+    # Calibrating the other link keeps this one's table.
+    r = run_hvdrun("-np", 2, "--transport", "shm", bench, "calibrate", env=env)
+    assert r.returncode == 0, r.stderr
+    tables = json.loads(saved.read_text())["measured_allreduce"]
+    assert sorted((t["link"], t["ranks"]) for t in tables) == [("shm", 2), ("tcp", 2)]
+    r = run_hvdrun("-np", 2, WORKER, "allreduce", 300_000, env=env)
+    assert r.returncode == 0 and r.stdout.count(" ok") == 2, r.stderr
+    saved.write_text('{"measured_allreduce": [{"link": "shm", "ranks": 2, "bytes": [1], '
+                     '"seconds": {"fastest": [1]}}]}')
+    r = run_hvdrun("-np", 2, WORKER, "allreduce", 10, env=env)
+    assert r.returncode != 0
+    assert f"this host's calibration {saved}" in r.stderr, r.stderr
+    assert "unknown allreduce algorithm 'fastest'" in r.stderr
+    assert "run hvd-bench calibrate again, or remove the file" in r.stderr
 
 
 # Fills and frees a 64 MiB block twice and prints the page faults of the second pass. The block

@@ -151,6 +151,7 @@ std::unique_ptr<Comm> ShmDevice::connectAll(int rank, int size, rendezvous::Stor
       std::make_unique<Comm>(rank, size, std::move(connections), opTimeout, shared_from_this());
   comm->setPipelineSegmentBytes(kPipelineSegmentBytes);
   comm->setBuffersPerPeer(true);  // rings are taken at a pair's first use
+  comm->setLinkName("shm");
   return comm;
 }
 

@@ -254,6 +254,7 @@ void SimWorld::Impl::buildComms() {
     progress.push_back(std::make_shared<Progress>(*this));
     ranks[r].comm = std::make_unique<Comm>(
         r, size, std::move(links), std::chrono::milliseconds(kRealTimeout), progress.back());
+    ranks[r].comm->setLinkName("sim");
   }
   if (!withinHostPlane) return;
   int hostCount = size / perHost;
@@ -266,6 +267,7 @@ void SimWorld::Impl::buildComms() {
       if (p != r) local[p % perHost] = aliased(Plane::WithinHost, r, p);
     h.local = std::make_unique<Comm>(r % perHost, perHost, std::move(local),
                                      std::chrono::milliseconds(kRealTimeout), progress[r]);
+    h.local->setLinkName("sim");
     std::vector<int> column;
     for (int host = 0; host < hostCount; ++host) column.push_back(host * perHost + r % perHost);
     h.cross = ranks[r].comm->subset(column);
