@@ -7,7 +7,8 @@
 # both over shared memory (hvd --transport shm, OpenMPI's vader BTL), writing compare_peers_shm*.
 # Sizes up to 64 KiB take 100 warm-up and 1000 timed runs (20 runs of a 10 us operation are a
 # 200 us window that one scheduler hiccup on a shared machine spoils); larger sizes take 5 and
-# ITERS. Every tool gets exactly the same arguments.
+# ITERS. Every tool gets exactly the same arguments. With 2 ranks hvd is calibrated first
+# (hvd-bench calibrate over the transport, saved as this host's model), as a user would.
 #   bench/compare_peers.sh [ROUNDS]  (env: NP=2, MAX=256M, ITERS=20, OUT=bench/results, TRANSPORT=tcp)
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -35,6 +36,12 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 "$repo/scripts/build.sh" >/dev/null
+# hvd as its docs tell a user to run it on a new machine: calibrated once (hvd-bench calibrate),
+# so this host's measured table picks the allreduce algorithm by size over this transport.
+if [ "$np" -eq 2 ]; then
+  "$build/apps/hvdrun" -np 2 --transport "$transport" "$build/apps/hvd-bench" calibrate \
+      | sed -n 's/^\[0\]<stdout>:# saved to /compare_peers: calibrated, saved to /p'
+fi
 mkdir -p "$peers" "$out"
 mpicxx -O3 -std=c++17 "$repo/bench/peers/mpi_allreduce.cc" -o "$peers/mpi_allreduce"
 g++ -O3 -std=c++17 "$repo/bench/peers/gloo_allreduce.cc" -o "$peers/gloo_allreduce" -lgloo -pthread

@@ -9,7 +9,6 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "collectives/algorithms/allreduce.h"
 #include "common/error.h"
 #include "common/param_options.h"
 
@@ -105,23 +104,6 @@ void processSets(std::vector<std::vector<int32_t>>& m, const ParamValues& v, Par
   }
 }
 
-// The runtime's check of a model's measured tables: every algorithm name is one it runs.
-void checkMeasuredNames(const collectives::NetworkModel& model, const std::string& origin) {
-  for (const auto& table : model.measuredAllreduce)
-    for (const auto& entry : table.seconds) {
-      std::string where = detail::concat(origin, ": measured_allreduce over ", table.link, " on ",
-                                         table.ranks, " ranks: ");
-      collectives::AllreduceAlgorithm a;
-      try {
-        a = collectives::parseAllreduceAlgorithm(entry.first);
-      } catch (const InvalidArgument& e) {
-        throw InvalidArgument(where + e.what());
-      }
-      if (a == collectives::AllreduceAlgorithm::Auto)
-        throw InvalidArgument(where + "'auto' is a choice, not an algorithm it can time");
-    }
-}
-
 // HVD_NETWORK_MODEL: the file's model; unset, for a job within one host, the model
 // hvd-bench calibrate saved for this host if there is one; else the built-in one. Ranks per
 // host are the job's, set once every rank agreed on the layout (connectWorld).
@@ -141,7 +123,6 @@ void networkModel(std::shared_ptr<const collectives::NetworkModel>& m, const Par
   if (!path.empty()) {
     try {
       model = collectives::NetworkModel::fromFile(path, origin);
-      checkMeasuredNames(model, origin);
     } catch (const InvalidArgument& e) {
       if (path == v.getString(id)) throw;
       throw InvalidArgument(std::string(e.what()) +

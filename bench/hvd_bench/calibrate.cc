@@ -91,17 +91,24 @@ Calibration calibrate(runtime::BlockingCollectives& rt, const collectives::Netwo
 
 collectives::MeasuredAllreduce measureAllreduce(const AlgorithmRuns& runs, const std::string& link,
                                                 int ranks) {
-  constexpr std::size_t kSmallest = 16 * 1024, kLargest = 16 * 1024 * 1024;
+  constexpr std::size_t kLargest = 16 * 1024 * 1024;
   constexpr int kRounds = 3;
+  // Sparse where latency decides, by factors of 2 where the crossovers fall.
+  std::vector<std::size_t> sizes = {4, 64, 1024, 4096};
+  for (std::size_t bytes = 8192; bytes <= kLargest; bytes *= 2) sizes.push_back(bytes);
   collectives::MeasuredAllreduce table;
   table.link = link;
   table.ranks = ranks;
-  for (std::size_t bytes = kSmallest; bytes <= kLargest; bytes *= 2) {
-    int iterations = bytes <= 256 * 1024 ? 20 : bytes <= 2 * 1024 * 1024 ? 8 : 4;
+  for (std::size_t bytes : sizes) {
+    int iterations = bytes <= 64 * 1024         ? 100
+                     : bytes <= 256 * 1024      ? 20
+                     : bytes <= 2 * 1024 * 1024 ? 8
+                                                : 4;
     std::vector<std::vector<double>> rounds(runs.size());
     for (int round = 0; round < kRounds; ++round)
       for (std::size_t a = 0; a < runs.size(); ++a)
-        rounds[a].push_back(allreduceSeconds(*runs[a].second, bytes / 4, iterations));
+        rounds[a].push_back(
+            allreduceSeconds(*runs[a].second, std::max<std::size_t>(1, bytes / 4), iterations));
     table.bytes.push_back(static_cast<double>(bytes));
     for (std::size_t a = 0; a < runs.size(); ++a)
       table.seconds[collectives::allreduceAlgorithmName(runs[a].first)].push_back(

@@ -214,23 +214,18 @@ AllreduceAlgorithm measuredFastestAllreduce(std::size_t bytes, const std::string
                                             const NetworkModel& model) {
   const MeasuredAllreduce* table = model.measured(link, ranks);
   if (!table) return AllreduceAlgorithm::Auto;
-  const auto& sizes = table->bytes;
-  double s =
-      std::clamp(static_cast<double>(std::max<std::size_t>(bytes, 1)), sizes.front(), sizes.back());
-  std::size_t hi = std::lower_bound(sizes.begin(), sizes.end(), s) - sizes.begin();
-  std::size_t lo = hi > 0 && sizes[hi] != s ? hi - 1 : hi;
-  double f = lo == hi ? 0 : std::log(s / sizes[lo]) / std::log(sizes[hi] / sizes[lo]);
-  AllreduceAlgorithm best = AllreduceAlgorithm::Auto;
-  double bestSeconds = 0;
-  for (const auto& [name, times] : table->seconds) {
-    double t = std::exp(std::log(times[lo]) + f * (std::log(times[hi]) - std::log(times[lo])));
-    AllreduceAlgorithm a = parseAllreduceAlgorithm(name);
-    if (best == AllreduceAlgorithm::Auto || t < bestSeconds) {
-      best = a;
-      bestSeconds = t;
-    }
+  // Below the table latency decides, where recursive doubling's single round is the least.
+  if (static_cast<double>(bytes) < table->bytes.front())
+    return AllreduceAlgorithm::RecursiveDoubling;
+  switch (table->fastestAt(static_cast<double>(bytes))) {
+    case TimedAlgorithm::RecursiveDoubling:
+      return AllreduceAlgorithm::RecursiveDoubling;
+    case TimedAlgorithm::Ring:
+      return AllreduceAlgorithm::Ring;
+    case TimedAlgorithm::Rabenseifner:
+      return AllreduceAlgorithm::Rabenseifner;
   }
-  return best;
+  return AllreduceAlgorithm::Auto;
 }
 
 AllreduceAlgorithm fastestAllreduce(std::size_t bytes, const CommShape& shape,

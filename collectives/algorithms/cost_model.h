@@ -52,8 +52,8 @@ AllreduceAlgorithm fastestAllreduce(std::size_t bytes, const CommShape& shape,
 
 // Auto's pick for a communicator within one host from the model's measured table for `link` and
 // `ranks` (NetworkModel::measuredAllreduce): the algorithm with the least time at `bytes`, each
-// interpolated between the measured sizes around it (log-log) and held beyond the ends; Auto
-// where no table matches.
+// interpolated between the measured sizes around it (log-log) and held beyond the largest;
+// recursive doubling below the smallest (latency decides there); Auto where no table matches.
 AllreduceAlgorithm measuredFastestAllreduce(std::size_t bytes, const std::string& link, int ranks,
                                             const NetworkModel& model);
 

@@ -102,11 +102,83 @@ std::string NetworkModel::toJson() const {
 
 const MeasuredAllreduce* NetworkModel::measured(const std::string& link, int ranks) const {
   for (const auto& t : measuredAllreduce)
-    if (t.link == link && t.ranks == ranks) return &t;
+    if (t.ranks == ranks && t.link == link) return &t;
   return nullptr;
 }
 
+namespace {
+
+constexpr TimedAlgorithm kTimed[] = {TimedAlgorithm::RecursiveDoubling, TimedAlgorithm::Ring,
+                                     TimedAlgorithm::Rabenseifner};
+
+TimedAlgorithm timedAlgorithm(const std::string& name, const std::string& link) {
+  std::string valid;
+  for (TimedAlgorithm a : kTimed) {
+    if (name == timedAlgorithmName(a)) return a;
+    valid += (valid.empty() ? "" : ", ") + std::string(timedAlgorithmName(a));
+  }
+  throw InvalidArgument(detail::concat("measured allreduce over ", link,
+                                       ": unknown allreduce algorithm '", name, "' (a table times ",
+                                       valid, ")"));
+}
+
+// The algorithm with the least time at `at`, interpolated (log-log) in the interval lo..hi.
+TimedAlgorithm fastestIn(const MeasuredAllreduce& t, std::size_t lo, std::size_t hi, double at) {
+  double f = lo == hi ? 0 : std::log(at / t.bytes[lo]) / std::log(t.bytes[hi] / t.bytes[lo]);
+  const std::string* best = nullptr;
+  double bestLog = 0;
+  for (const auto& [name, times] : t.seconds) {
+    double logTime = std::log(times[lo]) + f * (std::log(times[hi]) - std::log(times[lo]));
+    if (!best || logTime < bestLog) {
+      best = &name;
+      bestLog = logTime;
+    }
+  }
+  return timedAlgorithm(*best, t.link);
+}
+
+}  // namespace
+
+const char* timedAlgorithmName(TimedAlgorithm algorithm) {
+  switch (algorithm) {
+    case TimedAlgorithm::RecursiveDoubling:
+      return "recursive_doubling";
+    case TimedAlgorithm::Ring:
+      return "ring";
+    case TimedAlgorithm::Rabenseifner:
+      return "rabenseifner";
+  }
+  return "?";
+}
+
+void MeasuredAllreduce::derivePicks() {
+  constexpr int kSteps = 64;
+  for (const auto& entry : seconds) timedAlgorithm(entry.first, link);
+  pickFrom.clear();
+  pick.clear();
+  auto add = [&](double from, TimedAlgorithm a) {
+    if (pick.empty() || pick.back() != a) {
+      pickFrom.push_back(from);
+      pick.push_back(a);
+    }
+  };
+  add(bytes.front(), fastestIn(*this, 0, 0, bytes.front()));
+  for (std::size_t i = 0; i + 1 < bytes.size(); ++i)
+    for (int k = 1; k <= kSteps; ++k) {
+      double at = bytes[i] * std::pow(bytes[i + 1] / bytes[i], static_cast<double>(k) / kSteps);
+      add(at, fastestIn(*this, i, i + 1, at));
+    }
+}
+
+TimedAlgorithm MeasuredAllreduce::fastestAt(double at) const {
+  HVD_ENFORCE(!pick.empty(), "measured allreduce over ", link,
+              ": tables are added by NetworkModel::setMeasured");
+  auto next = std::upper_bound(pickFrom.begin(), pickFrom.end(), at);
+  return pick[next == pickFrom.begin() ? 0 : next - pickFrom.begin() - 1];
+}
+
 void NetworkModel::setMeasured(MeasuredAllreduce table) {
+  table.derivePicks();
   for (auto& t : measuredAllreduce)
     if (t.link == table.link && t.ranks == table.ranks) {
       t = std::move(table);
@@ -175,9 +247,15 @@ NetworkModel NetworkModel::fromJson(const std::string& text, const std::string& 
     const auto& value = item.value();
     if (key == "measured_allreduce") {
       if (!value.is_array()) throw InvalidArgument(origin + ": measured_allreduce must be a list");
-      for (std::size_t i = 0; i < value.size(); ++i)
-        m.setMeasured(
-            measuredFromJson(value[i], detail::concat(origin, ": measured_allreduce[", i, "]")));
+      for (std::size_t i = 0; i < value.size(); ++i) {
+        std::string where = detail::concat(origin, ": measured_allreduce[", i, "]");
+        try {
+          m.setMeasured(measuredFromJson(value[i], where));
+        } catch (const InvalidArgument& e) {
+          std::string what = e.what();
+          throw InvalidArgument(what.rfind(where, 0) == 0 ? what : where + ": " + what);
+        }
+      }
       continue;
     }
     if (!value.is_number())

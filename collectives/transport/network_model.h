@@ -5,6 +5,7 @@
 // cannot disagree about the machine.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -22,11 +23,28 @@ struct LinkModel {
 // communicator, Auto picks from it instead of the formulas and the size threshold: the
 // crossovers are the machine's own (a loopback's throughput, for one, changes with message
 // size in ways no latency-bandwidth pair captures).
+// The allreduce algorithms a measured table may time, named in the file as
+// HVD_ALLREDUCE_ALGORITHM names them.
+enum class TimedAlgorithm : uint8_t { RecursiveDoubling, Ring, Rabenseifner };
+const char* timedAlgorithmName(TimedAlgorithm algorithm);
+
 struct MeasuredAllreduce {
   std::string link;
   int ranks = 2;
   std::vector<double> bytes;                           // ascending
   std::map<std::string, std::vector<double>> seconds;  // one per size
+
+  // The algorithm with the least time at `bytes`, each interpolated between the measured sizes
+  // around it (log-log) and held beyond the ends. From the picks derivePicks() made: Auto asks
+  // once per allreduce, so this is a binary search, not the interpolation.
+  TimedAlgorithm fastestAt(double bytes) const;
+  // Tabulates fastestAt: where the fastest changes, to a 64th of each interval (log scale).
+  // NetworkModel::setMeasured calls it; throws InvalidArgument for a name it does not time.
+  void derivePicks();
+
+  // Derived by derivePicks: from pickFrom[i] bytes on (ascending), pick[i] is the fastest.
+  std::vector<double> pickFrom;
+  std::vector<TimedAlgorithm> pick;
 };
 
 struct NetworkModel {
@@ -59,7 +77,7 @@ struct NetworkModel {
   double reduceBytesPerSecond = 4e9;
   // Consecutive ranks share a host: rank r is on host r / ranksPerHost.
   int ranksPerHost = 1;
-  std::vector<MeasuredAllreduce> measuredAllreduce;
+  std::vector<MeasuredAllreduce> measuredAllreduce;  // added by setMeasured
 
   // The table for `link` and `ranks`, or null.
   const MeasuredAllreduce* measured(const std::string& link, int ranks) const;
@@ -92,7 +110,7 @@ struct NetworkModel {
   // JSON with the fields above (snake_case, seconds and bytes per second; the tables as
   // "measured_allreduce": [{"link", "ranks", "bytes": [...], "seconds": {name: [...]}}]);
   // parsing takes any subset over the defaults and throws InvalidArgument naming a bad or
-  // unknown field. The tables' algorithm names are the runtime's to check.
+  // unknown field (or an algorithm a table cannot time).
   std::string toJson() const;
   static NetworkModel fromJson(const std::string& text, const std::string& origin);
   // The same from a file; `origin` names it in errors (e.g. "HVD_NETWORK_MODEL=/path").

@@ -200,6 +200,7 @@ TEST_CASE("within one host, auto picks from the table measured for the link and 
   auto owned = comm(2, "tcp");
   Comm& pair = *owned;
   CHECK(chooseAllreduceAlgorithm(pair, 4, o) == AllreduceAlgorithm::RecursiveDoubling);
+  CHECK(chooseAllreduceAlgorithm(pair, 64000, o) == AllreduceAlgorithm::RecursiveDoubling);
   CHECK(chooseAllreduceAlgorithm(pair, 128 << 10, o) == AllreduceAlgorithm::RecursiveDoubling);
   CHECK(chooseAllreduceAlgorithm(pair, 1000000, o) == AllreduceAlgorithm::Rabenseifner);
   // Halfway (log scale) between 1 and 4 MB: ring sqrt(300 * 1000) = 548 against
@@ -215,6 +216,25 @@ TEST_CASE("within one host, auto picks from the table measured for the link and 
   AllreduceOptions o2 = o;
   o2.model = &other;
   CHECK(chooseAllreduceAlgorithm(pair, 1000000, o2) == AllreduceAlgorithm::Ring);
+  // Below the smallest size measured, recursive doubling, whatever won there.
+  MeasuredAllreduce startsLate = tcp;
+  startsLate.seconds["rabenseifner"] = {5, 200, 1800};
+  NetworkModel late = model;
+  late.setMeasured(startsLate);
+  AllreduceOptions o3 = o;
+  o3.model = &late;
+  CHECK(chooseAllreduceAlgorithm(pair, 64000, o3) == AllreduceAlgorithm::Rabenseifner);
+  CHECK(chooseAllreduceAlgorithm(pair, 16384, o3) == AllreduceAlgorithm::RecursiveDoubling);
+  // The file's names are HVD_ALLREDUCE_ALGORITHM's.
+  for (auto timed :
+       {TimedAlgorithm::RecursiveDoubling, TimedAlgorithm::Ring, TimedAlgorithm::Rabenseifner}) {
+    MeasuredAllreduce only{"tcp", 2, {1, 2}, {}};
+    only.seconds[timedAlgorithmName(timed)] = {1, 1};
+    NetworkModel m;
+    m.setMeasured(only);
+    CHECK(measuredFastestAllreduce(2, "tcp", 2, m) ==
+          parseAllreduceAlgorithm(timedAlgorithmName(timed)));
+  }
   // Another link or another number of ranks has no table: the size threshold decides.
   auto shmPair = comm(2, "shm");
   CHECK(chooseAllreduceAlgorithm(*shmPair, 1000000, o) == AllreduceAlgorithm::Ring);
@@ -249,6 +269,9 @@ TEST_CASE("a model's measured tables survive JSON, and a bad one is refused nami
              Catch::Contains("seconds.ring has 1 times for 2 sizes"));
   CHECK_THAT(refused(R"({"link": "tcp", "ranks": 2, "bytes": [1], "seconds": {}, "x": 1})"),
              Catch::Contains("unknown or mistyped field x"));
+  CHECK_THAT(refused(R"({"link": "tcp", "ranks": 2, "bytes": [1], "seconds": {"auto": [1]}})"),
+             Catch::Contains("m.json: measured_allreduce[0]: measured allreduce over tcp: unknown "
+                             "allreduce algorithm 'auto'"));
 }
 
 TEST_CASE("left to auto, hosts of several ranks allreduce in stages where the model says so",
