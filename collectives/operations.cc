@@ -36,14 +36,17 @@ std::vector<std::vector<int64_t>> exchangeShapes(Comm& comm, const Tensor& t) {
 
 }  // namespace
 
-void checkTensor(const std::string& what, const Tensor& t) {
+void checkTensor(std::string_view what, const Tensor& t) {
   for (int64_t d : t.shape)
-    if (d < 0) throw InvalidArgument(what + ": negative dimension in shape " + shapeText(t.shape));
-  if (t.numElements() > 0 && !t.data)
-    throw InvalidArgument(what + ": null data pointer for shape " + shapeText(t.shape));
+    if (d < 0)
+      throw InvalidArgument(
+          detail::concat(what, ": negative dimension in shape ", shapeText(t.shape)));
+  if (!t.data && t.numElements() > 0)
+    throw InvalidArgument(
+        detail::concat(what, ": null data pointer for shape ", shapeText(t.shape)));
 }
 
-void checkSameElements(const std::string& what, const Tensor& input, const Tensor& output) {
+void checkSameElements(std::string_view what, const Tensor& input, const Tensor& output) {
   if (input.dtype != output.dtype || input.numElements() != output.numElements())
     throw InvalidArgument(detail::concat(what, ": output ", dtypeName(output.dtype),
                                          shapeText(output.shape), " does not match input ",
@@ -70,14 +73,14 @@ void checkConcatenable(const std::string& what, const Tensor& input) {
                           "first dimension (e.g. shape [1])");
 }
 
-void checkReduction(const std::string& what, DType dtype, ReduceOp op, double prescale,
+void checkReduction(std::string_view what, DType dtype, ReduceOp op, double prescale,
                     double postscale) {
   if (dtype != DType::Bool) return;
   if (op == ReduceOp::Average)
-    throw InvalidArgument(what +
-                          ": reduce op average is not defined for dtype bool (sum and max "
-                          "are a logical or, min and product a logical and; or convert "
-                          "the tensor to an integer type)");
+    throw InvalidArgument(detail::concat(
+        what,
+        ": reduce op average is not defined for dtype bool (sum and max are a logical or, min "
+        "and product a logical and; or convert the tensor to an integer type)"));
   if (prescale != 1.0 || postscale != 1.0)
     throw InvalidArgument(detail::concat(what, ": scale factors (prescale ", prescale,
                                          ", postscale ", postscale,

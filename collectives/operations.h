@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "collectives/algorithms/allgather.h"
@@ -29,13 +30,13 @@ struct Tensor {
 
 // Checks one rank can make alone, shared by the collectives below and the engine's checks on
 // submission. `what` starts the InvalidArgument message ("alltoall", `alltoall "x"`).
-void checkTensor(const std::string& what, const Tensor& t);  // dimensions >= 0, data if needed
-void checkSameElements(const std::string& what, const Tensor& input, const Tensor& output);
+void checkTensor(std::string_view what, const Tensor& t);  // dimensions >= 0, data if needed
+void checkSameElements(std::string_view what, const Tensor& input, const Tensor& output);
 void checkRoot(const std::string& what, int root, int size);
 void checkScatterable(const std::string& what, const Tensor& input);   // not a scalar
 void checkConcatenable(const std::string& what, const Tensor& input);  // not a scalar
 // A reduction the dtype has: bool has sum/max (or), min/product (and), no average and no scaling.
-void checkReduction(const std::string& what, DType dtype, ReduceOp op, double prescale = 1.0,
+void checkReduction(std::string_view what, DType dtype, ReduceOp op, double prescale = 1.0,
                     double postscale = 1.0);
 // The rows alltoall sends each of `size` ranks: `splits`, or an equal split when empty.
 std::vector<int64_t> alltoallSplits(const std::string& what, const Tensor& input,

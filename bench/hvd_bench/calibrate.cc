@@ -92,7 +92,7 @@ Calibration calibrate(runtime::BlockingCollectives& rt, const collectives::Netwo
 collectives::MeasuredAllreduce measureAllreduce(const AlgorithmRuns& runs, const std::string& link,
                                                 int ranks) {
   constexpr std::size_t kLargest = 16 * 1024 * 1024;
-  constexpr int kRounds = 3;
+  constexpr int kRounds = 5;
   // Sparse where latency decides, by factors of 2 where the crossovers fall.
   std::vector<std::size_t> sizes = {4, 64, 1024, 4096};
   for (std::size_t bytes = 8192; bytes <= kLargest; bytes *= 2) sizes.push_back(bytes);

@@ -38,7 +38,7 @@ void printCalibration(std::ostream& out, const Calibration& c);
 using AlgorithmRuns =
     std::vector<std::pair<collectives::AllreduceAlgorithm, runtime::BlockingCollectives*>>;
 // Collective: times every algorithm of `runs` over the job's link (`link`, Comm::linkName) at
-// 4 B, 64 B, 1 KiB, 4 KiB and 8 KiB to 16 MiB by factors of 2, in 3 rounds that alternate the
+// 4 B, 64 B, 1 KiB, 4 KiB and 8 KiB to 16 MiB by factors of 2, in 5 rounds that alternate the
 // algorithms at each size (the machine drifts); each time is the slowest rank's median. The table
 // Auto then picks from within one host (NetworkModel::measuredAllreduce).
 collectives::MeasuredAllreduce measureAllreduce(const AlgorithmRuns& runs, const std::string& link,

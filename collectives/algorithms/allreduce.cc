@@ -54,9 +54,11 @@ void recursiveDoubling(Comm& comm, const std::byte* input, std::byte* data, std:
   }
   std::byte* scratch = comm.scratch(bytes);
   const std::byte* current = input;  // this rank's partial result so far
+  // The send goes first: on shared memory it is done when isend returns, and by then the
+  // partner's message may be in the ring, which irecv then takes at once, with no request.
   auto exchange = [&](Connection& partner, bool send) {
-    Request recv = partner.irecv({scratch, bytes}, tag);
     Request out = send ? partner.isend({current, bytes}, tag) : Request();
+    Request recv = partner.irecv({scratch, bytes}, tag);
     recv.wait(deadline);
     out.wait(deadline);
     reduce(data, current, scratch, count, dtype, op);
