@@ -43,6 +43,10 @@ struct Config {
   // HVD_NETWORK_MODEL (or the built-in one) as the file says; the job's ranks per host are
   // set on the World's copy (World::networkModel). Never null after fromParams.
   std::shared_ptr<const collectives::NetworkModel> networkModel;
+  // With HVD_NETWORK_MODEL unset: the model hvd-bench calibrate saved for this host, when there
+  // is one (machineNetworkModelPath). A world within one host uses it instead of the built-in
+  // model (World::networkModel); a world across hosts, whose ranks must agree, never does.
+  std::string hostCalibrationPath;
   std::size_t socketBufferBytes = 0;
   Transport transport = Transport::Auto;
   std::size_t shmBufferBytes = 0;

@@ -104,31 +104,14 @@ void processSets(std::vector<std::vector<int32_t>>& m, const ParamValues& v, Par
   }
 }
 
-// HVD_NETWORK_MODEL: the file's model; unset, for a job within one host, the model
-// hvd-bench calibrate saved for this host if there is one; else the built-in one. Ranks per
-// host are the job's, set once every rank agreed on the layout (connectWorld).
+// HVD_NETWORK_MODEL: the file's model, or the built-in one. Ranks per host are the job's, set
+// once every rank agreed on the layout (connectWorld).
 void networkModel(std::shared_ptr<const collectives::NetworkModel>& m, const ParamValues& v,
                   ParamId id) {
-  std::string path = v.getString(id);
-  std::string origin = params::envName(id) + "=" + path;
-  if (path.empty() && v.getInt(ParamId::LocalSize) >= v.getInt(ParamId::Size)) {
-    std::string saved = machineNetworkModelPath();
-    std::error_code error;
-    if (!saved.empty() && std::filesystem::exists(saved, error)) {
-      path = saved;
-      origin = "this host's calibration " + saved + " (hvd-bench calibrate)";
-    }
-  }
+  const std::string& path = v.getString(id);
   collectives::NetworkModel model;
-  if (!path.empty()) {
-    try {
-      model = collectives::NetworkModel::fromFile(path, origin);
-    } catch (const InvalidArgument& e) {
-      if (path == v.getString(id)) throw;
-      throw InvalidArgument(std::string(e.what()) +
-                            " (run hvd-bench calibrate again, or remove the file)");
-    }
-  }
+  if (!path.empty())
+    model = collectives::NetworkModel::fromFile(path, params::envName(id) + "=" + path);
   m = std::make_shared<const collectives::NetworkModel>(model);
 }
 
@@ -147,6 +130,16 @@ std::string machineNetworkModelPath() {
   return dir + "/hvd/network_model-" + host + ".json";
 }
 
+collectives::NetworkModel loadHostCalibration(const std::string& path) {
+  try {
+    return collectives::NetworkModel::fromFile(
+        path, "this host's calibration " + path + " (hvd-bench calibrate)");
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(std::string(e.what()) +
+                          " (run hvd-bench calibrate again, or remove the file)");
+  }
+}
+
 void fillFromTable(Config& c, const ParamValues& v) {
 #define HVD_PARAM(Id, member, how, ...) how(c.member, v, ParamId::Id);
 #define HVD_LAUNCHER_PARAM(id, ...)
@@ -156,6 +149,11 @@ void fillFromTable(Config& c, const ParamValues& v) {
 #undef HVD_PARAM
 #undef HVD_LAUNCHER_PARAM
 #undef HVD_OPTION
+  if (v.getString(ParamId::NetworkModel).empty()) {
+    std::string saved = machineNetworkModelPath();
+    std::error_code error;
+    if (!saved.empty() && std::filesystem::exists(saved, error)) c.hostCalibrationPath = saved;
+  }
 }
 
 }  // namespace hvd::runtime

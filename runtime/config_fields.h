@@ -13,8 +13,11 @@ namespace hvd::runtime {
 void fillFromTable(Config& c, const params::ParamValues& v);
 
 // Where `hvd-bench calibrate` keeps this host's network model, which jobs within one host use
-// when HVD_NETWORK_MODEL is unset: $XDG_CACHE_HOME/hvd/network_model-<host>.json ($HOME/.cache
-// without XDG_CACHE_HOME). Empty where neither variable is set.
+// when HVD_NETWORK_MODEL is unset (Config::hostCalibrationPath): $XDG_CACHE_HOME/hvd/
+// network_model-<host>.json ($HOME/.cache without XDG_CACHE_HOME). Empty where neither
+// variable is set.
 std::string machineNetworkModelPath();
+// That file's model; InvalidArgument naming the file, and what to do, when it cannot be read.
+collectives::NetworkModel loadHostCalibration(const std::string& path);
 
 }  // namespace hvd::runtime

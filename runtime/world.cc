@@ -1,5 +1,7 @@
 #include "runtime/world.h"
 
+#include "runtime/config_fields.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +11,7 @@
 #include "collectives/rendezvous/tcp_store_client.h"
 #include "collectives/transport/wait_policy.h"
 #include "common/logging.h"
+#include "runtime/config_fields.h"
 #include "runtime/cpu_binding.h"
 #include "runtime/host_hierarchy.h"
 #include "runtime/job_rendezvous.h"
@@ -71,12 +74,17 @@ void attachHosts(const Config& config, World& world, rendezvous::Store& store, i
     hosts = attachHostHierarchy(config, *world.data, store,
                                 detail::concat("job/", config.jobId, "/epoch/", epoch), waits,
                                 world.logs);
-  auto model = std::make_shared<collectives::NetworkModel>(*config.networkModel);
+  // Within one host, this host's calibration (every rank reads the same file); across hosts
+  // the model every rank agreed on, without tables measured within a host: a communicator's TCP
+  // links there are not the loopback's.
+  bool oneHost = hosts.ranksPerHost >= t.size;
+  auto model = std::make_shared<collectives::NetworkModel>(
+      oneHost && !config.hostCalibrationPath.empty()
+          ? loadHostCalibration(config.hostCalibrationPath)
+          : *config.networkModel);
   model->ranksPerHost = hosts.ranksPerHost;
   *model = model->sharingCores(hosts.coresPerHost);
-  // Tables measured within one host serve jobs within one host: across hosts a communicator's
-  // TCP links are not the loopback's.
-  if (hosts.ranksPerHost < t.size) model->measuredAllreduce.clear();
+  if (!oneHost) model->measuredAllreduce.clear();
   if (t.rank == 0 && hosts.coresPerHost > 0 && hosts.coresPerHost < hosts.ranksPerHost)
     world.logs->get("runtime")->info(
         "allreduce cost model: {} ranks per host share {} cores, so each copies within its host "

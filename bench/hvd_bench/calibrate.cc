@@ -64,21 +64,26 @@ Calibration calibrate(runtime::BlockingCollectives& rt, const collectives::Netwo
   Calibration c;
   c.sameHost = topology.localSize == 2;
   c.overTcp = c.sameHost && overTcp;
-  c.reduceBytesPerSecond = reduceRate();
-  // Both ranks must use the same figure for the fit below.
-  collectives::Tensor rate{&c.reduceBytesPerSecond, DType::Float64, {1}};
-  rt.allreduce(rate, rate, ReduceOp::Min);
-  c.smallSeconds = allreduceSeconds(rt, 1, 200);
   constexpr std::size_t kLargeCount = 1 << 20;  // 4 MiB
   c.largeBytes = kLargeCount * 4.0;
-  c.largeSeconds = allreduceSeconds(rt, kLargeCount, 30);
-  // One exchange: t(S) = latency + S / bandwidth + S / reduce rate.
-  double transfer = c.largeSeconds - c.smallSeconds - c.largeBytes / c.reduceBytesPerSecond;
+  // One exchange: t(S) = latency + S / bandwidth + S / reduce rate. The reduction is timed
+  // apart from the allreduces, so a slow spell during one of them can leave nothing for the
+  // transfer: measure again, a few times, before giving up.
+  double transfer = 0;
+  for (int attempt = 1; attempt <= 3 && transfer <= 0; ++attempt) {
+    c.reduceBytesPerSecond = reduceRate();
+    // Both ranks must use the same figures for the fit.
+    collectives::Tensor rate{&c.reduceBytesPerSecond, DType::Float64, {1}};
+    rt.allreduce(rate, rate, ReduceOp::Max);
+    c.smallSeconds = allreduceSeconds(rt, 1, 200);
+    c.largeSeconds = allreduceSeconds(rt, kLargeCount, 30);
+    transfer = c.largeSeconds - c.smallSeconds - c.largeBytes / c.reduceBytesPerSecond;
+  }
   if (transfer <= 0)
     throw InternalError(detail::concat(
         "calibrate: a 4 MiB allreduce (", c.largeSeconds * 1e6,
-        " us) took less than a 4-byte "
-        "one plus the reduction alone; the machine is too noisy to calibrate, run it again"));
+        " us) took less than a 4-byte one plus the reduction alone, three times; the machine "
+        "is too noisy to calibrate, run it again"));
   collectives::LinkModel link{c.smallSeconds, c.largeBytes / transfer};
   c.model = base;
   c.model.reduceBytesPerSecond = c.reduceBytesPerSecond;

@@ -1,8 +1,10 @@
 """Elastic jobs end to end: hvdrun --min-np/--max-np/--host-discovery-script with real worker
 processes that fail and join while training through hvd.elastic.run. The job's "hosts" are
 names of this machine (localhost and 127.0.0.1), which hvdrun keeps apart as hosts."""
+import json
 import os
 import re
+import socket
 import stat
 import sys
 import time
@@ -192,15 +194,24 @@ def test_a_host_whose_workers_keep_failing_leaves_and_the_survivors_finish(tmp_p
 
 
 # Starting with one worker matters: a one-worker job must keep PyTorch's DistributedOptimizer's
-# hooks, or it would not reduce its gradients once others joined.
-@pytest.mark.parametrize("first", [2, 1])
-def test_hosts_the_discovery_script_adds_join_the_running_job(tmp_path, first):
+# hooks, or it would not reduce its gradients once others joined. On a host with a calibration
+# (hvd-bench calibrate's file), the first round, within one host, uses it, and the rounds across
+# hosts must not: there the ranks agree on one model.
+@pytest.mark.parametrize("first,calibrated", [(2, False), (1, False), (1, True)])
+def test_hosts_the_discovery_script_adds_join_the_running_job(tmp_path, first, calibrated):
     grow = tmp_path / "grow"
     script = discovery_script(tmp_path, f"echo localhost:{first}\n"
                                         f"[ -e {grow} ] && echo 127.0.0.1:{3 - first}\nexit 0\n")
+    env = clean_env()
+    if calibrated:
+        saved = tmp_path / "cache" / "hvd" / f"network_model-{socket.gethostname()}.json"
+        saved.parent.mkdir(parents=True)
+        saved.write_text(json.dumps({"intra_host_latency_seconds": 2e-7, "measured_allreduce": [
+            {"link": "shm", "ranks": 2, "bytes": [4, 1024], "seconds": {"ring": [1e-6, 2e-6]}}]}))
+        env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
     r = run_hvdrun("--min-np", first, "--max-np", 3, "--host-discovery-script", script,
                    *(TORCH if first == 1 else ()), "-x", f"GROW_FILE={grow}", "-x", "GROW_AT=5", "-x", "WANT_SIZE=3",
-                   sys.executable, WORKER, timeout=180, env=clean_env())
+                   sys.executable, WORKER, timeout=180, env=env)
     assert r.returncode == 0, r.stderr[-4000:]
     done = finals(r.stdout)
     assert sorted(done) == [0, 1, 2], r.stdout[-3000:]
