@@ -1,5 +1,6 @@
 #include "bench/hvd_bench/command_line.h"
 
+#include <unistd.h>
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -215,9 +216,20 @@ int calibrateMode(Values& v, const CLI::App&, const Config* job) {
     std::filesystem::path path(save);
     std::error_code error;
     if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), error);
-    std::ofstream out(save);
-    if (!out) throw InvalidArgument("calibrate: cannot write " + save);
-    out << c.model.toJson() << "\n";
+    // Written aside and renamed over the file: a job starting meanwhile reads the old model or
+    // the new one, never half of one.
+    std::string partial = detail::concat(save, ".partial-", ::getpid());
+    {
+      std::ofstream out(partial);
+      if (!out) throw InvalidArgument("calibrate: cannot write " + partial);
+      out << c.model.toJson() << "\n";
+      if (!out.flush()) throw InvalidArgument("calibrate: cannot write " + partial);
+    }
+    std::filesystem::rename(partial, save, error);
+    if (error) {
+      std::filesystem::remove(partial);
+      throw InvalidArgument("calibrate: cannot replace " + save + ": " + error.message());
+    }
     std::cout << "# saved to " << save
               << (v.save.empty() ? " (jobs within this host use it unless HVD_NETWORK_MODEL names "
                                    "another file)\n"
