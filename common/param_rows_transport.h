@@ -19,7 +19,7 @@ HVD_PARAM(NetworkModel, networkModel, networkModel,
                    "saved for this host (`$XDG_CACHE_HOME/hvd/network_model-<host>.json`, "
                    "`~/.cache` without XDG_CACHE_HOME) when there is one, whose "
                    "`measured_allreduce` tables (each algorithm's time by size over `shm` or "
-                   "`tcp` on N ranks) then pick the algorithm within the host in place of "
+                   "`tcp`, measured on 2 ranks, for communicators of that size) then pick the algorithm within the host in place of "
                    "`HVD_ALLREDUCE_RING_THRESHOLD`; a job (or an elastic round) across hosts "
                    "uses the built-in model instead, which every rank agrees on. Fields "
                    "across hosts: `intra_host_latency_seconds`, "

@@ -62,6 +62,38 @@ World singleRankWorld(const Config& config, World world, WorldUse use, const Cpu
   return world;
 }
 
+// A world within one host: the model of rank 0's host calibration, or the configured one.
+// Rank 0 reads the file and hands its text (or its error) to the others through the store, so
+// every rank picks the same algorithms even while calibrate rewrites the file, and an elastic
+// worker started before the file existed agrees with one started after.
+collectives::NetworkModel hostModel(const Config& config, rendezvous::Store& store, int64_t epoch) {
+  const Topology& t = config.topology;
+  if (t.size == 1)
+    return config.hostCalibrationPath.empty() ? *config.networkModel
+                                              : loadHostCalibration(config.hostCalibrationPath);
+  std::string key = detail::concat("job/", config.jobId, "/epoch/", epoch, "/host-model");
+  auto textOf = [](const rendezvous::Bytes& b) { return std::string(b.begin(), b.end()); };
+  if (t.rank == 0) {
+    std::string text = "none";
+    if (!config.hostCalibrationPath.empty()) {
+      try {
+        text = "model:" + loadHostCalibration(config.hostCalibrationPath).toJson();
+      } catch (const InvalidArgument& e) {
+        text = std::string("error:") + e.what();
+      }
+    }
+    store.set(key, rendezvous::Bytes(text.begin(), text.end()));
+  }
+  store.wait({key}, config.startTimeout);
+  std::string text = textOf(store.get(key).value_or(rendezvous::Bytes{}));
+  if (text.rfind("error:", 0) == 0)
+    throw InvalidArgument("rank 0: " + text.substr(std::string("error:").size()));
+  if (text.rfind("model:", 0) == 0)
+    return collectives::NetworkModel::fromJson(text.substr(std::string("model:").size()),
+                                               "rank 0's host calibration");
+  return *config.networkModel;
+}
+
 // The host layout every rank agreed on (with the links within and across hosts where the job
 // spans several) and the allreduce cost model over it. The cost model's ranks per host come
 // from that layout, not from the local counts the launcher gave, which may differ between
@@ -74,14 +106,12 @@ void attachHosts(const Config& config, World& world, rendezvous::Store& store, i
     hosts = attachHostHierarchy(config, *world.data, store,
                                 detail::concat("job/", config.jobId, "/epoch/", epoch), waits,
                                 world.logs);
-  // Within one host, this host's calibration (every rank reads the same file); across hosts
-  // the model every rank agreed on, without tables measured within a host: a communicator's TCP
-  // links there are not the loopback's.
+  // Within one host, this host's calibration, as rank 0 read it; across hosts the model every
+  // rank agreed on, without tables measured within a host: a communicator's TCP links there are
+  // not the loopback's.
   bool oneHost = hosts.ranksPerHost >= t.size;
-  auto model = std::make_shared<collectives::NetworkModel>(
-      oneHost && !config.hostCalibrationPath.empty()
-          ? loadHostCalibration(config.hostCalibrationPath)
-          : *config.networkModel);
+  auto model = std::make_shared<collectives::NetworkModel>(oneHost ? hostModel(config, store, epoch)
+                                                                   : *config.networkModel);
   model->ranksPerHost = hosts.ranksPerHost;
   *model = model->sharingCores(hosts.coresPerHost);
   if (!oneHost) model->measuredAllreduce.clear();

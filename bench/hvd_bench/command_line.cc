@@ -192,7 +192,18 @@ int calibrateMode(Values& v, const CLI::App&, const Config* job) {
         "calibrate: between hosts, --save FILE names the model file (then HVD_NETWORK_MODEL)");
   collectives::NetworkModel base;
   // Merged into the file when it exists: calibrating one link keeps the other's figures.
-  if (std::filesystem::exists(save)) base = collectives::NetworkModel::fromFile(save, save);
+  // A file calibrate cannot read (damaged, another version's) is replaced: calibrating is how
+  // a user mends it.
+  if (std::filesystem::exists(save)) {
+    try {
+      base = collectives::NetworkModel::fromFile(save, save);
+    } catch (const InvalidArgument& e) {
+      if (config.topology.rank == 0)
+        std::cerr << "hvd-bench: calibrate: replacing a model it cannot read: " << e.what() << "\n";
+    }
+  }
+  // This run measures the machine itself, not through a model it is about to replace.
+  config.hostCalibrationPath.clear();
   auto direct = [&](collectives::AllreduceAlgorithm algorithm) {
     Config c = config;
     c.engine.executor.allreduceAlgorithm = algorithm;

@@ -356,6 +356,12 @@ def test_calibrate_keeps_this_hosts_algorithm_table_where_its_jobs_read_it(tmp_p
     assert f"this host's calibration {saved}" in r.stderr, r.stderr
     assert "unknown allreduce algorithm 'fastest'" in r.stderr
     assert "run hvd-bench calibrate again, or remove the file" in r.stderr
+    # Which mends it: calibrate replaces a model it cannot read.
+    r = run_hvdrun("-np", 2, bench, "calibrate", env=env)
+    assert r.returncode == 0, r.stderr
+    assert "replacing a model it cannot read" in r.stderr
+    r = run_hvdrun("-np", 2, WORKER, "allreduce", 10, env=env)
+    assert r.returncode == 0 and r.stdout.count(" ok") == 2, r.stderr
 
 
 # Fills and frees a 64 MiB block twice and prints the page faults of the second pass. The block
