@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <filesystem>
 #include <map>
 
 #include "common/error.h"
@@ -109,6 +110,11 @@ Config Config::fromParams(const params::ParamValues& v, bool secretFromMunge) {
   params::checkCombinations(v);
   checkStallTimes(c.engine.coordinator);
   deriveEngineOptions(c, v);
+  if (v.getString(ParamId::NetworkModel).empty()) {
+    std::string saved = machineNetworkModelPath();
+    std::error_code error;
+    if (!saved.empty() && std::filesystem::exists(saved, error)) c.hostCalibrationPath = saved;
+  }
   if (c.elastic && (c.workerId < 0 || c.rendezvousAddr.empty()))
     throw InvalidArgument(envName(ParamId::Elastic) + "=1 needs " + envName(ParamId::WorkerId) +
                           " and " + envName(ParamId::RendezvousAddr) +

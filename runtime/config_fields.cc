@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
-#include <filesystem>
 
 #include "common/error.h"
 #include "common/param_options.h"
@@ -149,11 +148,6 @@ void fillFromTable(Config& c, const ParamValues& v) {
 #undef HVD_PARAM
 #undef HVD_LAUNCHER_PARAM
 #undef HVD_OPTION
-  if (v.getString(ParamId::NetworkModel).empty()) {
-    std::string saved = machineNetworkModelPath();
-    std::error_code error;
-    if (!saved.empty() && std::filesystem::exists(saved, error)) c.hostCalibrationPath = saved;
-  }
 }
 
 }  // namespace hvd::runtime
