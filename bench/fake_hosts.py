@@ -10,7 +10,11 @@ topology (hosts x ranks per host) both launchers start the same kind of light C+
 
 One launch gives both (`--startup-first`: the worker stamps its initialisation, then sweeps on
 new collectives), so each round launches each tool once; a first contact with one rank per host
-(host keys learnt, caches warm) goes before the rounds.
+(host keys learnt, caches warm) goes before the rounds. On topologies of up to 16 ranks
+`hvd-bench calibrate` then times each allreduce algorithm on the topology's own hosts and ranks
+(up to --max-bytes or 16 MiB), as a user tunes hvd for a cluster, and hvd's launches read that
+model (HVD_NETWORK_MODEL): auto picks from what it measured (`--no-calibrate`: from the built-in
+model's formulas). Its time and picks are in the JSON.
 
 - training (`--training`, default 1x2 and 4x4): the MNIST example's CNN as bench/torch_scaling.py
   trains it (batch 128 per rank, one thread per rank), hvd's DistributedOptimizer under hvdrun
@@ -110,6 +114,22 @@ class Launchers:
                else self.mpirun + [str(self.mpi_dir / "mpi_startup")])
         start = time.time_ns()
         return self.launched(tool, start, run(cmd, self.env, timeout))
+
+    def calibrate(self, max_bytes, timeout):
+        """hvd-bench calibrate on these hosts and ranks, as a user tunes hvd for a cluster: each
+        allreduce algorithm timed by size on this layout, saved to a model file that the hvd
+        launches after it read (HVD_NETWORK_MODEL); auto then picks from it. Returns the
+        seconds it took and auto's pick at each size."""
+        model = self.hosts.home / f"network_model-{self.hosts.count}x{self.per_host}.json"
+        start = time.time()
+        run(self.hvdrun + [str(WORKER), "-e", str(max_bytes), "calibrate", "--save", str(model)],
+            self.env, timeout)
+        seconds = round(time.time() - start, 1)
+        table = json.loads(model.read_text())["measured_allreduce"][0]
+        picks = {str(int(size)): min(table["seconds"], key=lambda a: table["seconds"][a][i])
+                 for i, size in enumerate(table["bytes"])}
+        self.env = dict(self.env, HVD_NETWORK_MODEL=str(model))
+        return {"seconds": seconds, "max_bytes": max_bytes, "picks": picks}
 
     def sweep(self, tool, max_bytes, iters, timeout):
         """(launch seconds, {size: microseconds}) of one launch that initialises, then sweeps
@@ -237,6 +257,9 @@ def measure(topology, subnet, args, mpi_dir, plain_home):
         for tool in tools:
             first_contact.launch(tool, 60 + 2 * n_hosts)
         launchers = Launchers(hosts, per_host, mpi_dir)
+        if args.calibrate and np_ <= 16:
+            result["calibration"] = launchers.calibrate(min(args.max_bytes, 16 << 20),
+                                                        300 + 10 * np_)
         iters = args.iters if np_ <= 16 else 3
         rounds = args.rounds if np_ <= 16 else args.large_rounds
         launch = {t: [] for t in tools}
@@ -376,6 +399,10 @@ def main():
                          "alternates between topologies too (default 1: a 16-rank run takes "
                          "about 90 s here, two thirds of it importing torch)")
     ap.add_argument("--training-steps", type=int, default=8)
+    ap.add_argument("--no-calibrate", dest="calibrate", action="store_false",
+                    help="leave out `hvd-bench calibrate` on each topology of up to 16 ranks "
+                         "before its rounds (hvd then chooses its algorithms from the built-in "
+                         "network model)")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--plot", help="write the PNG (time against hosts per size) here")
     ap.add_argument("--from-json", help="only print the tables and redraw the plot from this file")

@@ -11,7 +11,7 @@ collectives::SpinPolicy directCollectiveSpins(const Config& config, int localSiz
           .largeSpin = std::chrono::microseconds(0)};
 }
 
-collectives::WaitPolicy dataLinkWaits(const Config& config, int hostCpus,
+collectives::WaitPolicy dataLinkWaits(const Config& config, const CpuSharing& sharing,
                                       std::shared_ptr<std::atomic<int>> blockedCallers,
                                       const std::shared_ptr<log::Logs>& logs) {
   const Topology& t = config.topology;
@@ -23,12 +23,17 @@ collectives::WaitPolicy dataLinkWaits(const Config& config, int hostCpus,
                           .failAfter = config.engine.coordinator.stallShutdown,
                           .logs = logs};
   } else {
-    data.spins = directCollectiveSpins(config, t.localSize, hostCpus);
+    data.spins = directCollectiveSpins(config, sharing.ranks, sharing.cpus);
     if (t.rank == 0 && data.spins.largeSpin != config.directSpinTime && logs)
       logs->get("runtime")->info(
-          "{} ranks share {} CPU{} of this host: collectives poll only for messages of at "
-          "most 64 KiB, for {} us (HVD_SPIN_MICROSECONDS), and sleep at once on larger ones",
-          t.localSize, hostCpus, hostCpus == 1 ? "" : "s", data.spins.smallSpin.count());
+          "{} ranks share {} CPU{} of {}: collectives poll only for messages of at most 64 KiB, "
+          "for {} us (HVD_SPIN_MICROSECONDS), and sleep at once on larger ones",
+          sharing.ranks, sharing.cpus, sharing.cpus == 1 ? "" : "s",
+          sharing.acrossHostNames
+              ? "this machine (hosts of other names run on its kernel: containers or network "
+                "namespaces)"
+              : "this host",
+          data.spins.smallSpin.count());
   }
   // Collectives called directly have no heartbeats: without this they would wait for a
   // stopped peer (shared memory knows its process) until the op timeout.

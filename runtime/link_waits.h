@@ -17,14 +17,20 @@ namespace hvd::runtime {
 // while a caller is blocked, since polling through a large transfer while the training step runs
 // would take CPU from it; a transfer that stops moving is reported like a stalled negotiation
 // when config.engine.coordinator.stallCheck. For collectives called directly (no blockedCallers)
-// the caller has nothing else to do, so they poll long (directCollectiveSpins). `hostCpus`: the
-// CPUs of the host's ranks (0: unknown). Rank 0 logs the choice when the ranks outnumber the CPUs.
-collectives::WaitPolicy dataLinkWaits(const Config& config, int hostCpus,
+// the caller has nothing else to do, so they poll long (directCollectiveSpins). `sharing`: the
+// ranks that take turns on this rank's CPUs, and those CPUs. Rank 0 logs the choice when the
+// ranks outnumber the CPUs.
+struct CpuSharing {
+  int ranks = 1;  // this host's (config.topology.localSize), or its kernel's where more
+  int cpus = 0;   // 0: a CPU each, or unknown
+  bool acrossHostNames = false;  // ranks of other host names on this kernel are among `ranks`
+};
+collectives::WaitPolicy dataLinkWaits(const Config& config, const CpuSharing& sharing,
                                       std::shared_ptr<std::atomic<int>> blockedCallers,
                                       const std::shared_ptr<log::Logs>& logs);
 
-// How a collective called directly waits on its data links, on a host whose `localSize` ranks
-// share `hostCpus` CPUs (0: a CPU each, or unknown). Where every rank has a CPU, it polls for
+// How a collective called directly waits on its data links, where `localSize` ranks share
+// `hostCpus` CPUs (0: a CPU each, or unknown). Where every rank has a CPU, it polls for
 // config.directSpinTime on every message, as MPI's blocking calls do: its core would otherwise
 // idle, and on a VM each wake-up from idle is slow. Where the ranks outnumber the CPUs, some
 // other rank can always use the core, so polling only takes turns from it: the waits are the

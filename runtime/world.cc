@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <set>
 
 #include "collectives/rendezvous/prefix_store.h"
 #include "collectives/rendezvous/rendezvous_server.h"
@@ -15,6 +16,7 @@
 #include "runtime/cpu_binding.h"
 #include "runtime/host_hierarchy.h"
 #include "runtime/job_rendezvous.h"
+#include "runtime/kernel_sharing.h"
 #include "runtime/link_waits.h"
 #include "runtime/rank_process.h"
 #include "runtime/transport_table.h"
@@ -50,6 +52,21 @@ std::unique_ptr<Comm> connectScope(const Config& config, rendezvous::Store& stor
       });
   log->info("{}: {}", scope, linked.description);
   return std::move(linked.comm);
+}
+
+// The ranks that take turns on this rank's CPUs: its host's, or, in a job across hosts whose
+// host names share this kernel (pods of one node, network namespaces), the kernel's where they
+// outnumber its CPUs (the kernel's online CPUs: each rank's mask may be its pod's alone).
+CpuSharing cpuSharing(const Config& config, rendezvous::Store& store, int64_t epoch,
+                      const CpuShareFacts& cpus, bool ownProcess) {
+  const Topology& t = config.topology;
+  CpuSharing sharing{t.localSize, cpusOfLocalRanks(cpus)};
+  if (!ownProcess || t.localSize >= t.size) return sharing;
+  int onKernel = ranksOnKernel(store, detail::concat("job/", config.jobId, "/epoch/", epoch),
+                               kernelId(), t.size, t.localSize, config.startTimeout);
+  if (onKernel > t.localSize && cpus.onlineCpus > 0 && onKernel > cpus.onlineCpus)
+    sharing = {onKernel, cpus.onlineCpus, true};
+  return sharing;
 }
 
 // `client`: an elastic round of one worker keeps reading hvdrun's store through it.
@@ -107,14 +124,18 @@ void attachHosts(const Config& config, World& world, rendezvous::Store& store, i
                                 detail::concat("job/", config.jobId, "/epoch/", epoch), waits,
                                 world.logs);
   // Within one host, this host's calibration, as rank 0 read it; across hosts the model every
-  // rank agreed on, without tables measured within a host: a communicator's TCP links there are
-  // not the loopback's.
+  // rank agreed on (HVD_NETWORK_MODEL), whose tables serve communicators of the layout they were
+  // measured on (NetworkModel::measured). Hosts with different numbers of ranks have no such
+  // layout: HostShape then says 1 per host, which a table of one rank per host must not take.
   bool oneHost = hosts.ranksPerHost >= t.size;
   auto model = std::make_shared<collectives::NetworkModel>(oneHost ? hostModel(config, store, epoch)
                                                                    : *config.networkModel);
   model->ranksPerHost = hosts.ranksPerHost;
   *model = model->sharingCores(hosts.coresPerHost);
-  if (!oneHost) model->measuredAllreduce.clear();
+  std::set<std::string> hostNames(hosts.hostOfRank.begin(), hosts.hostOfRank.end());
+  if (!oneHost && static_cast<int>(hostNames.size()) * hosts.ranksPerHost != t.size)
+    std::erase_if(model->measuredAllreduce,
+                  [](const collectives::MeasuredAllreduce& m) { return !m.withinOneHost(); });
   if (t.rank == 0 && hosts.coresPerHost > 0 && hosts.coresPerHost < hosts.ranksPerHost)
     world.logs->get("runtime")->info(
         "allreduce cost model: {} ranks per host share {} cores, so each copies within its host "
@@ -163,7 +184,8 @@ World connectWorld(const Config& given, rendezvous::Store* store, WorldUse use,
       store->add(detail::concat("job/", config.jobId, "/inits/", config.topology.rank), 1) - 1;
   if (use == WorldUse::Engine) world.blockedCallers = std::make_shared<std::atomic<int>>(0);
   LinkSetup setup{
-      .waits = dataLinkWaits(config, cpusOfLocalRanks(cpus), world.blockedCallers, world.logs),
+      .waits = dataLinkWaits(config, cpuSharing(config, *store, epoch, cpus, ownProcess),
+                             world.blockedCallers, world.logs),
       .bindAddress = joined.bindAddress,
       .logs = world.logs};
   TransportChooser transports;

@@ -95,15 +95,16 @@ Calibration calibrate(runtime::BlockingCollectives& rt, const collectives::Netwo
 }
 
 collectives::MeasuredAllreduce measureAllreduce(const AlgorithmRuns& runs, const std::string& link,
-                                                int ranks) {
-  constexpr std::size_t kLargest = 16 * 1024 * 1024;
+                                                int ranks, int ranksPerHost, std::size_t largest) {
   constexpr int kRounds = 5;
   // Sparse where latency decides, by factors of 2 where the crossovers fall.
   std::vector<std::size_t> sizes = {4, 64, 1024, 4096};
-  for (std::size_t bytes = 8192; bytes <= kLargest; bytes *= 2) sizes.push_back(bytes);
+  for (std::size_t bytes = 8192; bytes <= std::max<std::size_t>(largest, 8192); bytes *= 2)
+    sizes.push_back(bytes);
   collectives::MeasuredAllreduce table;
   table.link = link;
   table.ranks = ranks;
+  table.ranksPerHost = ranksPerHost;
   for (std::size_t bytes : sizes) {
     int iterations = bytes <= 64 * 1024         ? 100
                      : bytes <= 256 * 1024      ? 20
@@ -123,8 +124,9 @@ collectives::MeasuredAllreduce measureAllreduce(const AlgorithmRuns& runs, const
 }
 
 void printMeasuredAllreduce(std::ostream& out, const collectives::MeasuredAllreduce& table) {
-  out << "# allreduce over " << table.link << " on " << table.ranks
-      << " ranks, median us (* auto's pick):\n#     bytes";
+  out << "# allreduce over " << table.link << " on " << table.ranks << " ranks";
+  if (!table.withinOneHost()) out << ", " << table.ranksPerHost << " per host";
+  out << ", median us (* auto's pick):\n#     bytes";
   for (const auto& entry : table.seconds) {
     char name[32];
     std::snprintf(name, sizeof name, " %19s", entry.first.c_str());

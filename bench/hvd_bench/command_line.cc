@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "bench/hvd_bench/calibrate.h"
@@ -181,9 +182,10 @@ int negotiationMode(Values& v, const CLI::App&, const Config*) {
   return 0;
 }
 
-int calibrateMode(Values& v, const CLI::App&, const Config* job) {
+int calibrateMode(Values& v, const CLI::App& cmd, const Config* job) {
   Config config = *job;
-  bool sameHost = config.topology.localSize == config.topology.size;
+  const runtime::Topology& topology = config.topology;
+  bool sameHost = topology.localSize == topology.size;
   // Within a host, the model is this host's: saved where jobs within it find it.
   std::string save = v.save;
   if (save.empty() && sameHost) save = runtime::machineNetworkModelPath();
@@ -198,7 +200,7 @@ int calibrateMode(Values& v, const CLI::App&, const Config* job) {
     try {
       base = collectives::NetworkModel::fromFile(save, save);
     } catch (const InvalidArgument& e) {
-      if (config.topology.rank == 0)
+      if (topology.rank == 0)
         std::cerr << "hvd-bench: calibrate: replacing a model it cannot read: " << e.what() << "\n";
     }
   }
@@ -210,20 +212,34 @@ int calibrateMode(Values& v, const CLI::App&, const Config* job) {
     return runtime::DirectCollectives::create(c);
   };
   auto rt = direct(collectives::AllreduceAlgorithm::RecursiveDoubling);
-  auto c = calibrate(*rt, base, config.transport == runtime::Transport::Tcp);
-  collectives::MeasuredAllreduce table;
-  if (sameHost) {
-    auto ring = direct(collectives::AllreduceAlgorithm::Ring);
-    auto rabenseifner = direct(collectives::AllreduceAlgorithm::Rabenseifner);
-    table = measureAllreduce({{collectives::AllreduceAlgorithm::RecursiveDoubling, rt.get()},
-                              {collectives::AllreduceAlgorithm::Ring, ring.get()},
-                              {collectives::AllreduceAlgorithm::Rabenseifner, rabenseifner.get()}},
-                             rt->linkName(), config.topology.size);
-    c.model.setMeasured(table);
-  }
+  // The table serves jobs of this layout: every host must have as many ranks.
+  double ranksOnHost[2] = {static_cast<double>(topology.localSize),
+                           -static_cast<double>(topology.localSize)};
+  collectives::Tensor counts{ranksOnHost, collectives::DType::Float64, {2}};
+  rt->allreduce(counts, counts, collectives::ReduceOp::Max);
+  if (ranksOnHost[0] != -ranksOnHost[1])
+    throw InvalidArgument(detail::concat(
+        "calibrate: the hosts have from ", -ranksOnHost[1], " to ", ranksOnHost[0],
+        " ranks each; a measured table serves one layout, so give every host as many (-H "
+        "host:N)"));
+  // On two ranks, the link and the reduction speed too; on more, the table alone, over the
+  // links' figures the file (or the built-in model) has.
+  std::optional<Calibration> link;
+  if (topology.size == 2) link = calibrate(*rt, base, config.transport == runtime::Transport::Tcp);
+  collectives::NetworkModel model = link ? link->model : base;
+  std::size_t largest =
+      cmd.get_parent()->count("--maxbytes") ? v.o.maxBytes : std::size_t{16} << 20;
+  auto ring = direct(collectives::AllreduceAlgorithm::Ring);
+  auto rabenseifner = direct(collectives::AllreduceAlgorithm::Rabenseifner);
+  auto table =
+      measureAllreduce({{collectives::AllreduceAlgorithm::RecursiveDoubling, rt.get()},
+                        {collectives::AllreduceAlgorithm::Ring, ring.get()},
+                        {collectives::AllreduceAlgorithm::Rabenseifner, rabenseifner.get()}},
+                       rt->linkName(), topology.size, topology.localSize, largest);
+  model.setMeasured(table);
   if (rt->topology().rank == 0) {
-    printCalibration(std::cout, c);
-    if (sameHost) printMeasuredAllreduce(std::cout, table);
+    if (link) printCalibration(std::cout, *link);
+    printMeasuredAllreduce(std::cout, table);
     std::filesystem::path path(save);
     std::error_code error;
     if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), error);
@@ -233,7 +249,7 @@ int calibrateMode(Values& v, const CLI::App&, const Config* job) {
     {
       std::ofstream out(partial);
       if (!out) throw InvalidArgument("calibrate: cannot write " + partial);
-      out << c.model.toJson() << "\n";
+      out << model.toJson() << "\n";
       if (!out.flush()) throw InvalidArgument("calibrate: cannot write " + partial);
     }
     std::filesystem::rename(partial, save, error);
@@ -342,8 +358,8 @@ const Subcommand kSubcommands[] = {
      "(for bench/startup_time.py)",
      true, false, nullptr, startupMode},
     {"calibrate",
-     "Measure the link between 2 ranks (within a host, or between two) and the reduction speed, "
-     "and print the network model",
+     "Time each allreduce algorithm by size on this job's ranks and hosts (up to -e, default "
+     "16 MiB), on 2 ranks also the link and the reduction speed, and save the network model",
      true, false, addCalibrateOptions, calibrateMode},
     {"simulate",
      "Simulate an allreduce (or -o broadcast) on this many ranks (virtual time, one process; no "

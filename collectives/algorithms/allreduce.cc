@@ -177,10 +177,10 @@ AllreduceAlgorithm chooseAllreduceAlgorithm(const Comm& comm, std::size_t bytes,
     CommShape shape{comm.size(),
                     options.ranksPerHost ? options.ranksPerHost : options.model->ranksPerHost,
                     options.nicSharing};
-    if (shape.size > shape.ranksPerHost) return fastestAllreduce(bytes, shape, *options.model);
-    AllreduceAlgorithm measured =
-        measuredFastestAllreduce(bytes, comm.linkName(), comm.size(), *options.model);
+    AllreduceAlgorithm measured = measuredFastestAllreduce(bytes, comm.linkName(), shape.size,
+                                                           shape.ranksPerHost, *options.model);
     if (measured != AllreduceAlgorithm::Auto) return measured;
+    if (shape.size > shape.ranksPerHost) return fastestAllreduce(bytes, shape, *options.model);
   }
   if (comm.size() > 1 && bytes >= options.ringThresholdBytes) return AllreduceAlgorithm::Ring;
   return AllreduceAlgorithm::RecursiveDoubling;

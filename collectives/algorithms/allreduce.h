@@ -59,9 +59,9 @@ struct AllreduceOptions {
 };
 
 // Auto's rule: the algorithm for a flat allreduce of `bytes` over `comm` (never Auto). With a
-// model and a communicator that spans hosts, the one the cost model predicts fastest; within one
-// host, the fastest in the model's table measured on this machine for the communicator's link
-// and size (hvd-bench calibrate), and without one recursive doubling below
+// model that holds a table measured for the communicator's link, size and ranks per host
+// (hvd-bench calibrate), the fastest in it; else, on a communicator that spans hosts, the one
+// the cost model predicts fastest; within one host, recursive doubling below
 // options.ringThresholdBytes and the ring from there on.
 AllreduceAlgorithm chooseAllreduceAlgorithm(const Comm& comm, std::size_t bytes,
                                             const AllreduceOptions& options);

@@ -211,8 +211,8 @@ double allreduceLowerBound(std::size_t bytes, const CommShape& shape, const Netw
 }
 
 AllreduceAlgorithm measuredFastestAllreduce(std::size_t bytes, const std::string& link, int ranks,
-                                            const NetworkModel& model) {
-  const MeasuredAllreduce* table = model.measured(link, ranks);
+                                            int ranksPerHost, const NetworkModel& model) {
+  const MeasuredAllreduce* table = model.measured(link, ranks, ranksPerHost);
   if (!table) return AllreduceAlgorithm::Auto;
   // Below the table latency decides, where recursive doubling's single round is the least.
   if (static_cast<double>(bytes) < table->bytes.front())

@@ -50,12 +50,12 @@ double allreduceLowerBound(std::size_t bytes, const CommShape& shape, const Netw
 AllreduceAlgorithm fastestAllreduce(std::size_t bytes, const CommShape& shape,
                                     const NetworkModel& model);
 
-// Auto's pick for a communicator within one host from the model's measured table for `link` and
-// `ranks` (NetworkModel::measuredAllreduce): the algorithm with the least time at `bytes`, each
+// Auto's pick from the model's measured table for `link`, `ranks` and `ranksPerHost`
+// (NetworkModel::measuredAllreduce): the algorithm with the least time at `bytes`, each
 // interpolated between the measured sizes around it (log-log) and held beyond the largest;
 // recursive doubling below the smallest (latency decides there); Auto where no table matches.
 AllreduceAlgorithm measuredFastestAllreduce(std::size_t bytes, const std::string& link, int ranks,
-                                            const NetworkModel& model);
+                                            int ranksPerHost, const NetworkModel& model);
 
 // Seconds for a broadcast of `bytes` from rank 0 by `algorithm` (not Auto); `segmentBytes`: the
 // pipeline segment (the chain's, and the limit of the ring allgather's). The tree's time is the

@@ -73,8 +73,9 @@ std::string NetworkModel::describe() const {
                            : std::string(", bypassing host memory");
   std::string tables;
   for (const auto& t : measuredAllreduce)
-    tables += detail::concat(tables.empty() ? "; allreduce measured over " : ", ", t.link, " on ",
-                             t.ranks, " ranks");
+    tables += detail::concat(
+        tables.empty() ? "; allreduce measured over " : ", ", t.link, " on ", t.ranks, " ranks",
+        t.withinOneHost() ? std::string() : detail::concat(" (", t.ranksPerHost, " per host)"));
   return detail::concat(
       ranksPerHost, " ranks per host", switches, "; NIC ", micros(interHost.latencySeconds), " ",
       rate(interHost.bytesPerSecond), copies, "; shm ", micros(intraHost.latencySeconds), " ",
@@ -93,6 +94,7 @@ std::string NetworkModel::toJson() const {
     nlohmann::ordered_json table;
     table["link"] = t.link;
     table["ranks"] = t.ranks;
+    table["ranks_per_host"] = t.ranksPerHost;
     table["bytes"] = t.bytes;
     table["seconds"] = t.seconds;
     j["measured_allreduce"].push_back(table);
@@ -100,9 +102,11 @@ std::string NetworkModel::toJson() const {
   return j.dump(2);
 }
 
-const MeasuredAllreduce* NetworkModel::measured(const std::string& link, int ranks) const {
+const MeasuredAllreduce* NetworkModel::measured(const std::string& link, int ranks,
+                                                int ranksPerHost) const {
+  ranksPerHost = std::min(ranksPerHost, ranks);
   for (const auto& t : measuredAllreduce)
-    if (t.ranks == ranks && t.link == link) return &t;
+    if (t.ranks == ranks && t.ranksPerHost == ranksPerHost && t.link == link) return &t;
   return nullptr;
 }
 
@@ -179,8 +183,9 @@ TimedAlgorithm MeasuredAllreduce::fastestAt(double at) const {
 
 void NetworkModel::setMeasured(MeasuredAllreduce table) {
   table.derivePicks();
+  if (table.withinOneHost()) table.ranksPerHost = table.ranks;
   for (auto& t : measuredAllreduce)
-    if (t.link == table.link && t.ranks == table.ranks) {
+    if (t.link == table.link && t.ranks == table.ranks && t.ranksPerHost == table.ranksPerHost) {
       t = std::move(table);
       return;
     }
@@ -191,7 +196,7 @@ namespace {
 
 MeasuredAllreduce measuredFromJson(const nlohmann::json& j, const std::string& where) {
   auto fail = [&](const std::string& what) { throw InvalidArgument(where + ": " + what); };
-  if (!j.is_object()) fail("a table is an object {link, ranks, bytes, seconds}");
+  if (!j.is_object()) fail("a table is an object {link, ranks, ranks_per_host, bytes, seconds}");
   MeasuredAllreduce t;
   for (const auto& item : j.items()) {
     const auto& v = item.value();
@@ -199,6 +204,9 @@ MeasuredAllreduce measuredFromJson(const nlohmann::json& j, const std::string& w
       t.link = v.get<std::string>();
     } else if (item.key() == "ranks" && v.is_number_integer()) {
       t.ranks = v.get<int>();
+    } else if (item.key() == "ranks_per_host" && v.is_number_integer()) {
+      t.ranksPerHost = v.get<int>();
+      if (t.ranksPerHost < 1) fail("ranks_per_host must be >= 1");
     } else if (item.key() == "bytes" && v.is_array()) {
       for (const auto& b : v) {
         if (!b.is_number() || b.get<double>() <= 0) fail("bytes must be numbers > 0");
@@ -220,6 +228,8 @@ MeasuredAllreduce measuredFromJson(const nlohmann::json& j, const std::string& w
   }
   if (t.link.empty()) fail("link is missing");
   if (t.ranks < 2) fail("ranks must be >= 2");
+  if (t.ranksPerHost > t.ranks || (t.ranksPerHost > 0 && t.ranks % t.ranksPerHost != 0))
+    fail(detail::concat("ranks_per_host ", t.ranksPerHost, " does not divide ranks ", t.ranks));
   if (t.bytes.empty() || !std::is_sorted(t.bytes.begin(), t.bytes.end()) ||
       std::adjacent_find(t.bytes.begin(), t.bytes.end()) != t.bytes.end())
     fail("bytes must be a non-empty ascending list");

@@ -17,12 +17,14 @@ struct LinkModel {
   double bytesPerSecond = 0;  // 1/β
 };
 
-// Allreduce times measured on one machine (hvd-bench calibrate) for a communicator within one
-// host: over `link` (Comm::linkName: "shm", "tcp") with `ranks` ranks, each algorithm's median
-// seconds (by its HVD_ALLREDUCE_ALGORITHM name) at each of `bytes`. Where a table matches a
-// communicator, Auto picks from it instead of the formulas and the size threshold: the
-// crossovers are the machine's own (a loopback's throughput, for one, changes with message
-// size in ways no latency-bandwidth pair captures).
+// Allreduce times measured by hvd-bench calibrate on a job's own layout: over `link`
+// (Comm::linkName: "shm", "tcp") with `ranks` ranks, `ranksPerHost` on each of its hosts (all on
+// one host when it equals `ranks`), each algorithm's median seconds (by its
+// HVD_ALLREDUCE_ALGORITHM name) at each of `bytes`. Where a table matches a communicator (link,
+// ranks and ranks per host), Auto picks from it instead of the formulas and the size threshold:
+// the crossovers are the machine's own (a loopback's throughput, for one, changes with message
+// size in ways no latency-bandwidth pair captures; hosts whose ranks share cores with other work
+// pay a scheduler's hand-off per round, which no NIC figure holds).
 // The allreduce algorithms a measured table may time, named in the file as
 // HVD_ALLREDUCE_ALGORITHM names them.
 enum class TimedAlgorithm : uint8_t { RecursiveDoubling, Ring, Rabenseifner };
@@ -33,6 +35,10 @@ struct MeasuredAllreduce {
   int ranks = 2;
   std::vector<double> bytes;                           // ascending
   std::map<std::string, std::vector<double>> seconds;  // one per size
+  // 0 (or `ranks`): one host. NetworkModel::setMeasured writes `ranks` for 0.
+  int ranksPerHost = 0;
+
+  bool withinOneHost() const { return ranksPerHost <= 0 || ranksPerHost >= ranks; }
 
   // The algorithm with the least time at `bytes`, each interpolated between the measured sizes
   // around it (log-log) and held beyond the ends. From the picks derivePicks() made: Auto asks
@@ -79,9 +85,9 @@ struct NetworkModel {
   int ranksPerHost = 1;
   std::vector<MeasuredAllreduce> measuredAllreduce;  // added by setMeasured
 
-  // The table for `link` and `ranks`, or null.
-  const MeasuredAllreduce* measured(const std::string& link, int ranks) const;
-  // Adds `table`, replacing one of the same link and ranks.
+  // The table for `link`, `ranks` and `ranksPerHost` (`ranks` or more: one host), or null.
+  const MeasuredAllreduce* measured(const std::string& link, int ranks, int ranksPerHost) const;
+  // Adds `table`, replacing one of the same link, ranks and ranks per host.
   void setMeasured(MeasuredAllreduce table);
 
   int hostOf(int rank) const { return rank / ranksPerHost; }
@@ -108,7 +114,8 @@ struct NetworkModel {
   // receiving host's memory; shm 0.3 us 6 GB/s (host 20 GB/s); ..."
   std::string describe() const;
   // JSON with the fields above (snake_case, seconds and bytes per second; the tables as
-  // "measured_allreduce": [{"link", "ranks", "bytes": [...], "seconds": {name: [...]}}]);
+  // "measured_allreduce": [{"link", "ranks", "ranks_per_host", "bytes": [...],
+  // "seconds": {name: [...]}}], ranks_per_host optional: one host);
   // parsing takes any subset over the defaults and throws InvalidArgument naming a bad or
   // unknown field (or an algorithm a table cannot time).
   std::string toJson() const;

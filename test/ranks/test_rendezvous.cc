@@ -16,6 +16,7 @@
 #include "collectives/rendezvous/rendezvous_server.h"
 #include "collectives/rendezvous/tcp_store_client.h"
 #include "common/asio_io.h"
+#include "runtime/kernel_sharing.h"
 #include "test/ranks/test_time.h"
 
 using namespace hvd;
@@ -230,4 +231,35 @@ TEST_CASE("the rendezvous serves one more address on the same port once asked, n
   a.set("k", bytes("v"));
   CHECK(b.get("k") == bytes("v"));
   CHECK_THROWS_WITH(server.listenAlso("192.0.2.1"), Catch::Contains("cannot bind 192.0.2.1:"));
+}
+
+TEST_CASE("ranks count the ranks on their kernel through the store, and a missing rank times out") {
+  rendezvous::RendezvousServer server("127.0.0.1", "secret");
+  // Five ranks: three on kernel a (host names differ: pods of one node), one on b, one that
+  // cannot read its kernel's identity and keeps its host's count.
+  const std::vector<std::string> kernels = {"a", "b", "a", "", "a"};
+  std::vector<int> counted(kernels.size(), -1);
+  std::vector<std::thread> ranks;
+  for (std::size_t r = 0; r < kernels.size(); ++r)
+    ranks.emplace_back([&, r] {
+      TcpStoreClient client(server.address(), server.port(), "secret", 2s);
+      counted[r] = runtime::ranksOnKernel(client, "job/j/epoch/0", kernels[r],
+                                          static_cast<int>(kernels.size()), 1, 5s);
+    });
+  for (auto& t : ranks) t.join();
+  CHECK(counted == std::vector<int>{3, 1, 3, 1, 3});
+  // A rank that never counts: the others' wait ends with the key it waited for.
+  TcpStoreClient alone(server.address(), server.port(), "secret", 2s);
+  try {
+    runtime::ranksOnKernel(alone, "job/j/epoch/1", "a", 2, 1, 200ms);
+    FAIL("the count waited for a rank that never came");
+  } catch (const StoreTimeout& e) {
+    CHECK_THAT(e.what(), Catch::Contains("job/j/epoch/1/kernels-counted"));
+  }
+}
+
+TEST_CASE("this machine's kernel has an identity, the same for every process") {
+  std::string id = runtime::kernelId();
+  CHECK(id.size() == 36);  // a UUID, as the kernel writes it
+  CHECK(runtime::kernelId() == id);
 }

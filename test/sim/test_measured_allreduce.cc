@@ -1,6 +1,7 @@
-// Auto's pick within one host from the table hvd-bench calibrate measured on the machine
+// Auto's pick from the table hvd-bench calibrate measured on the machine or the job's hosts
 // (NetworkModel::measuredAllreduce): at, between and beyond the measured sizes, a crossover that
-// moves with another machine's table, the fallback where no table matches, and the tables' JSON.
+// moves with another machine's table, a table across hosts serving its layout alone, the
+// fallback where no table matches, and the tables' JSON.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -71,7 +72,7 @@ TEST_CASE("within one host, auto picks from the table measured for the link and 
     only.seconds[timedAlgorithmName(timed)] = {1, 1};
     NetworkModel m;
     m.setMeasured(only);
-    CHECK(measuredFastestAllreduce(2, "tcp", 2, m) ==
+    CHECK(measuredFastestAllreduce(2, "tcp", 2, 2, m) ==
           parseAllreduceAlgorithm(timedAlgorithmName(timed)));
   }
   // Another link or another number of ranks has no table: the size threshold decides.
@@ -89,10 +90,28 @@ TEST_CASE("a model's measured tables survive JSON, and a bad one is refused nami
   t.seconds["recursive_doubling"] = {5e-6, 3e-5};
   model.setMeasured(t);
   NetworkModel back = NetworkModel::fromJson(model.toJson(), "test");
-  REQUIRE(back.measured("shm", 4) != nullptr);
-  CHECK(back.measured("shm", 4)->seconds == t.seconds);
-  CHECK(back.measured("shm", 4)->bytes == t.bytes);
-  CHECK(back.measured("shm", 2) == nullptr);
+  REQUIRE(back.measured("shm", 4, 4) != nullptr);
+  CHECK(back.measured("shm", 4, 4)->seconds == t.seconds);
+  CHECK(back.measured("shm", 4, 4)->bytes == t.bytes);
+  CHECK(back.measured("shm", 2, 2) == nullptr);
+  CHECK(back.measured("shm", 4, 1) == nullptr);
+  // A table across hosts keeps its layout; one without ranks_per_host (an older file) is one
+  // host's.
+  MeasuredAllreduce acrossHosts{"tcp", 8, {4, 65536}, {}, 1};
+  acrossHosts.seconds["ring"] = {2e-4, 9e-4};
+  model.setMeasured(acrossHosts);
+  back = NetworkModel::fromJson(model.toJson(), "test");
+  REQUIRE(back.measured("tcp", 8, 1) != nullptr);
+  CHECK(back.measured("tcp", 8, 1)->seconds == acrossHosts.seconds);
+  CHECK(back.measured("tcp", 8, 8) == nullptr);
+  CHECK_THAT(back.describe(), Catch::Contains("allreduce measured over shm on 4 ranks, tcp on 8 "
+                                              "ranks (1 per host)"));
+  NetworkModel older =
+      NetworkModel::fromJson(R"({"measured_allreduce": [{"link": "tcp", "ranks": 2, "bytes": [1], )"
+                             R"("seconds": {"ring": [1]}}]})",
+                             "old.json");
+  CHECK(older.measured("tcp", 2, 2) != nullptr);
+  CHECK(older.measured("tcp", 2, 1) == nullptr);
   auto refused = [](const std::string& table) {
     try {
       NetworkModel::fromJson("{\"measured_allreduce\": [" + table + "]}", "m.json");
@@ -111,4 +130,59 @@ TEST_CASE("a model's measured tables survive JSON, and a bad one is refused nami
   CHECK_THAT(refused(R"({"link": "tcp", "ranks": 2, "bytes": [1], "seconds": {"auto": [1]}})"),
              Catch::Contains("m.json: measured_allreduce[0]: measured allreduce over tcp: unknown "
                              "allreduce algorithm 'auto'"));
+  CHECK_THAT(refused(R"({"link": "tcp", "ranks": 6, "ranks_per_host": 4, "bytes": [1], )"
+                     R"("seconds": {"ring": [1]}})"),
+             Catch::Contains("m.json: measured_allreduce[0]: ranks_per_host 4 does not divide "
+                             "ranks 6"));
+  CHECK_THAT(refused(R"({"link": "tcp", "ranks": 6, "ranks_per_host": 0, "bytes": [1], )"
+                     R"("seconds": {"ring": [1]}})"),
+             Catch::Contains("ranks_per_host must be >= 1"));
+}
+
+TEST_CASE("across hosts, auto picks from the table measured on the job's layout, else the formulas",
+          "[cost_model]") {
+  // Eight hosts of one rank whose cores other ranks share (calibrate on bench/fake_hosts.py's
+  // hosts): a round costs a scheduler's hand-off, so recursive doubling's 3 rounds beat
+  // Rabenseifner's 6 well past where the NIC's figures put the crossover.
+  MeasuredAllreduce crowded{"tcp", 8, {4, 65536, 1 << 20}, {}, 1};
+  crowded.seconds["recursive_doubling"] = {190e-6, 450e-6, 6000e-6};
+  crowded.seconds["rabenseifner"] = {380e-6, 600e-6, 4300e-6};
+  crowded.seconds["ring"] = {900e-6, 1100e-6, 5000e-6};
+  NetworkModel model;  // one rank per host
+  AllreduceOptions o;
+  o.model = &model;
+  auto eight = std::make_unique<Comm>(0, 8, std::vector<std::shared_ptr<Connection>>(8),
+                                      std::chrono::milliseconds(1000), nullptr);
+  eight->setLinkName("tcp");
+  // The formulas, with the built-in NIC: Rabenseifner's at 64 KiB and 1 MiB.
+  CHECK(chooseAllreduceAlgorithm(*eight, 65536, o) == AllreduceAlgorithm::Rabenseifner);
+  CHECK(chooseAllreduceAlgorithm(*eight, 1 << 20, o) == AllreduceAlgorithm::Rabenseifner);
+  model.setMeasured(crowded);
+  CHECK(chooseAllreduceAlgorithm(*eight, 4, o) == AllreduceAlgorithm::RecursiveDoubling);
+  CHECK(chooseAllreduceAlgorithm(*eight, 65536, o) == AllreduceAlgorithm::RecursiveDoubling);
+  CHECK(chooseAllreduceAlgorithm(*eight, 1 << 20, o) == AllreduceAlgorithm::Rabenseifner);
+  // Another layout of the same 8 ranks (4 hosts of 2), or 4 of these hosts: the formulas.
+  NetworkModel paired = model;
+  paired.ranksPerHost = 2;
+  AllreduceOptions o2 = o;
+  o2.model = &paired;
+  CHECK(chooseAllreduceAlgorithm(*eight, 65536, o2) ==
+        fastestAllreduce(65536, CommShape{8, 2, 0}, paired));
+  auto four = std::make_unique<Comm>(0, 4, std::vector<std::shared_ptr<Connection>>(4),
+                                     std::chrono::milliseconds(1000), nullptr);
+  four->setLinkName("tcp");
+  CHECK(chooseAllreduceAlgorithm(*four, 65536, o) ==
+        fastestAllreduce(65536, CommShape{4, 1, 0}, model));
+  // A table within one host of 8 ranks is not taken across hosts, nor this one within a host.
+  NetworkModel oneHost;
+  MeasuredAllreduce local = crowded;
+  local.ranksPerHost = 8;
+  local.seconds["ring"] = {1e-6, 1e-6, 1e-6};
+  oneHost.setMeasured(local);
+  AllreduceOptions o3 = o;
+  o3.model = &oneHost;
+  CHECK(chooseAllreduceAlgorithm(*eight, 4, o3) == AllreduceAlgorithm::RecursiveDoubling);
+  oneHost.ranksPerHost = 8;
+  CHECK(chooseAllreduceAlgorithm(*eight, 4, o3) == AllreduceAlgorithm::Ring);
+  CHECK(model.measured("tcp", 8, 8) == nullptr);
 }

@@ -130,7 +130,7 @@ TEST_CASE("the engine's data links poll small messages, and large ones while a c
                                                          {"HVD_STALL_SHUTDOWN_TIME_SECONDS", "20"},
                                                          {"HVD_LIVENESS_TIMEOUT_SECONDS", "9"}}));
   auto blocked = std::make_shared<std::atomic<int>>(0);
-  auto engine = dataLinkWaits(config, 2, blocked, nullptr);
+  auto engine = dataLinkWaits(config, {1, 2}, blocked, nullptr);
   CHECK(engine.mode == hvd::collectives::WaitMode::Blocking);
   CHECK(engine.spins.smallSpin == microseconds(30));
   CHECK(engine.spins.blockedCallers == blocked);
@@ -142,13 +142,17 @@ TEST_CASE("the engine's data links poll small messages, and large ones while a c
   CHECK(engine.spins.stall.stoppedPeerAfter == seconds(9));
   // Called directly: no blocked-callers count, the direct spins, no stall report, but a
   // stopped peer still fails at the liveness timeout.
-  auto direct = dataLinkWaits(config, 2, nullptr, nullptr);
+  auto direct = dataLinkWaits(config, {1, 2}, nullptr, nullptr);
   CHECK(direct.spins.blockedCallers == nullptr);
   CHECK(direct.spins.largeSpin == microseconds(2000));
   CHECK(direct.spins.stall.failAfter == seconds(0));
   CHECK(direct.spins.stall.stoppedPeerAfter == seconds(9));
+  // Eight ranks of other host names on this kernel's 2 CPUs wait as a crowded host's do.
+  auto crowded = dataLinkWaits(config, {8, 2, true}, nullptr, nullptr);
+  CHECK(crowded.spins.smallSpin == microseconds(30));
+  CHECK(crowded.spins.largeSpin == microseconds(0));
   auto noStallCheck = Config::fromParams(ParamValues::fromMap({{"HVD_STALL_CHECK_DISABLE", "1"}}));
-  CHECK(dataLinkWaits(noStallCheck, 2, blocked, nullptr).spins.stall.failAfter == seconds(0));
+  CHECK(dataLinkWaits(noStallCheck, {1, 2}, blocked, nullptr).spins.stall.failAfter == seconds(0));
 }
 
 TEST_CASE("HVD_SEGMENT_BYTES is 0 (each transport's own) or at least 1024") {
