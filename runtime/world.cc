@@ -111,6 +111,28 @@ collectives::NetworkModel hostModel(const Config& config, rendezvous::Store& sto
   return *config.networkModel;
 }
 
+// Whether auto picks the job's allreduce algorithm from a measured table (hvd-bench calibrate):
+// a user who calibrated learns whether this job's layout is the one measured.
+void logMeasuredTable(const collectives::NetworkModel& model, const std::string& link, int ranks,
+                      int ranksPerHost, log::Logs& logs) {
+  auto layout = [](const std::string& l, int n, int perHost) {
+    return detail::concat(l, " on ", n, " ranks, ", std::min(perHost, n), " per host");
+  };
+  if (model.measured(link, ranks, ranksPerHost)) {
+    logs.get("runtime")->info(
+        "allreduce: auto picks from the times hvd-bench calibrate measured over {}",
+        layout(link, ranks, ranksPerHost));
+  } else if (!model.measuredAllreduce.empty()) {
+    std::string tables;
+    for (const auto& m : model.measuredAllreduce)
+      tables += (tables.empty() ? "" : "; ") + layout(m.link, m.ranks, m.ranksPerHost);
+    logs.get("runtime")->info(
+        "allreduce: the model's measured tables ({}) are for other layouts than this job's ({}): "
+        "auto picks by the cost model",
+        tables, layout(link, ranks, ranksPerHost));
+  }
+}
+
 // The host layout every rank agreed on (with the links within and across hosts where the job
 // spans several) and the allreduce cost model over it. The cost model's ranks per host come
 // from that layout, not from the local counts the launcher gave, which may differ between
@@ -141,6 +163,8 @@ void attachHosts(const Config& config, World& world, rendezvous::Store& store, i
         "allreduce cost model: {} ranks per host share {} cores, so each copies within its host "
         "and reduces at {}/{} of the model's rates",
         hosts.ranksPerHost, hosts.coresPerHost, hosts.coresPerHost, hosts.ranksPerHost);
+  if (t.rank == 0)
+    logMeasuredTable(*model, world.data->linkName(), t.size, hosts.ranksPerHost, *world.logs);
   world.networkModel = std::move(model);
   world.hostOfRank = std::move(hosts.hostOfRank);
 }
