@@ -125,7 +125,8 @@ class Launchers:
         run(self.hvdrun + [str(WORKER), "-e", str(max_bytes), "calibrate", "--save", str(model)],
             self.env, timeout)
         seconds = round(time.time() - start, 1)
-        table = json.loads(model.read_text())["measured_allreduce"][0]
+        table = next(t for t in json.loads(model.read_text())["measured_allreduce"]
+                     if t["ranks"] == self.np and t.get("ranks_per_host", self.np) == self.per_host)
         picks = {str(int(size)): min(table["seconds"], key=lambda a: table["seconds"][a][i])
                  for i, size in enumerate(table["bytes"])}
         self.env = dict(self.env, HVD_NETWORK_MODEL=str(model))

@@ -2,6 +2,8 @@
 
 #include <fstream>
 
+#include "common/error.h"
+
 namespace hvd::runtime {
 
 std::string kernelId() {
@@ -17,9 +19,18 @@ int ranksOnKernel(rendezvous::Store& store, const std::string& prefix, const std
   if (!kernel.empty()) store.add(counter, 1);
   // The rank that counts last says so; every rank reads its kernel's count after that.
   std::string allCounted = prefix + "/kernels-counted";
-  if (store.add(prefix + "/kernel-ranks-counted", 1) == size)
-    store.set(allCounted, rendezvous::Bytes{1});
-  store.wait({allCounted}, timeout);
+  std::string ranksCounted = prefix + "/kernel-ranks-counted";
+  if (store.add(ranksCounted, 1) == size) store.set(allCounted, rendezvous::Bytes{1});
+  try {
+    store.wait({allCounted}, timeout);
+  } catch (const rendezvous::StoreTimeout& e) {
+    throw rendezvous::StoreTimeout(
+        detail::concat("init: ", store.add(ranksCounted, 0), " of ", size,
+                       " ranks reached the count of ranks per machine within ",
+                       std::chrono::duration_cast<std::chrono::seconds>(timeout).count(),
+                       " s (HVD_START_TIMEOUT); the others did not start or died: ", e.what()),
+        {allCounted});
+  }
   if (kernel.empty()) return localSize;
   return static_cast<int>(store.add(counter, 0));
 }

@@ -17,7 +17,7 @@ std::string kernelId();
 // Collective over the job's `size` ranks: how many of them run on this rank's kernel `kernel`
 // (kernelId(); "" counts as unknown: `localSize` is returned, and the rank still takes part).
 // Four requests to `store` under `prefix` (a key per kernel, and a count of the ranks that have
-// counted); waits up to `timeout` for every rank to count (StoreTimeout names the key).
+// counted); waits up to `timeout` for every rank to count (StoreTimeout then says how many did).
 int ranksOnKernel(rendezvous::Store& store, const std::string& prefix, const std::string& kernel,
                   int size, int localSize, std::chrono::milliseconds timeout);
 

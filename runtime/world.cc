@@ -57,11 +57,12 @@ std::unique_ptr<Comm> connectScope(const Config& config, rendezvous::Store& stor
 // The ranks that take turns on this rank's CPUs: its host's, or, in a job across hosts whose
 // host names share this kernel (pods of one node, network namespaces), the kernel's where they
 // outnumber its CPUs (the kernel's online CPUs: each rank's mask may be its pod's alone).
+// Counted for collectives called directly only: the engine's links wait alike either way.
 CpuSharing cpuSharing(const Config& config, rendezvous::Store& store, int64_t epoch,
-                      const CpuShareFacts& cpus, bool ownProcess) {
+                      const CpuShareFacts& cpus, bool ownProcess, WorldUse use) {
   const Topology& t = config.topology;
   CpuSharing sharing{t.localSize, cpusOfLocalRanks(cpus)};
-  if (!ownProcess || t.localSize >= t.size) return sharing;
+  if (!ownProcess || use == WorldUse::Engine || t.localSize >= t.size) return sharing;
   int onKernel = ranksOnKernel(store, detail::concat("job/", config.jobId, "/epoch/", epoch),
                                kernelId(), t.size, t.localSize, config.startTimeout);
   if (onKernel > t.localSize && cpus.onlineCpus > 0 && onKernel > cpus.onlineCpus)
@@ -146,18 +147,23 @@ void attachHosts(const Config& config, World& world, rendezvous::Store& store, i
                                 detail::concat("job/", config.jobId, "/epoch/", epoch), waits,
                                 world.logs);
   // Within one host, this host's calibration, as rank 0 read it; across hosts the model every
-  // rank agreed on (HVD_NETWORK_MODEL), whose tables serve communicators of the layout they were
-  // measured on (NetworkModel::measured). Hosts with different numbers of ranks have no such
-  // layout: HostShape then says 1 per host, which a table of one rank per host must not take.
+  // rank agreed on (HVD_NETWORK_MODEL), whose tables measured across hosts serve communicators
+  // of the layout they were measured on (NetworkModel::measured). Its tables within a host go:
+  // a communicator of this job within one host (a process set) would take one, but its links
+  // are this job's, TCP across hosts' loopback where the table may be shared memory's. Hosts
+  // with different numbers of ranks have no layout a table could match: HostShape then says 1
+  // per host, which a table of one rank per host must not take.
   bool oneHost = hosts.ranksPerHost >= t.size;
   auto model = std::make_shared<collectives::NetworkModel>(oneHost ? hostModel(config, store, epoch)
                                                                    : *config.networkModel);
   model->ranksPerHost = hosts.ranksPerHost;
   *model = model->sharingCores(hosts.coresPerHost);
   std::set<std::string> hostNames(hosts.hostOfRank.begin(), hosts.hostOfRank.end());
-  if (!oneHost && static_cast<int>(hostNames.size()) * hosts.ranksPerHost != t.size)
-    std::erase_if(model->measuredAllreduce,
-                  [](const collectives::MeasuredAllreduce& m) { return !m.withinOneHost(); });
+  bool uneven = static_cast<int>(hostNames.size()) * hosts.ranksPerHost != t.size;
+  if (!oneHost)
+    std::erase_if(model->measuredAllreduce, [&](const collectives::MeasuredAllreduce& m) {
+      return m.withinOneHost() || uneven;
+    });
   if (t.rank == 0 && hosts.coresPerHost > 0 && hosts.coresPerHost < hosts.ranksPerHost)
     world.logs->get("runtime")->info(
         "allreduce cost model: {} ranks per host share {} cores, so each copies within its host "
@@ -208,7 +214,7 @@ World connectWorld(const Config& given, rendezvous::Store* store, WorldUse use,
       store->add(detail::concat("job/", config.jobId, "/inits/", config.topology.rank), 1) - 1;
   if (use == WorldUse::Engine) world.blockedCallers = std::make_shared<std::atomic<int>>(0);
   LinkSetup setup{
-      .waits = dataLinkWaits(config, cpuSharing(config, *store, epoch, cpus, ownProcess),
+      .waits = dataLinkWaits(config, cpuSharing(config, *store, epoch, cpus, ownProcess, use),
                              world.blockedCallers, world.logs),
       .bindAddress = joined.bindAddress,
       .logs = world.logs};

@@ -204,11 +204,17 @@ int calibrateMode(Values& v, const CLI::App& cmd, const Config* job) {
         std::cerr << "hvd-bench: calibrate: replacing a model it cannot read: " << e.what() << "\n";
     }
   }
-  // This run measures the machine itself, not through a model it is about to replace.
+  // A calibration needs a link to measure, and a table of one rank would be refused.
+  if (topology.size < 2)
+    throw InvalidArgument(
+        "calibrate measures the links between ranks: run it under hvdrun on 2 ranks or more");
+  // This run measures the machine itself, not through a model it is about to replace, and each
+  // runtime runs the one algorithm it is named for (flat unless it times the staged form).
   config.hostCalibrationPath.clear();
-  auto direct = [&](collectives::AllreduceAlgorithm algorithm) {
+  auto direct = [&](collectives::AllreduceAlgorithm algorithm, bool staged = false) {
     Config c = config;
     c.engine.executor.allreduceAlgorithm = algorithm;
+    c.hierarchicalAllreduce = staged;
     return runtime::DirectCollectives::create(c);
   };
   auto rt = direct(collectives::AllreduceAlgorithm::RecursiveDoubling);
@@ -231,11 +237,16 @@ int calibrateMode(Values& v, const CLI::App& cmd, const Config* job) {
       cmd.get_parent()->count("--maxbytes") ? v.o.maxBytes : std::size_t{16} << 20;
   auto ring = direct(collectives::AllreduceAlgorithm::Ring);
   auto rabenseifner = direct(collectives::AllreduceAlgorithm::Rabenseifner);
-  auto table =
-      measureAllreduce({{collectives::AllreduceAlgorithm::RecursiveDoubling, rt.get()},
-                        {collectives::AllreduceAlgorithm::Ring, ring.get()},
-                        {collectives::AllreduceAlgorithm::Rabenseifner, rabenseifner.get()}},
-                       rt->linkName(), topology.size, topology.localSize, largest);
+  AlgorithmRuns runs = {{collectives::TimedAlgorithm::RecursiveDoubling, rt.get()},
+                        {collectives::TimedAlgorithm::Ring, ring.get()},
+                        {collectives::TimedAlgorithm::Rabenseifner, rabenseifner.get()}};
+  // Across hosts of several ranks, auto also chooses between those and the form staged by host.
+  std::unique_ptr<runtime::DirectCollectives> staged;
+  if (!sameHost && topology.localSize > 1) {
+    staged = direct(collectives::AllreduceAlgorithm::Auto, true);
+    runs.emplace_back(collectives::TimedAlgorithm::Hierarchical, staged.get());
+  }
+  auto table = measureAllreduce(runs, rt->linkName(), topology.size, topology.localSize, largest);
   model.setMeasured(table);
   if (rt->topology().rank == 0) {
     if (link) printCalibration(std::cout, *link);

@@ -177,9 +177,14 @@ AllreduceAlgorithm chooseAllreduceAlgorithm(const Comm& comm, std::size_t bytes,
     CommShape shape{comm.size(),
                     options.ranksPerHost ? options.ranksPerHost : options.model->ranksPerHost,
                     options.nicSharing};
-    AllreduceAlgorithm measured = measuredFastestAllreduce(bytes, comm.linkName(), shape.size,
-                                                           shape.ranksPerHost, *options.model);
-    if (measured != AllreduceAlgorithm::Auto) return measured;
+    // A table measured on this layout, unless this is the cross-host stage of the staged form,
+    // whose hosts' other ranks cross their NICs at the same time (a table of one rank per host
+    // was measured without them).
+    if (shape.nicSharing == 0 || shape.nicSharing == shape.ranksPerHost) {
+      AllreduceAlgorithm measured = measuredFastestAllreduce(bytes, comm.linkName(), shape.size,
+                                                             shape.ranksPerHost, *options.model);
+      if (measured != AllreduceAlgorithm::Auto) return measured;
+    }
     if (shape.size > shape.ranksPerHost) return fastestAllreduce(bytes, shape, *options.model);
   }
   if (comm.size() > 1 && bytes >= options.ringThresholdBytes) return AllreduceAlgorithm::Ring;
@@ -193,6 +198,9 @@ bool runsHierarchicalAllreduce(const Comm& comm, std::size_t bytes,
   if (h->allreduce) return true;
   if (!h->allreduceByModel || options.algorithm != AllreduceAlgorithm::Auto || !options.model)
     return false;
+  if (auto staged = measuredFasterStaged(bytes, comm.linkName(), comm.size(), h->local->size(),
+                                         *options.model))
+    return *staged;
   CommShape shape{comm.size(), h->local->size(), options.nicSharing};
   double staged = predictHierarchicalAllreduce(bytes, shape, *options.model);
   return staged < predictAllreduce(fastestAllreduce(bytes, shape, *options.model), bytes, shape,

@@ -342,6 +342,13 @@ def test_calibrate_keeps_this_hosts_algorithm_table_where_its_jobs_read_it(tmp_p
     assert [(t["link"], t["ranks"]) for t in tables] == [("tcp", 2)]
     assert sorted(tables[0]["seconds"]) == ["rabenseifner", "recursive_doubling", "ring"]
     assert tables[0]["bytes"][0] == 4 and tables[0]["bytes"][-1] == 16 << 20
+    # One rank has no link to measure: refused, the host's file left as it was.
+    before = saved.read_text()
+    r = run_hvdrun("-np", 1, bench, "calibrate", env=env)
+    assert r.returncode != 0
+    assert "calibrate measures the links between ranks: run it under hvdrun on 2 ranks or more" \
+        in r.stderr, r.stderr
+    assert saved.read_text() == before
     # Calibrating the other link keeps this one's table.
     r = run_hvdrun("-np", 2, "--transport", "shm", bench, "calibrate", env=env)
     assert r.returncode == 0, r.stderr

@@ -120,9 +120,13 @@ def test_calibrate_on_a_layout_of_hosts_saves_its_table_and_jobs_of_that_layout_
     assert "allreduce over tcp on 4 ranks, 2 per host" in r.stdout, r.stdout
     assert "the link between" not in r.stdout  # fitted on 2 ranks only; kept from the file
     saved = json.loads(model.read_text())
-    assert sorted((t["link"], t["ranks"], t["ranks_per_host"])
-                  for t in saved["measured_allreduce"]) == [("tcp", 2, 1), ("tcp", 4, 2)]
-    assert all(t["bytes"][-1] == 65536 for t in saved["measured_allreduce"])
+    tables = {(t["link"], t["ranks"], t["ranks_per_host"]): t for t in saved["measured_allreduce"]}
+    assert sorted(tables) == [("tcp", 2, 1), ("tcp", 4, 2)]
+    assert all(t["bytes"][-1] == 65536 for t in tables.values())
+    # Hosts of several ranks: the form staged by host is timed beside the flat ones.
+    assert sorted(tables["tcp", 2, 1]["seconds"]) == ["rabenseifner", "recursive_doubling", "ring"]
+    assert sorted(tables["tcp", 4, 2]["seconds"]) == ["hierarchical", "rabenseifner",
+                                                      "recursive_doubling", "ring"]
     env = hosts.env(HVD_NETWORK_MODEL=str(model), HVD_LOG_LEVEL="info")
     sweep = [BENCH, "-b", "4", "-e", "1M", "-f", "16", "-n", "3", "-c", "1"]
     for np_, per_host in ((2, 1), (4, 2)):
@@ -131,10 +135,16 @@ def test_calibrate_on_a_layout_of_hosts_saves_its_table_and_jobs_of_that_layout_
         assert "Out of bounds values : 0 OK" in r.stdout, r.stdout
         assert ("auto picks from the times hvd-bench calibrate measured over tcp on "
                 f"{np_} ranks, {per_host} per host") in r.stderr, r.stderr
+    # Uneven hosts (2 + 1) have no layout a table could match, not even one of 3 ranks, 1 per
+    # host, which the layout they report for the cost model (1 per host) would otherwise take.
     a, b = hosts.addresses
+    uneven = dict(tables["tcp", 2, 1], ranks=3)
+    model.write_text(json.dumps(dict(saved, measured_allreduce=[uneven])))
     r = hvdrun(hosts, "-np", 3, "-H", f"{a}:2,{b}:1", *sweep, env=env)
     assert r.returncode == 0, r.stderr
+    assert "Out of bounds values : 0 OK" in r.stdout, r.stdout
     assert "auto picks from the times" not in r.stderr
+    model.write_text(json.dumps(saved))
     r = hvdrun(hosts, "-np", 3, "-H", f"{a}:2,{b}:1", BENCH, "-e", "64K", "calibrate", "--save",
                model)
     assert r.returncode != 0
