@@ -10,11 +10,12 @@ topology (hosts x ranks per host) both launchers start the same kind of light C+
 
 One launch gives both (`--startup-first`: the worker stamps its initialisation, then sweeps on
 new collectives), so each round launches each tool once; a first contact with one rank per host
-(host keys learnt, caches warm) goes before the rounds. On topologies of up to 16 ranks
-`hvd-bench calibrate` then times each allreduce algorithm on the topology's own hosts and ranks
-(up to --max-bytes or 16 MiB), as a user tunes hvd for a cluster, and hvd's launches read that
-model (HVD_NETWORK_MODEL): auto picks from what it measured (`--no-calibrate`: from the built-in
-model's formulas). Its time and picks are in the JSON.
+(host keys learnt, caches warm) goes before the rounds. On topologies of one rank per host and
+up to 16 ranks `hvd-bench calibrate` then times each allreduce algorithm on the topology's own
+hosts (up to --max-bytes or 16 MiB), as a user tunes hvd for a cluster, and hvd's launches read
+that model (HVD_NETWORK_MODEL): auto picks from what it measured (`--no-calibrate`, and
+topologies of several ranks per host, which calibrate refuses: from the built-in model's
+formulas). Its time and picks are in the JSON.
 
 - training (`--training`, default 1x2 and 4x4): the MNIST example's CNN as bench/torch_scaling.py
   trains it (batch 128 per rank, one thread per rank), hvd's DistributedOptimizer under hvdrun
@@ -258,7 +259,7 @@ def measure(topology, subnet, args, mpi_dir, plain_home):
         for tool in tools:
             first_contact.launch(tool, 60 + 2 * n_hosts)
         launchers = Launchers(hosts, per_host, mpi_dir)
-        if args.calibrate and np_ <= 16:
+        if args.calibrate and per_host == 1 and np_ <= 16:
             result["calibration"] = launchers.calibrate(min(args.max_bytes, 16 << 20),
                                                         300 + 10 * np_)
         iters = args.iters if np_ <= 16 else 3
@@ -401,9 +402,9 @@ def main():
                          "about 90 s here, two thirds of it importing torch)")
     ap.add_argument("--training-steps", type=int, default=8)
     ap.add_argument("--no-calibrate", dest="calibrate", action="store_false",
-                    help="leave out `hvd-bench calibrate` on each topology of up to 16 ranks "
-                         "before its rounds (hvd then chooses its algorithms from the built-in "
-                         "network model)")
+                    help="leave out `hvd-bench calibrate` on each topology of one rank per host "
+                         "and up to 16 ranks before its rounds (hvd then chooses its algorithms "
+                         "from the built-in network model)")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--plot", help="write the PNG (time against hosts per size) here")
     ap.add_argument("--from-json", help="only print the tables and redraw the plot from this file")

@@ -117,7 +117,8 @@ collectives::MeasuredAllreduce measureAllreduce(const AlgorithmRuns& runs, const
             allreduceSeconds(*runs[a].second, std::max<std::size_t>(1, bytes / 4), iterations));
     table.bytes.push_back(static_cast<double>(bytes));
     for (std::size_t a = 0; a < runs.size(); ++a)
-      table.seconds[collectives::timedAlgorithmName(runs[a].first)].push_back(median(rounds[a]));
+      table.seconds[collectives::allreduceAlgorithmName(runs[a].first)].push_back(
+          median(rounds[a]));
   }
   return table;
 }

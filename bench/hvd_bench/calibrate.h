@@ -36,7 +36,7 @@ void printCalibration(std::ostream& out, const Calibration& c);
 
 // One runtime per algorithm it times, each forced to run that algorithm.
 using AlgorithmRuns =
-    std::vector<std::pair<collectives::TimedAlgorithm, runtime::BlockingCollectives*>>;
+    std::vector<std::pair<collectives::AllreduceAlgorithm, runtime::BlockingCollectives*>>;
 // Collective: times every algorithm of `runs` over the job's link (`link`, Comm::linkName) at
 // 4 B, 64 B, 1 KiB, 4 KiB and 8 KiB to `largest` (at least 8 KiB) by factors of 2, in 5 rounds
 // that alternate the algorithms at each size (the machine drifts); each time is the slowest

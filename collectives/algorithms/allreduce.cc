@@ -198,9 +198,6 @@ bool runsHierarchicalAllreduce(const Comm& comm, std::size_t bytes,
   if (h->allreduce) return true;
   if (!h->allreduceByModel || options.algorithm != AllreduceAlgorithm::Auto || !options.model)
     return false;
-  if (auto staged = measuredFasterStaged(bytes, comm.linkName(), comm.size(), h->local->size(),
-                                         *options.model))
-    return *staged;
   CommShape shape{comm.size(), h->local->size(), options.nicSharing};
   double staged = predictHierarchicalAllreduce(bytes, shape, *options.model);
   return staged < predictAllreduce(fastestAllreduce(bytes, shape, *options.model), bytes, shape,

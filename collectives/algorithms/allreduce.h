@@ -68,10 +68,8 @@ AllreduceAlgorithm chooseAllreduceAlgorithm(const Comm& comm, std::size_t bytes,
 
 // Whether an allreduce of `bytes` over `comm` runs in stages across hosts: always where the
 // communicator's hierarchy says so (--hierarchical-allreduce), and, where it leaves the choice to
-// the model, when the algorithm is Auto and a table measured on the communicator's layout has
-// the staged form fastest (hvd-bench calibrate times it there), or without one, the cost model
-// predicts it faster than the best flat algorithm. The same on every rank, as the hierarchy,
-// options and model are.
+// the model, when the algorithm is Auto and the cost model predicts the staged form faster than
+// the best flat algorithm. The same on every rank, as the hierarchy, options and model are.
 bool runsHierarchicalAllreduce(const Comm& comm, std::size_t bytes,
                                const AllreduceOptions& options);
 

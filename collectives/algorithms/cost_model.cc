@@ -217,24 +217,15 @@ AllreduceAlgorithm measuredFastestAllreduce(std::size_t bytes, const std::string
   // Below the table latency decides, where recursive doubling's single round is the least.
   if (static_cast<double>(bytes) < table->bytes.front())
     return AllreduceAlgorithm::RecursiveDoubling;
-  switch (table->fastestFlatAt(static_cast<double>(bytes))) {
+  switch (table->fastestAt(static_cast<double>(bytes))) {
     case TimedAlgorithm::RecursiveDoubling:
       return AllreduceAlgorithm::RecursiveDoubling;
     case TimedAlgorithm::Ring:
       return AllreduceAlgorithm::Ring;
     case TimedAlgorithm::Rabenseifner:
       return AllreduceAlgorithm::Rabenseifner;
-    case TimedAlgorithm::Hierarchical:  // not among the flat picks
-      break;
   }
   return AllreduceAlgorithm::Auto;
-}
-
-std::optional<bool> measuredFasterStaged(std::size_t bytes, const std::string& link, int ranks,
-                                         int ranksPerHost, const NetworkModel& model) {
-  const MeasuredAllreduce* table = model.measured(link, ranks, ranksPerHost);
-  if (!table || !table->timesHierarchical()) return std::nullopt;
-  return table->fastestAt(static_cast<double>(bytes)) == TimedAlgorithm::Hierarchical;
 }
 
 AllreduceAlgorithm fastestAllreduce(std::size_t bytes, const CommShape& shape,

@@ -10,7 +10,6 @@
 #pragma once
 
 #include <cstddef>
-#include <optional>
 #include <string>
 
 #include "collectives/algorithms/allreduce.h"
@@ -57,10 +56,6 @@ AllreduceAlgorithm fastestAllreduce(std::size_t bytes, const CommShape& shape,
 // recursive doubling below the smallest (latency decides there); Auto where no table matches.
 AllreduceAlgorithm measuredFastestAllreduce(std::size_t bytes, const std::string& link, int ranks,
                                             int ranksPerHost, const NetworkModel& model);
-// Whether that table has the form staged by host faster at `bytes` than every flat algorithm it
-// times; nullopt where no table matches or it did not time the staged form.
-std::optional<bool> measuredFasterStaged(std::size_t bytes, const std::string& link, int ranks,
-                                         int ranksPerHost, const NetworkModel& model);
 
 // Seconds for a broadcast of `bytes` from rank 0 by `algorithm` (not Auto); `segmentBytes`: the
 // pipeline segment (the chain's, and the limit of the ring allgather's). The tree's time is the

@@ -113,7 +113,7 @@ const MeasuredAllreduce* NetworkModel::measured(const std::string& link, int ran
 namespace {
 
 constexpr TimedAlgorithm kTimed[] = {TimedAlgorithm::RecursiveDoubling, TimedAlgorithm::Ring,
-                                     TimedAlgorithm::Rabenseifner, TimedAlgorithm::Hierarchical};
+                                     TimedAlgorithm::Rabenseifner};
 
 TimedAlgorithm timedAlgorithm(const std::string& name, const std::string& link) {
   std::string valid;
@@ -126,15 +126,12 @@ TimedAlgorithm timedAlgorithm(const std::string& name, const std::string& link) 
                                        valid, ")"));
 }
 
-// The algorithm with the least time at `at`, interpolated (log-log) in the interval lo..hi; of
-// the flat ones alone with `flatOnly`.
-TimedAlgorithm fastestIn(const MeasuredAllreduce& t, std::size_t lo, std::size_t hi, double at,
-                         bool flatOnly) {
+// The algorithm with the least time at `at`, interpolated (log-log) in the interval lo..hi.
+TimedAlgorithm fastestIn(const MeasuredAllreduce& t, std::size_t lo, std::size_t hi, double at) {
   double f = lo == hi ? 0 : std::log(at / t.bytes[lo]) / std::log(t.bytes[hi] / t.bytes[lo]);
   const std::string* best = nullptr;
   double bestLog = 0;
   for (const auto& [name, times] : t.seconds) {
-    if (flatOnly && name == timedAlgorithmName(TimedAlgorithm::Hierarchical)) continue;
     double logTime = std::log(times[lo]) + f * (std::log(times[hi]) - std::log(times[lo]));
     if (!best || logTime < bestLog) {
       best = &name;
@@ -154,8 +151,6 @@ const char* timedAlgorithmName(TimedAlgorithm algorithm) {
       return "ring";
     case TimedAlgorithm::Rabenseifner:
       return "rabenseifner";
-    case TimedAlgorithm::Hierarchical:
-      return "hierarchical";
   }
   return "?";
 }
@@ -163,49 +158,27 @@ const char* timedAlgorithmName(TimedAlgorithm algorithm) {
 void MeasuredAllreduce::derivePicks() {
   constexpr int kSteps = 64;
   for (const auto& entry : seconds) timedAlgorithm(entry.first, link);
-  auto layout = [&] {
-    return detail::concat("measured allreduce over ", link, " on ", ranks, " ranks");
+  pickFrom.clear();
+  pick.clear();
+  auto add = [&](double from, TimedAlgorithm a) {
+    if (pick.empty() || pick.back() != a) {
+      pickFrom.push_back(from);
+      pick.push_back(a);
+    }
   };
-  if (timesHierarchical() && (withinOneHost() || ranksPerHost < 2))
-    throw InvalidArgument(layout() +
-                          ": hierarchical is timed only across hosts of several ranks "
-                          "each (ranks_per_host >= 2 and below ranks)");
-  if (seconds.size() == (timesHierarchical() ? 1u : 0u))
-    throw InvalidArgument(layout() + ": seconds names no flat algorithm");
-  for (bool flatOnly : {false, true}) {
-    Picks& p = flatOnly ? flat : all;
-    p.from.clear();
-    p.pick.clear();
-    auto add = [&](double from, TimedAlgorithm a) {
-      if (p.pick.empty() || p.pick.back() != a) {
-        p.from.push_back(from);
-        p.pick.push_back(a);
-      }
-    };
-    add(bytes.front(), fastestIn(*this, 0, 0, bytes.front(), flatOnly));
-    for (std::size_t i = 0; i + 1 < bytes.size(); ++i)
-      for (int k = 1; k <= kSteps; ++k) {
-        double at = bytes[i] * std::pow(bytes[i + 1] / bytes[i], static_cast<double>(k) / kSteps);
-        add(at, fastestIn(*this, i, i + 1, at, flatOnly));
-      }
-  }
-}
-
-TimedAlgorithm MeasuredAllreduce::Picks::at(double bytes) const {
-  auto next = std::upper_bound(from.begin(), from.end(), bytes);
-  return pick[next == from.begin() ? 0 : next - from.begin() - 1];
+  add(bytes.front(), fastestIn(*this, 0, 0, bytes.front()));
+  for (std::size_t i = 0; i + 1 < bytes.size(); ++i)
+    for (int k = 1; k <= kSteps; ++k) {
+      double at = bytes[i] * std::pow(bytes[i + 1] / bytes[i], static_cast<double>(k) / kSteps);
+      add(at, fastestIn(*this, i, i + 1, at));
+    }
 }
 
 TimedAlgorithm MeasuredAllreduce::fastestAt(double at) const {
-  HVD_ENFORCE(!all.pick.empty(), "measured allreduce over ", link,
+  HVD_ENFORCE(!pick.empty(), "measured allreduce over ", link,
               ": tables are added by NetworkModel::setMeasured");
-  return all.at(at);
-}
-
-TimedAlgorithm MeasuredAllreduce::fastestFlatAt(double at) const {
-  HVD_ENFORCE(!flat.pick.empty(), "measured allreduce over ", link,
-              ": tables are added by NetworkModel::setMeasured");
-  return flat.at(at);
+  auto next = std::upper_bound(pickFrom.begin(), pickFrom.end(), at);
+  return pick[next == pickFrom.begin() ? 0 : next - pickFrom.begin() - 1];
 }
 
 void NetworkModel::setMeasured(MeasuredAllreduce table) {

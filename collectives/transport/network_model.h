@@ -26,9 +26,8 @@ struct LinkModel {
 // size in ways no latency-bandwidth pair captures; hosts whose ranks share cores with other work
 // pay a scheduler's hand-off per round, which no NIC figure holds).
 // The allreduce algorithms a measured table may time, named in the file as
-// HVD_ALLREDUCE_ALGORITHM names the flat ones; "hierarchical" is the form staged by host
-// (HVD_HIERARCHICAL_ALLREDUCE), timed only across hosts of several ranks each.
-enum class TimedAlgorithm : uint8_t { RecursiveDoubling, Ring, Rabenseifner, Hierarchical };
+// HVD_ALLREDUCE_ALGORITHM names them.
+enum class TimedAlgorithm : uint8_t { RecursiveDoubling, Ring, Rabenseifner };
 const char* timedAlgorithmName(TimedAlgorithm algorithm);
 
 struct MeasuredAllreduce {
@@ -42,25 +41,16 @@ struct MeasuredAllreduce {
   bool withinOneHost() const { return ranksPerHost <= 0 || ranksPerHost >= ranks; }
 
   // The algorithm with the least time at `bytes`, each interpolated between the measured sizes
-  // around it (log-log) and held beyond the ends: of all the table times, or of the flat ones.
-  // From the picks derivePicks() made: Auto asks once per allreduce, so this is a binary
-  // search, not the interpolation.
+  // around it (log-log) and held beyond the ends. From the picks derivePicks() made: Auto asks
+  // once per allreduce, so this is a binary search, not the interpolation.
   TimedAlgorithm fastestAt(double bytes) const;
-  TimedAlgorithm fastestFlatAt(double bytes) const;
-  bool timesHierarchical() const { return seconds.count("hierarchical") > 0; }
-  // Tabulates both: where the fastest changes, to a 64th of each interval (log scale).
-  // NetworkModel::setMeasured calls it; throws InvalidArgument for a name it does not time, a
-  // table without a flat algorithm, or the hierarchical form on a layout that has none.
+  // Tabulates fastestAt: where the fastest changes, to a 64th of each interval (log scale).
+  // NetworkModel::setMeasured calls it; throws InvalidArgument for a name it does not time.
   void derivePicks();
 
   // Derived by derivePicks: from pickFrom[i] bytes on (ascending), pick[i] is the fastest.
-  struct Picks {
-    std::vector<double> from;
-    std::vector<TimedAlgorithm> pick;
-    TimedAlgorithm at(double bytes) const;
-  };
-  Picks all;
-  Picks flat;
+  std::vector<double> pickFrom;
+  std::vector<TimedAlgorithm> pick;
 };
 
 struct NetworkModel {

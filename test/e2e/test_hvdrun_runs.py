@@ -346,8 +346,8 @@ def test_calibrate_keeps_this_hosts_algorithm_table_where_its_jobs_read_it(tmp_p
     before = saved.read_text()
     r = run_hvdrun("-np", 1, bench, "calibrate", env=env)
     assert r.returncode != 0
-    assert "calibrate measures the links between ranks: run it under hvdrun on 2 ranks or more" \
-        in r.stderr, r.stderr
+    assert "calibrate: within a host it measures 2 ranks (their table serves 2-rank jobs), " \
+        "not 1: run it with -np 2" in r.stderr, r.stderr
     assert saved.read_text() == before
     # Calibrating the other link keeps this one's table.
     r = run_hvdrun("-np", 2, "--transport", "shm", bench, "calibrate", env=env)
