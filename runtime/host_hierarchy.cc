@@ -160,7 +160,7 @@ HostShape attachHostHierarchy(const Config& config, Comm& data, rendezvous::Stor
                               const std::shared_ptr<log::Logs>& logs) {
   Exchanged x = exchange(config, data);
   const int ranksPerHost = x.layout.even() ? static_cast<int>(x.layout.ranksOf.front().size()) : 1;
-  const HostShape shape{ranksPerHost, x.fewestCores, x.hostOfRank};
+  const HostShape shape{ranksPerHost, x.fewestCores, x.hostOfRank, x.layout.even()};
   bool everywhere[kSettingCount];
   std::string what, variables;
   for (std::size_t k = 0; k < kSettingCount; ++k) {

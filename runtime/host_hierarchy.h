@@ -35,6 +35,7 @@ struct HostShape {
   int ranksPerHost = 1;  // of the exchanged layout when every host has as many, else 1
   int coresPerHost = 0;  // the fewest online CPUs of any rank's host
   std::vector<std::string> hostOfRank;  // every rank's host name, by rank
+  bool even = true;                     // every host has as many ranks
 };
 
 // Returns the job's HostShape.

@@ -1,8 +1,9 @@
 #include "runtime/kernel_sharing.h"
 
+#include <algorithm>
 #include <fstream>
 
-#include "common/error.h"
+#include "collectives/rendezvous/rank_table.h"
 
 namespace hvd::runtime {
 
@@ -14,25 +15,11 @@ std::string kernelId() {
 }
 
 int ranksOnKernel(rendezvous::Store& store, const std::string& prefix, const std::string& kernel,
-                  int size, int localSize, std::chrono::milliseconds timeout) {
-  std::string counter = prefix + "/kernel/" + kernel;
-  if (!kernel.empty()) store.add(counter, 1);
-  // The rank that counts last says so; every rank reads its kernel's count after that.
-  std::string allCounted = prefix + "/kernels-counted";
-  std::string ranksCounted = prefix + "/kernel-ranks-counted";
-  if (store.add(ranksCounted, 1) == size) store.set(allCounted, rendezvous::Bytes{1});
-  try {
-    store.wait({allCounted}, timeout);
-  } catch (const rendezvous::StoreTimeout& e) {
-    throw rendezvous::StoreTimeout(
-        detail::concat("init: ", store.add(ranksCounted, 0), " of ", size,
-                       " ranks reached the count of ranks per machine within ",
-                       std::chrono::duration_cast<std::chrono::seconds>(timeout).count(),
-                       " s (HVD_START_TIMEOUT); the others did not start or died: ", e.what()),
-        {allCounted});
-  }
+                  int rank, int size, int localSize, std::chrono::milliseconds timeout) {
+  rendezvous::Bytes mine(kernel.begin(), kernel.end());
+  auto kernels = rendezvous::gatherRankTable(store, prefix, rank, size, mine, timeout);
   if (kernel.empty()) return localSize;
-  return static_cast<int>(store.add(counter, 0));
+  return static_cast<int>(std::count(kernels.begin(), kernels.end(), mine));
 }
 
 }  // namespace hvd::runtime

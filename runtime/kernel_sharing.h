@@ -14,11 +14,11 @@ namespace hvd::runtime {
 // This kernel's identity since boot (/proc/sys/kernel/random/boot_id), or "" where unreadable.
 std::string kernelId();
 
-// Collective over the job's `size` ranks: how many of them run on this rank's kernel `kernel`
-// (kernelId(); "" counts as unknown: `localSize` is returned, and the rank still takes part).
-// Four requests to `store` under `prefix` (a key per kernel, and a count of the ranks that have
-// counted); waits up to `timeout` for every rank to count (StoreTimeout then says how many did).
+// Collective over the job's `size` ranks: how many of them run on the kernel `kernel` of this
+// rank `rank` (kernelId(); "" counts as unknown: `localSize` is returned, and the rank still
+// takes part). The ranks' kernels are gathered through `store` under `prefix`
+// (rendezvous::gatherRankTable: RankTableTimeout names the ranks missing after `timeout`).
 int ranksOnKernel(rendezvous::Store& store, const std::string& prefix, const std::string& kernel,
-                  int size, int localSize, std::chrono::milliseconds timeout);
+                  int rank, int size, int localSize, std::chrono::milliseconds timeout);
 
 }  // namespace hvd::runtime

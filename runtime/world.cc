@@ -1,13 +1,11 @@
 #include "runtime/world.h"
 
-#include "runtime/config_fields.h"
-
 #include <unistd.h>
 
 #include <algorithm>
-#include <set>
 
 #include "collectives/rendezvous/prefix_store.h"
+#include "collectives/rendezvous/rank_table.h"
 #include "collectives/rendezvous/rendezvous_server.h"
 #include "collectives/rendezvous/tcp_store_client.h"
 #include "collectives/transport/wait_policy.h"
@@ -63,8 +61,9 @@ CpuSharing cpuSharing(const Config& config, rendezvous::Store& store, int64_t ep
   const Topology& t = config.topology;
   CpuSharing sharing{t.localSize, cpusOfLocalRanks(cpus)};
   if (!ownProcess || use == WorldUse::Engine || t.localSize >= t.size) return sharing;
-  int onKernel = ranksOnKernel(store, detail::concat("job/", config.jobId, "/epoch/", epoch),
-                               kernelId(), t.size, t.localSize, config.startTimeout);
+  int onKernel =
+      ranksOnKernel(store, detail::concat("job/", config.jobId, "/epoch/", epoch, "/kernel/"),
+                    kernelId(), t.rank, t.size, t.localSize, config.startTimeout);
   if (onKernel > t.localSize && cpus.onlineCpus > 0 && onKernel > cpus.onlineCpus)
     sharing = {onKernel, cpus.onlineCpus, true};
   return sharing;
@@ -89,21 +88,18 @@ collectives::NetworkModel hostModel(const Config& config, rendezvous::Store& sto
   if (t.size == 1)
     return config.hostCalibrationPath.empty() ? *config.networkModel
                                               : loadHostCalibration(config.hostCalibrationPath);
-  std::string key = detail::concat("job/", config.jobId, "/epoch/", epoch, "/host-model");
-  auto textOf = [](const rendezvous::Bytes& b) { return std::string(b.begin(), b.end()); };
-  if (t.rank == 0) {
-    std::string text = "none";
-    if (!config.hostCalibrationPath.empty()) {
-      try {
-        text = "model:" + loadHostCalibration(config.hostCalibrationPath).toJson();
-      } catch (const InvalidArgument& e) {
-        text = std::string("error:") + e.what();
-      }
+  std::string mine = "none";
+  if (t.rank == 0 && !config.hostCalibrationPath.empty()) {
+    try {
+      mine = "model:" + loadHostCalibration(config.hostCalibrationPath).toJson();
+    } catch (const InvalidArgument& e) {
+      mine = std::string("error:") + e.what();
     }
-    store.set(key, rendezvous::Bytes(text.begin(), text.end()));
   }
-  store.wait({key}, config.startTimeout);
-  std::string text = textOf(store.get(key).value_or(rendezvous::Bytes{}));
+  rendezvous::Bytes value = rendezvous::shareRankZeroValue(
+      store, detail::concat("job/", config.jobId, "/epoch/", epoch, "/host-model/"), t.rank,
+      rendezvous::Bytes(mine.begin(), mine.end()), config.startTimeout);
+  std::string text(value.begin(), value.end());
   if (text.rfind("error:", 0) == 0)
     throw InvalidArgument("rank 0: " + text.substr(std::string("error:").size()));
   if (text.rfind("model:", 0) == 0)
@@ -158,11 +154,9 @@ void attachHosts(const Config& config, World& world, rendezvous::Store& store, i
                                                                    : *config.networkModel);
   model->ranksPerHost = hosts.ranksPerHost;
   *model = model->sharingCores(hosts.coresPerHost);
-  std::set<std::string> hostNames(hosts.hostOfRank.begin(), hosts.hostOfRank.end());
-  bool uneven = static_cast<int>(hostNames.size()) * hosts.ranksPerHost != t.size;
   if (!oneHost)
     std::erase_if(model->measuredAllreduce, [&](const collectives::MeasuredAllreduce& m) {
-      return m.withinOneHost() || uneven;
+      return m.withinOneHost() || !hosts.even;
     });
   if (t.rank == 0 && hosts.coresPerHost > 0 && hosts.coresPerHost < hosts.ranksPerHost)
     world.logs->get("runtime")->info(

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "collectives/rendezvous/prefix_store.h"
+#include "collectives/rendezvous/rank_table.h"
 #include "collectives/rendezvous/rendezvous_server.h"
 #include "collectives/rendezvous/tcp_store_client.h"
 #include "common/asio_io.h"
@@ -244,20 +245,20 @@ TEST_CASE("ranks count the ranks on their kernel through the store, and a missin
   for (std::size_t r = 0; r < kernels.size(); ++r)
     ranks.emplace_back([&, r] {
       TcpStoreClient client(server.address(), server.port(), "secret", 2s);
-      counted[r] = runtime::ranksOnKernel(client, "job/j/epoch/0", kernels[r],
-                                          static_cast<int>(kernels.size()), 1, 5s);
+      counted[r] =
+          runtime::ranksOnKernel(client, "job/j/epoch/0/kernel/", kernels[r], static_cast<int>(r),
+                                 static_cast<int>(kernels.size()), 1, 5s);
     });
   for (auto& t : ranks) t.join();
   CHECK(counted == std::vector<int>{3, 1, 3, 1, 3});
-  // A rank that never counts: the others' wait ends with the key it waited for.
+  // A rank that never counts: the others' wait ends naming it.
   TcpStoreClient alone(server.address(), server.port(), "secret", 2s);
   try {
-    runtime::ranksOnKernel(alone, "job/j/epoch/1", "a", 2, 1, 200ms);
+    runtime::ranksOnKernel(alone, "job/j/epoch/1/kernel/", "a", 0, 2, 1, 200ms);
     FAIL("the count waited for a rank that never came");
-  } catch (const StoreTimeout& e) {
-    CHECK_THAT(e.what(), Catch::Contains("init: 1 of 2 ranks reached the count of ranks per "
-                                         "machine within 0 s"));
-    CHECK_THAT(e.what(), Catch::Contains("job/j/epoch/1/kernels-counted"));
+  } catch (const RankTableTimeout& e) {
+    CHECK(e.missingRanks() == std::vector<int>{1});
+    CHECK_THAT(e.what(), Catch::Contains("job/j/epoch/1/kernel/<rank> of ranks {1}"));
   }
 }
 
