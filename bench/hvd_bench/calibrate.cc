@@ -1,8 +1,12 @@
 #include "bench/hvd_bench/calibrate.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <ostream>
 #include <vector>
 
@@ -159,6 +163,24 @@ void printCalibration(std::ostream& out, const Calibration& c) {
                              : "between two hosts",
                 c.smallSeconds * 1e6, c.largeSeconds * 1e6, c.reduceBytesPerSecond / 1e9);
   out << line << "# model: " << c.model.describe() << "\n";
+}
+
+void saveModel(const std::string& path, const collectives::NetworkModel& model) {
+  std::filesystem::path file(path);
+  std::error_code error;
+  if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path(), error);
+  std::string partial = detail::concat(path, ".partial-", ::getpid());
+  {
+    std::ofstream out(partial);
+    if (!out) throw InvalidArgument("calibrate: cannot write " + partial);
+    out << model.toJson() << "\n";
+    if (!out.flush()) throw InvalidArgument("calibrate: cannot write " + partial);
+  }
+  std::filesystem::rename(partial, path, error);
+  if (error) {
+    std::filesystem::remove(partial);
+    throw InvalidArgument("calibrate: cannot replace " + path + ": " + error.message());
+  }
 }
 
 }  // namespace hvd::bench

@@ -46,4 +46,9 @@ collectives::MeasuredAllreduce measureAllreduce(const AlgorithmRuns& runs, const
                                                 int ranks, int ranksPerHost, std::size_t largest);
 void printMeasuredAllreduce(std::ostream& out, const collectives::MeasuredAllreduce& table);
 
+// Writes `model` as JSON to `path` (making its directory), aside and renamed over the file: a
+// job starting meanwhile reads the old model or the new one, never half of one. Throws
+// InvalidArgument naming the file it could not write or replace.
+void saveModel(const std::string& path, const collectives::NetworkModel& model);
+
 }  // namespace hvd::bench

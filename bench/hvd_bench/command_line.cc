@@ -1,12 +1,10 @@
 #include "bench/hvd_bench/command_line.h"
 
-#include <unistd.h>
 #include <CLI/CLI.hpp>
 
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -249,23 +247,7 @@ int calibrateMode(Values& v, const CLI::App& cmd, const Config* job) {
   if (rt->topology().rank == 0) {
     if (link) printCalibration(std::cout, *link);
     printMeasuredAllreduce(std::cout, table);
-    std::filesystem::path path(save);
-    std::error_code error;
-    if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), error);
-    // Written aside and renamed over the file: a job starting meanwhile reads the old model or
-    // the new one, never half of one.
-    std::string partial = detail::concat(save, ".partial-", ::getpid());
-    {
-      std::ofstream out(partial);
-      if (!out) throw InvalidArgument("calibrate: cannot write " + partial);
-      out << model.toJson() << "\n";
-      if (!out.flush()) throw InvalidArgument("calibrate: cannot write " + partial);
-    }
-    std::filesystem::rename(partial, save, error);
-    if (error) {
-      std::filesystem::remove(partial);
-      throw InvalidArgument("calibrate: cannot replace " + save + ": " + error.message());
-    }
+    saveModel(save, model);
     std::cout << "# saved to " << save
               << (v.save.empty() ? " (jobs within this host use it unless HVD_NETWORK_MODEL names "
                                    "another file)\n"
